@@ -1,0 +1,197 @@
+# Image URL to use all building/pushing image targets.
+IMG ?= controller:latest
+
+# Kubernetes version of the local control plane (kube-apiserver, kubectl) and
+# the etcd version it runs on. Both are built from Go modules by hack/envtest.
+ENVTEST_K8S_VERSION ?= 1.37.2
+ENVTEST_ETCD_VERSION ?= 3.6.16
+
+# Get the currently used golang install path (in GOPATH/bin, unless GOBIN is set).
+ifeq (,$(shell go env GOBIN))
+GOBIN=$(shell go env GOPATH)/bin
+else
+GOBIN=$(shell go env GOBIN)
+endif
+GOOS ?= $(shell go env GOOS)
+GOARCH ?= $(shell go env GOARCH)
+
+# CONTAINER_TOOL defines the container tool to be used for building images.
+CONTAINER_TOOL ?= docker
+
+# Setting SHELL to bash allows bash commands to be executed by recipes.
+# Options are set to exit when a recipe line exits non-zero or a piped command fails.
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+# Test parallelism sized for small machines: packages and tests in parallel.
+TEST_P ?= 2
+TEST_FLAGS ?= -v -count=1
+
+.PHONY: all
+all: build
+
+##@ General
+
+# The help target prints out all targets with their descriptions organized
+# beneath their categories. The categories are represented by '##@' and the
+# target descriptions by '##'.
+.PHONY: help
+help: ## Display this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate CRDs and RBAC ClusterRole from the markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: controller-gen ## Generate DeepCopy methods from the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+
+.PHONY: fmt
+fmt: ## Run go fmt against the code.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet against the code.
+	go vet ./...
+
+.PHONY: tidy
+tidy: ## Run go mod tidy on the operator and the control plane tools modules.
+	go mod tidy
+	cd $(ENVTEST_MODULE) && go mod tidy
+	cd $(ENVTEST_MODULE)/etcd && go mod tidy
+
+.PHONY: test
+test: manifests generate fmt vet envtest-assets ## Run unit and envtest tests against the self-built control plane.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -p $(TEST_P) $(TEST_FLAGS) ./...
+
+.PHONY: verify
+verify: manifests generate fmt tidy ## Regenerate code, manifests and go.sum, and fail if the tree changed.
+	@if [ -n "$$(git status --porcelain)" ]; then \
+		echo "The tree is not clean after regenerating; commit these changes:"; \
+		git status --porcelain; git --no-pager diff --stat; exit 1; \
+	fi
+
+##@ Build
+
+.PHONY: build
+build: manifests generate fmt vet ## Build the manager binary.
+	go build -o bin/manager ./cmd
+
+.PHONY: run
+run: manifests generate fmt vet ## Run the manager against the cluster of the current kubeconfig.
+	go run ./cmd
+
+.PHONY: docker-build
+docker-build: ## Build the manager image (needs a container engine).
+	$(CONTAINER_TOOL) build -t ${IMG} .
+
+.PHONY: docker-push
+docker-push: ## Push the manager image.
+	$(CONTAINER_TOOL) push ${IMG}
+
+.PHONY: build-installer
+build-installer: manifests generate kustomize ## Render CRDs and deployment into dist/install.yaml.
+	mkdir -p dist
+	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
+	$(KUSTOMIZE) build config/default > dist/install.yaml
+
+##@ Deployment
+
+ifndef ignore-not-found
+  ignore-not-found = false
+endif
+
+.PHONY: install
+install: manifests kustomize ## Install CRDs into the cluster of the current kubeconfig.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply -f -
+
+.PHONY: uninstall
+uninstall: manifests kustomize ## Uninstall CRDs. Call with ignore-not-found=true to ignore missing resources.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+.PHONY: deploy
+deploy: manifests kustomize ## Deploy the manager to the cluster of the current kubeconfig.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
+	$(KUSTOMIZE) build config/default | $(KUBECTL) apply -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Undeploy the manager. Call with ignore-not-found=true to ignore missing resources.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+##@ Dependencies
+
+## Location to install dependencies to.
+LOCALBIN ?= $(shell pwd)/bin
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+## Tool binaries.
+KUBECTL ?= $(ENVTEST_ASSETS)/kubectl
+KUSTOMIZE ?= $(LOCALBIN)/kustomize
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+
+## Tool versions.
+KUSTOMIZE_VERSION ?= v5.8.1
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+
+## The local control plane: kube-apiserver and kubectl from k8s.io/kubernetes,
+## etcd from go.etcd.io/etcd/server/v3. Built once; skipped when present.
+ENVTEST_MODULE := hack/envtest
+ENVTEST_ASSETS ?= $(LOCALBIN)/k8s/$(ENVTEST_K8S_VERSION)-$(GOOS)-$(GOARCH)
+ENVTEST_K8S_MINOR = $(word 2,$(subst ., ,$(ENVTEST_K8S_VERSION)))
+ENVTEST_K8S_LDFLAGS = -s -w \
+	-X k8s.io/component-base/version.gitVersion=v$(ENVTEST_K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(ENVTEST_K8S_MINOR) \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=v$(ENVTEST_K8S_VERSION) \
+	-X k8s.io/client-go/pkg/version.gitMajor=1 \
+	-X k8s.io/client-go/pkg/version.gitMinor=$(ENVTEST_K8S_MINOR)
+
+.PHONY: envtest-assets
+envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubectl ## Build kube-apiserver, etcd and kubectl into bin/k8s (only when missing).
+
+$(ENVTEST_ASSETS)/kube-apiserver:
+	@echo "Building kube-apiserver v$(ENVTEST_K8S_VERSION) from Go modules (a few minutes, once)"
+	cd $(ENVTEST_MODULE) && GOOS=$(GOOS) GOARCH=$(GOARCH) CGO_ENABLED=0 go build -trimpath \
+		-ldflags "$(ENVTEST_K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+$(ENVTEST_ASSETS)/kubectl:
+	@echo "Building kubectl v$(ENVTEST_K8S_VERSION) from Go modules"
+	cd $(ENVTEST_MODULE) && GOOS=$(GOOS) GOARCH=$(GOARCH) CGO_ENABLED=0 go build -trimpath \
+		-ldflags "$(ENVTEST_K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubectl
+
+$(ENVTEST_ASSETS)/etcd:
+	@echo "Building etcd v$(ENVTEST_ETCD_VERSION) from Go modules"
+	cd $(ENVTEST_MODULE)/etcd && GOOS=$(GOOS) GOARCH=$(GOARCH) CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w" -o $@ .
+
+.PHONY: kustomize
+kustomize: $(KUSTOMIZE) ## Install kustomize into bin/ if necessary.
+$(KUSTOMIZE): $(LOCALBIN)
+	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/ if necessary.
+$(CONTROLLER_GEN): $(LOCALBIN)
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+# go-install-tool will 'go install' any package with a custom target and the
+# name of the binary, if it doesn't exist at that version.
+# $1 - target path with name of binary
+# $2 - package url which can be installed
+# $3 - specific version of package
+define go-install-tool
+@[ -f "$(1)-$(3)" ] && [ "$$(readlink -- "$(1)" 2>/dev/null)" = "$(notdir $(1))-$(3)" ] || { \
+set -e; \
+package=$(2)@$(3) ;\
+echo "Downloading $${package}" ;\
+rm -f "$(1)" ;\
+GOBIN="$(LOCALBIN)" go install $${package} ;\
+mv "$(LOCALBIN)/$$(basename "$(1)")" "$(1)-$(3)" ;\
+} ;\
+ln -sf "$(notdir $(1))-$(3)" "$(1)"
+endef

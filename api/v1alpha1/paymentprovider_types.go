@@ -1,0 +1,154 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SecretKeyReference selects one key of a Secret in the namespace of the
+// PaymentProvider. Secrets are never read from another namespace.
+type SecretKeyReference struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key in the Secret's data whose value is the credential.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}
+
+// StripeProvider charges through Stripe PaymentIntents.
+type StripeProvider struct {
+	// apiBase overrides the Stripe API URL, for the bundled sandbox or
+	// stripe-mock. Defaults to https://api.stripe.com.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	APIBase string `json:"apiBase,omitempty"`
+
+	// secretKeyRef selects the Stripe secret key (sk_...).
+	// +required
+	SecretKeyRef SecretKeyReference `json:"secretKeyRef"`
+}
+
+// HTTPProvider charges through a payment service that implements the
+// operator's HTTP contract: a JSON POST with an Idempotency-Key header.
+type HTTPProvider struct {
+	// url that receives the charge requests.
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	URL string `json:"url"`
+
+	// secretKeyRef selects an optional bearer token sent in the
+	// Authorization header.
+	// +optional
+	SecretKeyRef *SecretKeyReference `json:"secretKeyRef,omitempty"`
+}
+
+// PaymentProviderSpec configures one payment provider account. Exactly one of
+// stripe and http is set.
+// +kubebuilder:validation:XValidation:rule="has(self.stripe) != has(self.http)",message="exactly one of spec.stripe or spec.http must be set"
+type PaymentProviderSpec struct {
+	// stripe configures a Stripe account.
+	// +optional
+	Stripe *StripeProvider `json:"stripe,omitempty"`
+
+	// http configures a payment service reached over the operator's HTTP
+	// contract.
+	// +optional
+	HTTP *HTTPProvider `json:"http,omitempty"`
+
+	// requestsPerSecond limits the requests sent to the provider, shared by
+	// all the PaymentJobs that use it. Unlimited when unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	RequestsPerSecond *int32 `json:"requestsPerSecond,omitempty"`
+
+	// burst is the number of requests that may be sent at once above
+	// requestsPerSecond. Defaults to requestsPerSecond.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	Burst *int32 `json:"burst,omitempty"`
+
+	// timeoutSeconds bounds one call to the provider. Defaults to the
+	// manager's --provider-timeout, and is always kept shorter than the
+	// claim lease.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=600
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+}
+
+// PaymentProviderStatus is the observed state of a PaymentProvider.
+type PaymentProviderStatus struct {
+	// observedGeneration is the generation of the spec that the status
+	// describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions holds Ready: False with a reason when the provider cannot
+	// be used, for example because its Secret is missing.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PaymentProvider is a payment provider account that PaymentJobs in the same
+// namespace charge through.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=payments
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PaymentProvider struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec configures the provider.
+	// +required
+	Spec PaymentProviderSpec `json:"spec"`
+
+	// status reports whether the provider can be used.
+	// +optional
+	Status PaymentProviderStatus `json:"status,omitempty"`
+}
+
+// PaymentProviderList is a list of PaymentProviders.
+// +kubebuilder:object:root=true
+type PaymentProviderList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PaymentProvider `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PaymentProvider{}, &PaymentProviderList{})
+}
