@@ -19,15 +19,22 @@ limitations under the License.
 package main
 
 import (
+	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"time"
 
 	// Import all Kubernetes client auth plugins (e.g. Azure, GCP, OIDC, etc.)
 	// to ensure that exec-entrypoint and run can make use of them.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,6 +44,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 var (
@@ -56,6 +65,11 @@ func main() {
 		enableLeaderElection bool
 		secureMetrics        bool
 		enableHTTP2          bool
+		concurrency          int
+		qps                  float64
+		burst                int
+		claimLease           time.Duration
+		providerTimeout      time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -66,11 +80,30 @@ func main() {
 		"If set, the metrics endpoint is served securely via HTTPS, with authentication and authorization.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 is enabled for the metrics server.")
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", 10,
+		"The number of PaymentJobs worked on at once. Provider calls are synchronous, so this bounds the calls in flight.")
+	flag.Float64Var(&qps, "kube-api-qps", 50, "The client-side limit of requests per second to the API server.")
+	flag.IntVar(&burst, "kube-api-burst", 100, "The client-side burst of requests to the API server.")
+	flag.DurationVar(&claimLease, "claim-lease-duration", 60*time.Second,
+		"How long a claim on a PaymentJob is held before another manager may take it over, with the same idempotency key.")
+	flag.DurationVar(&providerTimeout, "provider-timeout", 30*time.Second,
+		"The longest provider call, unless a PaymentProvider sets timeoutSeconds. Must be shorter than the claim lease.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	if providerTimeout <= 0 || claimLease <= providerTimeout {
+		setupLog.Error(errors.New("invalid flags"), "--claim-lease-duration must be longer than --provider-timeout",
+			"claimLeaseDuration", claimLease, "providerTimeout", providerTimeout)
+		os.Exit(1)
+	}
+	holder, err := holderIdentity()
+	if err != nil {
+		setupLog.Error(err, "Unable to derive the claim holder identity")
+		os.Exit(1)
+	}
 
 	// HTTP/2 is disabled by default: the HTTP/2 Stream Cancellation and Rapid
 	// Reset CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8) make HTTP/1.1 the
@@ -93,7 +126,10 @@ func main() {
 		metricsOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS = float32(qps)
+	restConfig.Burst = burst
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsOptions,
 		HealthProbeBindAddress: probeAddr,
@@ -108,6 +144,28 @@ func main() {
 		os.Exit(1)
 	}
 
+	if err := (&controller.PaymentProviderReconciler{
+		Client:       mgr.GetClient(),
+		SecretReader: mgr.GetAPIReader(),
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "Unable to create controller", "controller", "PaymentProvider")
+		os.Exit(1)
+	}
+	if err := (&controller.PaymentJobReconciler{
+		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorder("paymentjob-controller"),
+		Providers:               controller.ProviderResolverFunc(noAdapters),
+		Clock:                   clock.RealClock{},
+		Holder:                  holder,
+		ClaimLease:              claimLease,
+		ProviderTimeout:         providerTimeout,
+		Backoff:                 controller.DefaultBackoff,
+		MaxConcurrentReconciles: concurrency,
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "Unable to create controller", "controller", "PaymentJob")
+		os.Exit(1)
+	}
+
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "Unable to set up health check")
 		os.Exit(1)
@@ -117,9 +175,39 @@ func main() {
 		os.Exit(1)
 	}
 
-	setupLog.Info("Starting manager")
+	setupLog.Info("Starting manager", "holder", holder, "claimLease", claimLease, "providerTimeout", providerTimeout)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "Problem running manager")
 		os.Exit(1)
 	}
+}
+
+// holderIdentity names this process in claims: the pod name (or host name)
+// and a random id, so a restarted process never mistakes an earlier
+// process's claim for its own.
+func holderIdentity() (string, error) {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("cannot read the host name: %w", err)
+		}
+		name = host
+	}
+	id := make([]byte, 4)
+	if _, err := rand.Read(id); err != nil {
+		return "", fmt.Errorf("cannot generate a process id: %w", err)
+	}
+	return name + "/" + hex.EncodeToString(id), nil
+}
+
+// noAdapters is the provider resolver until the Stripe and HTTP adapters
+// land: jobs wait in Pending with a message that says so, and nothing is
+// charged.
+func noAdapters(_ context.Context, p *paymentsv1alpha1.PaymentProvider) (payment.Provider, error) {
+	kind := "http"
+	if p.Spec.Stripe != nil {
+		kind = "stripe"
+	}
+	return nil, fmt.Errorf("this build has no adapter for %s providers yet", kind)
 }

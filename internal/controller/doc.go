@@ -19,15 +19,10 @@ limitations under the License.
 // whether a provider can be used. It is the only package where Kubernetes
 // objects and payment providers meet.
 //
-// The permissions below are everything the manager needs; `make manifests`
-// turns them into config/rbac/role.yaml. PaymentJob status and finalizer writes
-// are the operator's alone: the editor and viewer roles for users exclude them.
+// `make manifests` turns the RBAC markers of the reconcilers, and the ones
+// below, into config/rbac/role.yaml. Secrets are only read with get, one at a
+// time: the manager never lists or watches Secrets.
 //
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/finalizers,verbs=update
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders,verbs=get;list;watch
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 package controller

@@ -1,0 +1,123 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// Reasons of conditions and events. A condition and the event announcing it
+// carry the same reason, so users can match either.
+const (
+	// ReasonSuspended: spec.suspend holds the job in Pending.
+	ReasonSuspended = "Suspended"
+	// ReasonDeadlineExceeded: activeDeadlineSeconds passed before the job
+	// was claimed; it will never be charged.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonProviderNotFound: the referenced PaymentProvider does not exist.
+	ReasonProviderNotFound = "ProviderNotFound"
+	// ReasonProviderNotReady: the referenced PaymentProvider is not Ready.
+	ReasonProviderNotReady = "ProviderNotReady"
+	// ReasonClaimed: this manager claimed the job and is charging it.
+	ReasonClaimed = "Claimed"
+	// ReasonClaimTakenOver: the previous claim expired and this manager took
+	// it over, with the same idempotency key.
+	ReasonClaimTakenOver = "ClaimTakenOver"
+	// ReasonClaimHeld: another manager holds an unexpired claim.
+	ReasonClaimHeld = "ClaimHeld"
+	// ReasonTransientError: the provider call had an uncertain outcome; it is
+	// retried with the same key.
+	ReasonTransientError = "TransientError"
+	// ReasonRetriesExhausted: backoffLimit retries failed; the job keeps
+	// retrying at the longest interval and needs attention.
+	ReasonRetriesExhausted = "RetriesExhausted"
+	// ReasonRequestChanged: the request no longer matches the one recorded at
+	// the first claim; the job is not charged again.
+	ReasonRequestChanged = "RequestChanged"
+	// ReasonSucceeded: the provider confirmed the charge.
+	ReasonSucceeded = "Succeeded"
+	// ReasonReplayed: the provider answered with the saved outcome of an
+	// earlier request with the same key; no money moved again.
+	ReasonReplayed = "Replayed"
+	// ReasonProcessing: a claim is held and the charge is under way.
+	ReasonProcessing = "Processing"
+
+	// ReasonCardDeclined, ReasonInvalidRequest and ReasonKeyReused are the
+	// failure reasons of definitive refusals.
+	ReasonCardDeclined   = payment.ReasonCardDeclined
+	ReasonInvalidRequest = payment.ReasonInvalidRequest
+	ReasonKeyReused      = payment.ReasonKeyReused
+
+	// ReasonReady, ReasonSecretNotFound and ReasonSecretKeyMissing are the
+	// reasons of a PaymentProvider's Ready condition.
+	ReasonReady            = "Ready"
+	ReasonSecretNotFound   = "SecretNotFound"
+	ReasonSecretKeyMissing = "SecretKeyMissing"
+)
+
+// progress is why a pass left a job where it is: the input of the job's
+// conditions besides its phase.
+type progress struct {
+	reason  string
+	message string
+	// stalled marks a non-terminal job that needs attention.
+	stalled bool
+}
+
+// setConditions computes Ready, Reconciling and Stalled, in the kstatus sense,
+// from the job's phase and the progress of the last pass. It is the only
+// place that sets a PaymentJob's conditions.
+func setConditions(job *paymentsv1alpha1.PaymentJob, p progress) {
+	gen := job.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
+		})
+	}
+	switch job.Status.Phase {
+	case paymentsv1alpha1.PhaseCompleted:
+		set(paymentsv1alpha1.ConditionReady, metav1.ConditionTrue, p.reason, p.message)
+		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, p.reason, "")
+		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.reason, "")
+	case paymentsv1alpha1.PhaseFailed:
+		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, p.reason, p.message)
+		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, p.reason, "")
+		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.reason, p.message)
+	default:
+		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, p.reason, p.message)
+		// A suspended or expired job makes no progress by itself.
+		reconciling := p.reason != ReasonSuspended && p.reason != ReasonDeadlineExceeded
+		set(paymentsv1alpha1.ConditionReconciling, boolStatus(reconciling), p.reason, p.message)
+		if p.stalled {
+			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.reason, p.message)
+		} else {
+			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.reason, "")
+		}
+	}
+	job.Status.ObservedGeneration = gen
+}
+
+func boolStatus(b bool) metav1.ConditionStatus {
+	if b {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}

@@ -1,0 +1,60 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Outcomes of a provider call, the label of paymentjob_charges_total.
+const (
+	outcomeSucceeded = "succeeded"
+	outcomeDeclined  = "declined"
+	outcomeInvalid   = "invalid"
+	outcomeKeyReused = "key_reused"
+	outcomeTransient = "transient"
+)
+
+var (
+	chargesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentjob_charges_total",
+		Help: "Provider charge calls by outcome: succeeded (including replays), declined, invalid, key_reused, transient.",
+	}, []string{"outcome"})
+	replaysTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_replays_total",
+		Help: "Charge calls that the provider answered with the saved outcome of an earlier request with the same key.",
+	})
+	claimConflictsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_claim_conflicts_total",
+		Help: "Writes refused with a resourceVersion conflict (stale cache or another replica); each was requeued and charged nothing.",
+	})
+	skippedTerminalTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_skipped_terminal_total",
+		Help: "Reconciles of Completed or Failed jobs that returned without a provider call.",
+	})
+	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "paymentjob_reconcile_duration_seconds",
+		Help:    "Duration of PaymentJob reconciles, by the phase the job was in when the reconcile started.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"phase"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(chargesTotal, replaysTotal, claimConflictsTotal,
+		skippedTerminalTotal, reconcileDuration)
+}

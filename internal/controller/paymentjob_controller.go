@@ -1,0 +1,648 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+const (
+	// providerRefIndex indexes PaymentJobs by the PaymentProvider they use.
+	providerRefIndex = ".spec.providerRef.name"
+	// defaultBackoffLimit applies when spec.backoffLimit is unset (the CRD
+	// defaults it, so only objects written around the schema lack it).
+	defaultBackoffLimit = 6
+	// maxMessageLength bounds provider messages copied into the status.
+	maxMessageLength = 1024
+)
+
+// ProviderResolver turns a ready PaymentProvider into the payment.Provider
+// that charges through it.
+type ProviderResolver interface {
+	Resolve(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (payment.Provider, error)
+}
+
+// ProviderResolverFunc is a ProviderResolver written as a function.
+type ProviderResolverFunc func(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (payment.Provider, error)
+
+// Resolve calls f.
+func (f ProviderResolverFunc) Resolve(ctx context.Context, p *paymentsv1alpha1.PaymentProvider) (payment.Provider, error) {
+	return f(ctx, p)
+}
+
+// Backoff is the delay between attempts after uncertain provider outcomes:
+// Initial after the first failed attempt, doubling up to Max.
+type Backoff struct {
+	Initial time.Duration
+	Max     time.Duration
+}
+
+// DefaultBackoff is 1 s doubling to 5 min.
+var DefaultBackoff = Backoff{Initial: time.Second, Max: 5 * time.Minute}
+
+// after returns the delay after the given number of failed attempts, without jitter.
+func (b Backoff) after(attempts int32) time.Duration {
+	d := b.Initial
+	for i := int32(1); i < attempts && d < b.Max; i++ {
+		d *= 2
+	}
+	return min(d, b.Max)
+}
+
+// jitter adds up to 20% to d, so that jobs failing together do not retry together.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// PaymentJobReconciler charges each PaymentJob at its provider exactly once.
+// Every write that guards a charge carries the resourceVersion it was decided
+// on; a charge is only requested right after this process wrote a claim.
+type PaymentJobReconciler struct {
+	// Client reads from the cache and writes to the API server.
+	Client client.Client
+	// Recorder emits the events users see in kubectl describe.
+	Recorder events.EventRecorder
+	// Providers resolves a job's PaymentProvider into a payment.Provider.
+	Providers ProviderResolver
+	// Clock is the time source of claims, deadlines and backoff.
+	Clock clock.PassiveClock
+	// Holder identifies this process in claims: pod name and a per-process id.
+	Holder string
+	// ClaimLease is how long a claim is held before another process may take
+	// it over. It must be longer than ProviderTimeout.
+	ClaimLease time.Duration
+	// ProviderTimeout bounds one provider call unless the PaymentProvider
+	// sets timeoutSeconds; a call is always kept shorter than ClaimLease.
+	ProviderTimeout time.Duration
+	// Backoff paces retries after uncertain outcomes.
+	Backoff Backoff
+	// MaxConcurrentReconciles is the number of jobs worked on at once.
+	MaxConcurrentReconciles int
+}
+
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/finalizers,verbs=update
+
+// Reconcile moves one PaymentJob one step through the exactly-once protocol.
+func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	job := &paymentsv1alpha1.PaymentJob{}
+	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	phase := job.Status.Phase
+	defer func() {
+		reconcileDuration.WithLabelValues(phaseLabel(phase)).Observe(time.Since(start).Seconds())
+	}()
+
+	var (
+		res ctrl.Result
+		err error
+	)
+	switch phase {
+	case paymentsv1alpha1.PhaseCompleted, paymentsv1alpha1.PhaseFailed:
+		skippedTerminalTotal.Inc()
+		res, err = r.finishTerminal(ctx, job)
+	case paymentsv1alpha1.PhaseProcessing:
+		res, err = r.resume(ctx, job)
+	default:
+		res, err = r.admit(ctx, job)
+	}
+	if apierrors.IsConflict(err) {
+		// A stale cache or another replica moved the job first. Nothing was
+		// charged on the strength of the stale copy; look again.
+		claimConflictsTotal.Inc()
+		log.FromContext(ctx).V(1).Info("Write conflict, requeueing", "phase", phase)
+		return ctrl.Result{RequeueAfter: jitter(100 * time.Millisecond)}, nil
+	}
+	return res, err
+}
+
+// admit handles a job that has not been claimed: new or Pending. It waits
+// while the job is suspended, past its deadline or its provider is not ready,
+// and otherwise claims it and charges.
+func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
+	if !job.DeletionTimestamp.IsZero() {
+		// Never claimed, so nothing is in flight: let it go.
+		return ctrl.Result{}, r.removeFinalizer(ctx, job)
+	}
+	if err := r.ensureFinalizer(ctx, job); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	now := r.Clock.Now()
+	var wait time.Duration
+	if d := job.Spec.ActiveDeadlineSeconds; d != nil {
+		deadline := job.CreationTimestamp.Add(time.Duration(*d) * time.Second)
+		if !now.Before(deadline) {
+			return ctrl.Result{}, r.setPending(ctx, job, progress{
+				reason:  ReasonDeadlineExceeded,
+				message: fmt.Sprintf("Not claimed within activeDeadlineSeconds (%ds); it will not be charged", *d),
+				stalled: true,
+			})
+		}
+		wait = deadline.Sub(now)
+	}
+	if job.Spec.Suspend != nil && *job.Spec.Suspend {
+		return ctrl.Result{RequeueAfter: wait}, r.setPending(ctx, job, progress{
+			reason: ReasonSuspended, message: "spec.suspend is true; set it to false to charge",
+		})
+	}
+	target, waiting, err := r.resolveProvider(ctx, job)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if waiting != nil {
+		// The PaymentProvider watch brings the job back when it changes.
+		return ctrl.Result{RequeueAfter: wait}, r.setPending(ctx, job, *waiting)
+	}
+	return r.claimAndCharge(ctx, job, target, ReasonClaimed)
+}
+
+// resume handles a Processing job: the charge may already have happened. It
+// waits for another holder's claim to expire and for the backoff after a
+// failed attempt, then claims again and charges with the same key, so the
+// provider replays an earlier success instead of charging twice.
+func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
+	if job.DeletionTimestamp.IsZero() {
+		if err := r.ensureFinalizer(ctx, job); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	reason := ReasonClaimed
+	if c := job.Status.Claim; c != nil {
+		notBefore := c.AcquiredAt.Add(r.retryDelay(job))
+		if c.Holder != r.Holder {
+			reason = ReasonClaimTakenOver
+			if c.ExpiresAt.After(notBefore) {
+				notBefore = c.ExpiresAt.Time
+			}
+		}
+		if now := r.Clock.Now(); now.Before(notBefore) {
+			return ctrl.Result{RequeueAfter: notBefore.Sub(now)}, nil
+		}
+	}
+
+	target, waiting, err := r.resolveProvider(ctx, job)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if waiting != nil {
+		// Money may have moved: stay Processing and come back.
+		delay := r.retryDelay(job)
+		return ctrl.Result{RequeueAfter: jitter(delay)}, r.writeProgress(ctx, job, *waiting)
+	}
+	return r.claimAndCharge(ctx, job, target, reason)
+}
+
+// target is the provider a job charges through, resolved for one pass.
+type target struct {
+	provider payment.Provider
+	timeout  time.Duration
+}
+
+// resolveProvider finds the job's PaymentProvider. It returns why the job
+// must wait when the provider is missing or not ready.
+func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (*target, *progress, error) {
+	name := job.Spec.ProviderRef.Name
+	var pp paymentsv1alpha1.PaymentProvider
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &pp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &progress{reason: ReasonProviderNotFound,
+				message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.Namespace)}, nil
+		}
+		return nil, nil, fmt.Errorf("cannot get PaymentProvider %q: %w", name, err)
+	}
+	ready := meta.FindStatusCondition(pp.Status.Conditions, paymentsv1alpha1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != pp.Generation {
+		why := "its status is not up to date yet"
+		if ready != nil && ready.ObservedGeneration == pp.Generation {
+			why = fmt.Sprintf("%s: %s", ready.Reason, ready.Message)
+		}
+		return nil, &progress{reason: ReasonProviderNotReady,
+			message: fmt.Sprintf("PaymentProvider %q is not ready: %s", name, why)}, nil
+	}
+	provider, err := r.Providers.Resolve(ctx, &pp)
+	if err != nil {
+		return nil, &progress{reason: ReasonProviderNotReady,
+			message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", name, err)}, nil
+	}
+	timeout := r.ProviderTimeout
+	if pp.Spec.TimeoutSeconds != nil {
+		timeout = time.Duration(*pp.Spec.TimeoutSeconds) * time.Second
+	}
+	// A call must end before the claim can be taken over.
+	if limit := r.ClaimLease * 9 / 10; timeout > limit {
+		timeout = limit
+	}
+	return &target{provider: provider, timeout: timeout}, nil, nil
+}
+
+// claimAndCharge writes a claim on the resourceVersion the decision was made
+// on and, only if that write succeeds, calls the provider.
+func (r *PaymentJobReconciler) claimAndCharge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, reason string) (ctrl.Result, error) {
+	key := job.Status.IdempotencyKey
+	if key == "" {
+		key = payment.SentKey(job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
+	}
+	req := chargeRequest(job)
+	hash := payment.RequestHash(key, req)
+	if job.Status.RequestHash != "" && job.Status.RequestHash != hash {
+		// The provider would refuse another request under this key, or worse,
+		// a changed key would charge again. Never charge; ask for attention.
+		return ctrl.Result{}, r.writeProgress(ctx, job, progress{
+			reason:  ReasonRequestChanged,
+			message: "The request no longer matches the one recorded at the first claim; not charging again",
+			stalled: true,
+		})
+	}
+
+	now := r.Clock.Now()
+	job.Status.Phase = paymentsv1alpha1.PhaseProcessing
+	job.Status.IdempotencyKey = key
+	job.Status.RequestHash = hash
+	job.Status.Attempts++
+	job.Status.Claim = &paymentsv1alpha1.Claim{
+		Holder:     r.Holder,
+		AcquiredAt: metav1.NewTime(now),
+		ExpiresAt:  metav1.NewTime(now.Add(r.ClaimLease)),
+	}
+	if job.Status.StartedAt == nil {
+		job.Status.StartedAt = &metav1.Time{Time: now}
+	}
+	note := fmt.Sprintf("Attempt %d claimed by %s until %s", job.Status.Attempts, r.Holder,
+		job.Status.Claim.ExpiresAt.UTC().Format(time.RFC3339))
+	setConditions(job, progress{reason: reason, message: note})
+	if err := r.Client.Status().Update(ctx, job); err != nil {
+		return ctrl.Result{}, fmt.Errorf("cannot claim payment job: %w", err)
+	}
+	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, reason, "Claim", "%s", note)
+
+	return r.charge(ctx, job, t, key, req)
+}
+
+// charge calls the provider under the claim just written and records what it
+// answered.
+func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key string, req payment.ChargeRequest) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	logger.V(1).Info("Charging payment", "attempt", job.Status.Attempts, "amount", req.Amount, "currency", req.Currency)
+	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	outcome, err := t.provider.Charge(callCtx, key, req)
+	cancel()
+
+	if err == nil {
+		chargesTotal.WithLabelValues(outcomeSucceeded).Inc()
+		if outcome.Replayed {
+			replaysTotal.Inc()
+		}
+		return ctrl.Result{}, r.recordSuccess(ctx, job, outcome)
+	}
+	if refusal, ok := payment.IsRefusal(err); ok {
+		chargesTotal.WithLabelValues(refusalOutcome(refusal)).Inc()
+		return ctrl.Result{}, r.recordRefusal(ctx, job, refusal)
+	}
+	chargesTotal.WithLabelValues(outcomeTransient).Inc()
+	return r.recordUncertain(ctx, job, err)
+}
+
+// recordSuccess writes Completed with the provider's response, then removes
+// the finalizer.
+func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv1alpha1.PaymentJob, o payment.Outcome) error {
+	now := metav1.NewTime(r.Clock.Now())
+	resp := &paymentsv1alpha1.ProviderResponse{
+		ID:       o.ID,
+		Status:   o.Status,
+		Amount:   o.Amount,
+		Currency: o.Currency,
+		Replayed: o.Replayed,
+	}
+	if !o.Created.IsZero() {
+		resp.Created = &metav1.Time{Time: o.Created}
+	}
+	msg := fmt.Sprintf("Charged %d %s as %s", o.Amount, o.Currency, o.ID)
+	eventReason := ReasonSucceeded
+	if o.Replayed {
+		msg += " (the provider replayed the outcome of an earlier attempt; no money moved again)"
+		eventReason = ReasonReplayed
+	}
+	err := r.writeOutcome(ctx, job, func(j *paymentsv1alpha1.PaymentJob) {
+		j.Status.Phase = paymentsv1alpha1.PhaseCompleted
+		j.Status.ProviderResponse = resp
+		j.Status.Failure = nil
+		j.Status.Claim = nil
+		j.Status.CompletedAt = &now
+		setConditions(j, progress{reason: ReasonSucceeded, message: msg})
+	})
+	if err != nil {
+		return fmt.Errorf("cannot record the charge outcome: %w", err)
+	}
+	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, eventReason, "Charge", "%s", msg)
+	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", job.Status.Attempts)
+	return r.removeFinalizer(ctx, job)
+}
+
+// recordRefusal writes Failed: the provider definitively did not charge.
+func (r *PaymentJobReconciler) recordRefusal(ctx context.Context, job *paymentsv1alpha1.PaymentJob, refusal *payment.Refusal) error {
+	now := metav1.NewTime(r.Clock.Now())
+	msg := truncate(refusal.Message, maxMessageLength)
+	err := r.writeOutcome(ctx, job, func(j *paymentsv1alpha1.PaymentJob) {
+		j.Status.Phase = paymentsv1alpha1.PhaseFailed
+		j.Status.Failure = &paymentsv1alpha1.Failure{Reason: refusal.Reason, Message: msg}
+		j.Status.Claim = nil
+		j.Status.CompletedAt = &now
+		setConditions(j, progress{reason: refusal.Reason, message: "The provider refused the payment; nothing was charged: " + msg})
+	})
+	if err != nil {
+		return fmt.Errorf("cannot record the refusal: %w", err)
+	}
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, refusal.Reason, "Charge", "The provider refused the payment: %s", msg)
+	log.FromContext(ctx).Info("Payment refused by the provider", "reason", refusal.Reason)
+	return r.removeFinalizer(ctx, job)
+}
+
+// writeOutcome writes a final outcome to the job's status. A conflict means
+// somebody else wrote the job during the call: a label from a GitOps tool, a
+// deletion. The outcome is then written on a fresh copy, but only while the
+// claim is still this attempt's; otherwise the conflict is returned and the
+// job is looked at again (a later claim replays the outcome at the provider).
+func (r *PaymentJobReconciler) writeOutcome(ctx context.Context, job *paymentsv1alpha1.PaymentJob, apply func(*paymentsv1alpha1.PaymentJob)) error {
+	attempt := job.Status.Attempts
+	current := job
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			fresh := &paymentsv1alpha1.PaymentJob{}
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(job), fresh); err != nil {
+				return err
+			}
+			c := fresh.Status.Claim
+			if fresh.Status.Phase != paymentsv1alpha1.PhaseProcessing || c == nil ||
+				c.Holder != r.Holder || fresh.Status.Attempts != attempt {
+				return errClaimLost
+			}
+			current = fresh
+		}
+		first = false
+		apply(current)
+		return r.Client.Status().Update(ctx, current)
+	})
+	if errors.Is(err, errClaimLost) {
+		return apierrors.NewConflict(paymentsv1alpha1.GroupVersion.WithResource("paymentjobs").GroupResource(),
+			job.Name, err)
+	}
+	if err != nil {
+		return err
+	}
+	*job = *current
+	return nil
+}
+
+// errClaimLost says the claim moved on while the provider was called.
+var errClaimLost = errors.New("the claim was taken over during the provider call")
+
+// recordUncertain keeps the job Processing after an uncertain outcome and
+// schedules the next attempt; after backoffLimit retries it reports Stalled
+// and keeps retrying at the longest interval. It never writes Failed.
+func (r *PaymentJobReconciler) recordUncertain(ctx context.Context, job *paymentsv1alpha1.PaymentJob, callErr error) (ctrl.Result, error) {
+	delay := max(r.retryDelay(job), payment.RetryAfter(callErr))
+	msg := truncate(fmt.Sprintf("Attempt %d had an uncertain outcome (%v); retrying in %s with the same idempotency key",
+		job.Status.Attempts, callErr, delay.Round(time.Millisecond)), maxMessageLength)
+	p := progress{reason: ReasonTransientError, message: msg}
+	if r.exhausted(job) {
+		p = progress{reason: ReasonRetriesExhausted, message: msg, stalled: true}
+	}
+	log.FromContext(ctx).Info("Provider call failed, will retry", "attempt", job.Status.Attempts,
+		"retryAfter", delay, "error", callErr.Error())
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.reason, "Charge", "%s", msg)
+	if err := r.writeProgress(ctx, job, p); err != nil && !apierrors.IsConflict(err) {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: jitter(delay)}, nil
+}
+
+// exhausted reports whether the job has used its backoffLimit retries.
+func (r *PaymentJobReconciler) exhausted(job *paymentsv1alpha1.PaymentJob) bool {
+	limit := int32(defaultBackoffLimit)
+	if job.Spec.BackoffLimit != nil {
+		limit = *job.Spec.BackoffLimit
+	}
+	return job.Status.Attempts-1 >= limit
+}
+
+// retryDelay is the wait after the job's latest failed attempt.
+func (r *PaymentJobReconciler) retryDelay(job *paymentsv1alpha1.PaymentJob) time.Duration {
+	if r.exhausted(job) {
+		return r.Backoff.Max
+	}
+	return r.Backoff.after(job.Status.Attempts)
+}
+
+// finishTerminal touches a Completed or Failed job only to finish what a
+// crash interrupted (the finalizer) or to acknowledge a new generation. It
+// never calls the provider.
+func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
+	if err := r.removeFinalizer(ctx, job); err != nil {
+		return ctrl.Result{}, err
+	}
+	if job.Status.ObservedGeneration == job.Generation {
+		return ctrl.Result{}, nil
+	}
+	// Only spec.suspend can change after the outcome; it no longer matters,
+	// but kstatus reads a stale observedGeneration as "in progress".
+	ready := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady)
+	p := progress{reason: ReasonSucceeded}
+	if ready != nil {
+		p = progress{reason: ready.Reason, message: ready.Message}
+	}
+	return ctrl.Result{}, r.writeProgress(ctx, job, p)
+}
+
+// setPending writes phase Pending with the reason, if that changes anything.
+func (r *PaymentJobReconciler) setPending(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p progress) error {
+	previous := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady)
+	job.Status.Phase = paymentsv1alpha1.PhasePending
+	changed, err := r.updateStatusIfChanged(ctx, job, p)
+	if err != nil || !changed {
+		return err
+	}
+	if previous == nil || previous.Reason != p.reason {
+		eventType := corev1.EventTypeNormal
+		if p.stalled || p.reason == ReasonProviderNotFound || p.reason == ReasonProviderNotReady {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(job, nil, eventType, p.reason, "Wait", "%s", p.message)
+	}
+	return nil
+}
+
+// writeProgress records the progress of a pass in the conditions, if that
+// changes anything.
+func (r *PaymentJobReconciler) writeProgress(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p progress) error {
+	_, err := r.updateStatusIfChanged(ctx, job, p)
+	return err
+}
+
+func (r *PaymentJobReconciler) updateStatusIfChanged(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p progress) (bool, error) {
+	before := job.Status.DeepCopy()
+	setConditions(job, p)
+	if equality.Semantic.DeepEqual(before, &job.Status) && before.Phase == job.Status.Phase {
+		return false, nil
+	}
+	if err := r.Client.Status().Update(ctx, job); err != nil {
+		return false, fmt.Errorf("cannot update payment job status: %w", err)
+	}
+	return true, nil
+}
+
+// ensureFinalizer adds the outcome guard before the job can be claimed.
+func (r *PaymentJobReconciler) ensureFinalizer(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
+	if controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, job, patch); err != nil {
+		return fmt.Errorf("cannot add finalizer: %w", err)
+	}
+	return nil
+}
+
+// removeFinalizer releases a job that has no work in flight.
+func (r *PaymentJobReconciler) removeFinalizer(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
+	if !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, job, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("cannot remove finalizer: %w", err)
+	}
+	return nil
+}
+
+// chargeRequest is the request the job sends, the same on every attempt.
+func chargeRequest(job *paymentsv1alpha1.PaymentJob) payment.ChargeRequest {
+	return payment.ChargeRequest{
+		Amount:        job.Spec.Amount,
+		Currency:      job.Spec.Currency,
+		Customer:      job.Spec.Customer,
+		PaymentMethod: job.Spec.PaymentMethod,
+		Description:   job.Spec.Description,
+		Metadata:      job.Spec.Metadata,
+	}
+}
+
+func refusalOutcome(r *payment.Refusal) string {
+	switch {
+	case errors.Is(r, payment.ErrDeclined):
+		return outcomeDeclined
+	case errors.Is(r, payment.ErrKeyReused):
+		return outcomeKeyReused
+	default:
+		return outcomeInvalid
+	}
+}
+
+func phaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
+	if p == "" {
+		return "New"
+	}
+	return string(p)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// SetupWithManager registers the reconciler. It refuses missing dependencies
+// and a claim lease that a provider call could outlive.
+func (r *PaymentJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	switch {
+	case r.Client == nil, r.Recorder == nil, r.Providers == nil, r.Clock == nil:
+		return errors.New("payment job reconciler needs a client, an event recorder, a provider resolver and a clock")
+	case r.Holder == "":
+		return errors.New("payment job reconciler needs a claim holder identity")
+	case r.ProviderTimeout <= 0 || r.ClaimLease <= r.ProviderTimeout:
+		return fmt.Errorf("the claim lease (%s) must be longer than the provider timeout (%s)", r.ClaimLease, r.ProviderTimeout)
+	case r.Backoff.Initial <= 0 || r.Backoff.Max < r.Backoff.Initial:
+		return fmt.Errorf("invalid backoff %s..%s", r.Backoff.Initial, r.Backoff.Max)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &paymentsv1alpha1.PaymentJob{}, providerRefIndex,
+		func(o client.Object) []string {
+			return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
+		}); err != nil {
+		return fmt.Errorf("cannot index payment jobs by provider: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&paymentsv1alpha1.PaymentJob{}).
+		Watches(&paymentsv1alpha1.PaymentProvider{}, handler.EnqueueRequestsFromMapFunc(r.jobsWaitingFor)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		Named("paymentjob").
+		Complete(r)
+}
+
+// jobsWaitingFor maps a PaymentProvider to the unfinished jobs that use it.
+func (r *PaymentJobReconciler) jobsWaitingFor(ctx context.Context, o client.Object) []reconcile.Request {
+	var jobs paymentsv1alpha1.PaymentJobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{providerRefIndex: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "Cannot list payment jobs of provider", "provider", klog.KObj(o))
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, j := range jobs.Items {
+		if j.Status.Phase != paymentsv1alpha1.PhaseCompleted && j.Status.Phase != paymentsv1alpha1.PhaseFailed {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&j)})
+		}
+	}
+	return reqs
+}

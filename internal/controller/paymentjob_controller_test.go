@@ -1,0 +1,617 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+)
+
+func TestHappyPath(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+
+	createJob(t, ns, "invoice-42")
+	job := waitForPhase(t, ns, "invoice-42", paymentsv1alpha1.PhaseCompleted)
+
+	// One charge at the provider, under the namespace-scoped key.
+	stats := engine.Stats()
+	g.Expect(stats.Charges).To(Equal(int64(1)))
+	g.Expect(stats.ChargesByKey).To(Equal(map[string]int{ns + "/invoice-42": 1}))
+	intent, ok := engine.LookupByKey(ns + "/invoice-42")
+	g.Expect(ok).To(BeTrue())
+
+	// The status is the record of what happened.
+	g.Expect(job.Status.IdempotencyKey).To(Equal(ns + "/invoice-42"))
+	g.Expect(job.Status.RequestHash).To(MatchRegexp(`^sha256:[0-9a-f]{64}$`))
+	g.Expect(job.Status.Attempts).To(Equal(int32(1)))
+	g.Expect(job.Status.Claim).To(BeNil(), "a finished job holds no claim")
+	g.Expect(job.Status.StartedAt).NotTo(BeNil())
+	g.Expect(job.Status.CompletedAt).NotTo(BeNil())
+	g.Expect(job.Status.Failure).To(BeNil())
+	g.Expect(job.Status.ProviderResponse).NotTo(BeNil())
+	g.Expect(*job.Status.ProviderResponse).To(MatchFields(intent.ID, "succeeded", 2000, "usd", false))
+	g.Expect(job.Status.ObservedGeneration).To(Equal(job.Generation))
+
+	// kstatus conditions.
+	g.Expect(condition(job, paymentsv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonSucceeded))
+	g.Expect(condition(job, paymentsv1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
+	for _, c := range job.Status.Conditions {
+		g.Expect(c.ObservedGeneration).To(Equal(job.Generation))
+		g.Expect(c.Message).NotTo(ContainSubstring(testSecretValue))
+	}
+
+	// Nothing in flight, so nothing blocks deletion.
+	g.Expect(job.Finalizers).NotTo(ContainElement(paymentsv1alpha1.Finalizer))
+
+	// Events tell the story.
+	g.Eventually(func(g Gomega) []string {
+		return eventReasons(g, ns, "invoice-42")
+	}, timeout).Should(ContainElements(controller.ReasonClaimed, controller.ReasonSucceeded))
+}
+
+// MatchFields compares the fields of a ProviderResponse that the provider set.
+func MatchFields(id, status string, amount int64, currency string, replayed bool) OmegaMatcher {
+	return And(
+		WithTransform(func(r paymentsv1alpha1.ProviderResponse) string { return r.ID }, Equal(id)),
+		WithTransform(func(r paymentsv1alpha1.ProviderResponse) string { return r.Status }, Equal(status)),
+		WithTransform(func(r paymentsv1alpha1.ProviderResponse) int64 { return r.Amount }, Equal(amount)),
+		WithTransform(func(r paymentsv1alpha1.ProviderResponse) string { return r.Currency }, Equal(currency)),
+		WithTransform(func(r paymentsv1alpha1.ProviderResponse) bool { return r.Replayed }, Equal(replayed)),
+		WithTransform(func(r paymentsv1alpha1.ProviderResponse) bool { return r.Created != nil }, BeTrue()),
+	)
+}
+
+func TestCompletedJobIsNeverChargedOrWrittenAgain(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	provider := sandbox.NewProvider(engine)
+	m := startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+
+	createJob(t, ns, "done")
+	job := waitForPhase(t, ns, "done", paymentsv1alpha1.PhaseCompleted)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getJob(g, ns, "done").Finalizers).To(BeEmpty())
+	}, timeout).Should(Succeed())
+	callsBefore, writesBefore := provider.Calls(), m.counter.writes.Load()
+
+	// Force 100 reconciles: each annotation touch is a watch event, and the
+	// next touch waits until the reconciler has read the job again.
+	for i := range 100 {
+		reads := m.counter.gets.Load()
+		job = getJob(g, ns, "done")
+		if job.Annotations == nil {
+			job.Annotations = map[string]string{}
+		}
+		job.Annotations["touch"] = fmt.Sprint(i)
+		g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
+		g.Eventually(m.counter.gets.Load, timeout, time.Millisecond).Should(BeNumerically(">", reads))
+	}
+	lastTouch := job.ResourceVersion
+
+	g.Expect(provider.Calls()).To(Equal(callsBefore), "no provider call for a Completed job")
+	g.Expect(m.counter.writes.Load()).To(Equal(writesBefore), "no write for a Completed job")
+	g.Expect(getJob(g, ns, "done").ResourceVersion).To(Equal(lastTouch), "the API server saw no write after the last touch")
+	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+}
+
+// TestCrashWindows kills the claim holder at each point where the naive
+// pattern would charge twice, and lets a fresh process, with a new holder
+// id, finish the job.
+func TestCrashWindows(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// crashingProvider is the provider of the first process: it crashes
+		// its process at the window under test.
+		crashingProvider func(p *sandbox.Provider, crash func()) payment.Provider
+		wantReplayed     bool
+	}{
+		{
+			name: "after the claim, before the charge",
+			crashingProvider: func(_ *sandbox.Provider, crash func()) payment.Provider {
+				return providerFunc(func(ctx context.Context, _ string, _ payment.ChargeRequest) (payment.Outcome, error) {
+					crash()
+					<-ctx.Done()
+					return payment.Outcome{}, payment.Transient(errCrashed, 0)
+				})
+			},
+			wantReplayed: false,
+		},
+		{
+			name: "after the charge, before the outcome is written",
+			crashingProvider: func(p *sandbox.Provider, crash func()) payment.Provider {
+				return providerFunc(func(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+					if _, err := p.Charge(ctx, key, req); err != nil {
+						return payment.Outcome{}, err
+					}
+					// The sandbox committed the charge; the response is lost.
+					crash()
+					<-ctx.Done()
+					return payment.Outcome{}, payment.Transient(errCrashed, 0)
+				})
+			},
+			wantReplayed: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			ns := newNamespace(t, true)
+			engine := sandbox.NewEngine()
+			real := sandbox.NewProvider(engine)
+			const lease = 3 * time.Second
+
+			var first *testManager
+			first = startManager(t, managerConfig{
+				namespaces: []string{ns},
+				provider:   tt.crashingProvider(real, func() { first.crash() }),
+				lease:      lease, timeout: 2 * time.Second,
+			})
+			createJob(t, ns, "crash")
+			job := waitForPhase(t, ns, "crash", paymentsv1alpha1.PhaseProcessing)
+			<-first.done
+			job = getJob(g, ns, "crash")
+			g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing), "the dead process recorded no outcome")
+			g.Expect(job.Status.Claim.Holder).To(Equal(first.holder))
+			g.Expect(job.Finalizers).To(ContainElement(paymentsv1alpha1.Finalizer))
+
+			startManager(t, managerConfig{namespaces: []string{ns}, provider: real, lease: lease, timeout: 2 * time.Second})
+			job = waitForPhase(t, ns, "crash", paymentsv1alpha1.PhaseCompleted)
+
+			stats := engine.Stats()
+			g.Expect(stats.Charges).To(Equal(int64(1)), "exactly one charge")
+			g.Expect(job.Status.Attempts).To(Equal(int32(2)), "the second process took the claim over")
+			g.Expect(job.Status.ProviderResponse.Replayed).To(Equal(tt.wantReplayed))
+			intent, _ := engine.LookupByKey(ns + "/crash")
+			g.Expect(job.Status.ProviderResponse.ID).To(Equal(intent.ID))
+			g.Expect(job.Status.CompletedAt.Time).To(BeTemporally(">=", job.Status.StartedAt.Add(lease)),
+				"the takeover waited for the claim to expire")
+			g.Eventually(func(g Gomega) []string {
+				return eventReasons(g, ns, "crash")
+			}, timeout).Should(ContainElement(controller.ReasonClaimTakenOver))
+		})
+	}
+
+	t.Run("the outcome write conflicts", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		var conflicted atomic.Bool
+		startManager(t, managerConfig{
+			namespaces: []string{ns},
+			provider:   sandbox.NewProvider(engine),
+			intercept: interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					job, ok := obj.(*paymentsv1alpha1.PaymentJob)
+					if ok && job.Status.Phase == paymentsv1alpha1.PhaseCompleted && conflicted.CompareAndSwap(false, true) {
+						// A GitOps tool labels the job at the worst moment.
+						touch := &paymentsv1alpha1.PaymentJob{}
+						if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(job), touch); err != nil {
+							return err
+						}
+						touch.Labels = map[string]string{"argocd.argoproj.io/instance": "billing"}
+						if err := k8sClient.Update(ctx, touch); err != nil {
+							return err
+						}
+					}
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+			},
+		})
+		createJob(t, ns, "conflict")
+		job := waitForPhase(t, ns, "conflict", paymentsv1alpha1.PhaseCompleted)
+
+		g.Expect(conflicted.Load()).To(BeTrue(), "the outcome write met a conflict")
+		stats := engine.Stats()
+		g.Expect(stats.Charges).To(Equal(int64(1)), "exactly one charge")
+		// The claim was still this attempt's, so the outcome was written on
+		// the fresh copy: no second provider call was needed.
+		g.Expect(stats.Requests).To(Equal(int64(1)))
+		g.Expect(job.Status.Attempts).To(Equal(int32(1)))
+		g.Expect(job.Status.ProviderResponse.Replayed).To(BeFalse(), "the recorded response is the first call's")
+		g.Expect(job.Labels).To(HaveKey("argocd.argoproj.io/instance"), "the user's write was kept")
+	})
+	t.Run("the outcome write fails", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		var failed atomic.Bool
+		startManager(t, managerConfig{
+			namespaces: []string{ns},
+			provider:   sandbox.NewProvider(engine),
+			intercept: interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					job, ok := obj.(*paymentsv1alpha1.PaymentJob)
+					if ok && job.Status.Phase == paymentsv1alpha1.PhaseCompleted && failed.CompareAndSwap(false, true) {
+						return apierrors.NewServiceUnavailable("etcd leader changed")
+					}
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+			},
+		})
+		createJob(t, ns, "lost")
+		job := waitForPhase(t, ns, "lost", paymentsv1alpha1.PhaseCompleted)
+
+		g.Expect(failed.Load()).To(BeTrue(), "the first outcome write failed")
+		stats := engine.Stats()
+		g.Expect(stats.Charges).To(Equal(int64(1)), "exactly one charge")
+		g.Expect(stats.Replays).To(Equal(int64(1)), "the retry was answered from the provider's saved outcome")
+		g.Expect(job.Status.Attempts).To(Equal(int32(2)))
+		g.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue(), "the recorded response is the provider's replay")
+	})
+}
+
+func TestTwoManagersAtOnceChargeEachJobOnce(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	provider := sandbox.NewProvider(engine)
+	a := startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, concurrency: 8})
+	b := startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, concurrency: 8})
+
+	const jobs = 200
+	for i := range jobs {
+		job := &paymentsv1alpha1.PaymentJob{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%03d", i), Namespace: ns},
+			Spec:       jobSpec(),
+		}
+		job.Spec.Amount = int64(100 + i)
+		g.Expect(k8sClient.Create(ctx, job)).To(Succeed())
+	}
+
+	var list paymentsv1alpha1.PaymentJobList
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		completed := 0
+		for _, j := range list.Items {
+			if j.Status.Phase == paymentsv1alpha1.PhaseCompleted {
+				completed++
+			}
+		}
+		g.Expect(completed).To(Equal(jobs))
+	}, 3*timeout, 100*time.Millisecond).Should(Succeed())
+
+	stats := engine.Stats()
+	g.Expect(stats.Charges).To(Equal(int64(jobs)), "exactly one charge per job")
+	g.Expect(stats.ChargesByKey).To(HaveLen(jobs))
+	for key, n := range stats.ChargesByKey {
+		g.Expect(n).To(Equal(1), "key %s charged %d times", key, n)
+	}
+	for _, j := range list.Items {
+		intent, ok := engine.LookupByKey(j.Status.IdempotencyKey)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(j.Status.ProviderResponse.ID).To(Equal(intent.ID), "job %s records the sandbox's charge", j.Name)
+		g.Expect(j.Status.ProviderResponse.Amount).To(Equal(j.Spec.Amount))
+	}
+	t.Logf("200 jobs, 2 managers: %d charges, %d replays, %d in-flight conflicts; writes a=%d b=%d",
+		stats.Charges, stats.Replays, stats.InFlightConflicts, a.counter.writes.Load(), b.counter.writes.Load())
+}
+
+func TestDefinitiveRefusalsFail(t *testing.T) {
+	t.Parallel()
+
+	t.Run("declined card", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		provider := sandbox.NewProvider(engine)
+		startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+
+		createJob(t, ns, "declined", func(s *paymentsv1alpha1.PaymentJobSpec) { s.PaymentMethod = "pm_card_chargeDeclined" })
+		job := waitForPhase(t, ns, "declined", paymentsv1alpha1.PhaseFailed)
+
+		g.Expect(job.Status.Failure.Reason).To(Equal(controller.ReasonCardDeclined))
+		g.Expect(job.Status.Failure.Message).To(ContainSubstring("generic_decline"))
+		g.Expect(job.Status.ProviderResponse).To(BeNil())
+		g.Expect(condition(job, paymentsv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Reason).To(Equal(controller.ReasonCardDeclined))
+		g.Expect(engine.Stats().Charges).To(BeZero())
+		// No retry: the one call that was refused is the only one.
+		g.Consistently(provider.Calls, time.Second, 50*time.Millisecond).Should(Equal(int64(1)))
+		g.Eventually(func(g Gomega) []string {
+			return eventReasons(g, ns, "declined")
+		}, timeout).Should(ContainElement(controller.ReasonCardDeclined))
+	})
+
+	t.Run("key reused with another amount", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+
+		createJob(t, ns, "first", func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-7" })
+		waitForPhase(t, ns, "first", paymentsv1alpha1.PhaseCompleted)
+		createJob(t, ns, "second", func(s *paymentsv1alpha1.PaymentJobSpec) {
+			s.IdempotencyKey = "invoice-7"
+			s.Amount = 9999
+		})
+		job := waitForPhase(t, ns, "second", paymentsv1alpha1.PhaseFailed)
+
+		g.Expect(job.Status.Failure.Reason).To(Equal(controller.ReasonKeyReused))
+		g.Expect(engine.Stats().Charges).To(Equal(int64(1)), "only the first job charged")
+	})
+
+	t.Run("same key and same request is one payment", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+
+		first := createJob(t, ns, "march", func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-8" })
+		done := waitForPhase(t, ns, "march", paymentsv1alpha1.PhaseCompleted)
+		// GitOps re-creates the manifest under another name.
+		createJob(t, ns, "march-again", func(s *paymentsv1alpha1.PaymentJobSpec) { *s = first.Spec })
+		again := waitForPhase(t, ns, "march-again", paymentsv1alpha1.PhaseCompleted)
+
+		g.Expect(again.Status.ProviderResponse.Replayed).To(BeTrue())
+		g.Expect(again.Status.ProviderResponse.ID).To(Equal(done.Status.ProviderResponse.ID))
+		g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+	})
+}
+
+func TestTransientErrors(t *testing.T) {
+	t.Parallel()
+
+	t.Run("five in a row, then success", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		engine.FailNext(sandbox.FaultBeforeCommit, 5)
+		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+
+		createJob(t, ns, "flaky")
+		job := waitForPhase(t, ns, "flaky", paymentsv1alpha1.PhaseCompleted)
+
+		g.Expect(job.Status.Attempts).To(Equal(int32(6)), "five failed attempts and the one that charged")
+		g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+		g.Expect(engine.Stats().Faults).To(Equal(int64(5)))
+		g.Eventually(func(g Gomega) []string {
+			return eventReasons(g, ns, "flaky")
+		}, timeout).Should(ContainElement(controller.ReasonTransientError))
+	})
+
+	t.Run("beyond backoffLimit: stalled, never failed, still retrying", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		engine.FailNextAny(sandbox.FaultAfterCommit, 1000)
+		startManager(t, managerConfig{
+			namespaces: []string{ns},
+			provider:   sandbox.NewProvider(engine),
+			backoff:    controller.Backoff{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond},
+		})
+
+		createJob(t, ns, "stuck", func(s *paymentsv1alpha1.PaymentJobSpec) { s.BackoffLimit = ptr.To[int32](2) })
+		g.Eventually(func(g Gomega) {
+			job := getJob(g, ns, "stuck")
+			g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
+			stalled := condition(job, paymentsv1alpha1.ConditionStalled)
+			g.Expect(stalled).NotTo(BeNil())
+			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(stalled.Reason).To(Equal(controller.ReasonRetriesExhausted))
+			g.Expect(job.Status.Attempts).To(BeNumerically(">=", 3))
+		}, timeout).Should(Succeed())
+
+		// Money moved at the first attempt but every answer was lost: the
+		// outcome is uncertain, so the job must never say Failed.
+		g.Consistently(func(g Gomega) {
+			g.Expect(getJob(g, ns, "stuck").Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
+		}, time.Second, 50*time.Millisecond).Should(Succeed())
+		g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+
+		// The provider recovers: the next retry gets the saved outcome.
+		engine.FailNextAny(sandbox.FaultAfterCommit, 0)
+		job := waitForPhase(t, ns, "stuck", paymentsv1alpha1.PhaseCompleted)
+		g.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue())
+		g.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+	})
+}
+
+func TestSuspend(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	provider := sandbox.NewProvider(engine)
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+
+	createJob(t, ns, "held", func(s *paymentsv1alpha1.PaymentJobSpec) { s.Suspend = ptr.To(true) })
+	job := waitForPhase(t, ns, "held", paymentsv1alpha1.PhasePending)
+	g.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonSuspended))
+	g.Consistently(provider.Calls, time.Second, 50*time.Millisecond).Should(BeZero())
+
+	job = getJob(g, ns, "held")
+	job.Spec.Suspend = ptr.To(false)
+	g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
+	job = waitForPhase(t, ns, "held", paymentsv1alpha1.PhaseCompleted)
+	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+	g.Expect(job.Status.ObservedGeneration).To(Equal(job.Generation))
+}
+
+func TestActiveDeadlineStopsUnclaimedWork(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	provider := sandbox.NewProvider(engine)
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+
+	createJob(t, ns, "late", func(s *paymentsv1alpha1.PaymentJobSpec) {
+		s.Suspend = ptr.To(true)
+		s.ActiveDeadlineSeconds = ptr.To[int64](1)
+	})
+	g.Eventually(func(g Gomega) {
+		job := getJob(g, ns, "late")
+		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
+		g.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Reason).To(Equal(controller.ReasonDeadlineExceeded))
+		g.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout).Should(Succeed())
+
+	job := getJob(g, ns, "late")
+	job.Spec.Suspend = ptr.To(false)
+	g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getJob(g, ns, "late").Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
+	}, time.Second, 50*time.Millisecond).Should(Succeed())
+	g.Expect(provider.Calls()).To(BeZero(), "a job past its deadline is never charged")
+}
+
+func TestDeletion(t *testing.T) {
+	t.Parallel()
+
+	t.Run("while Processing, held until the outcome is recorded", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ctx := context.Background()
+		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		gate := engine.Hold()
+		defer gate.Release()
+		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+
+		job := createJob(t, ns, "inflight")
+		g.Eventually(gate.Entered(), timeout).Should(Receive(Equal(ns + "/inflight")))
+		g.Expect(k8sClient.Delete(ctx, job)).To(Succeed())
+
+		held := getJob(g, ns, "inflight")
+		g.Expect(held.DeletionTimestamp).NotTo(BeNil())
+		g.Expect(held.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
+		g.Expect(held.Finalizers).To(ContainElement(paymentsv1alpha1.Finalizer))
+
+		gate.Release()
+		g.Eventually(func() bool {
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(job), &paymentsv1alpha1.PaymentJob{})
+			return apierrors.IsNotFound(err)
+		}, timeout).Should(BeTrue(), "the job goes once its outcome is recorded")
+		g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+		g.Eventually(func(g Gomega) []string {
+			return eventReasons(g, ns, "inflight")
+		}, timeout).Should(ContainElement(controller.ReasonSucceeded))
+	})
+
+	t.Run("a Completed job is not blocked", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ctx := context.Background()
+		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+
+		createJob(t, ns, "paid")
+		job := waitForPhase(t, ns, "paid", paymentsv1alpha1.PhaseCompleted)
+		g.Eventually(func(g Gomega) {
+			g.Expect(controllerutil.ContainsFinalizer(getJob(g, ns, "paid"), paymentsv1alpha1.Finalizer)).To(BeFalse())
+		}, timeout).Should(Succeed())
+		g.Expect(k8sClient.Delete(ctx, job)).To(Succeed())
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(job), &paymentsv1alpha1.PaymentJob{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "deleted at once, got %v", err)
+	})
+}
+
+func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns1 := newNamespace(t, true)
+	ns2 := newNamespace(t, true)
+	// One provider account shared by two tenants.
+	engine := sandbox.NewEngine()
+	startManager(t, managerConfig{namespaces: []string{ns1, ns2}, provider: sandbox.NewProvider(engine)})
+
+	same := func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-2026-0042" }
+	createJob(t, ns1, "invoice", same)
+	createJob(t, ns2, "invoice", same)
+	j1 := waitForPhase(t, ns1, "invoice", paymentsv1alpha1.PhaseCompleted)
+	j2 := waitForPhase(t, ns2, "invoice", paymentsv1alpha1.PhaseCompleted)
+
+	g.Expect(j1.Status.IdempotencyKey).To(Equal(ns1 + "/invoice-2026-0042"))
+	g.Expect(j2.Status.IdempotencyKey).To(Equal(ns2 + "/invoice-2026-0042"))
+	g.Expect(j1.Status.ProviderResponse.ID).NotTo(Equal(j2.Status.ProviderResponse.ID))
+	g.Expect(j1.Status.ProviderResponse.Replayed || j2.Status.ProviderResponse.Replayed).To(BeFalse())
+	g.Expect(engine.Stats().Charges).To(Equal(int64(2)))
+}
+
+func TestJobWaitsForItsProvider(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, false)
+	engine := sandbox.NewEngine()
+	provider := sandbox.NewProvider(engine)
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+
+	createJob(t, ns, "waiting")
+	g.Eventually(func(g Gomega) {
+		job := getJob(g, ns, "waiting")
+		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
+		ready := condition(job, paymentsv1alpha1.ConditionReady)
+		g.Expect(ready.Reason).To(Equal(controller.ReasonProviderNotReady))
+		g.Expect(ready.Message).To(ContainSubstring(controller.ReasonSecretNotFound))
+		g.Expect(condition(job, paymentsv1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout).Should(Succeed())
+	g.Expect(provider.Calls()).To(BeZero())
+
+	var pp paymentsv1alpha1.PaymentProvider
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: providerName}, &pp)).To(Succeed())
+	g.Expect(condition(&paymentsv1alpha1.PaymentJob{Status: paymentsv1alpha1.PaymentJobStatus{Conditions: pp.Status.Conditions}},
+		paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonSecretNotFound))
+
+	createSecret(t, ns)
+	job := waitForPhase(t, ns, "waiting", paymentsv1alpha1.PhaseCompleted)
+	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+	for _, c := range job.Status.Conditions {
+		g.Expect(strings.Contains(c.Message, testSecretValue)).To(BeFalse())
+	}
+}

@@ -1,0 +1,354 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testenv"
+)
+
+// The controller suite runs the reconcilers in real managers against the
+// self-built API server, one manager (or several) per test, each watching
+// only the test's own namespaces, so tests can run in parallel.
+var (
+	env       *testenv.Env
+	scheme    = runtime.NewScheme()
+	k8sClient client.Client
+)
+
+const (
+	// timeout bounds every wait for the operator to reach a state.
+	timeout = 60 * time.Second
+	// providerName is the PaymentProvider every test namespace gets.
+	providerName = "sandbox"
+	// testSecretValue is the fake API key; it must never show up in status
+	// or events.
+	testSecretValue = "sk_test_suite_4eC39HqLyjWDarjtT1zdp7dc"
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := paymentsv1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cannot create a client: %v\n", err)
+	} else {
+		code = m.Run()
+	}
+	if err := env.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "cannot stop the control plane: %v\n", err)
+	}
+	os.Exit(code)
+}
+
+// zapLevel keeps the manager logs to errors unless PAYMENTJOB_TEST_VERBOSE
+// is set.
+func zapLevel() zapcore.Level {
+	if os.Getenv("PAYMENTJOB_TEST_VERBOSE") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+// providerFunc is a payment.Provider written as a function: the fakes of the
+// crash-window tests wrap the sandbox with it.
+type providerFunc func(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error)
+
+func (f providerFunc) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+	return f(ctx, key, req)
+}
+
+// writeCounter counts the manager's reads and writes of PaymentJobs through
+// an interceptor client.
+type writeCounter struct {
+	gets   atomic.Int64
+	writes atomic.Int64
+}
+
+func (w *writeCounter) funcs(next interceptor.Funcs) interceptor.Funcs {
+	isJob := func(o client.Object) bool { _, ok := o.(*paymentsv1alpha1.PaymentJob); return ok }
+	count := func(o client.Object) {
+		if isJob(o) {
+			w.writes.Add(1)
+		}
+	}
+	return interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if isJob(obj) {
+				w.gets.Add(1)
+			}
+			if next.Get != nil {
+				return next.Get(ctx, c, key, obj, opts...)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			count(obj)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			count(obj)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			count(obj)
+			if next.SubResourceUpdate != nil {
+				return next.SubResourceUpdate(ctx, c, sub, obj, opts...)
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			count(obj)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
+// managerConfig is what a test changes about the manager it starts.
+type managerConfig struct {
+	namespaces  []string
+	provider    payment.Provider
+	lease       time.Duration
+	timeout     time.Duration
+	backoff     controller.Backoff
+	concurrency int
+	// intercept wraps the manager's client; nil passes everything through.
+	intercept interceptor.Funcs
+}
+
+// testManager is a running manager: one operator process, with its own claim
+// holder identity.
+type testManager struct {
+	holder   string
+	counter  *writeCounter
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// crash stops the manager without waiting: what a SIGKILL does to a process
+// that is in the middle of a reconcile, as far as the API server can tell.
+func (m *testManager) crash() { m.cancel() }
+
+// stop stops the manager and waits until it has exited.
+func (m *testManager) stop() {
+	m.stopOnce.Do(m.cancel)
+	<-m.done
+}
+
+func startManager(t *testing.T, cfg managerConfig) *testManager {
+	t.Helper()
+	g := NewWithT(t)
+	if cfg.lease == 0 {
+		cfg.lease = 20 * time.Second
+	}
+	if cfg.timeout == 0 {
+		cfg.timeout = 10 * time.Second
+	}
+	if cfg.backoff == (controller.Backoff{}) {
+		cfg.backoff = controller.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}
+	}
+	if cfg.concurrency == 0 {
+		cfg.concurrency = 4
+	}
+	namespaces := map[string]cache.Config{}
+	for _, ns := range cfg.namespaces {
+		namespaces[ns] = cache.Config{}
+	}
+	counter := &writeCounter{}
+	mgr, err := ctrl.NewManager(rest.CopyConfig(env.Config), ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: namespaces},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient: func(c *rest.Config, o client.Options) (client.Client, error) {
+			cl, err := client.NewWithWatch(c, o)
+			if err != nil {
+				return nil, err
+			}
+			return interceptor.NewClient(cl, counter.funcs(cfg.intercept)), nil
+		},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	holder := "test-" + rand.String(5) + "/" + rand.String(8)
+	g.Expect((&controller.PaymentProviderReconciler{
+		Client:             mgr.GetClient(),
+		SecretReader:       mgr.GetAPIReader(),
+		SecretPollInterval: 200 * time.Millisecond,
+	}).SetupWithManager(mgr)).To(Succeed())
+	provider := cfg.provider
+	g.Expect((&controller.PaymentJobReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("paymentjob-controller"),
+		Providers: controller.ProviderResolverFunc(func(context.Context, *paymentsv1alpha1.PaymentProvider) (payment.Provider, error) {
+			return provider, nil
+		}),
+		Clock:                   clock.RealClock{},
+		Holder:                  holder,
+		ClaimLease:              cfg.lease,
+		ProviderTimeout:         cfg.timeout,
+		Backoff:                 cfg.backoff,
+		MaxConcurrentReconciles: cfg.concurrency,
+	}).SetupWithManager(mgr)).To(Succeed())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &testManager{holder: holder, counter: counter, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager %s stopped with an error: %v", holder, err)
+		}
+	}()
+	t.Cleanup(m.stop)
+	return m
+}
+
+// newNamespace creates a namespace with a Secret and a Ready-able
+// PaymentProvider named "sandbox" in it.
+func newNamespace(t *testing.T, withSecret bool) string {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "t-" + rand.String(8)
+	g.Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	if withSecret {
+		createSecret(t, ns)
+	}
+	g.Expect(k8sClient.Create(ctx, &paymentsv1alpha1.PaymentProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns},
+		Spec: paymentsv1alpha1.PaymentProviderSpec{Stripe: &paymentsv1alpha1.StripeProvider{
+			APIBase:      "http://127.0.0.1:12111",
+			SecretKeyRef: paymentsv1alpha1.SecretKeyReference{Name: "sandbox-credentials", Key: "apiKey"},
+		}},
+	})).To(Succeed())
+	return ns
+}
+
+func createSecret(t *testing.T, ns string) {
+	t.Helper()
+	NewWithT(t).Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-credentials", Namespace: ns},
+		Data:       map[string][]byte{"apiKey": []byte(testSecretValue)},
+	})).To(Succeed())
+}
+
+// jobSpec is a valid PaymentJobSpec that the sandbox charges.
+func jobSpec() paymentsv1alpha1.PaymentJobSpec {
+	return paymentsv1alpha1.PaymentJobSpec{
+		ProviderRef:   paymentsv1alpha1.ProviderReference{Name: providerName},
+		Amount:        2000,
+		Currency:      "usd",
+		PaymentMethod: "pm_card_visa",
+		Description:   "March invoice",
+		Metadata:      map[string]string{"invoice": "42"},
+	}
+}
+
+func createJob(t *testing.T, ns, name string, mutate ...func(*paymentsv1alpha1.PaymentJobSpec)) *paymentsv1alpha1.PaymentJob {
+	t.Helper()
+	job := &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       jobSpec(),
+	}
+	for _, m := range mutate {
+		m(&job.Spec)
+	}
+	NewWithT(t).Expect(k8sClient.Create(context.Background(), job)).To(Succeed())
+	return job
+}
+
+func getJob(g Gomega, ns, name string) *paymentsv1alpha1.PaymentJob {
+	var job paymentsv1alpha1.PaymentJob
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &job)).To(Succeed())
+	return &job
+}
+
+// waitForPhase waits until the job reaches phase and returns it.
+func waitForPhase(t *testing.T, ns, name string, phase paymentsv1alpha1.PaymentJobPhase) *paymentsv1alpha1.PaymentJob {
+	t.Helper()
+	var job *paymentsv1alpha1.PaymentJob
+	NewWithT(t).Eventually(func(g Gomega) {
+		job = getJob(g, ns, name)
+		g.Expect(job.Status.Phase).To(Equal(phase))
+	}, timeout, 20*time.Millisecond).Should(Succeed(), "job %s/%s never reached %s", ns, name, phase)
+	return job
+}
+
+func condition(job *paymentsv1alpha1.PaymentJob, t string) *metav1.Condition {
+	return meta.FindStatusCondition(job.Status.Conditions, t)
+}
+
+// eventReasons lists the reasons of the events about a job, oldest first.
+func eventReasons(g Gomega, ns, name string) []string {
+	var list eventsv1.EventList
+	g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+// errCrashed is what a fake provider answers after it crashed its manager.
+var errCrashed = errors.New("the manager crashed during the call")

@@ -1,0 +1,28 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package sandbox is a payment sandbox that behaves like Stripe's
+// PaymentIntents API where exactly-once matters: idempotency keys that are in
+// flight, saved, replayed or reused with other parameters; test payment
+// methods that succeed or are declined; and injected faults (errors before
+// and after the commit, rate limits, latency) that can be random or switched
+// on for the next requests.
+//
+// The Engine holds the state and knows nothing of HTTP, so that an HTTP
+// server can be put on top of it; its errors are *StripeError values that
+// carry the HTTP status and the fields of a Stripe error body. Provider is an
+// in-process payment.Provider backed by an Engine, for the controller's tests.
+package sandbox

@@ -1,0 +1,608 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// StatusSucceeded is the status of a PaymentIntent whose money moved.
+const StatusSucceeded = "succeeded"
+
+// Test payment methods known to the sandbox, as in Stripe's test mode. Any
+// other payment method is answered with a resource_missing error.
+const (
+	// PaymentMethodVisa always succeeds.
+	PaymentMethodVisa = "pm_card_visa"
+	// PaymentMethodMastercard always succeeds.
+	PaymentMethodMastercard = "pm_card_mastercard"
+	// PaymentMethodChargeDeclined is always declined with generic_decline.
+	PaymentMethodChargeDeclined = "pm_card_chargeDeclined"
+	// PaymentMethodInsufficientFunds is always declined with
+	// insufficient_funds.
+	PaymentMethodInsufficientFunds = "pm_card_insufficientFunds"
+)
+
+// DefaultRetryAfter is the Retry-After of a rate limit when Faults.RetryAfter
+// is zero.
+const DefaultRetryAfter = time.Second
+
+// testCard is how a test payment method answers; an empty declineCode means
+// it succeeds.
+type testCard struct {
+	declineCode string
+	message     string
+}
+
+var testCards = map[string]testCard{
+	PaymentMethodVisa:              {},
+	PaymentMethodMastercard:        {},
+	PaymentMethodChargeDeclined:    {declineCode: DeclineGeneric, message: "Your card was declined."},
+	PaymentMethodInsufficientFunds: {declineCode: DeclineInsufficientFunds, message: "Your card has insufficient funds."},
+}
+
+// Intent is a PaymentIntent created and confirmed by the Engine.
+type Intent struct {
+	// ID is "pi_" followed by 24 letters and digits.
+	ID string
+	// Amount in the currency's minor unit.
+	Amount int64
+	// Currency is the lower-case ISO 4217 code.
+	Currency string
+	// Customer is the customer identifier sent, if any.
+	Customer string
+	// PaymentMethod is the payment method charged.
+	PaymentMethod string
+	// Description is the description sent, if any.
+	Description string
+	// Metadata is the metadata sent, if any.
+	Metadata map[string]string
+	// Status is StatusSucceeded.
+	Status string
+	// Created is when the Engine committed the charge, by its clock.
+	Created time.Time
+	// IdempotencyKey is the key the intent was created with.
+	IdempotencyKey string
+}
+
+// clone returns a copy that shares no map with in.
+func (in Intent) clone() Intent {
+	in.Metadata = maps.Clone(in.Metadata)
+	return in
+}
+
+// FaultKind is a fault the Engine can inject.
+type FaultKind int
+
+const (
+	// FaultBeforeCommit answers a 500 api_error before anything is saved or
+	// charged; the key is released, so a retry is a new request.
+	FaultBeforeCommit FaultKind = iota + 1
+	// FaultAfterCommit saves the outcome (and moves the money) and then
+	// answers a 500 api_error, as when a response is lost.
+	FaultAfterCommit
+	// FaultRateLimit answers a 429 with a Retry-After; nothing is saved.
+	FaultRateLimit
+)
+
+// String returns the name of the fault.
+func (k FaultKind) String() string {
+	switch k {
+	case FaultBeforeCommit:
+		return "before-commit"
+	case FaultAfterCommit:
+		return "after-commit"
+	case FaultRateLimit:
+		return "rate-limit"
+	default:
+		return fmt.Sprintf("FaultKind(%d)", int(k))
+	}
+}
+
+// Faults are random faults, drawn for each request from the Engine's random
+// source. The zero value injects nothing.
+type Faults struct {
+	// ErrorBeforeCommit is the probability, 0 to 1, that a request with a new
+	// key fails with FaultBeforeCommit.
+	ErrorBeforeCommit float64
+	// ErrorAfterCommit is the probability, 0 to 1, that a request with a new
+	// key that committed fails with FaultAfterCommit.
+	ErrorAfterCommit float64
+	// RateLimit is the probability, 0 to 1, that any request fails with
+	// FaultRateLimit.
+	RateLimit float64
+	// RetryAfter is sent with rate limits; DefaultRetryAfter when zero.
+	RetryAfter time.Duration
+	// LatencyMin is the least time a request with a new key keeps its key
+	// in flight before it is decided.
+	LatencyMin time.Duration
+	// LatencyMax is the most such time; the latency is drawn uniformly
+	// between LatencyMin and LatencyMax.
+	LatencyMax time.Duration
+}
+
+// validate returns an error when a probability or a duration is out of range.
+func (f Faults) validate() error {
+	for _, p := range []struct {
+		name  string
+		value float64
+	}{
+		{"errorBeforeCommit", f.ErrorBeforeCommit},
+		{"errorAfterCommit", f.ErrorAfterCommit},
+		{"rateLimit", f.RateLimit},
+	} {
+		if p.value < 0 || p.value > 1 {
+			return fmt.Errorf("probability %s must be between 0 and 1, got %v", p.name, p.value)
+		}
+	}
+	if f.RetryAfter < 0 || f.LatencyMin < 0 || f.LatencyMax < 0 {
+		return errors.New("retryAfter, latencyMin and latencyMax must not be negative")
+	}
+	if f.LatencyMax < f.LatencyMin {
+		return fmt.Errorf("latencyMax %s is less than latencyMin %s", f.LatencyMax, f.LatencyMin)
+	}
+	return nil
+}
+
+// Stats are the Engine's counters since it was created.
+type Stats struct {
+	// Requests counts every CreatePaymentIntent call.
+	Requests int64
+	// Charges counts the payments whose money moved.
+	Charges int64
+	// Replays counts the answers replayed from a saved outcome, successes
+	// and declines alike.
+	Replays int64
+	// InFlightConflicts counts the requests refused because their key was in
+	// flight.
+	InFlightConflicts int64
+	// Declines counts the card errors saved; replayed declines are not
+	// counted again.
+	Declines int64
+	// KeyReusedErrors counts the requests refused because their key was
+	// saved with other parameters.
+	KeyReusedErrors int64
+	// InvalidRequests counts the requests refused as malformed.
+	InvalidRequests int64
+	// Faults counts the injected faults answered, of every kind.
+	Faults int64
+	// ChargesByKey counts the payments whose money moved, by idempotency key.
+	ChargesByKey map[string]int
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithClock sets the clock that stamps Intent.Created; time.Now by default.
+func WithClock(now func() time.Time) Option {
+	return func(e *Engine) {
+		if now != nil {
+			e.now = now
+		}
+	}
+}
+
+// WithRand sets the random source of intent IDs, latencies and random faults,
+// for reproducible runs. The Engine uses it only under its lock.
+func WithRand(r *rand.Rand) Option {
+	return func(e *Engine) {
+		if r != nil {
+			e.rnd = r
+		}
+	}
+}
+
+// keyState is what the Engine remembers of an idempotency key.
+type keyState struct {
+	// fingerprint of the parameters first sent with the key.
+	fingerprint string
+	// inFlight is true until the first request is decided.
+	inFlight bool
+	// intentID is the saved successful intent, if any.
+	intentID string
+	// err is the saved card error, if any.
+	err *StripeError
+}
+
+// Engine is the sandbox's state: idempotency keys, PaymentIntents, faults and
+// counters. It is safe for concurrent use; latency and held requests never
+// hold its lock.
+type Engine struct {
+	mu          sync.Mutex
+	now         func() time.Time
+	rnd         *rand.Rand
+	faults      Faults
+	failNext    map[FaultKind]int
+	failNextAny map[FaultKind]int
+	gate        *Gate
+	keys        map[string]*keyState
+	intents     map[string]Intent
+	stats       Stats
+}
+
+// NewEngine returns an Engine without faults.
+func NewEngine(opts ...Option) *Engine {
+	e := &Engine{
+		now:         time.Now,
+		rnd:         rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		failNext:    map[FaultKind]int{},
+		failNextAny: map[FaultKind]int{},
+		keys:        map[string]*keyState{},
+		intents:     map[string]Intent{},
+		stats:       Stats{ChargesByKey: map[string]int{}},
+	}
+	for _, opt := range opts {
+		opt(e)
+	}
+	return e
+}
+
+// SetFaults replaces the random faults. It returns an error, and changes
+// nothing, when a probability or a duration is out of range.
+func (e *Engine) SetFaults(f Faults) error {
+	if err := f.validate(); err != nil {
+		return fmt.Errorf("cannot set faults: %w", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults = f
+	return nil
+}
+
+// Faults returns the random faults in force.
+func (e *Engine) Faults() Faults {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.faults
+}
+
+// FailNext makes the next n requests with a new key fail with the fault
+// kind, whatever the random faults say; n <= 0 switches it off. A key whose
+// request failed before its commit is new again, so FailNext(FaultBeforeCommit,
+// 5) fails the first five attempts of a job and lets the sixth charge.
+func (e *Engine) FailNext(kind FaultKind, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.failNext[kind] = max(n, 0)
+}
+
+// FailNextAny makes the next n requests fail with the fault kind, whatever
+// the state of their key: FaultBeforeCommit and FaultRateLimit answer before
+// the key is looked at, FaultAfterCommit lets the request run (charge,
+// replay or refusal) and replaces its answer with a 500. n <= 0 switches it
+// off. Requests without a key are refused before and do not count.
+func (e *Engine) FailNextAny(kind FaultKind, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.failNextAny[kind] = max(n, 0)
+}
+
+// Gate holds requests with a new key while their key is in flight, until it
+// is released; tests use it to make in-flight conflicts and timeouts happen
+// at a known moment.
+type Gate struct {
+	engine   *Engine
+	entered  chan string
+	released chan struct{}
+	once     sync.Once
+}
+
+// Hold installs a new Gate: every request with a new key admitted from now
+// on marks its key in flight and then waits for Release. Requests admitted
+// under an earlier Gate keep waiting for that one.
+func (e *Engine) Hold() *Gate {
+	g := &Gate{engine: e, entered: make(chan string), released: make(chan struct{})}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gate = g
+	return g
+}
+
+// Entered receives the key of each held request once its key is in flight.
+// Reading it is optional: a request that nobody reads from still waits for
+// Release.
+func (g *Gate) Entered() <-chan string { return g.entered }
+
+// Release lets the held requests go on and stops holding new ones. It may be
+// called more than once.
+func (g *Gate) Release() {
+	g.once.Do(func() {
+		g.engine.mu.Lock()
+		if g.engine.gate == g {
+			g.engine.gate = nil
+		}
+		g.engine.mu.Unlock()
+		close(g.released)
+	})
+}
+
+// wait announces key on Entered and blocks until Release.
+func (g *Gate) wait(key string) {
+	select {
+	case g.entered <- key:
+	case <-g.released:
+		return
+	}
+	<-g.released
+}
+
+// answer is the outcome of one request before faults replace it.
+type answer struct {
+	intent   Intent
+	replayed bool
+	err      *StripeError
+}
+
+// ticket is a request with a new key, admitted and in flight.
+type ticket struct {
+	fingerprint      string
+	failBeforeCommit bool
+	latency          time.Duration
+	gate             *Gate
+}
+
+// CreatePaymentIntent creates and confirms a PaymentIntent for p under the
+// idempotency key, with Stripe's idempotency semantics. A new key is held in
+// flight for the configured latency and then charged, declined or refused; a
+// saved key with the same parameters replays its outcome (replayed is true,
+// also for a replayed card error) and moves no money. Errors are always
+// *StripeError.
+func (e *Engine) CreatePaymentIntent(key string, p payment.ChargeRequest) (Intent, bool, error) {
+	a, t, lose := e.admit(key, p)
+	if t != nil {
+		t.wait(key)
+		var lost bool
+		a, lost = e.commit(key, p, t)
+		lose = lose || lost
+	}
+	// A request that already failed with a 500 keeps its answer.
+	if lose && (a.err == nil || a.err.Type != ErrorTypeAPI) {
+		e.mu.Lock()
+		e.stats.Faults++
+		e.mu.Unlock()
+		return Intent{}, false, apiError(FaultAfterCommit)
+	}
+	if a.err != nil {
+		return Intent{}, a.replayed, a.err
+	}
+	return a.intent, a.replayed, nil
+}
+
+// admit decides a request under the lock, or marks its new key in flight and
+// returns a ticket to commit it. lose is true when the answer must be
+// replaced by an after-commit fault.
+func (e *Engine) admit(key string, p payment.ChargeRequest) (a answer, t *ticket, lose bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stats.Requests++
+	if key == "" {
+		e.stats.InvalidRequests++
+		return answer{err: invalidRequest(CodeParameterMissing, "",
+			"An idempotency key is required.")}, nil, false
+	}
+	if e.take(e.failNextAny, FaultBeforeCommit) {
+		e.stats.Faults++
+		return answer{err: apiError(FaultBeforeCommit)}, nil, false
+	}
+	if e.take(e.failNextAny, FaultRateLimit) || e.chance(e.faults.RateLimit) {
+		e.stats.Faults++
+		return answer{err: rateLimitError(e.retryAfter())}, nil, false
+	}
+	lose = e.take(e.failNextAny, FaultAfterCommit)
+
+	fp := payment.RequestHash("", p)
+	if s, ok := e.keys[key]; ok {
+		switch {
+		case s.inFlight:
+			e.stats.InFlightConflicts++
+			return answer{err: keyInUseError()}, nil, lose
+		case s.fingerprint != fp:
+			e.stats.KeyReusedErrors++
+			return answer{err: keyReusedError()}, nil, lose
+		}
+		e.stats.Replays++
+		if s.err != nil {
+			return answer{err: s.err.clone(), replayed: true}, nil, lose
+		}
+		return answer{intent: e.intents[s.intentID].clone(), replayed: true}, nil, lose
+	}
+
+	if e.take(e.failNext, FaultRateLimit) {
+		e.stats.Faults++
+		return answer{err: rateLimitError(e.retryAfter())}, nil, lose
+	}
+	e.keys[key] = &keyState{fingerprint: fp, inFlight: true}
+	return answer{}, &ticket{
+		fingerprint:      fp,
+		failBeforeCommit: e.take(e.failNext, FaultBeforeCommit) || e.chance(e.faults.ErrorBeforeCommit),
+		latency:          e.latency(),
+		gate:             e.gate,
+	}, lose
+}
+
+// wait keeps the key in flight for the ticket's latency and gate, without
+// the lock.
+func (t *ticket) wait(key string) {
+	if t.latency > 0 {
+		time.Sleep(t.latency)
+	}
+	if t.gate != nil {
+		t.gate.wait(key)
+	}
+}
+
+// commit decides a request whose key is in flight: it releases the key on a
+// before-commit fault or a malformed request, and otherwise saves the
+// outcome. lost is true when an after-commit fault must replace the answer.
+func (e *Engine) commit(key string, p payment.ChargeRequest, t *ticket) (a answer, lost bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t.failBeforeCommit {
+		delete(e.keys, key)
+		e.stats.Faults++
+		return answer{err: apiError(FaultBeforeCommit)}, false
+	}
+	if err := validate(p); err != nil {
+		delete(e.keys, key)
+		e.stats.InvalidRequests++
+		return answer{err: err}, false
+	}
+
+	lost = e.take(e.failNext, FaultAfterCommit) || e.chance(e.faults.ErrorAfterCommit)
+	s := &keyState{fingerprint: t.fingerprint}
+	e.keys[key] = s
+	if card := testCards[p.PaymentMethod]; card.declineCode != "" {
+		s.err = cardError(card.declineCode, card.message)
+		e.stats.Declines++
+		return answer{err: s.err.clone()}, lost
+	}
+
+	in := Intent{
+		ID:             e.newID(),
+		Amount:         p.Amount,
+		Currency:       p.Currency,
+		Customer:       p.Customer,
+		PaymentMethod:  p.PaymentMethod,
+		Description:    p.Description,
+		Metadata:       p.Metadata,
+		Status:         StatusSucceeded,
+		Created:        e.now(),
+		IdempotencyKey: key,
+	}.clone()
+	e.intents[in.ID] = in
+	s.intentID = in.ID
+	e.stats.Charges++
+	e.stats.ChargesByKey[key]++
+	return answer{intent: in.clone()}, lost
+}
+
+// validate returns the invalid_request_error Stripe answers for p, or nil.
+func validate(p payment.ChargeRequest) *StripeError {
+	switch {
+	case p.Amount <= 0:
+		return invalidRequest(CodeAmountTooSmall, "amount", "Amount must be greater than zero.")
+	case !isCurrency(p.Currency):
+		return invalidRequest(CodeParameterInvalid, "currency",
+			fmt.Sprintf("Invalid currency: %q. Use a lower-case three-letter ISO code.", p.Currency))
+	case p.PaymentMethod == "":
+		return invalidRequest(CodeParameterMissing, "payment_method",
+			"Missing required param: payment_method.")
+	}
+	if _, ok := testCards[p.PaymentMethod]; !ok {
+		return invalidRequest(CodeResourceMissing, "payment_method",
+			fmt.Sprintf("No such PaymentMethod: '%s'", p.PaymentMethod))
+	}
+	return nil
+}
+
+// isCurrency reports whether s is three lower-case ASCII letters.
+func isCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// take consumes one of the next-n switches of kind, and reports whether
+// there was one. The caller holds the lock.
+func (e *Engine) take(switches map[FaultKind]int, kind FaultKind) bool {
+	if switches[kind] <= 0 {
+		return false
+	}
+	switches[kind]--
+	return true
+}
+
+// chance draws a random fault of probability p. The caller holds the lock.
+func (e *Engine) chance(p float64) bool {
+	return p > 0 && e.rnd.Float64() < p
+}
+
+// latency draws a latency between the bounds. The caller holds the lock.
+func (e *Engine) latency() time.Duration {
+	lo, hi := e.faults.LatencyMin, e.faults.LatencyMax
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(e.rnd.Int64N(int64(hi-lo)+1))
+}
+
+// retryAfter is the Retry-After of a rate limit. The caller holds the lock.
+func (e *Engine) retryAfter() time.Duration {
+	if e.faults.RetryAfter > 0 {
+		return e.faults.RetryAfter
+	}
+	return DefaultRetryAfter
+}
+
+const idAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// newID returns an unused intent ID. The caller holds the lock.
+func (e *Engine) newID() string {
+	for {
+		b := make([]byte, 24)
+		for i := range b {
+			b[i] = idAlphabet[e.rnd.IntN(len(idAlphabet))]
+		}
+		id := "pi_" + string(b)
+		if _, taken := e.intents[id]; !taken {
+			return id
+		}
+	}
+}
+
+// GetPaymentIntent returns the intent with the ID, and false when there is
+// none.
+func (e *Engine) GetPaymentIntent(id string) (Intent, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	in, ok := e.intents[id]
+	return in.clone(), ok
+}
+
+// LookupByKey returns the successful intent saved under the idempotency key,
+// and false when the key is unknown, in flight or saved a decline.
+func (e *Engine) LookupByKey(key string) (Intent, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.keys[key]
+	if !ok || s.intentID == "" {
+		return Intent{}, false
+	}
+	return e.intents[s.intentID].clone(), true
+}
+
+// Stats returns a copy of the counters.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.stats
+	s.ChargesByKey = maps.Clone(e.stats.ChargesByKey)
+	return s
+}

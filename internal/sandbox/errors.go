@@ -1,0 +1,162 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sandbox
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Stripe error types, the "type" field of an error body.
+const (
+	// ErrorTypeCard is a declined payment method (HTTP 402).
+	ErrorTypeCard = "card_error"
+	// ErrorTypeInvalidRequest is a malformed request, an idempotency key in
+	// use (HTTP 409) or a rate limit (HTTP 429).
+	ErrorTypeInvalidRequest = "invalid_request_error"
+	// ErrorTypeIdempotency is an idempotency key reused with other
+	// parameters (HTTP 400).
+	ErrorTypeIdempotency = "idempotency_error"
+	// ErrorTypeAPI is an error of the server itself (HTTP 500).
+	ErrorTypeAPI = "api_error"
+)
+
+// Stripe error codes, the "code" field of an error body.
+const (
+	// CodeCardDeclined is the code of every card error of the sandbox.
+	CodeCardDeclined = "card_declined"
+	// CodeParameterMissing is a required parameter left out.
+	CodeParameterMissing = "parameter_missing"
+	// CodeParameterInvalid is a parameter with a malformed value.
+	CodeParameterInvalid = "parameter_invalid"
+	// CodeAmountTooSmall is an amount that is not greater than zero.
+	CodeAmountTooSmall = "amount_too_small"
+	// CodeResourceMissing is an unknown payment method.
+	CodeResourceMissing = "resource_missing"
+	// CodeIdempotencyKeyInUse is a request whose key is held by another
+	// request still being processed.
+	CodeIdempotencyKeyInUse = "idempotency_key_in_use"
+	// CodeRateLimit is a request refused because too many were sent.
+	CodeRateLimit = "rate_limit"
+)
+
+// Decline codes, the "decline_code" field of a card error.
+const (
+	// DeclineGeneric is a decline without a stated reason.
+	DeclineGeneric = "generic_decline"
+	// DeclineInsufficientFunds is a decline for lack of funds.
+	DeclineInsufficientFunds = "insufficient_funds"
+)
+
+// StripeError is an error answered by the Engine, shaped like a Stripe error
+// body so that an HTTP layer can write it as is: {"error": {"type", "code",
+// "decline_code", "param", "message"}} with HTTPStatus and, for a rate
+// limit, a Retry-After header.
+type StripeError struct {
+	// Type is one of the ErrorType constants.
+	Type string
+	// Code is one of the Code constants, or empty.
+	Code string
+	// DeclineCode is set on card errors.
+	DeclineCode string
+	// Param names the offending request parameter, if any.
+	Param string
+	// Message is the human-readable explanation. It never contains the
+	// idempotency key.
+	Message string
+	// HTTPStatus is the status code the HTTP layer answers with.
+	HTTPStatus int
+	// RetryAfter is how long a rate-limited client should wait.
+	RetryAfter time.Duration
+}
+
+// Error returns the type, the code and the message.
+func (e *StripeError) Error() string {
+	switch {
+	case e.DeclineCode != "":
+		return fmt.Sprintf("%s: %s (%s): %s", e.Type, e.Code, e.DeclineCode, e.Message)
+	case e.Code != "":
+		return fmt.Sprintf("%s: %s: %s", e.Type, e.Code, e.Message)
+	default:
+		return fmt.Sprintf("%s: %s", e.Type, e.Message)
+	}
+}
+
+// clone returns a copy, so that a saved error cannot be changed by a caller.
+func (e *StripeError) clone() *StripeError {
+	c := *e
+	return &c
+}
+
+func cardError(declineCode, message string) *StripeError {
+	return &StripeError{
+		Type:        ErrorTypeCard,
+		Code:        CodeCardDeclined,
+		DeclineCode: declineCode,
+		Param:       "payment_method",
+		Message:     message,
+		HTTPStatus:  http.StatusPaymentRequired,
+	}
+}
+
+func invalidRequest(code, param, message string) *StripeError {
+	return &StripeError{
+		Type:       ErrorTypeInvalidRequest,
+		Code:       code,
+		Param:      param,
+		Message:    message,
+		HTTPStatus: http.StatusBadRequest,
+	}
+}
+
+func keyReusedError() *StripeError {
+	return &StripeError{
+		Type: ErrorTypeIdempotency,
+		Message: "Keys for idempotent requests can only be used with the same parameters " +
+			"they were first used with.",
+		HTTPStatus: http.StatusBadRequest,
+	}
+}
+
+func keyInUseError() *StripeError {
+	return &StripeError{
+		Type: ErrorTypeInvalidRequest,
+		Code: CodeIdempotencyKeyInUse,
+		Message: "There is currently another in-progress request using this idempotency key. " +
+			"Try again later.",
+		HTTPStatus: http.StatusConflict,
+	}
+}
+
+func rateLimitError(retryAfter time.Duration) *StripeError {
+	return &StripeError{
+		Type:       ErrorTypeInvalidRequest,
+		Code:       CodeRateLimit,
+		Message:    "Too many requests hit the API too quickly (injected fault).",
+		HTTPStatus: http.StatusTooManyRequests,
+		RetryAfter: retryAfter,
+	}
+}
+
+func apiError(kind FaultKind) *StripeError {
+	return &StripeError{
+		Type:       ErrorTypeAPI,
+		Message:    fmt.Sprintf("An unexpected error occurred (injected fault %s).", kind),
+		HTTPStatus: http.StatusInternalServerError,
+	}
+}
