@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
@@ -84,6 +85,27 @@ func TestHappyPath(t *testing.T) {
 	g.Eventually(func(g Gomega) []string {
 		return eventReasons(g, ns, "invoice-42")
 	}, timeout).Should(ContainElements(controller.ReasonClaimed, controller.ReasonSucceeded))
+
+	// The metrics are served from controller-runtime's registry.
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	names := map[string]bool{}
+	for _, f := range families {
+		names[f.GetName()] = true
+		if f.GetName() == "paymentjob_charges_total" {
+			var succeeded float64
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "outcome" && l.GetValue() == "succeeded" {
+						succeeded = m.GetCounter().GetValue()
+					}
+				}
+			}
+			g.Expect(succeeded).To(BeNumerically(">=", 1))
+		}
+	}
+	g.Expect(names).To(HaveKey("paymentjob_charges_total"))
+	g.Expect(names).To(HaveKey("paymentjob_reconcile_duration_seconds"))
 }
 
 // MatchFields compares the fields of a ProviderResponse that the provider set.
@@ -614,4 +636,36 @@ func TestJobWaitsForItsProvider(t *testing.T) {
 	for _, c := range job.Status.Conditions {
 		g.Expect(strings.Contains(c.Message, testSecretValue)).To(BeFalse())
 	}
+}
+
+// TestCrashAfterOutcomeBeforeFinalizerRemoval: a process recorded Completed
+// and died before removing the finalizer. The next one only removes it.
+func TestCrashAfterOutcomeBeforeFinalizerRemoval(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	provider := sandbox.NewProvider(engine)
+	createJob(t, ns, "recorded")
+	job := getJob(g, ns, "recorded")
+	controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
+	g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
+	now := metav1.Now()
+	job.Status = paymentsv1alpha1.PaymentJobStatus{
+		Phase:            paymentsv1alpha1.PhaseCompleted,
+		IdempotencyKey:   ns + "/recorded",
+		Attempts:         1,
+		ProviderResponse: &paymentsv1alpha1.ProviderResponse{ID: "pi_recorded", Status: "succeeded", Amount: 2000, Currency: "usd"},
+		StartedAt:        &now,
+		CompletedAt:      &now,
+	}
+	g.Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+	g.Eventually(func(g Gomega) {
+		g.Expect(getJob(g, ns, "recorded").Finalizers).To(BeEmpty())
+	}, timeout).Should(Succeed())
+	g.Expect(provider.Calls()).To(BeZero())
+	g.Expect(getJob(g, ns, "recorded").Status.ProviderResponse.ID).To(Equal("pi_recorded"))
 }
