@@ -25,7 +25,7 @@ SHELL = /usr/bin/env bash -o pipefail
 
 # Test parallelism sized for small machines: packages and tests in parallel.
 TEST_P ?= 2
-TEST_FLAGS ?= -v -count=1
+TEST_FLAGS ?= -v -race -count=1
 
 .PHONY: all
 all: build

@@ -165,7 +165,9 @@ type PaymentJobSpec struct {
 
 // Claim records which manager process owns the charge of a PaymentJob, and
 // until when. It is written with the resourceVersion it was decided on, so two
-// processes can never both hold it.
+// processes can never both hold it. Its times have microsecond precision, like
+// a coordination Lease, so a lease of a few seconds is not cut short by
+// rounding to the second.
 type Claim struct {
 	// holder identifies the claiming process: pod name and a per-process id.
 	// +required
@@ -173,12 +175,12 @@ type Claim struct {
 
 	// acquiredAt is when the claim was written.
 	// +required
-	AcquiredAt metav1.Time `json:"acquiredAt"`
+	AcquiredAt metav1.MicroTime `json:"acquiredAt"`
 
 	// expiresAt is when another process may take the claim over, with the
 	// same idempotency key.
 	// +required
-	ExpiresAt metav1.Time `json:"expiresAt"`
+	ExpiresAt metav1.MicroTime `json:"expiresAt"`
 }
 
 // ProviderResponse is what the provider answered for the charge.

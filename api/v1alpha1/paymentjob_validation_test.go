@@ -329,8 +329,8 @@ func TestPaymentJobStatusUpdateNeedsNoSpec(t *testing.T) {
 			Attempts:       1,
 			Claim: &paymentsv1alpha1.Claim{
 				Holder:     "manager-0/3f2a",
-				AcquiredAt: now,
-				ExpiresAt:  metav1.NewTime(now.Add(60e9)),
+				AcquiredAt: metav1.NewMicroTime(now.Time),
+				ExpiresAt:  metav1.NewMicroTime(now.Add(60e9)),
 			},
 			StartedAt: &now,
 		},

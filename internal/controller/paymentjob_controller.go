@@ -307,8 +307,8 @@ func (r *PaymentJobReconciler) claimAndCharge(ctx context.Context, job *payments
 	job.Status.Attempts++
 	job.Status.Claim = &paymentsv1alpha1.Claim{
 		Holder:     r.Holder,
-		AcquiredAt: metav1.NewTime(now),
-		ExpiresAt:  metav1.NewTime(now.Add(r.ClaimLease)),
+		AcquiredAt: metav1.NewMicroTime(now),
+		ExpiresAt:  metav1.NewMicroTime(now.Add(r.ClaimLease)),
 	}
 	if job.Status.StartedAt == nil {
 		job.Status.StartedAt = &metav1.Time{Time: now}

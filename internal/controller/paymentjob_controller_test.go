@@ -78,8 +78,11 @@ func TestHappyPath(t *testing.T) {
 		g.Expect(c.Message).NotTo(ContainSubstring(testSecretValue))
 	}
 
-	// Nothing in flight, so nothing blocks deletion.
-	g.Expect(job.Finalizers).NotTo(ContainElement(paymentsv1alpha1.Finalizer))
+	// Nothing in flight, so nothing blocks deletion: the finalizer goes
+	// right after the outcome is recorded.
+	g.Eventually(func(g Gomega) {
+		g.Expect(getJob(g, ns, "invoice-42").Finalizers).NotTo(ContainElement(paymentsv1alpha1.Finalizer))
+	}, timeout).Should(Succeed())
 
 	// Events tell the story.
 	g.Eventually(func(g Gomega) []string {
