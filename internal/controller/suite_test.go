@@ -115,8 +115,9 @@ func (f providerFunc) Charge(ctx context.Context, key string, req payment.Charge
 	return f(ctx, key, req)
 }
 
-// writeCounter counts the manager's reads and writes of PaymentJobs through
-// an interceptor client.
+// writeCounter counts the manager's reads of PaymentJobs and its writes that
+// the API server accepted, through an interceptor client. A write refused
+// with a conflict changed nothing and is not counted.
 type writeCounter struct {
 	gets   atomic.Int64
 	writes atomic.Int64
@@ -124,39 +125,33 @@ type writeCounter struct {
 
 func (w *writeCounter) funcs(next interceptor.Funcs) interceptor.Funcs {
 	isJob := func(o client.Object) bool { _, ok := o.(*paymentsv1alpha1.PaymentJob); return ok }
-	count := func(o client.Object) {
-		if isJob(o) {
+	count := func(o client.Object, err error) error {
+		if err == nil && isJob(o) {
 			w.writes.Add(1)
 		}
+		return err
 	}
 	return interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if isJob(obj) {
 				w.gets.Add(1)
 			}
-			if next.Get != nil {
-				return next.Get(ctx, c, key, obj, opts...)
-			}
 			return c.Get(ctx, key, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			count(obj)
-			return c.Update(ctx, obj, opts...)
+			return count(obj, c.Update(ctx, obj, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			count(obj)
-			return c.Patch(ctx, obj, patch, opts...)
+			return count(obj, c.Patch(ctx, obj, patch, opts...))
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			count(obj)
 			if next.SubResourceUpdate != nil {
-				return next.SubResourceUpdate(ctx, c, sub, obj, opts...)
+				return count(obj, next.SubResourceUpdate(ctx, c, sub, obj, opts...))
 			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
+			return count(obj, c.SubResource(sub).Update(ctx, obj, opts...))
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			count(obj)
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			return count(obj, c.SubResource(sub).Patch(ctx, obj, patch, opts...))
 		},
 	}
 }
