@@ -1,0 +1,76 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+func TestBackoffDoublesUpToTheMaximum(t *testing.T) {
+	b := Backoff{Initial: time.Second, Max: 5 * time.Minute}
+	tests := []struct {
+		attempts int32
+		want     time.Duration
+	}{
+		{1, time.Second},
+		{2, 2 * time.Second},
+		{3, 4 * time.Second},
+		{9, 256 * time.Second},
+		{10, 5 * time.Minute},
+		{1000, 5 * time.Minute},
+	}
+	for _, tt := range tests {
+		NewWithT(t).Expect(b.after(tt.attempts)).To(Equal(tt.want), "after %d attempts", tt.attempts)
+	}
+}
+
+func TestJitterAddsAtMostTwentyPercent(t *testing.T) {
+	g := NewWithT(t)
+	for range 1000 {
+		d := jitter(10 * time.Second)
+		g.Expect(d).To(BeNumerically(">=", 10*time.Second))
+		g.Expect(d).To(BeNumerically("<=", 12*time.Second))
+	}
+	g.Expect(jitter(0)).To(BeZero())
+}
+
+func TestRetryDelayUsesTheMaximumOnceExhausted(t *testing.T) {
+	r := &PaymentJobReconciler{Backoff: Backoff{Initial: time.Second, Max: time.Minute}}
+	job := &paymentsv1alpha1.PaymentJob{Spec: paymentsv1alpha1.PaymentJobSpec{BackoffLimit: ptr.To[int32](2)}}
+	tests := []struct {
+		attempts      int32
+		wantExhausted bool
+		wantDelay     time.Duration
+	}{
+		{1, false, time.Second},
+		{2, false, 2 * time.Second},
+		{3, true, time.Minute},
+		{4, true, time.Minute},
+	}
+	for _, tt := range tests {
+		g := NewWithT(t)
+		job.Status.Attempts = tt.attempts
+		g.Expect(r.exhausted(job)).To(Equal(tt.wantExhausted), "attempts %d", tt.attempts)
+		g.Expect(r.retryDelay(job)).To(Equal(tt.wantDelay), "attempts %d", tt.attempts)
+	}
+}
