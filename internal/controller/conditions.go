@@ -71,6 +71,9 @@ const (
 	ReasonReady            = "Ready"
 	ReasonSecretNotFound   = "SecretNotFound"
 	ReasonSecretKeyMissing = "SecretKeyMissing"
+	// ReasonInvalidConfiguration: the provider's adapter cannot be built
+	// from its spec and credential.
+	ReasonInvalidConfiguration = "InvalidConfiguration"
 )
 
 // progress is why a pass left a job where it is: the input of the job's

@@ -56,17 +56,10 @@ const (
 )
 
 // ProviderResolver turns a ready PaymentProvider into the payment.Provider
-// that charges through it.
+// that charges through it and the rate limit it shares. ProviderCache is the
+// one the manager uses.
 type ProviderResolver interface {
-	Resolve(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (payment.Provider, error)
-}
-
-// ProviderResolverFunc is a ProviderResolver written as a function.
-type ProviderResolverFunc func(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (payment.Provider, error)
-
-// Resolve calls f.
-func (f ProviderResolverFunc) Resolve(ctx context.Context, p *paymentsv1alpha1.PaymentProvider) (payment.Provider, error) {
-	return f(ctx, p)
+	Resolve(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (Resolved, error)
 }
 
 // Backoff is the delay between attempts after uncertain provider outcomes:
@@ -240,8 +233,8 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 
 // target is the provider a job charges through, resolved for one pass.
 type target struct {
-	provider payment.Provider
-	timeout  time.Duration
+	Resolved
+	timeout time.Duration
 }
 
 // resolveProvider finds the job's PaymentProvider. It returns why the job
@@ -265,7 +258,7 @@ func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *payment
 		return nil, &progress{reason: ReasonProviderNotReady,
 			message: fmt.Sprintf("PaymentProvider %q is not ready: %s", name, why)}, nil
 	}
-	provider, err := r.Providers.Resolve(ctx, &pp)
+	resolved, err := r.Providers.Resolve(ctx, &pp)
 	if err != nil {
 		return nil, &progress{reason: ReasonProviderNotReady,
 			message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", name, err)}, nil
@@ -278,12 +271,22 @@ func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *payment
 	if limit := r.ClaimLease * 9 / 10; timeout > limit {
 		timeout = limit
 	}
-	return &target{provider: provider, timeout: timeout}, nil, nil
+	return &target{Resolved: resolved, timeout: timeout}, nil, nil
 }
 
-// claimAndCharge writes a claim on the resourceVersion the decision was made
-// on and, only if that write succeeds, calls the provider.
+// claimAndCharge takes a token from the provider's rate limit, writes a claim
+// on the resourceVersion the decision was made on and, only if that write
+// succeeds, calls the provider.
 func (r *PaymentJobReconciler) claimAndCharge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, reason string) (ctrl.Result, error) {
+	if t.Limiter != nil {
+		// A job waiting for a token does not hold a worker, nor a claim.
+		now := r.Clock.Now()
+		reservation := t.Limiter.ReserveN(now, 1)
+		if delay := reservation.DelayFrom(now); delay > 0 {
+			reservation.CancelAt(now)
+			return ctrl.Result{RequeueAfter: delay}, nil
+		}
+	}
 	key := job.Status.IdempotencyKey
 	if key == "" {
 		key = payment.SentKey(job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
@@ -330,7 +333,7 @@ func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1
 	logger := log.FromContext(ctx)
 	logger.V(1).Info("Charging payment", "attempt", job.Status.Attempts, "amount", req.Amount, "currency", req.Currency)
 	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	outcome, err := t.provider.Charge(callCtx, key, req)
+	outcome, err := t.Provider.Charge(callCtx, key, req)
 	cancel()
 
 	if err == nil {

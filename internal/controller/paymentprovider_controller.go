@@ -40,12 +40,15 @@ import (
 const DefaultSecretPollInterval = 30 * time.Second
 
 // PaymentProviderReconciler reports whether a PaymentProvider can be used:
-// Ready is True when the credentials it references exist and are not empty.
+// Ready is True when the credentials it references exist and are not empty
+// and its adapter could be built. It keeps the ProviderCache up to date.
 type PaymentProviderReconciler struct {
 	// Client reads PaymentProviders from the cache and writes their status.
 	Client client.Client
 	// SecretReader reads Secrets from the API server, uncached.
 	SecretReader client.Reader
+	// Adapters is the cache the PaymentJob reconciler resolves providers from.
+	Adapters *ProviderCache
 	// SecretPollInterval is how often the Secret is checked again.
 	SecretPollInterval time.Duration
 }
@@ -58,6 +61,9 @@ type PaymentProviderReconciler struct {
 func (r *PaymentProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var pp paymentsv1alpha1.PaymentProvider
 	if err := r.Client.Get(ctx, req.NamespacedName, &pp); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Adapters.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
@@ -82,24 +88,18 @@ func (r *PaymentProviderReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	return ctrl.Result{RequeueAfter: jitter(r.SecretPollInterval)}, nil
 }
 
-// checkCredentials returns the Ready condition for the provider's Secret. It
-// never returns or logs the credential itself.
+// checkCredentials returns the Ready condition for the provider's Secret and
+// refreshes its adapter. It never returns or logs the credential itself.
 func (r *PaymentProviderReconciler) checkCredentials(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (metav1.Condition, error) {
-	var ref *paymentsv1alpha1.SecretKeyReference
-	switch {
-	case pp.Spec.Stripe != nil:
-		ref = &pp.Spec.Stripe.SecretKeyRef
-	case pp.Spec.HTTP != nil:
-		ref = pp.Spec.HTTP.SecretKeyRef
-	default:
+	if pp.Spec.Stripe == nil && pp.Spec.HTTP == nil {
 		// The CRD requires exactly one of them; this is an object written
 		// around the schema.
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: "InvalidSpec",
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonInvalidConfiguration,
 			Message: "exactly one of spec.stripe or spec.http must be set"}, nil
 	}
+	ref := secretRef(pp)
 	if ref == nil {
-		return metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonReady,
-			Message: "No credentials are needed"}, nil
+		return r.refresh(pp, nil, "No credentials are needed")
 	}
 
 	var secret corev1.Secret
@@ -115,14 +115,23 @@ func (r *PaymentProviderReconciler) checkCredentials(ctx context.Context, pp *pa
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretKeyMissing,
 			Message: fmt.Sprintf("Secret %q has no non-empty key %q", ref.Name, ref.Key)}, nil
 	}
-	return metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonReady,
-		Message: fmt.Sprintf("Credentials found in Secret %q", ref.Name)}, nil
+	return r.refresh(pp, &secret, fmt.Sprintf("Credentials found in Secret %q", ref.Name))
+}
+
+// refresh rebuilds the provider's adapter if needed and reports whether it
+// could be built.
+func (r *PaymentProviderReconciler) refresh(pp *paymentsv1alpha1.PaymentProvider, secret *corev1.Secret, ready string) (metav1.Condition, error) {
+	if _, err := r.Adapters.Refresh(pp, secret); err != nil {
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonInvalidConfiguration,
+			Message: err.Error()}, nil
+	}
+	return metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonReady, Message: ready}, nil
 }
 
 // SetupWithManager registers the reconciler.
 func (r *PaymentProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.SecretReader == nil {
-		return errors.New("payment provider reconciler needs a client and a secret reader")
+	if r.Client == nil || r.SecretReader == nil || r.Adapters == nil {
+		return errors.New("payment provider reconciler needs a client, a secret reader and a provider cache")
 	}
 	if r.SecretPollInterval <= 0 {
 		r.SecretPollInterval = DefaultSecretPollInterval

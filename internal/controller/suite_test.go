@@ -158,8 +158,11 @@ func (w *writeCounter) funcs(next interceptor.Funcs) interceptor.Funcs {
 
 // managerConfig is what a test changes about the manager it starts.
 type managerConfig struct {
-	namespaces  []string
+	namespaces []string
+	// provider charges every job; build, when set, makes the adapter from
+	// the PaymentProvider instead, as the manager does.
 	provider    payment.Provider
+	build       controller.AdapterFactory
 	lease       time.Duration
 	timeout     time.Duration
 	backoff     controller.Backoff
@@ -225,18 +228,22 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	holder := "test-" + rand.String(5) + "/" + rand.String(8)
+	build := cfg.build
+	if build == nil {
+		provider := cfg.provider
+		build = func(paymentsv1alpha1.PaymentProviderSpec, string) (payment.Provider, error) { return provider, nil }
+	}
+	adapters := &controller.ProviderCache{SecretReader: mgr.GetAPIReader(), Build: build}
 	g.Expect((&controller.PaymentProviderReconciler{
 		Client:             mgr.GetClient(),
 		SecretReader:       mgr.GetAPIReader(),
+		Adapters:           adapters,
 		SecretPollInterval: 200 * time.Millisecond,
 	}).SetupWithManager(mgr)).To(Succeed())
-	provider := cfg.provider
 	g.Expect((&controller.PaymentJobReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("paymentjob-controller"),
-		Providers: controller.ProviderResolverFunc(func(context.Context, *paymentsv1alpha1.PaymentProvider) (payment.Provider, error) {
-			return provider, nil
-		}),
+		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorder("paymentjob-controller"),
+		Providers:               adapters,
 		Clock:                   clock.RealClock{},
 		Holder:                  holder,
 		ClaimLease:              cfg.lease,

@@ -1,0 +1,67 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package httpprovider is a payment.Provider for a team's own payment
+// service that implements the operator's HTTP contract (docs/providers.md):
+// one JSON POST per charge, with an Idempotency-Key header, answered with the
+// status codes of the IETF httpapi Idempotency-Key draft.
+//
+// Every answer becomes an outcome or one of the error classes of package
+// payment. A *payment.Refusal means the service definitively did not charge,
+// and the PaymentJob fails; every other error means the outcome is uncertain,
+// and the same request is sent again later with the same key:
+//
+//	answer                                          result
+//	2xx, status "", succeeded, paid or completed    payment.Outcome (Replayed from the
+//	                                                Idempotent-Replayed: true header or "replayed": true)
+//	2xx, status failed, declined, canceled,         payment.Declined, with the status in the message
+//	     cancelled or rejected
+//	2xx, status processing or pending               payment.Transient: retried with the same key;
+//	                                                the service must replay the final outcome
+//	202 Accepted without a status                   payment.Transient, as for pending
+//	2xx, any other status                           payment.Transient
+//	2xx without an id, or not the expected JSON     payment.Transient: the payment may have happened
+//	400 Bad Request                                 payment.Invalid
+//	402 Payment Required                            payment.Declined, reason from the body (default CardDeclined)
+//	409 Conflict                                    payment.InFlight, with Retry-After
+//	422 Unprocessable Content                       payment.KeyReused
+//	429 and 5xx                                     payment.Transient, with Retry-After
+//	401, 403, 404, other 4xx, 3xx, anything else    payment.Transient, with a message saying what to fix
+//	network error, deadline, truncated body,        payment.Transient
+//	body larger than Config.MaxResponseBytes
+//
+// Status values are compared without regard to case or surrounding spaces.
+// Status codes are the service's word for 400, 402 and 422: the body only
+// supplies the reason and message ({"reason", "message"}, or the "detail" and
+// "title" of RFC 9457 problem details). An answer whose body could not be read
+// in full is never acted on: it is Transient, whatever its status code.
+//
+// 401, 403, 404 and the other 4xx codes say that the service did not process
+// the request, so refusing the payment would be safe, but the job did nothing
+// wrong: the PaymentProvider's token or url is. They are Transient, so the job
+// stays Processing (Stalled once its retries are exhausted) with a message
+// naming what to fix, and completes by itself once the configuration is
+// repaired, instead of failing jobs that would have succeeded. Redirects are
+// not followed by the default client, for the same reason.
+//
+// Retry-After is read as seconds or as an HTTP date and capped at ten minutes.
+// Messages copied from the service are cut to about 500 characters, made one
+// line, and never contain the bearer token.
+//
+// Lookup is not implemented: the contract has no lookup endpoint, so Provider
+// does not implement payment.Looker. The service must keep its idempotency
+// keys for as long as a job can stay Processing (days, not minutes).
+package httpprovider
