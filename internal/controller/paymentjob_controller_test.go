@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -671,4 +672,69 @@ func TestCrashAfterOutcomeBeforeFinalizerRemoval(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Expect(provider.Calls()).To(BeZero())
 	g.Expect(getJob(g, ns, "recorded").Status.ProviderResponse.ID).To(Equal("pi_recorded"))
+}
+
+func TestRateLimitIsSharedAndHoldsNoWorker(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, true)
+	// The limited provider: 5 requests per second, no burst above one.
+	var pp paymentsv1alpha1.PaymentProvider
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: providerName}, &pp)).To(Succeed())
+	pp.Spec.RequestsPerSecond = ptr.To[int32](5)
+	pp.Spec.Burst = ptr.To[int32](1)
+	g.Expect(k8sClient.Update(ctx, &pp)).To(Succeed())
+	// An unlimited one in the same namespace.
+	fast := pp.DeepCopy()
+	fast.ObjectMeta = metav1.ObjectMeta{Name: "unlimited", Namespace: ns}
+	fast.Spec.RequestsPerSecond, fast.Spec.Burst = nil, nil
+	g.Expect(k8sClient.Create(ctx, fast)).To(Succeed())
+
+	engine := sandbox.NewEngine()
+	real := sandbox.NewProvider(engine)
+	var mu sync.Mutex
+	var limitedCalls []time.Time
+	var otherCall time.Time
+	startManager(t, managerConfig{
+		namespaces:  []string{ns},
+		concurrency: 1, // one worker: a job waiting for a token must not hold it
+		build: func(spec paymentsv1alpha1.PaymentProviderSpec, _ string) (payment.Provider, error) {
+			if spec.RequestsPerSecond == nil {
+				return providerFunc(func(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+					mu.Lock()
+					otherCall = time.Now()
+					mu.Unlock()
+					return real.Charge(ctx, key, req)
+				}), nil
+			}
+			return providerFunc(func(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+				mu.Lock()
+				limitedCalls = append(limitedCalls, time.Now())
+				mu.Unlock()
+				return real.Charge(ctx, key, req)
+			}), nil
+		},
+	})
+
+	const jobs = 10
+	for i := range jobs {
+		createJob(t, ns, fmt.Sprintf("limited-%d", i))
+	}
+	createJob(t, ns, "other", func(s *paymentsv1alpha1.PaymentJobSpec) { s.ProviderRef.Name = "unlimited" })
+	// The job of the unlimited provider is not stuck behind the others.
+	waitForPhase(t, ns, "other", paymentsv1alpha1.PhaseCompleted)
+	for i := range jobs {
+		waitForPhase(t, ns, fmt.Sprintf("limited-%d", i), paymentsv1alpha1.PhaseCompleted)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(limitedCalls).To(HaveLen(jobs), "one call per job")
+	span := limitedCalls[jobs-1].Sub(limitedCalls[0])
+	// 10 calls at 5/s with a burst of 1 need at least 9 intervals of 200ms.
+	g.Expect(span).To(BeNumerically(">=", 1700*time.Millisecond), "calls spread by the token bucket")
+	g.Expect(otherCall).To(BeTemporally("<", limitedCalls[jobs-1]),
+		"the unlimited provider's job was charged while limited jobs still waited")
+	g.Expect(engine.Stats().Charges).To(Equal(int64(jobs + 1)))
 }
