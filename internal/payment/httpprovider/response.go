@@ -1,0 +1,358 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package httpprovider
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+const (
+	// maxMessageLength bounds, in characters, the text copied from the
+	// service into an error.
+	maxMessageLength = 500
+	// maxReasonLength bounds a reason taken from the service; longer ones
+	// are not used as a reason.
+	maxReasonLength = 64
+	// maxRetryAfter caps the service's Retry-After hint.
+	maxRetryAfter = 10 * time.Minute
+	// redacted replaces the token wherever the service repeats it.
+	redacted = "[redacted]"
+)
+
+// chargeResponse is the JSON body of a 2xx answer.
+type chargeResponse struct {
+	ID       string          `json:"id"`
+	Status   string          `json:"status"`
+	Amount   *int64          `json:"amount"`
+	Currency string          `json:"currency"`
+	Created  json.RawMessage `json:"created"`
+	Replayed bool            `json:"replayed"`
+	Reason   string          `json:"reason"`
+	Message  string          `json:"message"`
+}
+
+// errorResponse is the JSON body of an error answer: the contract's reason
+// and message, or the detail and title of RFC 9457 problem details.
+type errorResponse struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Detail  string `json:"detail"`
+	Title   string `json:"title"`
+}
+
+// readBody reads the whole body, but never more than limit+1 bytes.
+func readBody(r io.Reader, limit int64) ([]byte, error) {
+	n := limit
+	if n < math.MaxInt64 {
+		n++
+	}
+	b, err := io.ReadAll(io.LimitReader(r, n))
+	if err != nil {
+		return nil, fmt.Errorf("its body could not be read in full: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("its body is larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+// interpret maps a complete answer to an outcome or an error class.
+func (p *Provider) interpret(code int, h http.Header, raw []byte, req payment.ChargeRequest, retryAfter time.Duration) (payment.Outcome, error) {
+	switch {
+	case code >= 200 && code <= 299:
+		return p.success(code, h, raw, req, retryAfter)
+	case code == http.StatusBadRequest:
+		_, msg := p.explain(code, h, raw)
+		return payment.Outcome{}, payment.Invalid(msg)
+	case code == http.StatusPaymentRequired:
+		reason, msg := p.explain(code, h, raw)
+		return payment.Outcome{}, payment.Declined(reason, msg)
+	case code == http.StatusUnprocessableEntity:
+		_, msg := p.explain(code, h, raw)
+		return payment.Outcome{}, payment.KeyReused(msg)
+	case code == http.StatusConflict:
+		return payment.Outcome{}, payment.InFlight(retryAfter)
+	case code == http.StatusTooManyRequests || (code >= 500 && code <= 599):
+		return payment.Outcome{}, payment.Transient(
+			fmt.Errorf("payment service answered %s%s", statusLine(code), p.serviceSaid(h, raw)), retryAfter)
+	default:
+		return payment.Outcome{}, payment.Transient(
+			fmt.Errorf("payment service answered %s: %s%s", statusLine(code), configHint(code), p.serviceSaid(h, raw)), retryAfter)
+	}
+}
+
+// success maps a 2xx answer. Anything short of a well-formed charge with an
+// id is Transient: the payment may have happened.
+func (p *Provider) success(code int, h http.Header, raw []byte, req payment.ChargeRequest, retryAfter time.Duration) (payment.Outcome, error) {
+	line := statusLine(code)
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return payment.Outcome{}, payment.Transient(
+			fmt.Errorf("payment service answered %s with an empty body, so the payment may have happened", line), retryAfter)
+	}
+	var body chargeResponse
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return payment.Outcome{}, payment.Transient(
+			fmt.Errorf("payment service answered %s with a body that is not the expected JSON object, so the payment may have happened: %s",
+				line, p.clean(err.Error())), retryAfter)
+	}
+	if body.ID == "" {
+		return payment.Outcome{}, payment.Transient(
+			fmt.Errorf("payment service answered %s without a charge id, so the payment may have happened", line), retryAfter)
+	}
+	created, err := parseCreated(body.Created)
+	if err != nil {
+		return payment.Outcome{}, payment.Transient(
+			fmt.Errorf("payment service answered %s with a malformed charge, so the payment may have happened: %w", line, err), retryAfter)
+	}
+
+	outcome := payment.Outcome{
+		ID:       body.ID,
+		Status:   body.Status,
+		Amount:   req.Amount,
+		Currency: req.Currency,
+		Created:  created,
+		Replayed: body.Replayed || strings.EqualFold(strings.TrimSpace(h.Get("Idempotent-Replayed")), "true"),
+	}
+	if body.Amount != nil {
+		outcome.Amount = *body.Amount
+	}
+	if body.Currency != "" {
+		outcome.Currency = body.Currency
+	}
+
+	status := strings.ToLower(strings.TrimSpace(body.Status))
+	switch status {
+	case "succeeded", "paid", "completed":
+		return outcome, nil
+	case "":
+		if code == http.StatusAccepted {
+			return payment.Outcome{}, payment.Transient(
+				errors.New("payment service accepted the charge without a status; asking again later with the same key"), retryAfter)
+		}
+		return outcome, nil
+	case "failed", "declined", "canceled", "cancelled", "rejected":
+		msg := fmt.Sprintf("payment service reported the charge as %q", status)
+		if m := p.clean(body.Message); m != "" {
+			msg += ": " + m
+		}
+		reason, msg := p.reason(body.Reason, msg)
+		return payment.Outcome{}, payment.Declined(reason, msg)
+	case "processing", "pending":
+		return payment.Outcome{}, payment.Transient(
+			fmt.Errorf("payment service reported the charge as %q; asking again later with the same key", status), retryAfter)
+	default:
+		return payment.Outcome{}, payment.Transient(
+			fmt.Errorf("payment service reported the charge with the unknown status %q, so the outcome is uncertain", p.clean(status)), retryAfter)
+	}
+}
+
+// explain returns the reason and message of a refusal: from the JSON body
+// when there is one, from a text/plain body, or the status line.
+func (p *Provider) explain(code int, h http.Header, raw []byte) (string, string) {
+	var body errorResponse
+	if err := json.Unmarshal(raw, &body); err != nil {
+		body = errorResponse{}
+		if isPlainText(h) {
+			body.Message = string(raw)
+		}
+	}
+	msg := ""
+	for _, m := range []string{body.Message, body.Detail, body.Title} {
+		if msg = p.clean(m); msg != "" {
+			break
+		}
+	}
+	if msg == "" {
+		msg = "payment service answered " + statusLine(code)
+	}
+	return p.reason(body.Reason, msg)
+}
+
+// reason returns raw when it can be a Kubernetes condition reason (CamelCase,
+// at most 64 characters). Otherwise it returns no reason, so the class's
+// default applies, and keeps raw at the front of the message.
+func (p *Provider) reason(raw, msg string) (string, string) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", msg
+	}
+	if validReason(raw) {
+		return raw, msg
+	}
+	return "", p.clean(raw + ": " + msg)
+}
+
+// serviceSaid returns "; the service said: <message>", or nothing when the
+// body has no message.
+func (p *Provider) serviceSaid(h http.Header, raw []byte) string {
+	var body errorResponse
+	if err := json.Unmarshal(raw, &body); err != nil {
+		body = errorResponse{}
+		if isPlainText(h) {
+			body.Message = string(raw)
+		}
+	}
+	for _, m := range []string{body.Message, body.Detail, body.Title, body.Reason} {
+		if m = p.clean(m); m != "" {
+			return "; the service said: " + m
+		}
+	}
+	return ""
+}
+
+// configHint says what to fix for a status code that the contract does not
+// use: the service did not process the request, and will not until someone
+// changes the configuration.
+func configHint(code int) string {
+	switch {
+	case code == http.StatusUnauthorized:
+		return "check the PaymentProvider's secret (spec.http.secretKeyRef)"
+	case code == http.StatusForbidden:
+		return "check that the token in the PaymentProvider's secret (spec.http.secretKeyRef) may create charges"
+	case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
+		return "check the PaymentProvider's url (spec.http.url)"
+	case code >= 300 && code <= 399:
+		return "redirects are not followed; set the PaymentProvider's url (spec.http.url) to the charge endpoint itself"
+	default:
+		return "the contract does not use this status; check the PaymentProvider and the payment service"
+	}
+}
+
+// clean makes text from the service fit for an error: the token redacted,
+// one line, at most maxMessageLength characters.
+func (p *Provider) clean(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = oneLine(p.redact(s))
+	// Making one line may have formed the token, or the token with its
+	// spaces collapsed, out of its parts.
+	s = p.redact(s)
+	if utf8.RuneCountInString(s) > maxMessageLength {
+		s = string([]rune(s)[:maxMessageLength]) + "..."
+	}
+	return s
+}
+
+// redact replaces the token, as it is and with its spaces collapsed.
+func (p *Provider) redact(s string) string {
+	if p.token == "" {
+		return s
+	}
+	s = strings.ReplaceAll(s, p.token, redacted)
+	return strings.ReplaceAll(s, oneLine(p.token), redacted)
+}
+
+// oneLine replaces every run of spaces and control characters with one space.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r)
+	}), " ")
+}
+
+// parseCreated reads unix seconds or an RFC 3339 time; null, "", 0 and an
+// absent field are the zero time.
+func parseCreated(raw json.RawMessage) (time.Time, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return time.Time{}, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return time.Time{}, errors.New("created is not a valid JSON string")
+		}
+		if s == "" {
+			return time.Time{}, nil
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return time.Time{}, errors.New("created is neither unix seconds nor an RFC 3339 time")
+		}
+		return t.UTC(), nil
+	}
+	secs, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return time.Time{}, errors.New("created is neither unix seconds nor an RFC 3339 time")
+	}
+	if secs <= 0 {
+		return time.Time{}, nil
+	}
+	return time.Unix(secs, 0).UTC(), nil
+}
+
+// parseRetryAfter reads a Retry-After value, seconds or an HTTP date, as a
+// duration from now between zero and maxRetryAfter. Anything else is zero.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
+		if secs >= uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		d = time.Duration(secs) * time.Second
+	} else if errors.Is(err, strconv.ErrRange) {
+		return maxRetryAfter
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
+}
+
+// validReason reports whether s is CamelCase: a capital letter, then letters
+// and digits, at most maxReasonLength characters.
+func validReason(s string) bool {
+	if s == "" || len(s) > maxReasonLength || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// isPlainText reports whether the body is declared as text/plain.
+func isPlainText(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "text/plain"
+}
+
+// statusLine is "402 Payment Required", or the bare code when it has no text.
+func statusLine(code int) string {
+	if text := http.StatusText(code); text != "" {
+		return fmt.Sprintf("%d %s", code, text)
+	}
+	return strconv.Itoa(code)
+}

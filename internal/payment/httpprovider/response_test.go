@@ -1,0 +1,87 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package httpprovider
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		value string
+		want  time.Duration
+	}{
+		{name: "absent", value: "", want: 0},
+		{name: "zero seconds", value: "0", want: 0},
+		{name: "seconds", value: "120", want: 2 * time.Minute},
+		{name: "seconds with spaces", value: " 5 ", want: 5 * time.Second},
+		{name: "seconds at the cap", value: "600", want: 10 * time.Minute},
+		{name: "seconds over the cap", value: "601", want: 10 * time.Minute},
+		{name: "seconds too large for an integer", value: "99999999999999999999999", want: 10 * time.Minute},
+		{name: "negative seconds", value: "-5", want: 0},
+		{name: "fractional seconds", value: "1.5", want: 0},
+		{name: "HTTP date ahead", value: now.Add(90 * time.Second).Format(http.TimeFormat), want: 90 * time.Second},
+		{name: "HTTP date far ahead", value: now.Add(time.Hour).Format(http.TimeFormat), want: 10 * time.Minute},
+		{name: "HTTP date in the past", value: now.Add(-time.Hour).Format(http.TimeFormat), want: 0},
+		{name: "RFC 850 date", value: now.Add(30 * time.Second).Format(time.RFC850), want: 30 * time.Second},
+		{name: "garbage", value: "soon", want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(parseRetryAfter(tt.value, now)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestCleanMakesOneShortLineWithoutTheToken(t *testing.T) {
+	const token = "tok with  spaces"
+	p := &Provider{token: token}
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{name: "plain", in: "card declined", want: "card declined"},
+		{name: "lines and tabs", in: "card\r\n\tdeclined\x00 ", want: "card declined"},
+		{name: "token", in: "Bearer tok with  spaces", want: "Bearer [redacted]"},
+		{name: "token formed by joining lines", in: "x tok with\n\nspaces", want: "x [redacted]"},
+		{name: "token with its spaces collapsed", in: "tok with spaces.", want: "[redacted]."},
+		{name: "invalid UTF-8", in: "caf\xe9", want: "caf\uFFFD"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(p.clean(tt.in)).To(Equal(tt.want))
+		})
+	}
+
+	t.Run("long messages are cut on a character boundary", func(t *testing.T) {
+		g := NewWithT(t)
+		got := p.clean(strings.Repeat("é", 2*maxMessageLength))
+		g.Expect(utf8.ValidString(got)).To(BeTrue())
+		g.Expect(got).To(Equal(strings.Repeat("é", maxMessageLength) + "..."))
+	})
+}
