@@ -1,0 +1,209 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command sandbox serves the payment sandbox over HTTP as a subset of
+// Stripe's PaymentIntents API, so that stripe-go (and the operator's Stripe
+// adapter) can be run against it with injected faults. It accepts any
+// sk_test_ key and therefore listens on a loopback address only, unless told
+// otherwise.
+//
+// It prints "sandbox listening on http://ADDR" on stdout once it listens,
+// logs one line per request on stderr, and stops gracefully on SIGINT or
+// SIGTERM. Invalid flags exit with status 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+)
+
+const (
+	// defaultAddr is the address of stripe-mock, so that tools made for it
+	// find the sandbox.
+	defaultAddr = "127.0.0.1:12111"
+	// readHeaderTimeout bounds how long a client may take to send headers.
+	readHeaderTimeout = 10 * time.Second
+	// idleTimeout closes keep-alive connections left idle.
+	idleTimeout = 2 * time.Minute
+	// shutdownTimeout bounds how long requests in flight (held for the
+	// injected latency) may take to finish after a signal.
+	shutdownTimeout = 30 * time.Second
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// usageError is an invalid command line.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// exitCode is 2 for an invalid command line and 1 for any other error.
+func exitCode(err error) int {
+	if _, ok := errors.AsType[usageError](err); ok {
+		return 2
+	}
+	return 1
+}
+
+// config is the parsed command line.
+type config struct {
+	addr             string
+	allowNonLoopback bool
+	faults           sandbox.Faults
+}
+
+// parseFlags parses the command line; it returns a nil config, and prints
+// the usage on stdout, when help is asked for.
+func parseFlags(args []string, stdout io.Writer) (*config, error) {
+	var c config
+	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.addr, "addr", defaultAddr, "The address to listen on; 127.0.0.1:0 picks a free port.")
+	fs.BoolVar(&c.allowNonLoopback, "allow-non-loopback", false,
+		"Allow a non-loopback --addr. The sandbox accepts any sk_test_ key, so anyone who reaches it can use it.")
+	fs.DurationVar(&c.faults.LatencyMin, "latency-min", 0, "The least time a request with a new key is held in flight.")
+	fs.DurationVar(&c.faults.LatencyMax, "latency-max", 0, "The most time a request with a new key is held in flight.")
+	fs.Float64Var(&c.faults.ErrorBeforeCommit, "error-before-commit", 0,
+		"The probability, 0 to 1, that a request with a new key fails with a 500 before charging.")
+	fs.Float64Var(&c.faults.ErrorAfterCommit, "error-after-commit", 0,
+		"The probability, 0 to 1, that a request with a new key charges and then fails with a 500.")
+	fs.Float64Var(&c.faults.RateLimit, "rate-limit", 0, "The probability, 0 to 1, that a request is refused with a 429.")
+	fs.DurationVar(&c.faults.RetryAfter, "retry-after", sandbox.DefaultRetryAfter, "The Retry-After of rate limits.")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, "Usage: sandbox [flags]")
+			fs.PrintDefaults()
+			return nil, nil
+		}
+		return nil, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
+	}
+	for _, p := range []struct {
+		flag  string
+		value float64
+	}{
+		{"error-before-commit", c.faults.ErrorBeforeCommit},
+		{"error-after-commit", c.faults.ErrorAfterCommit},
+		{"rate-limit", c.faults.RateLimit},
+	} {
+		// Written so that NaN is refused too.
+		if !(p.value >= 0 && p.value <= 1) {
+			return nil, usageError{fmt.Errorf("--%s must be a probability between 0 and 1, got %v", p.flag, p.value)}
+		}
+	}
+	if !c.allowNonLoopback {
+		if err := checkLoopback(c.addr); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return &c, nil
+}
+
+// checkLoopback returns an error unless addr's host is a loopback IP address
+// or localhost.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid --addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+		return nil
+	}
+	return fmt.Errorf("refusing to listen on %q, which is not a loopback address: the sandbox accepts any "+
+		"sk_test_ key, so pass --allow-non-loopback to expose it anyway", addr)
+}
+
+// run serves the sandbox until ctx is done, then shuts the server down
+// gracefully. It writes the listening line to stdout and logs to stderr.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := parseFlags(args, stdout)
+	if err != nil || cfg == nil {
+		return err
+	}
+	engine := sandbox.NewEngine()
+	if err := engine.SetFaults(cfg.faults); err != nil {
+		return usageError{err}
+	}
+
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen: %w", err)
+	}
+	// localhost may resolve to something else: check what was bound.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !cfg.allowNonLoopback && !tcp.IP.IsLoopback() {
+		_ = ln.Close()
+		return usageError{fmt.Errorf("refusing to serve on %s, which is not a loopback address; "+
+			"pass --allow-non-loopback to expose it anyway", tcp)}
+	}
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	srv := &http.Server{
+		Handler:           sandbox.NewServer(engine, sandbox.ServerOptions{Logger: logger}),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("Serving sandbox", "addr", ln.Addr().String(), "errorBeforeCommit", cfg.faults.ErrorBeforeCommit,
+		"errorAfterCommit", cfg.faults.ErrorAfterCommit, "rateLimit", cfg.faults.RateLimit,
+		"retryAfter", cfg.faults.RetryAfter, "latencyMin", cfg.faults.LatencyMin, "latencyMax", cfg.faults.LatencyMax)
+	if _, err := fmt.Fprintf(stdout, "sandbox listening on http://%s\n", ln.Addr()); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("cannot announce the address: %w", err)
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("cannot serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("Shutting down sandbox")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("cannot shut down gracefully: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("cannot serve: %w", err)
+	}
+	return nil
+}
