@@ -64,8 +64,12 @@ tidy: ## Run go mod tidy on the operator and the control plane tools modules.
 	cd $(ENVTEST_MODULE)/etcd && go mod tidy
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets ## Run unit and envtest tests against the self-built control plane.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -p $(TEST_P) $(TEST_FLAGS) ./...
+test: manifests generate fmt vet envtest-assets build-sandbox ## Run unit and envtest tests against the self-built control plane.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SANDBOX_BIN="$(LOCALBIN)/sandbox" go test -p $(TEST_P) $(TEST_FLAGS) ./...
+
+.PHONY: test-conformance
+test-conformance: stripe-mock ## Prove every request of the Stripe adapter passes stripe-mock's OpenAPI validation.
+	STRIPE_MOCK="$(STRIPE_MOCK)" go test -tags conformance -count=1 -v -run Conformance ./internal/payment/stripe/...
 
 .PHONY: verify
 verify: manifests generate fmt tidy ## Regenerate code, manifests and go.sum, and fail if the tree changed.
@@ -77,8 +81,12 @@ verify: manifests generate fmt tidy ## Regenerate code, manifests and go.sum, an
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the manager binary.
-	go build -o bin/manager ./cmd
+build: manifests generate fmt vet build-sandbox ## Build the manager and sandbox binaries.
+	go build -o $(LOCALBIN)/manager ./cmd
+
+.PHONY: build-sandbox
+build-sandbox: ## Build the payment sandbox server (Stripe-compatible subset) into bin/sandbox.
+	go build -o $(LOCALBIN)/sandbox ./cmd/sandbox
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the manager against the cluster of the current kubeconfig.
@@ -132,10 +140,12 @@ $(LOCALBIN):
 KUBECTL ?= $(ENVTEST_ASSETS)/kubectl
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+STRIPE_MOCK ?= $(LOCALBIN)/stripe-mock
 
 ## Tool versions.
 KUSTOMIZE_VERSION ?= v5.8.1
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+STRIPE_MOCK_VERSION ?= v0.203.0
 
 ## The local control plane: kube-apiserver and kubectl from k8s.io/kubernetes,
 ## etcd from go.etcd.io/etcd/server/v3. Built once; skipped when present.
@@ -173,6 +183,11 @@ $(ENVTEST_ASSETS)/etcd:
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/ if necessary.
 $(KUSTOMIZE): $(LOCALBIN)
 	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: stripe-mock
+stripe-mock: $(STRIPE_MOCK) ## Install stripe-mock (Stripe's official API mock) into bin/ if necessary.
+$(STRIPE_MOCK): $(LOCALBIN)
+	$(call go-install-tool,$(STRIPE_MOCK),github.com/stripe/stripe-mock,$(STRIPE_MOCK_VERSION))
 
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/ if necessary.

@@ -19,7 +19,6 @@ limitations under the License.
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
@@ -45,7 +44,6 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 var (
@@ -144,9 +142,13 @@ func main() {
 		os.Exit(1)
 	}
 
+	// One adapter and one token bucket per PaymentProvider, shared by the
+	// two reconcilers. Secrets are read with get only, uncached.
+	adapters := &controller.ProviderCache{SecretReader: mgr.GetAPIReader(), Build: controller.NewAdapter}
 	if err := (&controller.PaymentProviderReconciler{
 		Client:       mgr.GetClient(),
 		SecretReader: mgr.GetAPIReader(),
+		Adapters:     adapters,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Unable to create controller", "controller", "PaymentProvider")
 		os.Exit(1)
@@ -154,7 +156,7 @@ func main() {
 	if err := (&controller.PaymentJobReconciler{
 		Client:                  mgr.GetClient(),
 		Recorder:                mgr.GetEventRecorder("paymentjob-controller"),
-		Providers:               controller.ProviderResolverFunc(noAdapters),
+		Providers:               adapters,
 		Clock:                   clock.RealClock{},
 		Holder:                  holder,
 		ClaimLease:              claimLease,
@@ -199,15 +201,4 @@ func holderIdentity() (string, error) {
 		return "", fmt.Errorf("cannot generate a process id: %w", err)
 	}
 	return name + "/" + hex.EncodeToString(id), nil
-}
-
-// noAdapters is the provider resolver until the Stripe and HTTP adapters
-// land: jobs wait in Pending with a message that says so, and nothing is
-// charged.
-func noAdapters(_ context.Context, p *paymentsv1alpha1.PaymentProvider) (payment.Provider, error) {
-	kind := "http"
-	if p.Spec.Stripe != nil {
-		kind = "stripe"
-	}
-	return nil, fmt.Errorf("this build has no adapter for %s providers yet", kind)
 }

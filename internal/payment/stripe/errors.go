@@ -1,0 +1,226 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stripe
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	stripego "github.com/stripe/stripe-go/v85"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// ReasonPaymentCanceled is the failure reason of a PaymentIntent that was
+// canceled before it succeeded.
+const ReasonPaymentCanceled = "PaymentCanceled"
+
+// Error types of Stripe that stripe-go has no constant for.
+const (
+	errorTypeAuthentication stripego.ErrorType = "authentication_error"
+	errorTypePermission     stripego.ErrorType = "permission_error"
+	errorTypeRateLimit      stripego.ErrorType = "rate_limit_error"
+)
+
+const (
+	// inFlightRetryAfter is the wait for a key in flight when Stripe does
+	// not send Retry-After.
+	inFlightRetryAfter = time.Second
+	// maxRetryAfter caps the Retry-After hint.
+	maxRetryAfter = 10 * time.Minute
+	// maxMessageLength is about how many bytes of a message from Stripe are
+	// kept.
+	maxMessageLength = 500
+	// redacted replaces the API key wherever it appears in a message.
+	redacted = "[REDACTED]"
+)
+
+// classify maps an error of a stripe-go call to one of package payment's
+// classes, as the package documentation describes; op says what failed.
+func (p *Provider) classify(op string, err error) error {
+	var se *stripego.Error
+	if !errors.As(err, &se) {
+		// A network error, a deadline or a body that is not Stripe's
+		// JSON: the request may have been processed.
+		return payment.Transient(p.cause(op, err), 0)
+	}
+	retryAfter := retryAfterOf(se)
+	status := se.HTTPStatusCode
+	switch {
+	case se.Type == stripego.ErrorTypeCard:
+		return payment.Declined(payment.ReasonCardDeclined, p.clean(cardMessage(se)))
+	case se.Type == stripego.ErrorTypeIdempotency:
+		return payment.KeyReused(p.clean(withCode(se)))
+	case se.Code == stripego.ErrorCodeIdempotencyKeyInUse || status == http.StatusConflict:
+		if retryAfter == 0 {
+			retryAfter = inFlightRetryAfter
+		}
+		return payment.InFlight(retryAfter)
+	case status == http.StatusTooManyRequests || se.Code == stripego.ErrorCodeRateLimit || se.Type == errorTypeRateLimit:
+		return payment.Transient(p.apiCause(op, se), retryAfter)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden ||
+		se.Type == errorTypeAuthentication || se.Type == errorTypePermission:
+		// Stripe's message may quote part of the key: leave it out.
+		return payment.Transient(fmt.Errorf("%s: Stripe refused the API key (%s); check the secret referenced by the PaymentProvider",
+			op, p.clean(describe(se))), retryAfter)
+	case status >= http.StatusInternalServerError || se.Type == stripego.ErrorTypeAPI:
+		return payment.Transient(p.apiCause(op, se), retryAfter)
+	case se.Type == stripego.ErrorTypeInvalidRequest && (status == http.StatusBadRequest || status == http.StatusNotFound):
+		return payment.Invalid(p.clean(withCode(se)))
+	default:
+		return payment.Transient(p.apiCause(op, se), retryAfter)
+	}
+}
+
+// declinedIntent is the refusal for an intent that needs a new payment
+// method after it was confirmed: its payment attempt failed.
+func (p *Provider) declinedIntent(intent *stripego.PaymentIntent) error {
+	if e := intent.LastPaymentError; e != nil {
+		return payment.Declined(payment.ReasonCardDeclined, p.clean(fmt.Sprintf("%s (payment intent %s)", cardMessage(e), intent.ID)))
+	}
+	return payment.Declined(payment.ReasonCardDeclined,
+		p.clean(fmt.Sprintf("payment intent %s requires a new payment method: the payment attempt failed", intent.ID)))
+}
+
+// cardMessage is "<code> (<decline code>): <message>" of a card error.
+func cardMessage(e *stripego.Error) string {
+	code := string(e.Code)
+	if code == "" {
+		code = string(stripego.ErrorCodeCardDeclined)
+	}
+	if e.DeclineCode != "" {
+		code += fmt.Sprintf(" (%s)", e.DeclineCode)
+	}
+	if e.Msg == "" {
+		return code
+	}
+	return code + ": " + e.Msg
+}
+
+// withCode is Stripe's message, preceded by its code and parameter.
+func withCode(e *stripego.Error) string {
+	prefix := string(e.Code)
+	if e.Param != "" {
+		prefix = strings.TrimSpace(prefix + " (parameter " + e.Param + ")")
+	}
+	switch {
+	case prefix == "":
+		return e.Msg
+	case e.Msg == "":
+		return prefix
+	}
+	return prefix + ": " + e.Msg
+}
+
+// describe names a Stripe error by HTTP status, type, code and request id,
+// without its message.
+func describe(e *stripego.Error) string {
+	parts := []string{fmt.Sprintf("HTTP %d", e.HTTPStatusCode)}
+	if e.Type != "" {
+		parts = append(parts, string(e.Type))
+	}
+	if e.Code != "" {
+		parts = append(parts, "code "+string(e.Code))
+	}
+	if e.RequestID != "" {
+		parts = append(parts, "request "+e.RequestID)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// apiCause is the cause of a transient Stripe error. It does not wrap the
+// *stripe.Error, whose Error method prints the whole JSON error, including
+// any PaymentIntent in it.
+func (p *Provider) apiCause(op string, e *stripego.Error) error {
+	msg := describe(e)
+	if e.Msg != "" {
+		msg += ": " + e.Msg
+	}
+	return errors.New(op + ": Stripe answered " + p.clean(msg))
+}
+
+// cause is the cause of a transient error that is not Stripe's: its
+// message is cleaned, and it unwraps to err so that errors.Is still finds
+// context.DeadlineExceeded.
+func (p *Provider) cause(op string, err error) error {
+	return &causeError{msg: op + ": " + p.clean(err.Error()), err: err}
+}
+
+// causeError is an error with a cleaned message that unwraps to its cause.
+type causeError struct {
+	msg string
+	err error
+}
+
+// Error returns the cleaned message.
+func (e *causeError) Error() string { return e.msg }
+
+// Unwrap returns the cause.
+func (e *causeError) Unwrap() error { return e.err }
+
+// clean makes s safe to show: the API key replaced, one line, and cut to
+// about maxMessageLength bytes on a character boundary.
+func (p *Provider) clean(s string) string {
+	if p.apiKey != "" {
+		s = strings.ReplaceAll(s, p.apiKey, redacted)
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= maxMessageLength {
+		return s
+	}
+	cut := maxMessageLength
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " ..."
+}
+
+// retryAfterOf reads the Retry-After header of a Stripe error response.
+func retryAfterOf(e *stripego.Error) time.Duration {
+	if e.LastResponse == nil {
+		return 0
+	}
+	return parseRetryAfter(e.LastResponse.Header.Get("Retry-After"), time.Now())
+}
+
+// parseRetryAfter reads a Retry-After value, seconds or an HTTP date, as a
+// duration from now, capped at maxRetryAfter. It is zero when the value is
+// missing, malformed or in the past.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		if secs >= int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		d = time.Duration(secs) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
+}

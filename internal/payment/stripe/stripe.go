@@ -1,0 +1,397 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stripe
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	stripego "github.com/stripe/stripe-go/v85"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// MetadataKeyIdempotencyKey is the metadata entry of every PaymentIntent
+// created by Charge that holds the idempotency key; Lookup searches for it.
+const MetadataKeyIdempotencyKey = "paymentjob_idempotency_key"
+
+// DefaultAPIBase is the Stripe API used when Config.APIBase is empty.
+const DefaultAPIBase = "https://api.stripe.com"
+
+// DefaultPollInterval is the first wait between two reads of an intent that
+// is not final yet, when Config.PollInterval is zero.
+const DefaultPollInterval = 500 * time.Millisecond
+
+// DefaultMaxPollInterval is the longest wait between two reads of an intent,
+// when Config.MaxPollInterval is zero.
+const DefaultMaxPollInterval = 5 * time.Second
+
+// searchLimit is the number of intents Lookup reads: one page.
+const searchLimit = 100
+
+var (
+	_ payment.Provider = (*Provider)(nil)
+	_ payment.Looker   = (*Provider)(nil)
+)
+
+// Config configures a Provider.
+type Config struct {
+	// APIKey is the Stripe secret key. Surrounding whitespace, such as the
+	// newline a Secret created from a file often ends with, is removed.
+	// Required; it never appears in errors.
+	APIKey string
+	// APIBase is the Stripe API's base URL, an absolute http or https URL
+	// without user information, such as the sandbox's or stripe-mock's.
+	// Defaults to DefaultAPIBase.
+	APIBase string
+	// HTTPClient sends the requests. The default has dial and TLS handshake
+	// timeouts and does not follow redirects; the deadline of a call comes
+	// from its context.
+	HTTPClient *http.Client
+	// PollInterval is the first wait between two reads of an intent that is
+	// still processing; it doubles after each read. Defaults to
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// MaxPollInterval caps the wait between two reads. Defaults to
+	// DefaultMaxPollInterval, or PollInterval when that is longer.
+	MaxPollInterval time.Duration
+}
+
+// Provider is a payment.Provider and payment.Looker that charges through
+// Stripe's PaymentIntents API. It is safe for concurrent use.
+type Provider struct {
+	client          *stripego.Client
+	apiKey          string
+	pollInterval    time.Duration
+	maxPollInterval time.Duration
+}
+
+// New validates cfg and returns a Provider whose stripe-go client sends every
+// request once: its network retries are turned off.
+func New(cfg Config) (*Provider, error) {
+	key := strings.TrimSpace(cfg.APIKey)
+	switch {
+	case key == "":
+		return nil, errors.New("cannot use the Stripe API key: it is empty")
+	case !visibleASCII(key):
+		return nil, errors.New("cannot use the Stripe API key: it contains characters that are not allowed in an HTTP header")
+	}
+	base, err := apiBase(cfg.APIBase)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.PollInterval < 0 || cfg.MaxPollInterval < 0 {
+		return nil, errors.New("cannot use a negative poll interval")
+	}
+	poll := cfg.PollInterval
+	if poll == 0 {
+		poll = DefaultPollInterval
+	}
+	maxPoll := cfg.MaxPollInterval
+	switch {
+	case maxPoll == 0:
+		maxPoll = max(DefaultMaxPollInterval, poll)
+	case maxPoll < poll:
+		return nil, fmt.Errorf("cannot use a maximum poll interval of %s, shorter than the poll interval of %s", maxPoll, poll)
+	}
+	httpClient := cfg.HTTPClient
+	if httpClient == nil {
+		httpClient = defaultHTTPClient()
+	}
+
+	backends := stripego.NewBackendsWithConfig(&stripego.BackendConfig{
+		HTTPClient: httpClient,
+		// The operator owns retries: each call is exactly one request,
+		// and rate limits count requests.
+		MaxNetworkRetries: stripego.Int64(0),
+		URL:               stripego.String(base),
+		// stripe-go logs whole responses at debug level and errors at
+		// error level; this package logs nothing.
+		LeveledLogger:   &stripego.LeveledLogger{Level: stripego.LevelNull},
+		EnableTelemetry: stripego.Bool(false),
+	})
+	return &Provider{
+		client:          stripego.NewClient(key, stripego.WithBackends(backends)),
+		apiKey:          key,
+		pollInterval:    poll,
+		maxPollInterval: maxPoll,
+	}, nil
+}
+
+// apiBase validates the configured base URL and returns it, or the default.
+func apiBase(raw string) (string, error) {
+	if raw == "" {
+		return DefaultAPIBase, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse quotes the input, which might hold credentials.
+		return "", errors.New("cannot use the Stripe API base: it is not a valid URL")
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("cannot use the Stripe API base: scheme must be http or https, not %q", u.Scheme)
+	case u.User != nil:
+		return "", errors.New("cannot use the Stripe API base: it must not contain user information; use the API key")
+	case u.Host == "" || u.Opaque != "":
+		return "", errors.New("cannot use the Stripe API base: it must be absolute, with a host")
+	case u.RawQuery != "" || u.Fragment != "":
+		return "", errors.New("cannot use the Stripe API base: it must not have a query or a fragment")
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
+// defaultHTTPClient bounds connecting and the TLS handshake; the whole call is
+// bounded by the context's deadline. Redirects are returned, not followed: a
+// Stripe API that redirects is a configuration to fix, and following it
+// could resend the request elsewhere.
+func defaultHTTPClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy: http.ProxyFromEnvironment,
+			DialContext: (&net.Dialer{
+				Timeout:   10 * time.Second,
+				KeepAlive: 30 * time.Second,
+			}).DialContext,
+			TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2:     true,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			IdleConnTimeout:       90 * time.Second,
+			MaxIdleConns:          100,
+			MaxIdleConnsPerHost:   16,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// Charge creates and confirms a PaymentIntent for req under key, polls it
+// while it is processing, and maps the answer to an outcome or to one of
+// package payment's error classes, as the package documentation describes.
+// It sends exactly one create request; a context that is already done sends
+// nothing.
+func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+	if !validKey(key) {
+		// Nothing is sent, so nothing can have been charged.
+		return payment.Outcome{}, payment.Invalid("the idempotency key must be 1 to 255 visible ASCII characters")
+	}
+	if err := ctx.Err(); err != nil {
+		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot create the payment intent: %w", err), 0)
+	}
+	intent, err := p.client.V1PaymentIntents.Create(ctx, createParams(key, req))
+	if err != nil {
+		return payment.Outcome{}, p.classify("cannot create the payment intent", err)
+	}
+	replayed := intent.LastResponse != nil &&
+		strings.EqualFold(intent.LastResponse.Header.Get("Idempotent-Replayed"), "true")
+	return p.settle(ctx, intent, replayed)
+}
+
+// createParams are the parameters of the create request for req under key.
+func createParams(key string, req payment.ChargeRequest) *stripego.PaymentIntentCreateParams {
+	metadata := make(map[string]string, len(req.Metadata)+1)
+	for k, v := range req.Metadata {
+		metadata[k] = v
+	}
+	metadata[MetadataKeyIdempotencyKey] = key
+
+	params := &stripego.PaymentIntentCreateParams{
+		Amount:   stripego.Int64(req.Amount),
+		Currency: stripego.String(req.Currency),
+		Confirm:  stripego.Bool(true),
+		AutomaticPaymentMethods: &stripego.PaymentIntentCreateAutomaticPaymentMethodsParams{
+			Enabled:        stripego.Bool(true),
+			AllowRedirects: stripego.String(stripego.PaymentIntentAutomaticPaymentMethodsAllowRedirectsNever),
+		},
+		Metadata: metadata,
+	}
+	if req.Customer != "" {
+		params.Customer = stripego.String(req.Customer)
+	}
+	if req.PaymentMethod != "" {
+		params.PaymentMethod = stripego.String(req.PaymentMethod)
+	}
+	if req.Description != "" {
+		params.Description = stripego.String(req.Description)
+	}
+	params.SetIdempotencyKey(key)
+	return params
+}
+
+// settle turns an intent into an outcome or an error, reading it again with
+// GET while it is processing or requires_action, with a wait that doubles
+// from the poll interval to the maximum, until it is final or ctx is done.
+// It never creates another intent.
+func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, replayed bool) (payment.Outcome, error) {
+	wait := p.pollInterval
+	for {
+		switch intent.Status {
+		case stripego.PaymentIntentStatusSucceeded, stripego.PaymentIntentStatusRequiresCapture:
+			if intent.ID == "" {
+				return payment.Outcome{}, payment.Transient(errors.New("the successful payment intent from Stripe has no id"), 0)
+			}
+			return outcome(intent, replayed), nil
+		case stripego.PaymentIntentStatusRequiresPaymentMethod:
+			return payment.Outcome{}, p.declinedIntent(intent)
+		case stripego.PaymentIntentStatusCanceled:
+			msg := fmt.Sprintf("payment intent %s was canceled", intent.ID)
+			if intent.CancellationReason != "" {
+				msg += fmt.Sprintf(" (%s)", intent.CancellationReason)
+			}
+			return payment.Outcome{}, payment.Declined(ReasonPaymentCanceled, p.clean(msg))
+		case stripego.PaymentIntentStatusProcessing, stripego.PaymentIntentStatusRequiresAction:
+			if intent.ID == "" {
+				return payment.Outcome{}, payment.Transient(fmt.Errorf("the payment intent from Stripe in status %s has no id", intent.Status), 0)
+			}
+		default:
+			return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s has the unexpected status %q",
+				p.clean(intent.ID), p.clean(string(intent.Status))), 0)
+		}
+
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s is still %s: %w",
+				p.clean(intent.ID), intent.Status, ctx.Err()), 0)
+		case <-timer.C:
+		}
+		wait = min(2*wait, p.maxPollInterval)
+
+		next, err := p.retrieve(ctx, intent.ID)
+		if err != nil {
+			// Stripe accepted the intent, so it may still succeed: no
+			// error while reading it is a refusal.
+			mapped := p.classify("cannot read the payment intent", err)
+			hint := payment.RetryAfter(mapped)
+			var t *payment.TransientError
+			if errors.As(mapped, &t) && t.Err != nil {
+				mapped = t.Err
+			}
+			return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s, last seen %s: %w",
+				p.clean(intent.ID), intent.Status, mapped), hint)
+		}
+		intent = next
+	}
+}
+
+// retrieve reads the intent with id: GET /v1/payment_intents/{id}.
+func (p *Provider) retrieve(ctx context.Context, id string) (*stripego.PaymentIntent, error) {
+	return p.client.V1PaymentIntents.Retrieve(ctx, id, nil)
+}
+
+// outcome is the payment outcome of a successful intent.
+func outcome(intent *stripego.PaymentIntent, replayed bool) payment.Outcome {
+	amount := intent.Amount
+	if intent.AmountReceived > 0 {
+		amount = intent.AmountReceived
+	}
+	var created time.Time
+	if intent.Created > 0 {
+		created = time.Unix(intent.Created, 0).UTC()
+	}
+	return payment.Outcome{
+		ID:       intent.ID,
+		Status:   string(intent.Status),
+		Amount:   amount,
+		Currency: string(intent.Currency),
+		Created:  created,
+		Replayed: replayed,
+	}
+}
+
+// Lookup finds the newest successful PaymentIntent whose metadata entry
+// MetadataKeyIdempotencyKey is key, with Stripe's Search API, and returns
+// its outcome with Replayed set. It returns false when there is none.
+//
+// Stripe's search index lags behind writes, usually by less than a minute
+// and up to an hour during outages, so a charge made just before may not be
+// found yet: false means "not found now", not "never charged". Every error of
+// Lookup is uncertain: a refusal of the search request is returned wrapped
+// in a payment.TransientError, since it says nothing about the charge.
+func (p *Provider) Lookup(ctx context.Context, key string) (payment.Outcome, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return payment.Outcome{}, false, payment.Transient(fmt.Errorf("cannot search payment intents: %w", err), 0)
+	}
+	params := &stripego.PaymentIntentSearchParams{
+		SearchParams: stripego.SearchParams{
+			Query:  searchQuery(key),
+			Limit:  stripego.Int64(searchLimit),
+			Single: true,
+		},
+	}
+	list := p.client.V1PaymentIntents.Search(ctx, params)
+	if err := list.Err(); err != nil {
+		mapped := p.classify("cannot search payment intents", err)
+		if r, ok := payment.IsRefusal(mapped); ok {
+			return payment.Outcome{}, false, payment.Transient(r, 0)
+		}
+		return payment.Outcome{}, false, mapped
+	}
+	var newest *stripego.PaymentIntent
+	for _, intent := range list.Data() {
+		if intent == nil || intent.ID == "" || intent.Metadata[MetadataKeyIdempotencyKey] != key {
+			continue
+		}
+		if intent.Status != stripego.PaymentIntentStatusSucceeded &&
+			intent.Status != stripego.PaymentIntentStatusRequiresCapture {
+			continue
+		}
+		if newest == nil || intent.Created > newest.Created {
+			newest = intent
+		}
+	}
+	if newest == nil {
+		return payment.Outcome{}, false, nil
+	}
+	return outcome(newest, true), true, nil
+}
+
+// searchQuery is the Search Query Language clause that matches key in the
+// metadata entry MetadataKeyIdempotencyKey. Backslashes and quotes in key
+// are escaped with a backslash.
+func searchQuery(key string) string {
+	escaped := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(key)
+	return fmt.Sprintf("metadata['%s']:'%s'", MetadataKeyIdempotencyKey, escaped)
+}
+
+// validKey reports whether key can be sent as it is in the Idempotency-Key
+// header: 1 to 255 visible ASCII characters. stripe-go trims spaces and
+// refuses longer keys before sending.
+func validKey(key string) bool {
+	return key != "" && len(key) <= payment.MaxKeyLength && visibleASCII(key)
+}
+
+// visibleASCII reports whether s holds only visible ASCII characters, no
+// spaces or control characters.
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
