@@ -68,6 +68,7 @@ func main() {
 		burst                int
 		claimLease           time.Duration
 		providerTimeout      time.Duration
+		keyRetention         time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -86,6 +87,9 @@ func main() {
 		"How long a claim on a PaymentJob is held before another manager may take it over, with the same idempotency key.")
 	flag.DurationVar(&providerTimeout, "provider-timeout", 30*time.Second,
 		"The longest provider call, unless a PaymentProvider sets timeoutSeconds. Must be shorter than the claim lease.")
+	flag.DurationVar(&keyRetention, "provider-key-retention", controller.DefaultKeyRetention,
+		"How long providers remember idempotency keys. A job Processing for longer is looked up by its key "+
+			"(where the provider supports it) before it is charged again. 0 disables lookups.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -162,6 +166,7 @@ func main() {
 		ClaimLease:              claimLease,
 		ProviderTimeout:         providerTimeout,
 		Backoff:                 controller.DefaultBackoff,
+		KeyRetention:            keyRetention,
 		MaxConcurrentReconciles: concurrency,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Unable to create controller", "controller", "PaymentJob")

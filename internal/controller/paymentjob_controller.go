@@ -111,6 +111,10 @@ type PaymentJobReconciler struct {
 	ProviderTimeout time.Duration
 	// Backoff paces retries after uncertain outcomes.
 	Backoff Backoff
+	// KeyRetention is how long providers are trusted to remember an
+	// idempotency key. A job Processing for longer is looked up by its key
+	// (payment.Looker) before it is charged again; zero never looks up.
+	KeyRetention time.Duration
 	// MaxConcurrentReconciles is the number of jobs worked on at once.
 	MaxConcurrentReconciles int
 }
@@ -333,7 +337,7 @@ func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1
 	logger := log.FromContext(ctx)
 	logger.V(1).Info("Charging payment", "attempt", job.Status.Attempts, "amount", req.Amount, "currency", req.Currency)
 	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	outcome, err := t.Provider.Charge(callCtx, key, req)
+	outcome, err := r.chargeOrFind(callCtx, job, t.Provider, key, req)
 	cancel()
 
 	if err == nil {
@@ -349,6 +353,30 @@ func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1
 	}
 	chargesTotal.WithLabelValues(outcomeTransient).Inc()
 	return r.recordUncertain(ctx, job, err)
+}
+
+// DefaultKeyRetention is a day less than Stripe's 24 hours of key memory.
+const DefaultKeyRetention = 23 * time.Hour
+
+// chargeOrFind calls Charge; but when the job has been Processing for longer
+// than the provider remembers keys, it first looks the charge up by its key,
+// so a provider that forgot the key is not asked to charge a second time.
+func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p payment.Provider, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+	looker, ok := p.(payment.Looker)
+	started := job.Status.StartedAt
+	if ok && r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
+		o, found, err := looker.Lookup(ctx, key)
+		if err != nil {
+			// Unsure whether it charged: never charge on a failed lookup.
+			return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot look the charge up by its key: %w", err), payment.RetryAfter(err))
+		}
+		if found {
+			log.FromContext(ctx).Info("Found the charge of a job older than the provider's key memory", "charge", o.ID)
+			o.Replayed = true
+			return o, nil
+		}
+	}
+	return p.Charge(ctx, key, req)
 }
 
 // recordSuccess writes Completed with the provider's response, then removes

@@ -738,3 +738,46 @@ func TestRateLimitIsSharedAndHoldsNoWorker(t *testing.T) {
 		"the unlimited provider's job was charged while limited jobs still waited")
 	g.Expect(engine.Stats().Charges).To(Equal(int64(jobs + 1)))
 }
+
+// TestOldProcessingJobIsLookedUpBeforeCharging: a job Processing for longer
+// than the provider remembers keys is looked up by its key, not charged.
+func TestOldProcessingJobIsLookedUpBeforeCharging(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	provider := sandbox.NewProvider(engine)
+
+	// Two days ago a process claimed the job, charged, and died.
+	key := ns + "/old"
+	spec := jobSpec()
+	req := payment.ChargeRequest{Amount: spec.Amount, Currency: spec.Currency, PaymentMethod: spec.PaymentMethod,
+		Description: spec.Description, Metadata: spec.Metadata}
+	charged, err := provider.Charge(ctx, key, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	createJob(t, ns, "old")
+	job := getJob(g, ns, "old")
+	controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
+	g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
+	twoDaysAgo := time.Now().Add(-48 * time.Hour)
+	job.Status = paymentsv1alpha1.PaymentJobStatus{
+		Phase:          paymentsv1alpha1.PhaseProcessing,
+		IdempotencyKey: key,
+		RequestHash:    payment.RequestHash(key, req),
+		Attempts:       1,
+		Claim: &paymentsv1alpha1.Claim{Holder: "dead/00000000",
+			AcquiredAt: metav1.NewMicroTime(twoDaysAgo), ExpiresAt: metav1.NewMicroTime(twoDaysAgo.Add(time.Minute))},
+		StartedAt: &metav1.Time{Time: twoDaysAgo},
+	}
+	g.Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, keyRetention: 23 * time.Hour})
+	job = waitForPhase(t, ns, "old", paymentsv1alpha1.PhaseCompleted)
+
+	g.Expect(job.Status.ProviderResponse.ID).To(Equal(charged.ID))
+	g.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue())
+	g.Expect(provider.Lookups()).To(Equal(int64(1)))
+	g.Expect(engine.Stats().Requests).To(Equal(int64(1)), "no create request after the lookup found the charge")
+	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+}

@@ -167,6 +167,8 @@ type managerConfig struct {
 	timeout     time.Duration
 	backoff     controller.Backoff
 	concurrency int
+	// keyRetention enables lookups of old Processing jobs; zero disables.
+	keyRetention time.Duration
 	// intercept wraps the manager's client; nil passes everything through.
 	intercept interceptor.Funcs
 }
@@ -249,6 +251,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		ClaimLease:              cfg.lease,
 		ProviderTimeout:         cfg.timeout,
 		Backoff:                 cfg.backoff,
+		KeyRetention:            cfg.keyRetention,
 		MaxConcurrentReconciles: cfg.concurrency,
 	}).SetupWithManager(mgr)).To(Succeed())
 
