@@ -78,6 +78,18 @@ verify: manifests generate fmt tidy ## Regenerate code, manifests and go.sum, an
 		git status --porcelain; git --no-pager diff --stat; exit 1; \
 	fi
 
+##@ Run locally
+
+.PHONY: demo
+demo: build envtest-assets ## Run the operator on a local control plane with the sandbox, apply config/samples, show the results, stop.
+	go build -o $(LOCALBIN)/localenv ./hack/localenv
+	$(LOCALBIN)/localenv --demo --assets "$(ENVTEST_ASSETS)"
+
+.PHONY: run-local
+run-local: build envtest-assets ## Like demo, but stay up for kubectl until Ctrl-C (prints the KUBECONFIG).
+	go build -o $(LOCALBIN)/localenv ./hack/localenv
+	$(LOCALBIN)/localenv --assets "$(ENVTEST_ASSETS)"
+
 ##@ Build
 
 .PHONY: build

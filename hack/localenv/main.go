@@ -1,0 +1,488 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command localenv runs the operator locally, with nothing installed but Go:
+// etcd and kube-apiserver from bin/k8s, the CRDs, bin/sandbox on
+// 127.0.0.1:12111 and bin/manager, all as processes of this one. With --demo
+// it applies config/samples, waits until every sample reaches its expected
+// phase, prints the results and stops everything (make demo); without it,
+// it stays up until Ctrl-C (make run-local).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// sandboxAddr is where config/samples expects the sandbox.
+const sandboxAddr = "127.0.0.1:12111"
+
+// expectation is the phase a sample must reach, and why.
+type expectation struct {
+	namespace, name string
+	phase           paymentsv1alpha1.PaymentJobPhase
+	note            string
+}
+
+var samples = []expectation{
+	{"payments-demo", "coffee-subscription", paymentsv1alpha1.PhaseCompleted, "plain payment, key = name"},
+	{"payments-demo", "invoice-2026-0042", paymentsv1alpha1.PhaseCompleted, "explicit idempotency key"},
+	{"payments-demo", "declined-card", paymentsv1alpha1.PhaseFailed, "card declined: nothing charged"},
+	{"payments-demo", "held-until-approved", paymentsv1alpha1.PhaseCompleted, "suspended, then resumed by the demo"},
+	{"payments-demo", "order-1001", paymentsv1alpha1.PhaseCompleted, "same key as in payments-demo-b"},
+	{"payments-demo-b", "order-1001", paymentsv1alpha1.PhaseCompleted, "same key as in payments-demo: a second payment"},
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "\nlocalenv: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		demo    bool
+		root    string
+		assets  string
+		timeout time.Duration
+	)
+	flag.BoolVar(&demo, "demo", false, "Apply config/samples, wait for the expected phases, print the results and stop.")
+	flag.StringVar(&root, "root", ".", "The repository root.")
+	flag.StringVar(&assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "The folder with etcd, kube-apiserver and kubectl (bin/k8s/<version>-<os>-<arch>).")
+	flag.DurationVar(&timeout, "timeout", 3*time.Minute, "How long the demo waits for the samples.")
+	flag.Parse()
+	log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return err
+	}
+	if assets == "" {
+		return errors.New("--assets or KUBEBUILDER_ASSETS must name the control plane folder: run `make demo` or `make run-local`")
+	}
+	work := filepath.Join(root, "bin", "local")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+
+	// Ctrl-C and SIGTERM stop everything this command started.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	step("Starting etcd and kube-apiserver from %s", assets)
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 90 * time.Second,
+	}
+	if _, err := env.Start(); err != nil {
+		return fmt.Errorf("cannot start the control plane: %w", err)
+	}
+	defer func() {
+		step("Stopping etcd and kube-apiserver")
+		_ = env.Stop()
+	}()
+	step("Installed the CRDs from config/crd/bases")
+
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := writeKubeconfig(env, kubeconfig); err != nil {
+		return err
+	}
+
+	sandboxLog := filepath.Join(work, "sandbox.log")
+	sandbox, err := startProcess("sandbox", filepath.Join(root, "bin", "sandbox"), sandboxLog, nil,
+		"--addr", sandboxAddr)
+	if err != nil {
+		return err
+	}
+	defer sandbox.stop()
+	if err := waitForSandbox(ctx, sandbox); err != nil {
+		return err
+	}
+	step("Sandbox listening on http://%s (log: %s)", sandboxAddr, rel(root, sandboxLog))
+
+	managerLog := filepath.Join(work, "manager.log")
+	manager, err := startProcess("manager", filepath.Join(root, "bin", "manager"), managerLog,
+		[]string{"KUBECONFIG=" + kubeconfig},
+		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
+		"--zap-log-level=info")
+	if err != nil {
+		return err
+	}
+	defer manager.stop()
+	step("Manager running (log: %s)", rel(root, managerLog))
+
+	kubectl := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out), nil
+	}
+	step("kubectl apply -k config/samples")
+	out, err := kubectl("apply", "-k", filepath.Join(root, "config", "samples"))
+	if err != nil {
+		return err
+	}
+	fmt.Print(indent(out))
+
+	c, err := newClient(env.Config)
+	if err != nil {
+		return err
+	}
+	if !demo {
+		return stayUp(ctx, root, kubeconfig, assets, manager, sandbox)
+	}
+
+	if err := waitForSamples(ctx, c, kubectl, timeout, manager, sandbox); err != nil {
+		return err
+	}
+	out, err = kubectl("get", "pj", "-A")
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	step("kubectl get pj -A")
+	fmt.Print(indent(out))
+	if err := printStats(ctx); err != nil {
+		return err
+	}
+	fmt.Println()
+	step("Demo passed: every sample reached its expected phase. Stopping everything.")
+	return nil
+}
+
+// waitForSamples resumes the suspended sample once it waits in Pending, and
+// returns when every sample is in its expected phase.
+func waitForSamples(ctx context.Context, c client.Client, kubectl func(...string) (string, error), timeout time.Duration, procs ...*process) error {
+	step("Waiting for the samples (up to %s)", timeout)
+	deadline := time.After(timeout)
+	resumed := false
+	last := ""
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var jobs paymentsv1alpha1.PaymentJobList
+		if err := c.List(ctx, &jobs); err != nil {
+			return fmt.Errorf("cannot list payment jobs: %w", err)
+		}
+		byKey := map[string]paymentsv1alpha1.PaymentJob{}
+		for _, j := range jobs.Items {
+			byKey[j.Namespace+"/"+j.Name] = j
+		}
+
+		held := byKey["payments-demo/held-until-approved"]
+		if !resumed && held.Status.Phase == paymentsv1alpha1.PhasePending {
+			if ready := meta.FindStatusCondition(held.Status.Conditions, paymentsv1alpha1.ConditionReady); ready != nil && ready.Reason == "Suspended" {
+				step("held-until-approved waits in Pending (Suspended); approving it:")
+				fmt.Println("    kubectl patch pj held-until-approved -n payments-demo --type=merge -p '{\"spec\":{\"suspend\":false}}'")
+				if _, err := kubectl("patch", "pj", "held-until-approved", "-n", "payments-demo",
+					"--type=merge", "-p", `{"spec":{"suspend":false}}`); err != nil {
+					return err
+				}
+				resumed = true
+			}
+		}
+
+		var parts []string
+		done := 0
+		for _, s := range samples {
+			phase := byKey[s.namespace+"/"+s.name].Status.Phase
+			if phase == "" {
+				phase = "New"
+			}
+			if phase == s.phase {
+				done++
+			}
+			parts = append(parts, fmt.Sprintf("%s/%s=%s", strings.TrimPrefix(s.namespace, "payments-"), s.name, phase))
+		}
+		if line := strings.Join(parts, " "); line != last {
+			fmt.Printf("  [%d/%d] %s\n", done, len(samples), line)
+			last = line
+		}
+		if done == len(samples) {
+			return nil
+		}
+
+		select {
+		case <-ctx.Done():
+			return errors.New("interrupted")
+		case <-deadline:
+			var missing []string
+			for _, s := range samples {
+				got := byKey[s.namespace+"/"+s.name]
+				if got.Status.Phase != s.phase {
+					why := ""
+					if ready := meta.FindStatusCondition(got.Status.Conditions, paymentsv1alpha1.ConditionReady); ready != nil {
+						why = fmt.Sprintf(" (%s: %s)", ready.Reason, ready.Message)
+					}
+					missing = append(missing, fmt.Sprintf("%s/%s is %q, want %s%s", s.namespace, s.name, got.Status.Phase, s.phase, why))
+				}
+			}
+			return fmt.Errorf("samples did not reach their expected phase within %s:\n  %s", timeout, strings.Join(missing, "\n  "))
+		case <-tick.C:
+		}
+		for _, p := range procs {
+			if err := p.exited(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// stayUp keeps the environment running for kubectl until Ctrl-C.
+func stayUp(ctx context.Context, root, kubeconfig, assets string, procs ...*process) error {
+	kubectl := rel(root, filepath.Join(assets, "kubectl"))
+	fmt.Printf(`
+The local environment is up. In another terminal:
+
+  export KUBECONFIG=%s
+  %s get pj -A
+  %s wait --for=condition=Ready pj/invoice-2026-0042 -n payments-demo --timeout=60s
+  %s describe pj declined-card -n payments-demo
+  %s patch pj held-until-approved -n payments-demo --type=merge -p '{"spec":{"suspend":false}}'
+  curl -s http://%s/_sandbox/stats
+
+Press Ctrl-C to stop everything.
+`, kubeconfig, kubectl, kubectl, kubectl, kubectl, sandboxAddr)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Println()
+			return nil
+		case <-tick.C:
+			for _, p := range procs {
+				if err := p.exited(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+func printStats(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+sandboxAddr+"/_sandbox/stats", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot read the sandbox stats: %w", err)
+	}
+	defer resp.Body.Close()
+	var stats struct {
+		Requests     int64          `json:"requests"`
+		Charges      int64          `json:"charges"`
+		Replays      int64          `json:"replays"`
+		Declines     int64          `json:"declines"`
+		ChargesByKey map[string]int `json:"chargesByKey"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
+		return fmt.Errorf("cannot decode the sandbox stats: %w", err)
+	}
+	fmt.Println()
+	step("Sandbox (GET /_sandbox/stats): %d requests, %d charges, %d replays, %d declines",
+		stats.Requests, stats.Charges, stats.Replays, stats.Declines)
+	keys := make([]string, 0, len(stats.ChargesByKey))
+	for k := range stats.ChargesByKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Printf("    %-40s charged %d time(s)\n", k, stats.ChargesByKey[k])
+		if stats.ChargesByKey[k] != 1 {
+			return fmt.Errorf("key %s was charged %d times", k, stats.ChargesByKey[k])
+		}
+	}
+	if want := 5; len(keys) != want {
+		return fmt.Errorf("the sandbox charged %d keys, want %d", len(keys), want)
+	}
+	return nil
+}
+
+// process is a child process with its output in a log file.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+func startProcess(name, bin, logPath string, env []string, args ...string) (*process, error) {
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s binary missing (run through make, which builds it): %w", name, err)
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// Its own process group: Ctrl-C in the terminal reaches this command,
+	// which then stops the children in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("cannot start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() {
+		p.done <- cmd.Wait()
+		logFile.Close()
+	}()
+	return p, nil
+}
+
+// exited returns an error if the process ended on its own.
+func (p *process) exited() error {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", p.name, err, p.log, tail(p.log, 15))
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM, and SIGKILL after 10 seconds.
+func (p *process) stop() {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return
+	default:
+	}
+	step("Stopping %s", p.name)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func waitForSandbox(ctx context.Context, p *process) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := p.exited(); err != nil {
+			return fmt.Errorf("%w\n(is something else listening on %s? a demo still running?)", err, sandboxAddr)
+		}
+		resp, err := http.Get("http://" + sandboxAddr + "/_sandbox/stats")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("interrupted")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the sandbox did not answer on %s within 30s", sandboxAddr)
+}
+
+func writeKubeconfig(env *envtest.Environment, path string) error {
+	user, err := env.AddUser(envtest.User{Name: "localenv-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("cannot create the admin user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("cannot write the kubeconfig: %w", err)
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+func newClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := paymentsv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+func step(format string, args ...any) {
+	fmt.Printf("==> "+format+"\n", args...)
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("    " + line + "\n")
+	}
+	return b.String()
+}
+
+func rel(root, path string) string {
+	if r, err := filepath.Rel(root, path); err == nil {
+		return r
+	}
+	return path
+}
+
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var lines []string
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 64*1024), 1024*1024)
+	for s.Scan() {
+		lines = append(lines, s.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
