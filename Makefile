@@ -64,8 +64,13 @@ tidy: ## Run go mod tidy on the operator and the control plane tools modules.
 	cd $(ENVTEST_MODULE)/etcd && go mod tidy
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets build-sandbox ## Run unit and envtest tests against the self-built control plane.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SANDBOX_BIN="$(LOCALBIN)/sandbox" go test -p $(TEST_P) $(TEST_FLAGS) ./...
+test: manifests generate fmt vet envtest-assets build-sandbox build-installer ## Run unit and envtest tests against the self-built control plane.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SANDBOX_BIN="$(LOCALBIN)/sandbox" KUSTOMIZE="$(KUSTOMIZE)" \
+		INSTALLER="$(abspath dist/install.yaml)" go test -p $(TEST_P) $(TEST_FLAGS) ./...
+
+.PHONY: test-installer
+test-installer: build-installer ## Render dist/install.yaml and check its security settings.
+	KUSTOMIZE="$(KUSTOMIZE)" INSTALLER="$(abspath dist/install.yaml)" go test -count=1 -v ./test/manifests/...
 
 .PHONY: test-conformance
 test-conformance: stripe-mock ## Prove every request of the Stripe adapter passes stripe-mock's OpenAPI validation.
@@ -149,7 +154,8 @@ $(LOCALBIN):
 	mkdir -p $(LOCALBIN)
 
 ## Tool binaries.
-KUBECTL ?= $(ENVTEST_ASSETS)/kubectl
+## kubectl: the one on PATH, or the self-built one from bin/k8s.
+KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo $(ENVTEST_ASSETS)/kubectl)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 STRIPE_MOCK ?= $(LOCALBIN)/stripe-mock

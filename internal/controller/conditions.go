@@ -106,8 +106,11 @@ func setConditions(job *paymentsv1alpha1.PaymentJob, p progress) {
 		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.reason, p.message)
 	default:
 		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, p.reason, p.message)
-		// A suspended or expired job makes no progress by itself.
-		reconciling := p.reason != ReasonSuspended && p.reason != ReasonDeadlineExceeded
+		// A suspended or expired job makes no progress by itself. A stalled
+		// one is still retried, but needs attention: kstatus reads
+		// Reconciling before Stalled, so it is False there, and Flux reports
+		// the job as failed instead of waiting for it.
+		reconciling := !p.stalled && p.reason != ReasonSuspended && p.reason != ReasonDeadlineExceeded
 		set(paymentsv1alpha1.ConditionReconciling, boolStatus(reconciling), p.reason, p.message)
 		if p.stalled {
 			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.reason, p.message)

@@ -1,0 +1,335 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
+
+	// Registers the paymentjob_* metrics on controller-runtime's registry.
+	_ "github.com/idempotency-dev/paymentjob-operator/internal/controller"
+)
+
+// These tests keep the dashboard, the alerts and the operations guide honest
+// about the metrics the manager really exports. They read files only and do
+// not use the API server.
+
+// repoRoot is the repository root, relative to this package's directory,
+// where go test runs.
+const repoRoot = "../.."
+
+var (
+	// metricNameRE finds the metric names an expression uses: identifiers
+	// with one of the prefixes this project's expressions draw from.
+	metricNameRE = regexp.MustCompile(`\b((?:paymentjob|controller_runtime|workqueue)_[A-Za-z0-9_]*)`)
+	// sourceNameRE finds the metric names declared in metrics.go.
+	sourceNameRE = regexp.MustCompile(`Name:\s*"([^"]+)"`)
+	// sourceHistogramRE finds the names of the histograms among them.
+	sourceHistogramRE = regexp.MustCompile(`NewHistogram(?:Vec)?\(prometheus\.HistogramOpts\{\s*Name:\s*"([^"]+)"`)
+	// promDurationRE is a Prometheus duration as used in for:.
+	promDurationRE = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
+)
+
+// histogramSuffixes are the series a histogram is exported as.
+var histogramSuffixes = []string{"_bucket", "_sum", "_count"}
+
+// operatorMetrics returns the metric names declared in metrics.go and the
+// subset that are histograms. Scanning the source is deterministic, unlike
+// gathering the registry, which omits a vector until a label is observed.
+func operatorMetrics(t *testing.T) (names, histograms []string) {
+	t.Helper()
+	g := NewWithT(t)
+	src, err := os.ReadFile("metrics.go")
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, m := range sourceNameRE.FindAllStringSubmatch(string(src), -1) {
+		names = append(names, m[1])
+	}
+	for _, m := range sourceHistogramRE.FindAllStringSubmatch(string(src), -1) {
+		histograms = append(histograms, m[1])
+	}
+	g.Expect(names).To(ContainElements(
+		"paymentjob_charges_total", "paymentjob_reconcile_duration_seconds"), "the scan of metrics.go found too little")
+	for _, n := range names {
+		g.Expect(n).To(HavePrefix("paymentjob_"), "metrics.go declares %q", n)
+	}
+	g.Expect(histograms).NotTo(BeEmpty())
+	g.Expect(names).To(ContainElements(histograms))
+	return names, histograms
+}
+
+// registered reports whether a metric family of that name is registered on
+// controller-runtime's registry, whether or not it has series yet: a probe
+// of the same name is refused exactly when the name is taken.
+func registered(name string) bool {
+	probe := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "observability_test probe"})
+	err := metrics.Registry.Register(probe)
+	if err == nil {
+		metrics.Registry.Unregister(probe)
+		return false
+	}
+	var already prometheus.AlreadyRegisteredError
+	return errors.As(err, &already) || strings.Contains(err.Error(), "same fully-qualified name")
+}
+
+// baseName strips a histogram series suffix, if the rest is one of bases.
+func baseName(name string, bases func(string) bool) string {
+	for _, s := range histogramSuffixes {
+		if b, ok := strings.CutSuffix(name, s); ok && bases(b) {
+			return b
+		}
+	}
+	return name
+}
+
+// grafanaDashboard is the part of a dashboard JSON the test checks.
+type grafanaDashboard struct {
+	UID           string         `json:"uid"`
+	Title         string         `json:"title"`
+	SchemaVersion int            `json:"schemaVersion"`
+	Panels        []grafanaPanel `json:"panels"`
+	Templating    struct {
+		List []struct {
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			Query string `json:"query"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+type grafanaDatasource struct {
+	Type string `json:"type"`
+	UID  string `json:"uid"`
+}
+
+type grafanaPanel struct {
+	ID         int                `json:"id"`
+	Type       string             `json:"type"`
+	Title      string             `json:"title"`
+	Datasource *grafanaDatasource `json:"datasource"`
+	Targets    []struct {
+		Expr       string             `json:"expr"`
+		RefID      string             `json:"refId"`
+		Datasource *grafanaDatasource `json:"datasource"`
+	} `json:"targets"`
+	// Panels are the panels of a collapsed row.
+	Panels []grafanaPanel `json:"panels"`
+}
+
+// prometheusRule is a PrometheusRule with the fields alerts.yaml may use; it
+// is read strictly, so a misspelt field fails the test.
+type prometheusRule struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Alert       string            `json:"alert"`
+				Record      string            `json:"record"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for"`
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+func readDashboard(t *testing.T) grafanaDashboard {
+	t.Helper()
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "grafana", "paymentjob-dashboard.json"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var d grafanaDashboard
+	g.Expect(json.Unmarshal(raw, &d)).To(Succeed(), "the dashboard is not valid JSON")
+	return d
+}
+
+func readAlerts(t *testing.T) prometheusRule {
+	t.Helper()
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "prometheus", "alerts.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var r prometheusRule
+	g.Expect(yaml.UnmarshalStrict(raw, &r)).To(Succeed(), "alerts.yaml is not a PrometheusRule")
+	return r
+}
+
+// alertNames lists the alerts of alerts.yaml.
+func alertNames(r prometheusRule) []string {
+	var names []string
+	for _, grp := range r.Spec.Groups {
+		for _, rule := range grp.Rules {
+			if rule.Alert != "" {
+				names = append(names, rule.Alert)
+			}
+		}
+	}
+	return names
+}
+
+func flattenPanels(panels []grafanaPanel) []grafanaPanel {
+	var out []grafanaPanel
+	for _, p := range panels {
+		out = append(out, p)
+		out = append(out, flattenPanels(p.Panels)...)
+	}
+	return out
+}
+
+func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
+	g := NewWithT(t)
+	names, histograms := operatorMetrics(t)
+
+	// The scan of metrics.go agrees with what the controller package
+	// registered, and every metric it declares is registered.
+	for _, n := range names {
+		g.Expect(registered(n)).To(BeTrue(), "%s is declared in metrics.go but not registered", n)
+	}
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "paymentjob_") {
+			g.Expect(names).To(ContainElement(f.GetName()), "registered but not found in metrics.go")
+		}
+	}
+
+	isOperatorMetric := func(n string) bool { return slices.Contains(names, n) }
+	isHistogram := func(n string) bool { return slices.Contains(histograms, n) }
+	// exprs maps each expression to where it comes from, for the messages.
+	type expression struct{ where, expr string }
+	var exprs []expression
+
+	// The dashboard.
+	d := readDashboard(t)
+	g.Expect(d.UID).To(Equal("paymentjob-operator"))
+	g.Expect(d.Title).To(Equal("PaymentJob operator"))
+	g.Expect(d.SchemaVersion).To(Equal(39))
+
+	var dsVars []string
+	for _, v := range d.Templating.List {
+		if v.Type == "datasource" {
+			g.Expect(v.Query).To(Equal("prometheus"), "datasource variable %q", v.Name)
+			dsVars = append(dsVars, v.Name)
+		}
+	}
+	g.Expect(dsVars).To(Equal([]string{"datasource"}), "the dashboard needs one Prometheus datasource variable")
+
+	panels := flattenPanels(d.Panels)
+	var titles []string
+	ids := map[int]string{}
+	for _, p := range panels {
+		if p.Type == "row" {
+			continue
+		}
+		titles = append(titles, p.Title)
+		g.Expect(ids).NotTo(HaveKey(p.ID), "panel %q reuses id %d of %q", p.Title, p.ID, ids[p.ID])
+		ids[p.ID] = p.Title
+		g.Expect(p.Datasource).NotTo(BeNil(), "panel %q has no datasource", p.Title)
+		g.Expect(*p.Datasource).To(Equal(grafanaDatasource{Type: "prometheus", UID: "${datasource}"}),
+			"panel %q must use the datasource variable", p.Title)
+		g.Expect(p.Targets).NotTo(BeEmpty(), "panel %q has no query", p.Title)
+		for _, tg := range p.Targets {
+			if tg.Datasource != nil {
+				g.Expect(tg.Datasource.UID).To(Equal("${datasource}"), "a query of panel %q", p.Title)
+			}
+			exprs = append(exprs, expression{"panel " + p.Title + " " + tg.RefID, tg.Expr})
+		}
+	}
+	g.Expect(titles).To(ConsistOf(
+		"Charges/s by outcome",
+		"Replays/s",
+		"Claim conflicts/s",
+		"Terminal skips/s",
+		"Reconcile latency p50/p99 by phase",
+		"Workqueue depth",
+		"Reconcile errors/s",
+	))
+
+	// The alerts.
+	r := readAlerts(t)
+	g.Expect(r.APIVersion).To(Equal("monitoring.coreos.com/v1"))
+	g.Expect(r.Kind).To(Equal("PrometheusRule"))
+	g.Expect(r.Metadata.Name).NotTo(BeEmpty())
+	g.Expect(alertNames(r)).To(ConsistOf(
+		"PaymentJobTransientErrorsHigh",
+		"PaymentJobReplaysSpike",
+		"PaymentJobClaimConflictsHigh",
+		"PaymentJobDeclineRatioHigh",
+		"PaymentJobReconcileErrors",
+	))
+	for _, grp := range r.Spec.Groups {
+		for _, rule := range grp.Rules {
+			if rule.Alert == "" {
+				continue
+			}
+			g.Expect(promDurationRE.MatchString(rule.For)).To(BeTrue(), "alert %s: for %q", rule.Alert, rule.For)
+			g.Expect(rule.Labels["severity"]).To(BeElementOf("critical", "warning", "info"), "alert %s: severity", rule.Alert)
+			g.Expect(strings.TrimSpace(rule.Annotations["summary"])).NotTo(BeEmpty(), "alert %s: summary", rule.Alert)
+			g.Expect(strings.TrimSpace(rule.Annotations["description"])).NotTo(BeEmpty(), "alert %s: description", rule.Alert)
+			exprs = append(exprs, expression{"alert " + rule.Alert, rule.Expr})
+		}
+	}
+
+	// Every expression queries at least one metric, and only real ones.
+	for _, e := range exprs {
+		g.Expect(strings.TrimSpace(e.expr)).NotTo(BeEmpty(), "%s has an empty expression", e.where)
+		used := metricNameRE.FindAllString(e.expr, -1)
+		g.Expect(used).NotTo(BeEmpty(), "%s queries no metric of the operator: %s", e.where, e.expr)
+		for _, n := range used {
+			if strings.HasPrefix(n, "paymentjob_") {
+				g.Expect(isOperatorMetric(baseName(n, isHistogram))).To(BeTrue(),
+					"%s uses %s, which metrics.go does not declare", e.where, n)
+				continue
+			}
+			// controller-runtime's own metrics are registered on the same
+			// registry when the controller package is imported.
+			g.Expect(registered(baseName(n, registered))).To(BeTrue(),
+				"%s uses %s, which controller-runtime does not register", e.where, n)
+		}
+	}
+}
+
+func TestOperationsDocMentionsEveryMetric(t *testing.T) {
+	g := NewWithT(t)
+	names, _ := operatorMetrics(t)
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	doc := string(raw)
+	for _, n := range names {
+		g.Expect(doc).To(ContainSubstring(n), "docs/operations.md does not mention the metric %s", n)
+	}
+	for _, a := range alertNames(readAlerts(t)) {
+		g.Expect(doc).To(ContainSubstring(a), "docs/operations.md does not explain the alert %s", a)
+	}
+}
