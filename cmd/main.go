@@ -61,6 +61,7 @@ func main() {
 		metricsAddr          string
 		probeAddr            string
 		enableLeaderElection bool
+		leaderElectionNS     string
 		secureMetrics        bool
 		enableHTTP2          bool
 		concurrency          int
@@ -75,6 +76,8 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false,
 		"Enable leader election for the manager. Enabling this ensures there is only one active manager.")
+	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "",
+		"The namespace of the leader election Lease. Defaults to the pod's namespace in a cluster; required outside one.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true,
 		"If set, the metrics endpoint is served securely via HTTPS, with authentication and authorization.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
@@ -136,7 +139,8 @@ func main() {
 		Metrics:                metricsOptions,
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         enableLeaderElection,
-		LeaderElectionID:       "paymentjob-operator.payments.idempotency.dev",
+		LeaderElectionID:        "paymentjob-operator.payments.idempotency.dev",
+		LeaderElectionNamespace: leaderElectionNS,
 		// The leader steps down when the manager stops, so a standby takes
 		// over at once instead of waiting for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,

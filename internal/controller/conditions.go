@@ -65,6 +65,9 @@ const (
 	ReasonCardDeclined   = payment.ReasonCardDeclined
 	ReasonInvalidRequest = payment.ReasonInvalidRequest
 	ReasonKeyReused      = payment.ReasonKeyReused
+	// ReasonPaymentRefused stands for a provider's refusal reason that is
+	// not a valid condition reason.
+	ReasonPaymentRefused = "PaymentRefused"
 
 	// ReasonReady, ReasonSecretNotFound and ReasonSecretKeyMissing are the
 	// reasons of a PaymentProvider's Ready condition.

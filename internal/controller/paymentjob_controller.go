@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +55,11 @@ const (
 	defaultBackoffLimit = 6
 	// maxMessageLength bounds provider messages copied into the status.
 	maxMessageLength = 1024
+	// maxIDLength bounds the provider's charge id in the status; Stripe's
+	// ids are about 30 characters.
+	maxIDLength = 255
+	// maxShortLength bounds the provider's status and currency strings.
+	maxShortLength = 64
 )
 
 // ProviderResolver turns a ready PaymentProvider into the payment.Provider
@@ -383,17 +390,18 @@ func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1
 // the finalizer.
 func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv1alpha1.PaymentJob, o payment.Outcome) error {
 	now := metav1.NewTime(r.Clock.Now())
+	// The status is bounded whatever a provider answers (see maxIDLength).
 	resp := &paymentsv1alpha1.ProviderResponse{
-		ID:       o.ID,
-		Status:   o.Status,
+		ID:       truncate(o.ID, maxIDLength),
+		Status:   truncate(o.Status, maxShortLength),
 		Amount:   o.Amount,
-		Currency: o.Currency,
+		Currency: truncate(o.Currency, maxShortLength),
 		Replayed: o.Replayed,
 	}
 	if !o.Created.IsZero() {
 		resp.Created = &metav1.Time{Time: o.Created}
 	}
-	msg := fmt.Sprintf("Charged %d %s as %s", o.Amount, o.Currency, o.ID)
+	msg := fmt.Sprintf("Charged %d %s as %s", resp.Amount, resp.Currency, resp.ID)
 	eventReason := ReasonSucceeded
 	if o.Replayed {
 		msg += " (the provider replayed the outcome of an earlier attempt; no money moved again)"
@@ -419,17 +427,18 @@ func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv
 func (r *PaymentJobReconciler) recordRefusal(ctx context.Context, job *paymentsv1alpha1.PaymentJob, refusal *payment.Refusal) error {
 	now := metav1.NewTime(r.Clock.Now())
 	msg := truncate(refusal.Message, maxMessageLength)
+	reason := refusalReason(refusal)
 	err := r.writeOutcome(ctx, job, func(j *paymentsv1alpha1.PaymentJob) {
 		j.Status.Phase = paymentsv1alpha1.PhaseFailed
-		j.Status.Failure = &paymentsv1alpha1.Failure{Reason: refusal.Reason, Message: msg}
+		j.Status.Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 		j.Status.Claim = nil
 		j.Status.CompletedAt = &now
-		setConditions(j, progress{reason: refusal.Reason, message: "The provider refused the payment; nothing was charged: " + msg})
+		setConditions(j, progress{reason: reason, message: "The provider refused the payment; nothing was charged: " + msg})
 	})
 	if err != nil {
 		return fmt.Errorf("cannot record the refusal: %w", err)
 	}
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, refusal.Reason, "Charge", "The provider refused the payment: %s", msg)
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, "Charge", "The provider refused the payment: %s", msg)
 	log.FromContext(ctx).Info("Payment refused by the provider", "reason", refusal.Reason)
 	return r.removeFinalizer(ctx, job)
 }
@@ -627,11 +636,25 @@ func phaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
 	return string(p)
 }
 
+// truncate bounds s to n bytes, cut on a character boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "..."
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
+// conditionReason is the API's pattern for condition reasons.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// refusalReason is the refusal's reason if the API accepts it as a
+// condition reason, so that a provider's odd answer cannot make the outcome
+// write fail forever.
+func refusalReason(r *payment.Refusal) string {
+	if len(r.Reason) <= maxShortLength && conditionReason.MatchString(r.Reason) {
+		return r.Reason
+	}
+	return ReasonPaymentRefused
 }
 
 // SetupWithManager registers the reconciler. It refuses missing dependencies

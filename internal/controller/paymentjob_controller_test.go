@@ -781,3 +781,36 @@ func TestOldProcessingJobIsLookedUpBeforeCharging(t *testing.T) {
 	g.Expect(engine.Stats().Requests).To(Equal(int64(1)), "no create request after the lookup found the charge")
 	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
 }
+
+// TestHostileProviderAnswersStayBounded: whatever a provider answers, the
+// status stays small and valid, so the outcome can always be recorded.
+func TestHostileProviderAnswersStayBounded(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("x", 10<<20)
+	g := NewWithT(t)
+	ns := newNamespace(t, true)
+	startManager(t, managerConfig{
+		namespaces: []string{ns},
+		provider: providerFunc(func(_ context.Context, key string, _ payment.ChargeRequest) (payment.Outcome, error) {
+			if strings.HasSuffix(key, "/huge-success") {
+				return payment.Outcome{ID: "pi_" + huge, Status: huge, Amount: 2000, Currency: huge, Created: time.Now()}, nil
+			}
+			return payment.Outcome{}, &payment.Refusal{Class: payment.ErrDeclined, Reason: "not a reason! " + huge, Message: huge}
+		}),
+	})
+	createJob(t, ns, "huge-success")
+	createJob(t, ns, "huge-refusal")
+	ok := waitForPhase(t, ns, "huge-success", paymentsv1alpha1.PhaseCompleted)
+	failed := waitForPhase(t, ns, "huge-refusal", paymentsv1alpha1.PhaseFailed)
+
+	g.Expect(len(ok.Status.ProviderResponse.ID)).To(BeNumerically("<=", 255+3))
+	g.Expect(ok.Status.ProviderResponse.ID).To(HavePrefix("pi_xxx"))
+	g.Expect(len(ok.Status.ProviderResponse.Status)).To(BeNumerically("<=", 64+3))
+	g.Expect(failed.Status.Failure.Reason).To(Equal(controller.ReasonPaymentRefused))
+	g.Expect(len(failed.Status.Failure.Message)).To(BeNumerically("<=", 1024+3))
+	for _, j := range []*paymentsv1alpha1.PaymentJob{ok, failed} {
+		for _, c := range j.Status.Conditions {
+			g.Expect(len(c.Message)).To(BeNumerically("<=", 32768), "condition messages are bounded by the API")
+		}
+	}
+}
