@@ -135,10 +135,10 @@ func main() {
 	restConfig.QPS = float32(qps)
 	restConfig.Burst = burst
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsOptions,
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         enableLeaderElection,
+		Scheme:                  scheme,
+		Metrics:                 metricsOptions,
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          enableLeaderElection,
 		LeaderElectionID:        "paymentjob-operator.payments.idempotency.dev",
 		LeaderElectionNamespace: leaderElectionNS,
 		// The leader steps down when the manager stops, so a standby takes
