@@ -72,6 +72,18 @@ test: manifests generate fmt vet envtest-assets build-sandbox build-installer ##
 test-installer: build-installer ## Render dist/install.yaml and check its security settings.
 	KUSTOMIZE="$(KUSTOMIZE)" INSTALLER="$(abspath dist/install.yaml)" go test -count=1 -v ./test/manifests/...
 
+.PHONY: test-e2e
+test-e2e: envtest-assets build ## Chaos suite: real manager and sandbox processes, kill -9, split brain, faults, API server restart.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BIN="$(LOCALBIN)/manager" SANDBOX_BIN="$(LOCALBIN)/sandbox" \
+		go test -tags e2e -count=1 -v -timeout 30m ./test/e2e/...
+
+FUZZTIME ?= 60s
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target (key derivation, request fingerprint) for FUZZTIME (60s).
+	go test -run '^$$' -fuzz '^FuzzSentKey$$' -fuzztime $(FUZZTIME) ./internal/payment/
+	go test -run '^$$' -fuzz '^FuzzRequestHash$$' -fuzztime $(FUZZTIME) ./internal/payment/
+
 .PHONY: test-conformance
 test-conformance: stripe-mock ## Prove every request of the Stripe adapter passes stripe-mock's OpenAPI validation.
 	STRIPE_MOCK="$(STRIPE_MOCK)" go test -tags conformance -count=1 -v -run Conformance ./internal/payment/stripe/...
