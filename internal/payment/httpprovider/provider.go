@@ -19,11 +19,9 @@ package httpprovider
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -97,38 +95,12 @@ func New(cfg Config) (*Provider, error) {
 		maxBytes: cfg.MaxResponseBytes,
 	}
 	if p.client == nil {
-		p.client = defaultHTTPClient()
+		p.client = payment.NewHTTPClient()
 	}
 	if p.maxBytes == 0 {
 		p.maxBytes = DefaultMaxResponseBytes
 	}
 	return p, nil
-}
-
-// defaultHTTPClient bounds connecting and the TLS handshake; the whole call is
-// bounded by the context's deadline. Redirects are returned, not followed: a
-// charge endpoint that redirects is a configuration to fix, and following it
-// could resend the request, or drop its Authorization header, elsewhere.
-func defaultHTTPClient() *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy: http.ProxyFromEnvironment,
-			DialContext: (&net.Dialer{
-				Timeout:   10 * time.Second,
-				KeepAlive: 30 * time.Second,
-			}).DialContext,
-			TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2:     true,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-			IdleConnTimeout:       90 * time.Second,
-			MaxIdleConns:          100,
-			MaxIdleConnsPerHost:   16,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
 }
 
 // chargeBody is the JSON body of a charge request.
@@ -146,7 +118,7 @@ type chargeBody struct {
 // outcome or to one of package payment's error classes, as the package
 // documentation describes. A context that is already done sends nothing.
 func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
-	if !validKey(key) {
+	if !payment.ValidKey(key) {
 		// Nothing is sent, so nothing can have been charged.
 		return payment.Outcome{}, payment.Invalid("the idempotency key must be 1 to 255 visible ASCII characters")
 	}
@@ -185,27 +157,13 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	}
 	defer func() { _ = resp.Body.Close() }()
 
-	retryAfter := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	retryAfter := payment.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	raw, err := readBody(resp.Body, p.maxBytes)
 	if err != nil {
 		return payment.Outcome{}, payment.Transient(
 			fmt.Errorf("payment service answered %s, but %w", statusLine(resp.StatusCode), err), retryAfter)
 	}
 	return p.interpret(resp.StatusCode, resp.Header, raw, req, retryAfter)
-}
-
-// validKey reports whether key can be sent as it is in the Idempotency-Key
-// header: 1 to 255 visible ASCII characters.
-func validKey(key string) bool {
-	if key == "" || len(key) > payment.MaxKeyLength {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c <= ' ' || c > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // validHeaderValue reports whether s holds only visible ASCII and spaces, so

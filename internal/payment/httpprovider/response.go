@@ -307,27 +307,6 @@ func parseCreated(raw json.RawMessage) (time.Time, error) {
 	return time.Unix(secs, 0).UTC(), nil
 }
 
-// parseRetryAfter reads a Retry-After value, seconds or an HTTP date, as a
-// duration from now between zero and maxRetryAfter. Anything else is zero.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if secs >= uint64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		d = time.Duration(secs) * time.Second
-	} else if errors.Is(err, strconv.ErrRange) {
-		return maxRetryAfter
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return min(max(d, 0), maxRetryAfter)
-}
-
 // validReason reports whether s is CamelCase: a capital letter, then letters
 // and digits, at most maxReasonLength characters.
 func validReason(s string) bool {

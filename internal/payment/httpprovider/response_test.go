@@ -17,44 +17,12 @@ limitations under the License.
 package httpprovider
 
 import (
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
 )
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name  string
-		value string
-		want  time.Duration
-	}{
-		{name: "absent", value: "", want: 0},
-		{name: "zero seconds", value: "0", want: 0},
-		{name: "seconds", value: "120", want: 2 * time.Minute},
-		{name: "seconds with spaces", value: " 5 ", want: 5 * time.Second},
-		{name: "seconds at the cap", value: "600", want: 10 * time.Minute},
-		{name: "seconds over the cap", value: "601", want: 10 * time.Minute},
-		{name: "seconds too large for an integer", value: "99999999999999999999999", want: 10 * time.Minute},
-		{name: "negative seconds", value: "-5", want: 0},
-		{name: "fractional seconds", value: "1.5", want: 0},
-		{name: "HTTP date ahead", value: now.Add(90 * time.Second).Format(http.TimeFormat), want: 90 * time.Second},
-		{name: "HTTP date far ahead", value: now.Add(time.Hour).Format(http.TimeFormat), want: 10 * time.Minute},
-		{name: "HTTP date in the past", value: now.Add(-time.Hour).Format(http.TimeFormat), want: 0},
-		{name: "RFC 850 date", value: now.Add(30 * time.Second).Format(time.RFC850), want: 30 * time.Second},
-		{name: "garbage", value: "soon", want: 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			g.Expect(parseRetryAfter(tt.value, now)).To(Equal(tt.want))
-		})
-	}
-}
 
 func TestCleanMakesOneShortLineWithoutTheToken(t *testing.T) {
 	const token = "tok with  spaces"

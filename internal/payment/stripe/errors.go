@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -199,28 +198,5 @@ func retryAfterOf(e *stripego.Error) time.Duration {
 	if e.LastResponse == nil {
 		return 0
 	}
-	return parseRetryAfter(e.LastResponse.Header.Get("Retry-After"), time.Now())
-}
-
-// parseRetryAfter reads a Retry-After value, seconds or an HTTP date, as a
-// duration from now, capped at maxRetryAfter. It is zero when the value is
-// missing, malformed or in the past.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		if secs >= int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		d = time.Duration(secs) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return min(max(d, 0), maxRetryAfter)
+	return payment.ParseRetryAfter(e.LastResponse.Header.Get("Retry-After"), time.Now())
 }

@@ -18,10 +18,8 @@ package stripe
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -117,7 +115,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	httpClient := cfg.HTTPClient
 	if httpClient == nil {
-		httpClient = defaultHTTPClient()
+		httpClient = payment.NewHTTPClient()
 	}
 
 	backends := stripego.NewBackendsWithConfig(&stripego.BackendConfig{
@@ -162,39 +160,13 @@ func apiBase(raw string) (string, error) {
 	return strings.TrimSuffix(u.String(), "/"), nil
 }
 
-// defaultHTTPClient bounds connecting and the TLS handshake; the whole call is
-// bounded by the context's deadline. Redirects are returned, not followed: a
-// Stripe API that redirects is a configuration to fix, and following it
-// could resend the request elsewhere.
-func defaultHTTPClient() *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy: http.ProxyFromEnvironment,
-			DialContext: (&net.Dialer{
-				Timeout:   10 * time.Second,
-				KeepAlive: 30 * time.Second,
-			}).DialContext,
-			TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2:     true,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-			IdleConnTimeout:       90 * time.Second,
-			MaxIdleConns:          100,
-			MaxIdleConnsPerHost:   16,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
-}
-
 // Charge creates and confirms a PaymentIntent for req under key, polls it
 // while it is processing, and maps the answer to an outcome or to one of
 // package payment's error classes, as the package documentation describes.
 // It sends exactly one create request; a context that is already done sends
 // nothing.
 func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
-	if !validKey(key) {
+	if !payment.ValidKey(key) {
 		// Nothing is sent, so nothing can have been charged.
 		return payment.Outcome{}, payment.Invalid("the idempotency key must be 1 to 255 visible ASCII characters")
 	}
@@ -376,13 +348,6 @@ func (p *Provider) Lookup(ctx context.Context, key string) (payment.Outcome, boo
 func searchQuery(key string) string {
 	escaped := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(key)
 	return fmt.Sprintf("metadata['%s']:'%s'", MetadataKeyIdempotencyKey, escaped)
-}
-
-// validKey reports whether key can be sent as it is in the Idempotency-Key
-// header: 1 to 255 visible ASCII characters. stripe-go trims spaces and
-// refuses longer keys before sending.
-func validKey(key string) bool {
-	return key != "" && len(key) <= payment.MaxKeyLength && visibleASCII(key)
 }
 
 // visibleASCII reports whether s holds only visible ASCII characters, no

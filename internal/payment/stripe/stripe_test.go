@@ -977,32 +977,6 @@ func TestSearchQuery(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		value string
-		want  time.Duration
-	}{
-		{value: "", want: 0},
-		{value: "3", want: 3 * time.Second},
-		{value: " 5 ", want: 5 * time.Second},
-		{value: "0", want: 0},
-		{value: "-1", want: 0},
-		{value: "soon", want: 0},
-		{value: "600", want: 10 * time.Minute},
-		{value: "99999999999999999999", want: 0},
-		{value: "86400", want: 10 * time.Minute},
-		{value: now.Add(30 * time.Second).Format(http.TimeFormat), want: 30 * time.Second},
-		{value: now.Add(time.Hour).Format(http.TimeFormat), want: 10 * time.Minute},
-		{value: now.Add(-time.Minute).Format(http.TimeFormat), want: 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.value, func(t *testing.T) {
-			NewWithT(t).Expect(parseRetryAfter(tt.value, now)).To(Equal(tt.want))
-		})
-	}
-}
-
 func TestCleanCutsLongMessages(t *testing.T) {
 	g := NewWithT(t)
 	p := &Provider{apiKey: testAPIKey}
