@@ -41,8 +41,6 @@ const (
 	// maxReasonLength bounds a reason taken from the service; longer ones
 	// are not used as a reason.
 	maxReasonLength = 64
-	// maxRetryAfter caps the service's Retry-After hint.
-	maxRetryAfter = 10 * time.Minute
 	// redacted replaces the token wherever the service repeats it.
 	redacted = "[redacted]"
 )

@@ -44,8 +44,6 @@ const (
 	// inFlightRetryAfter is the wait for a key in flight when Stripe does
 	// not send Retry-After.
 	inFlightRetryAfter = time.Second
-	// maxRetryAfter caps the Retry-After hint.
-	maxRetryAfter = 10 * time.Minute
 	// maxMessageLength is about how many bytes of a message from Stripe are
 	// kept.
 	maxMessageLength = 500
