@@ -37,6 +37,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -144,6 +145,11 @@ func main() {
 		// The leader steps down when the manager stops, so a standby takes
 		// over at once instead of waiting for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
+		// managedFields are never read by the operator; leaving them out of
+		// the cache roughly halves the memory of each cached PaymentJob.
+		// Writes of cached copies keep the server's managedFields (nil means
+		// unchanged).
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
 		setupLog.Error(err, "Unable to create manager")
