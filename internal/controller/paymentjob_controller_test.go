@@ -248,23 +248,15 @@ func TestCrashWindows(t *testing.T) {
 		startManager(t, managerConfig{
 			namespaces: []string{ns},
 			provider:   sandbox.NewProvider(engine),
-			intercept: interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					job, ok := obj.(*paymentsv1alpha1.PaymentJob)
-					if ok && job.Status.Phase == paymentsv1alpha1.PhaseCompleted && conflicted.CompareAndSwap(false, true) {
-						// A GitOps tool labels the job at the worst moment.
-						touch := &paymentsv1alpha1.PaymentJob{}
-						if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(job), touch); err != nil {
-							return err
-						}
-						touch.Labels = map[string]string{"argocd.argoproj.io/instance": "billing"}
-						if err := k8sClient.Update(ctx, touch); err != nil {
-							return err
-						}
-					}
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			},
+			intercept: onFirstOutcomeWrite(&conflicted, func(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
+				// A GitOps tool labels the job at the worst moment.
+				touch := &paymentsv1alpha1.PaymentJob{}
+				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(job), touch); err != nil {
+					return err
+				}
+				touch.Labels = map[string]string{"argocd.argoproj.io/instance": "billing"}
+				return k8sClient.Update(ctx, touch)
+			}),
 		})
 		createJob(t, ns, "conflict")
 		job := waitForPhase(t, ns, "conflict", paymentsv1alpha1.PhaseCompleted)
@@ -288,15 +280,9 @@ func TestCrashWindows(t *testing.T) {
 		startManager(t, managerConfig{
 			namespaces: []string{ns},
 			provider:   sandbox.NewProvider(engine),
-			intercept: interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					job, ok := obj.(*paymentsv1alpha1.PaymentJob)
-					if ok && job.Status.Phase == paymentsv1alpha1.PhaseCompleted && failed.CompareAndSwap(false, true) {
-						return apierrors.NewServiceUnavailable("etcd leader changed")
-					}
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			},
+			intercept: onFirstOutcomeWrite(&failed, func(context.Context, *paymentsv1alpha1.PaymentJob) error {
+				return apierrors.NewServiceUnavailable("etcd leader changed")
+			}),
 		})
 		createJob(t, ns, "lost")
 		job := waitForPhase(t, ns, "lost", paymentsv1alpha1.PhaseCompleted)
@@ -308,6 +294,22 @@ func TestCrashWindows(t *testing.T) {
 		g.Expect(job.Status.Attempts).To(Equal(int32(2)))
 		g.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue(), "the recorded response is the provider's replay")
 	})
+}
+
+// onFirstOutcomeWrite runs before ahead of the first status write that
+// records Completed; an error from it replaces the write.
+func onFirstOutcomeWrite(done *atomic.Bool, before func(context.Context, *paymentsv1alpha1.PaymentJob) error) interceptor.Funcs {
+	return interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			job, ok := obj.(*paymentsv1alpha1.PaymentJob)
+			if ok && job.Status.Phase == paymentsv1alpha1.PhaseCompleted && done.CompareAndSwap(false, true) {
+				if err := before(ctx, job); err != nil {
+					return err
+				}
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}
 }
 
 func TestTwoManagersAtOnceChargeEachJobOnce(t *testing.T) {
