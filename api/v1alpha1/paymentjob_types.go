@@ -25,6 +25,12 @@ import (
 // removed as soon as the job has a final outcome.
 const Finalizer = "payments.idempotency.dev/outcome-guard"
 
+// LabelFinished is set to "true" on a Completed or Failed PaymentJob in the
+// same write that removes the Finalizer. The manager's cache leaves such jobs
+// out, so its memory grows with active jobs, not with history. The label is
+// the operator's: a job created with it is never seen, and so never charged.
+const LabelFinished = "payments.idempotency.dev/finished"
+
 // PaymentJobPhase is the coarse state of a PaymentJob in the exactly-once protocol.
 // +kubebuilder:validation:Enum=Pending;Processing;Completed;Failed
 type PaymentJobPhase string
