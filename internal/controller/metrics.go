@@ -43,6 +43,10 @@ var (
 		Name: "paymentjob_claim_conflicts_total",
 		Help: "Writes refused with a resourceVersion conflict (stale cache or another replica); each was requeued and charged nothing.",
 	})
+	staleSkipsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_stale_cache_skips_total",
+		Help: "Reconciles skipped because the cached job was older than this process's own last write of it.",
+	})
 	skippedTerminalTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "paymentjob_skipped_terminal_total",
 		Help: "Reconciles of Completed or Failed jobs that returned without a provider call.",
@@ -56,5 +60,5 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(chargesTotal, replaysTotal, claimConflictsTotal,
-		skippedTerminalTotal, reconcileDuration)
+		skippedTerminalTotal, staleSkipsTotal, reconcileDuration)
 }

@@ -124,6 +124,10 @@ type PaymentJobReconciler struct {
 	KeyRetention time.Duration
 	// MaxConcurrentReconciles is the number of jobs worked on at once.
 	MaxConcurrentReconciles int
+
+	// written remembers the resourceVersion of this process's latest write
+	// of each job, so that older cached copies are skipped.
+	written writtenVersions
 }
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
@@ -135,8 +139,25 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	start := time.Now()
 	job := &paymentsv1alpha1.PaymentJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted, or finished and so out of the cache.
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.written.stale(job) {
+		// The cache has not caught up with this process's own last write;
+		// the watch event of that write brings the job back. Acting on the
+		// older copy would only cost a refused write.
+		staleSkipsTotal.Inc()
+		return ctrl.Result{}, nil
+	}
+	seen := job.ResourceVersion
+	defer func() {
+		if job.ResourceVersion != seen {
+			r.written.record(job)
+		}
+	}()
 	phase := job.Status.Phase
 	defer func() {
 		reconcileDuration.WithLabelValues(phaseLabel(phase)).Observe(time.Since(start).Seconds())
@@ -333,7 +354,12 @@ func (r *PaymentJobReconciler) claimAndCharge(ctx context.Context, job *payments
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		return ctrl.Result{}, fmt.Errorf("cannot claim payment job: %w", err)
 	}
-	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, reason, "Claim", "%s", note)
+	if reason == ReasonClaimTakenOver || job.Status.Attempts > 1 {
+		// A first claim is announced by the outcome's event a few
+		// milliseconds later: one event per job in the happy path. Retries
+		// and takeovers get an event of their own.
+		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, reason, "Claim", "%s", note)
+	}
 
 	return r.charge(ctx, job, t, key, req)
 }
@@ -420,7 +446,7 @@ func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, eventReason, "Charge", "%s", msg)
 	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", job.Status.Attempts)
-	return r.removeFinalizer(ctx, job)
+	return r.finish(ctx, job)
 }
 
 // recordRefusal writes Failed: the provider definitively did not charge.
@@ -440,7 +466,7 @@ func (r *PaymentJobReconciler) recordRefusal(ctx context.Context, job *paymentsv
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, "Charge", "The provider refused the payment: %s", msg)
 	log.FromContext(ctx).Info("Payment refused by the provider", "reason", refusal.Reason)
-	return r.removeFinalizer(ctx, job)
+	return r.finish(ctx, job)
 }
 
 // writeOutcome writes a final outcome to the job's status. A conflict means
@@ -521,23 +547,24 @@ func (r *PaymentJobReconciler) retryDelay(job *paymentsv1alpha1.PaymentJob) time
 }
 
 // finishTerminal touches a Completed or Failed job only to finish what a
-// crash interrupted (the finalizer) or to acknowledge a new generation. It
-// never calls the provider.
+// crash interrupted (the finalizer, the finished label) or to acknowledge a
+// new generation. It never calls the provider.
 func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
-	if err := r.removeFinalizer(ctx, job); err != nil {
-		return ctrl.Result{}, err
+	if job.Status.ObservedGeneration != job.Generation {
+		// Only spec.suspend can change after the outcome (and only until the
+		// job is finished); it no longer matters, but kstatus reads a stale
+		// observedGeneration as "in progress". Written before the label,
+		// which takes the job out of the cache.
+		ready := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady)
+		p := progress{reason: ReasonSucceeded}
+		if ready != nil {
+			p = progress{reason: ready.Reason, message: ready.Message}
+		}
+		if err := r.writeProgress(ctx, job, p); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
-	if job.Status.ObservedGeneration == job.Generation {
-		return ctrl.Result{}, nil
-	}
-	// Only spec.suspend can change after the outcome; it no longer matters,
-	// but kstatus reads a stale observedGeneration as "in progress".
-	ready := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady)
-	p := progress{reason: ReasonSucceeded}
-	if ready != nil {
-		p = progress{reason: ready.Reason, message: ready.Message}
-	}
-	return ctrl.Result{}, r.writeProgress(ctx, job, p)
+	return ctrl.Result{}, r.finish(ctx, job)
 }
 
 // setPending writes phase Pending with the reason, if that changes anything.
@@ -602,6 +629,29 @@ func (r *PaymentJobReconciler) removeFinalizer(ctx context.Context, job *payment
 			return nil
 		}
 		return fmt.Errorf("cannot remove finalizer: %w", err)
+	}
+	return nil
+}
+
+// finish releases a job with a final outcome: in one write it removes the
+// finalizer and sets the finished label, which takes the job out of the
+// manager's cache (see CacheOptions). Nothing reads a finished job again.
+func (r *PaymentJobReconciler) finish(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
+	if job.Labels[paymentsv1alpha1.LabelFinished] == "true" &&
+		!controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
+	if job.Labels == nil {
+		job.Labels = map[string]string{}
+	}
+	job.Labels[paymentsv1alpha1.LabelFinished] = "true"
+	if err := r.Client.Patch(ctx, job, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("cannot mark the payment job finished: %w", err)
 	}
 	return nil
 }

@@ -85,10 +85,14 @@ func TestHappyPath(t *testing.T) {
 		g.Expect(getJob(g, ns, "invoice-42").Finalizers).NotTo(ContainElement(paymentsv1alpha1.Finalizer))
 	}, timeout).Should(Succeed())
 
-	// Events tell the story.
+	// Finished: out of the manager's cache, with nothing left to do.
+	g.Expect(getJob(g, ns, "invoice-42").Labels).To(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
+
+	// The outcome's event tells the story of a job that went well (the job
+	// may also have waited for its provider); a first claim has no event.
 	g.Eventually(func(g Gomega) []string {
 		return eventReasons(g, ns, "invoice-42")
-	}, timeout).Should(ContainElements(controller.ReasonClaimed, controller.ReasonSucceeded))
+	}, timeout).Should(And(ContainElement(controller.ReasonSucceeded), Not(ContainElement(controller.ReasonClaimed))))
 
 	// The metrics are served from controller-runtime's registry.
 	families, err := metrics.Registry.Gather()
@@ -133,31 +137,60 @@ func TestCompletedJobIsNeverChargedOrWrittenAgain(t *testing.T) {
 	provider := sandbox.NewProvider(engine)
 	m := startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
 
+	// A finished job has the finished label, no finalizer, and leaves the
+	// manager's cache.
 	createJob(t, ns, "done")
-	job := waitForPhase(t, ns, "done", paymentsv1alpha1.PhaseCompleted)
-	g.Eventually(func(g Gomega) {
-		g.Expect(getJob(g, ns, "done").Finalizers).To(BeEmpty())
-	}, timeout).Should(Succeed())
+	waitForFinished(t, ns, "done")
+	g.Eventually(func() error {
+		return m.cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: "done"}, &paymentsv1alpha1.PaymentJob{})
+	}, timeout).Should(Satisfy(apierrors.IsNotFound))
 	callsBefore, writesBefore := provider.Calls(), m.counter.writes.Load()
 
-	// Force 100 reconciles: each annotation touch is a watch event, and the
-	// next touch waits until the reconciler has read the job again.
+	// 100 updates of the finished job reach no reconcile.
+	var job *paymentsv1alpha1.PaymentJob
 	for i := range 100 {
-		reads := m.counter.gets.Load()
 		job = getJob(g, ns, "done")
 		if job.Annotations == nil {
 			job.Annotations = map[string]string{}
 		}
 		job.Annotations["touch"] = fmt.Sprint(i)
 		g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
-		g.Eventually(m.counter.gets.Load, timeout, time.Millisecond).Should(BeNumerically(">", reads))
 	}
 	lastTouch := job.ResourceVersion
-
-	g.Expect(provider.Calls()).To(Equal(callsBefore), "no provider call for a Completed job")
-	g.Expect(m.counter.writes.Load()).To(Equal(writesBefore), "no write for a Completed job")
+	// The watch delivers events in resourceVersion order: once a later job
+	// is finished, the manager has seen all that the touches could cause.
+	createJob(t, ns, "later")
+	waitForFinished(t, ns, "later")
+	g.Expect(provider.Calls()).To(Equal(callsBefore+1), "one provider call, for the later job only")
+	g.Expect(m.counter.writes.Load()-writesBefore).To(Equal(int64(4)),
+		"four writes for the later job (finalizer, claim, outcome, finish), none for the Completed one")
 	g.Expect(getJob(g, ns, "done").ResourceVersion).To(Equal(lastTouch), "the API server saw no write after the last touch")
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+
+	// Taking the label away brings the job back into the cache: it is
+	// labelled again, with one write, and never charged.
+	for range 20 {
+		job = getJob(g, ns, "done")
+		delete(job.Labels, paymentsv1alpha1.LabelFinished)
+		g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
+		waitForFinished(t, ns, "done")
+	}
+	g.Expect(provider.Calls()).To(Equal(callsBefore + 1))
+	g.Expect(m.counter.writes.Load() - writesBefore).To(Equal(int64(4 + 20)))
+	g.Expect(engine.Stats().Charges).To(Equal(int64(2)))
+	g.Expect(getJob(g, ns, "done").Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+}
+
+// waitForFinished waits until the job is released: the finished label set
+// and the finalizer gone, in the same write.
+func waitForFinished(t *testing.T, ns, name string) *paymentsv1alpha1.PaymentJob {
+	t.Helper()
+	var job *paymentsv1alpha1.PaymentJob
+	NewWithT(t).Eventually(func(g Gomega) {
+		job = getJob(g, ns, name)
+		g.Expect(job.Labels).To(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
+		g.Expect(job.Finalizers).To(BeEmpty())
+	}, timeout, 20*time.Millisecond).Should(Succeed(), "job %s/%s was never finished", ns, name)
+	return job
 }
 
 // TestCrashWindows kills the claim holder at each point where the naive
@@ -653,27 +686,38 @@ func TestCrashAfterOutcomeBeforeFinalizerRemoval(t *testing.T) {
 	ns := newNamespace(t, true)
 	engine := sandbox.NewEngine()
 	provider := sandbox.NewProvider(engine)
+	now := metav1.Now()
+	recorded := func(name string) paymentsv1alpha1.PaymentJobStatus {
+		return paymentsv1alpha1.PaymentJobStatus{
+			Phase:            paymentsv1alpha1.PhaseCompleted,
+			IdempotencyKey:   ns + "/" + name,
+			Attempts:         1,
+			ProviderResponse: &paymentsv1alpha1.ProviderResponse{ID: "pi_" + name, Status: "succeeded", Amount: 2000, Currency: "usd"},
+			StartedAt:        &now,
+			CompletedAt:      &now,
+		}
+	}
+	// "recorded": the outcome was written, then the manager died before
+	// the finalizer went. "legacy": finished by an operator version that
+	// did not label finished jobs.
 	createJob(t, ns, "recorded")
 	job := getJob(g, ns, "recorded")
 	controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
 	g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
-	now := metav1.Now()
-	job.Status = paymentsv1alpha1.PaymentJobStatus{
-		Phase:            paymentsv1alpha1.PhaseCompleted,
-		IdempotencyKey:   ns + "/recorded",
-		Attempts:         1,
-		ProviderResponse: &paymentsv1alpha1.ProviderResponse{ID: "pi_recorded", Status: "succeeded", Amount: 2000, Currency: "usd"},
-		StartedAt:        &now,
-		CompletedAt:      &now,
-	}
+	job.Status = recorded("recorded")
+	g.Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+	createJob(t, ns, "legacy")
+	job = getJob(g, ns, "legacy")
+	job.Status = recorded("legacy")
 	g.Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
 
 	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
-	g.Eventually(func(g Gomega) {
-		g.Expect(getJob(g, ns, "recorded").Finalizers).To(BeEmpty())
-	}, timeout).Should(Succeed())
+	for _, name := range []string{"recorded", "legacy"} {
+		job := waitForFinished(t, ns, name)
+		g.Expect(job.Status.ProviderResponse.ID).To(Equal("pi_" + name))
+		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+	}
 	g.Expect(provider.Calls()).To(BeZero())
-	g.Expect(getJob(g, ns, "recorded").Status.ProviderResponse.ID).To(Equal("pi_recorded"))
 }
 
 func TestRateLimitIsSharedAndHoldsNoWorker(t *testing.T) {

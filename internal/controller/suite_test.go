@@ -178,6 +178,7 @@ type managerConfig struct {
 type testManager struct {
 	holder   string
 	counter  *writeCounter
+	cache    cache.Cache
 	cancel   context.CancelFunc
 	done     chan struct{}
 	stopOnce sync.Once
@@ -208,17 +209,14 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	if cfg.concurrency == 0 {
 		cfg.concurrency = 4
 	}
-	namespaces := map[string]cache.Config{}
-	for _, ns := range cfg.namespaces {
-		namespaces[ns] = cache.Config{}
-	}
 	counter := &writeCounter{}
 	mgr, err := ctrl.NewManager(rest.CopyConfig(env.Config), ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: namespaces},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		// The manager's own cache settings: finished jobs are left out.
+		Cache:      controller.CacheOptions(cfg.namespaces...),
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient: func(c *rest.Config, o client.Options) (client.Client, error) {
 			cl, err := client.NewWithWatch(c, o)
 			if err != nil {
@@ -256,7 +254,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	}).SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &testManager{holder: holder, counter: counter, cancel: cancel, done: make(chan struct{})}
+	m := &testManager{holder: holder, counter: counter, cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		if err := mgr.Start(ctx); err != nil {
