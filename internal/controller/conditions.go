@@ -93,6 +93,10 @@ type progress struct {
 // place that sets a PaymentJob's conditions.
 func setConditions(job *paymentsv1alpha1.PaymentJob, p progress) {
 	gen := job.Generation
+	if job.Status.Conditions == nil {
+		// Ready, Reconciling and Stalled: one allocation instead of three.
+		job.Status.Conditions = make([]metav1.Condition, 0, 3)
+	}
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{
 			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
