@@ -77,6 +77,16 @@ test-e2e: envtest-assets build ## Chaos suite: real manager and sandbox processe
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BIN="$(LOCALBIN)/manager" SANDBOX_BIN="$(LOCALBIN)/sandbox" \
 		go test -tags e2e -count=1 -v -timeout 30m ./test/e2e/...
 
+# BENCH_JSON names a file for every figure of make bench as flat JSON;
+# BENCH_ARGS passes more flags, e.g. BENCH_ARGS="-jobs 1000".
+BENCH_JSON ?=
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: envtest-assets build ## Benchmark throughput vs. a writes-only baseline, API requests per job, memory and startup; appends to docs/benchmarks.md.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -manager "$(LOCALBIN)/manager" -sandbox "$(LOCALBIN)/sandbox" \
+		-json "$(BENCH_JSON)" $(BENCH_ARGS)
+
 FUZZTIME ?= 60s
 
 .PHONY: fuzz

@@ -1,0 +1,509 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file holds the pure parts of the benchmark: parsers of the
+// Prometheus text format, of pprof's heap profile, of /proc/<pid>/status and
+// of the API server's audit log, and the percentile. They are unit tested
+// without a control plane.
+
+// sample is one sample of a metric in the Prometheus text format.
+type sample struct {
+	labels map[string]string
+	value  float64
+}
+
+// parseSamples returns the samples of the metric called name in a body in
+// the Prometheus text exposition format. Comments, other metrics and
+// timestamps are skipped.
+func parseSamples(r io.Reader, name string) ([]sample, error) {
+	var out []sample
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for line := 1; s.Scan(); line++ {
+		text := s.Bytes()
+		if len(text) == 0 || text[0] == '#' || !bytes.HasPrefix(text, []byte(name)) {
+			continue
+		}
+		rest := text[len(name):]
+		if len(rest) == 0 || (rest[0] != '{' && rest[0] != ' ' && rest[0] != '\t') {
+			// A longer metric name that starts with name.
+			continue
+		}
+		smp, err := parseSample(string(rest))
+		if err != nil {
+			return nil, fmt.Errorf("line %d of metric %s: %w", line, name, err)
+		}
+		out = append(out, smp)
+	}
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read the metrics: %w", err)
+	}
+	return out, nil
+}
+
+// parseSample parses what follows a metric name: optional labels in braces,
+// the value and an optional timestamp.
+func parseSample(s string) (sample, error) {
+	smp := sample{labels: map[string]string{}}
+	if strings.HasPrefix(s, "{") {
+		i := 1
+		for {
+			for i < len(s) && (s[i] == ' ' || s[i] == ',') {
+				i++
+			}
+			if i >= len(s) {
+				return sample{}, errors.New("unterminated labels")
+			}
+			if s[i] == '}' {
+				i++
+				break
+			}
+			eq := strings.IndexByte(s[i:], '=')
+			if eq < 0 {
+				return sample{}, errors.New("label without a value")
+			}
+			key := strings.TrimSpace(s[i : i+eq])
+			i += eq + 1
+			if i >= len(s) || s[i] != '"' {
+				return sample{}, fmt.Errorf("label %s: value is not quoted", key)
+			}
+			i++
+			var v strings.Builder
+			closed := false
+			for i < len(s) {
+				c := s[i]
+				i++
+				if c == '"' {
+					closed = true
+					break
+				}
+				if c == '\\' && i < len(s) {
+					switch s[i] {
+					case 'n':
+						v.WriteByte('\n')
+					default:
+						v.WriteByte(s[i])
+					}
+					i++
+					continue
+				}
+				v.WriteByte(c)
+			}
+			if !closed {
+				return sample{}, fmt.Errorf("label %s: unterminated value", key)
+			}
+			smp.labels[key] = v.String()
+		}
+		s = s[i:]
+	}
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return sample{}, errors.New("no value")
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return sample{}, fmt.Errorf("invalid value %q", fields[0])
+	}
+	smp.value = v
+	return smp, nil
+}
+
+// sumSamples adds the samples whose labels match every key=value of match.
+func sumSamples(samples []sample, match map[string]string) float64 {
+	var sum float64
+	for _, s := range samples {
+		ok := true
+		for k, v := range match {
+			if s.labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			sum += s.value
+		}
+	}
+	return sum
+}
+
+// requestKey is what the benchmark distinguishes of the API server's
+// requests; the other labels of apiserver_request_total (version, scope,
+// component, dry_run) are added up.
+type requestKey struct {
+	verb, group, resource, subresource, code string
+}
+
+// requestCounts are the API server's apiserver_request_total counters by
+// requestKey.
+type requestCounts map[requestKey]float64
+
+// parseRequestCounts reads apiserver_request_total from the API server's
+// /metrics.
+func parseRequestCounts(r io.Reader) (requestCounts, error) {
+	samples, err := parseSamples(r, "apiserver_request_total")
+	if err != nil {
+		return nil, err
+	}
+	if len(samples) == 0 {
+		return nil, errors.New("no apiserver_request_total in the API server's metrics")
+	}
+	c := requestCounts{}
+	for _, s := range samples {
+		l := s.labels
+		c[requestKey{verb: l["verb"], group: l["group"], resource: l["resource"], subresource: l["subresource"], code: l["code"]}] += s.value
+	}
+	return c, nil
+}
+
+// minus returns the counts added since before.
+func (c requestCounts) minus(before requestCounts) requestCounts {
+	d := requestCounts{}
+	for k, v := range c {
+		if n := v - before[k]; n != 0 {
+			d[k] = n
+		}
+	}
+	return d
+}
+
+// sum adds the counts whose key satisfies keep.
+func (c requestCounts) sum(keep func(requestKey) bool) float64 {
+	var n float64
+	for k, v := range c {
+		if keep(k) {
+			n += v
+		}
+	}
+	return n
+}
+
+// isMutating reports whether an apiserver_request_total verb changes state.
+func isMutating(verb string) bool {
+	switch verb {
+	case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY":
+		return true
+	}
+	return false
+}
+
+// isRead reports whether an apiserver_request_total verb is a GET or a LIST.
+func isRead(verb string) bool { return verb == "GET" || verb == "LIST" }
+
+// requestFigures are the API requests of a measured window.
+type requestFigures struct {
+	// jobWrites are the mutating requests on paymentjobs and its
+	// subresources.
+	jobWrites float64
+	// eventPosts are the events created, core or events.k8s.io.
+	eventPosts float64
+	// reads are the GETs and LISTs of resources (not of /metrics, /version
+	// or other non-resource paths).
+	reads float64
+	// conflicts are the requests answered 409, any verb and resource.
+	conflicts float64
+	// writes are the mutating requests on any resource.
+	writes float64
+}
+
+// figures summarises a window's delta of apiserver_request_total.
+func (c requestCounts) figures() requestFigures {
+	return requestFigures{
+		jobWrites: c.sum(func(k requestKey) bool { return k.resource == "paymentjobs" && isMutating(k.verb) }),
+		eventPosts: c.sum(func(k requestKey) bool {
+			return k.resource == "events" && k.subresource == "" && k.verb == "POST"
+		}),
+		reads:     c.sum(func(k requestKey) bool { return k.resource != "" && isRead(k.verb) }),
+		conflicts: c.sum(func(k requestKey) bool { return k.code == "409" }),
+		writes:    c.sum(func(k requestKey) bool { return k.resource != "" && isMutating(k.verb) }),
+	}
+}
+
+// breakdown lists the counts as "VERB resource[/subresource] code=N", the
+// largest first, for the log of a phase.
+func (c requestCounts) breakdown() string {
+	type row struct {
+		name string
+		n    float64
+	}
+	agg := map[string]float64{}
+	for k, v := range c {
+		if k.resource == "" {
+			continue
+		}
+		name := k.verb + " " + k.resource
+		if k.subresource != "" {
+			name += "/" + k.subresource
+		}
+		if k.code != "200" && k.code != "201" {
+			name += " (" + k.code + ")"
+		}
+		agg[name] += v
+	}
+	rows := make([]row, 0, len(agg))
+	for k, v := range agg {
+		rows = append(rows, row{k, v})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].n != rows[j].n {
+			return rows[i].n > rows[j].n
+		}
+		return rows[i].name < rows[j].name
+	})
+	parts := make([]string, 0, len(rows))
+	for _, r := range rows {
+		parts = append(parts, fmt.Sprintf("%s=%.0f", r.name, r.n))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// parseHeapAlloc reads runtime.MemStats.HeapAlloc from the text of
+// /debug/pprof/heap?debug=1, which ends with lines like "# HeapAlloc = 123".
+func parseHeapAlloc(r io.Reader) (uint64, error) {
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for s.Scan() {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "# HeapAlloc = ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(rest), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("invalid HeapAlloc %q", rest)
+		}
+		return v, nil
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("no HeapAlloc in the heap profile (was it asked with debug=1?)")
+}
+
+// parseVmRSS reads the resident set size, in bytes, from the text of
+// /proc/<pid>/status.
+func parseVmRSS(r io.Reader) (uint64, error) {
+	s := bufio.NewScanner(r)
+	for s.Scan() {
+		rest, ok := strings.CutPrefix(s.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("unexpected VmRSS line %q", s.Text())
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("invalid VmRSS %q", f[0])
+		}
+		return kb * 1024, nil
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("no VmRSS in the process status")
+}
+
+// percentile returns the p-th percentile (0 < p <= 100) of sorted by the
+// nearest-rank method, or 0 for no values.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	rank = min(max(rank, 1), len(sorted))
+	return sorted[rank-1]
+}
+
+// auditCounts are the requests of one user in the API server's audit log.
+type auditCounts struct {
+	// writes are the create, update, patch, delete and deletecollection
+	// requests.
+	writes int
+	// reads are the get and list requests.
+	reads int
+	// byRequest counts "verb resource[/subresource]".
+	byRequest map[string]int
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event the benchmark reads.
+type auditEvent struct {
+	Stage string `json:"stage"`
+	Verb  string `json:"verb"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+}
+
+// parseAudit counts the completed requests of user in a JSON-lines audit
+// log.
+func parseAudit(r io.Reader, user string) (auditCounts, error) {
+	c := auditCounts{byRequest: map[string]int{}}
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for s.Scan() {
+		line := s.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var ev auditEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return auditCounts{}, fmt.Errorf("invalid audit event: %w", err)
+		}
+		if ev.User.Username != user || ev.Stage != "ResponseComplete" {
+			continue
+		}
+		name := ev.Verb
+		if ev.ObjectRef != nil {
+			name += " " + ev.ObjectRef.Resource
+			if ev.ObjectRef.Subresource != "" {
+				name += "/" + ev.ObjectRef.Subresource
+			}
+		}
+		c.byRequest[name]++
+		switch ev.Verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+			c.writes++
+		case "get", "list":
+			c.reads++
+		}
+	}
+	return c, s.Err()
+}
+
+// String lists the counted requests, sorted.
+func (c auditCounts) String() string {
+	if len(c.byRequest) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(c.byRequest))
+	for k := range c.byRequest {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, c.byRequest[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countProviderRequests counts the requests to the provider API (/v1/...)
+// in sandbox log lines.
+func countProviderRequests(log []byte) int {
+	n := 0
+	for line := range bytes.Lines(log) {
+		if bytes.Contains(line, []byte("path=/v1/")) {
+			n++
+		}
+	}
+	return n
+}
+
+// clockTicks is USER_HZ, the unit of the CPU times of /proc/<pid>/stat:
+// 100 on every Linux architecture the benchmark runs on.
+const clockTicks = 100
+
+// procStat is the part of /proc/<pid>/stat the benchmark reads.
+type procStat struct {
+	comm string
+	ppid int
+	// cpu is user plus system time, in seconds.
+	cpu float64
+}
+
+// parseProcStat parses the text of /proc/<pid>/stat. The command name is in
+// parentheses and may hold spaces, so the fields are counted after the last
+// closing parenthesis.
+func parseProcStat(text string) (procStat, error) {
+	open, end := strings.IndexByte(text, '('), strings.LastIndexByte(text, ')')
+	if open < 0 || end < open {
+		return procStat{}, errors.New("no command name in the process stat")
+	}
+	f := strings.Fields(text[end+1:])
+	// After the name: state(3) ppid(4) ... utime(14) stime(15).
+	if len(f) < 13 {
+		return procStat{}, errors.New("short process stat")
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procStat{}, fmt.Errorf("invalid ppid %q", f[1])
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return procStat{}, errors.New("invalid CPU times in the process stat")
+	}
+	return procStat{comm: text[open+1 : end], ppid: ppid, cpu: float64(utime+stime) / clockTicks}, nil
+}
+
+// cpuUsage is CPU seconds by process name.
+type cpuUsage map[string]float64
+
+// minus returns the CPU seconds used since before.
+func (c cpuUsage) minus(before cpuUsage) cpuUsage {
+	d := cpuUsage{}
+	for k, v := range c {
+		d[k] = v - before[k]
+	}
+	return d
+}
+
+// perJob lists the CPU milliseconds per job of each process, the largest
+// first.
+func (c cpuUsage) perJob(n int) string {
+	per := cpuUsage{}
+	for k, v := range c {
+		per[k] = v * 1000 / float64(n)
+	}
+	keys := make([]string, 0, len(per))
+	for k := range per {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if per[keys[i]] != per[keys[j]] {
+			return per[keys[i]] > per[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f ms", k, per[k]))
+	}
+	return strings.Join(parts, ", ")
+}

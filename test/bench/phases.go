@@ -1,0 +1,711 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// Bounds of the waits around the measured windows.
+const (
+	// finalizerWait bounds the wait for the finalizers after the last job
+	// is Completed.
+	finalizerWait = 15 * time.Second
+	// quiesceWait bounds the wait for the API server's write counters to
+	// settle at the end of a window (events are sent asynchronously).
+	quiesceWait = 10 * time.Second
+	// idleWait bounds the wait for the manager's work queue to drain before
+	// a window.
+	idleWait = 2 * time.Minute
+	// historyWriters create the history jobs.
+	historyWriters = 32
+)
+
+// bench is one run of the benchmark.
+type bench struct {
+	cfg config
+	dir string
+	rep *report
+
+	cl *cluster
+	sb *sandbox
+	// mgr is the manager process running, if any.
+	mgr *manager
+	// managerSeq numbers the manager processes' logs.
+	managerSeq int
+	// pprof says whether the manager binary has --pprof-bind-address.
+	pprof bool
+	// secretValue is the fake Stripe key of every namespace; never printed.
+	secretValue string
+}
+
+// startManager starts a manager as user with workers and waits until it is
+// ready; it returns the time from the start of the process to ready.
+func (b *bench) startManager(ctx context.Context, user string, workers int) (time.Duration, error) {
+	if b.mgr != nil {
+		return 0, errors.New("a manager is already running")
+	}
+	b.managerSeq++
+	m, err := startManager(managerOptions{
+		bin:        b.cfg.managerBin,
+		kubeconfig: b.cl.kubeconfigs[user],
+		logPath:    filepath.Join(b.dir, fmt.Sprintf("manager-%02d-w%d.log", b.managerSeq, workers)),
+		workers:    workers,
+		qps:        b.cfg.qps,
+		burst:      b.cfg.burst,
+		pprof:      b.pprof,
+	})
+	if err != nil {
+		return 0, err
+	}
+	b.mgr = m
+	return m.waitReady(ctx, b.cfg.timeout)
+}
+
+// stopManager stops the running manager, if any.
+func (b *bench) stopManager() {
+	b.mgr.stop()
+	b.mgr = nil
+}
+
+// settle waits for d while the manager runs.
+func (b *bench) settle(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.mgr.proc.done:
+		return b.mgr.proc.exitError()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// memory returns the manager's post-GC live heap and its RSS, in bytes,
+// and keeps its heap profile as heap-<name>.pprof in the work folder.
+func (b *bench) memory(ctx context.Context, name string) (heap, rss float64, err error) {
+	if err := b.mgr.saveHeapProfile(ctx, filepath.Join(b.dir, "heap-"+name+".pprof")); err != nil {
+		step("%v", err)
+	}
+	heap, err = b.mgr.heapAlloc(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	rss, err = b.mgr.rss()
+	return heap, rss, err
+}
+
+// baseline does, for n jobs and without the operator, what the operator
+// does for each job: create it, then the finalizer patch, the claim and
+// outcome status updates, one event and the finalizer removal with the
+// finished label, each write on the object the previous one returned. The writes share one
+// client with the manager's client-side limit, and the events have a
+// client of their own, as the manager's event recorder has; the creates
+// come from a client without a practical limit, as in the operator phases.
+// Unless report is set (the warm-up), its figures are not reported.
+func (b *bench) baseline(ctx context.Context, ns string, n int, report bool) (float64, error) {
+	workers := b.cfg.workers
+	if err := b.cl.setupNamespace(ctx, ns, "", "", true); err != nil {
+		return 0, err
+	}
+	writer, err := b.cl.client(b.cfg.qps, b.cfg.burst)
+	if err != nil {
+		return 0, err
+	}
+	events, err := b.cl.client(b.cfg.qps, b.cfg.burst)
+	if err != nil {
+		return 0, err
+	}
+	holder := "bench-baseline/00000000"
+	// The benchmark watches the jobs as it does in the operator phases, so
+	// that the API server serves the same observer in both.
+	var existing paymentsv1alpha1.PaymentJobList
+	if err := b.cl.creator.List(ctx, &existing, client.InNamespace(ns)); err != nil {
+		return 0, fmt.Errorf("cannot list the jobs of %s: %w", ns, err)
+	}
+	w, err := b.watchJobs(ctx, ns, existing.ResourceVersion, "")
+	if err != nil {
+		return 0, err
+	}
+	t := newTracker(0, n)
+	go t.follow(w.ResultChan(), nil)
+	before, err := b.cl.requestCounts(ctx)
+	if err != nil {
+		w.Stop()
+		<-t.exited
+		return 0, err
+	}
+	cpuBefore := cpuNow()
+
+	name := "baseline"
+	if !report {
+		name = "warm-up"
+	}
+	prog := startProgress(name, n)
+	start := time.Now()
+	err = runWorkers(ctx, workers, n, func(ctx context.Context, i int) error {
+		job := newJob(ns, i)
+		if err := b.cl.creator.Create(ctx, job); err != nil {
+			return fmt.Errorf("cannot create %s: %w", job.Name, err)
+		}
+		patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
+		if err := writer.Patch(ctx, job, patch); err != nil {
+			return fmt.Errorf("cannot add the finalizer of %s: %w", job.Name, err)
+		}
+		claim(job, holder, time.Now())
+		if err := writer.Status().Update(ctx, job); err != nil {
+			return fmt.Errorf("cannot claim %s: %w", job.Name, err)
+		}
+		now := time.Now()
+		msg := complete(job, now)
+		if err := writer.Status().Update(ctx, job); err != nil {
+			return fmt.Errorf("cannot record the outcome of %s: %w", job.Name, err)
+		}
+		if err := events.Create(ctx, successEvent(job, holder, msg, now)); err != nil {
+			return fmt.Errorf("cannot create the event of %s: %w", job.Name, err)
+		}
+		patch = client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
+		if job.Labels == nil {
+			job.Labels = map[string]string{}
+		}
+		job.Labels[paymentsv1alpha1.LabelFinished] = "true"
+		if err := writer.Patch(ctx, job, patch); err != nil {
+			return fmt.Errorf("cannot remove the finalizer of %s: %w", job.Name, err)
+		}
+		prog.add(1)
+		return nil
+	})
+	elapsed := time.Since(start)
+	if err == nil {
+		// The watch has seen (almost) every job by now; wait for the rest so
+		// that the CPU of the window includes all of its events.
+		err = b.waitFor(ctx, t, t.allReleased, finalizerWait, "released")
+	}
+	cpu := cpuNow().minus(cpuBefore)
+	prog.stop()
+	w.Stop()
+	<-t.exited
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	after, err := b.cl.requestCounts(ctx)
+	if err != nil {
+		return 0, err
+	}
+	d := after.minus(before)
+	f := d.figures()
+	step("%s: %d jobs in %s; API requests: %s; CPU per job: %s", name, n, elapsed.Round(time.Millisecond), d.breakdown(), cpu.perJob(n))
+	rate := float64(n) / elapsed.Seconds()
+	if !report {
+		return rate, b.deleteJobs(ctx, ns)
+	}
+	b.rep.add(figure{key: "baseline_jobs_per_sec", label: "baseline (API writes only, no operator)", value: rate, kind: kindRate})
+	b.rep.add(figure{key: "baseline_writes_per_job", label: "baseline: job writes/job (check: 4)", value: (f.jobWrites - float64(n)) / float64(n), kind: kindPerJob})
+	b.rep.add(figure{key: "baseline_events_per_job", label: "baseline: events/job (check: 1)", value: f.eventPosts / float64(n), kind: kindPerJob})
+	b.addCPU(cpu, n, "baseline", "_baseline")
+	return rate, b.deleteJobs(ctx, ns)
+}
+
+// runResult is what one operator window measured.
+type runResult struct {
+	n          int
+	jobsPerSec float64
+	p50, p99   time.Duration
+	req        requestFigures
+	// providerCalls, charges are the sandbox's deltas.
+	providerCalls, charges float64
+	reconciles             float64
+	// cpu is the CPU seconds of each process in the window.
+	cpu cpuUsage
+	// finalizersLeft counts the Completed jobs that still had the
+	// finalizer after finalizerWait.
+	finalizersLeft int
+}
+
+// tracker follows the jobs of a window through a watch: when each was first
+// seen Completed, and when each was terminal without the finalizer.
+type tracker struct {
+	// first is the index of the first job followed, n how many.
+	first       int
+	n           int
+	completedAt []time.Time
+	// terminal marks the jobs seen Completed or Failed, finished those
+	// also seen without the finalizer.
+	terminal  []bool
+	finished  []bool
+	completed int
+	failed    int
+	released  int
+	// firstFailure describes the first Failed job.
+	firstFailure string
+	// allTerminal is closed when every job is Completed or Failed, and
+	// allReleased when every one also lost its finalizer.
+	allTerminal chan struct{}
+	allReleased chan struct{}
+	// exited is closed when the watch ended; err says why, if it failed.
+	exited chan struct{}
+	err    error
+}
+
+func newTracker(first, n int) *tracker {
+	return &tracker{
+		first: first, n: n, completedAt: make([]time.Time, n), terminal: make([]bool, n), finished: make([]bool, n),
+		allTerminal: make(chan struct{}), allReleased: make(chan struct{}), exited: make(chan struct{}),
+	}
+}
+
+// follow consumes the watch until it is stopped. Only its goroutine touches
+// the tracker's fields until exited is closed.
+func (t *tracker) follow(events <-chan watch.Event, prog *progress) {
+	defer close(t.exited)
+	for ev := range events {
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+		case watch.Error:
+			t.err = fmt.Errorf("the watch of the jobs failed: %v", ev.Object)
+			return
+		default:
+			continue
+		}
+		job, ok := ev.Object.(*paymentsv1alpha1.PaymentJob)
+		if !ok {
+			continue
+		}
+		i, ok := jobIndex(job.Name)
+		i -= t.first
+		if !ok || i < 0 || i >= t.n {
+			continue
+		}
+		phase := job.Status.Phase
+		if phase != paymentsv1alpha1.PhaseCompleted && phase != paymentsv1alpha1.PhaseFailed {
+			continue
+		}
+		if !t.terminal[i] {
+			t.terminal[i] = true
+			if phase == paymentsv1alpha1.PhaseCompleted {
+				t.completedAt[i] = time.Now()
+				t.completed++
+				if prog != nil {
+					prog.set(t.completed)
+				}
+			} else {
+				t.failed++
+				if t.firstFailure == "" {
+					t.firstFailure = fmt.Sprintf("%s/%s: %+v", job.Namespace, job.Name, job.Status.Failure)
+				}
+			}
+			if t.completed+t.failed == t.n {
+				close(t.allTerminal)
+			}
+		}
+		if len(job.Finalizers) == 0 && !t.finished[i] {
+			t.finished[i] = true
+			t.released++
+			if t.released == t.n {
+				close(t.allReleased)
+			}
+		}
+	}
+}
+
+// watchJobs starts a watch of the jobs of ns from resourceVersion rv,
+// restarted from the last event if the API server closes it.
+func (b *bench) watchJobs(ctx context.Context, ns, rv, fieldSelector string) (*watchtools.RetryWatcher, error) {
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, jobWatcher{c: b.cl.creator, ns: ns, fieldSelector: fieldSelector})
+	if err != nil {
+		return nil, fmt.Errorf("cannot watch the jobs of %s: %w", ns, err)
+	}
+	return w, nil
+}
+
+// runJobs creates n jobs in ns for the running manager and measures the
+// window from the first create until the API server's write counters
+// settle. It fails unless every job is Completed and charged exactly once.
+//
+// In the window the benchmark only creates jobs and watches them: it
+// issues no GET or LIST, so every read the API server counts is someone
+// else's (the manager's, or the API server's own background work).
+func (b *bench) runJobs(ctx context.Context, name, ns string, n int) (runResult, error) {
+	res := runResult{n: n}
+	if err := b.mgr.waitIdle(ctx, idleWait); err != nil {
+		return res, err
+	}
+	var existing paymentsv1alpha1.PaymentJobList
+	if err := b.cl.creator.List(ctx, &existing, client.InNamespace(ns)); err != nil {
+		return res, fmt.Errorf("cannot list the jobs of %s: %w", ns, err)
+	}
+	if len(existing.Items) > 0 {
+		return res, fmt.Errorf("namespace %s already holds %d jobs", ns, len(existing.Items))
+	}
+	sbBefore, err := b.sb.stats(ctx)
+	if err != nil {
+		return res, err
+	}
+	recBefore, err := b.mgr.reconciles(ctx)
+	if err != nil {
+		return res, err
+	}
+	before, err := b.cl.requestCounts(ctx)
+	if err != nil {
+		return res, err
+	}
+
+	w, err := b.watchJobs(ctx, ns, existing.ResourceVersion, "")
+	if err != nil {
+		return res, err
+	}
+	prog := startProgress(name, n)
+	t := newTracker(0, n)
+	go t.follow(w.ResultChan(), prog)
+	stopWatch := func() {
+		w.Stop()
+		<-t.exited
+	}
+
+	createdAt := make([]time.Time, n)
+	cpuBefore := cpuNow()
+	start := time.Now()
+	err = runWorkers(ctx, b.cfg.workers, n, func(ctx context.Context, i int) error {
+		createdAt[i] = time.Now()
+		if err := b.cl.creator.Create(ctx, newJob(ns, i)); err != nil {
+			return fmt.Errorf("cannot create job %d: %w", i, err)
+		}
+		return nil
+	})
+	if err == nil {
+		err = b.waitFor(ctx, t, t.allTerminal, b.cfg.timeout-time.Since(start), "terminal")
+	}
+	prog.stop()
+	if err != nil {
+		stopWatch()
+		return res, fmt.Errorf("%s: %w (%d of %d Completed; manager log: %s)", name, err, t.completed, n, b.mgr.proc.log)
+	}
+	if err := b.waitFor(ctx, t, t.allReleased, finalizerWait, "released"); err != nil {
+		step("%s: %v", name, err)
+	}
+	after, err := b.cl.quiesce(ctx, quiesceWait)
+	res.cpu = cpuNow().minus(cpuBefore)
+	stopWatch()
+	if err != nil {
+		return res, err
+	}
+	res.finalizersLeft = t.completed + t.failed - t.released
+
+	if t.failed > 0 {
+		return res, fmt.Errorf("%s: %d of %d jobs Failed, e.g. %s; manager log: %s", name, t.failed, n, t.firstFailure, b.mgr.proc.log)
+	}
+	last := start
+	latencies := make([]time.Duration, 0, n)
+	for i, done := range t.completedAt {
+		if done.After(last) {
+			last = done
+		}
+		latencies = append(latencies, done.Sub(createdAt[i]))
+	}
+	slices.Sort(latencies)
+	res.jobsPerSec = float64(n) / last.Sub(start).Seconds()
+	res.p50, res.p99 = percentile(latencies, 50), percentile(latencies, 99)
+
+	d := after.minus(before)
+	res.req = d.figures()
+	res.req.jobWrites -= float64(n) // the benchmark's creates
+	sbAfter, err := b.sb.stats(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.providerCalls = float64(sbAfter.Requests - sbBefore.Requests)
+	res.charges = float64(sbAfter.Charges - sbBefore.Charges)
+	recAfter, err := b.mgr.reconciles(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.reconciles = recAfter - recBefore
+	step("%s: %d jobs, %.1f jobs/s, p50 %s, p99 %s, %d reconciles, sandbox: %d requests, %d charges, %d replays; API requests: %s",
+		name, n, res.jobsPerSec, res.p50.Round(time.Millisecond), res.p99.Round(time.Millisecond), int(res.reconciles),
+		sbAfter.Requests-sbBefore.Requests, sbAfter.Charges-sbBefore.Charges, sbAfter.Replays-sbBefore.Replays, d.breakdown())
+	step("%s: CPU per job: %s", name, res.cpu.perJob(n))
+	if res.finalizersLeft > 0 {
+		step("%s: %d Completed jobs still hold the finalizer %s after %s", name, res.finalizersLeft, paymentsv1alpha1.Finalizer, finalizerWait)
+	}
+	if int(res.charges) != n {
+		return res, fmt.Errorf("%s: the sandbox charged %d times for %d Completed jobs", name, int(res.charges), n)
+	}
+	return res, b.deleteJobs(ctx, ns)
+}
+
+// waitFor waits until done is closed, and fails on a timeout, a failed
+// watch, a manager that exited or an interrupt.
+func (b *bench) waitFor(ctx context.Context, t *tracker, done <-chan struct{}, timeout time.Duration, what string) error {
+	timer := time.NewTimer(max(timeout, time.Second))
+	defer timer.Stop()
+	var mgrDone <-chan struct{}
+	if b.mgr != nil {
+		mgrDone = b.mgr.proc.done
+	}
+	select {
+	case <-done:
+		return nil
+	case <-t.exited:
+		if t.err != nil {
+			return t.err
+		}
+		return errors.New("the watch of the jobs ended")
+	case <-mgrDone:
+		return b.mgr.proc.exitError()
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return fmt.Errorf("not every job was %s within %s", what, timeout.Round(time.Second))
+	}
+}
+
+// deleteJobs deletes every job of ns and waits until they are gone.
+func (b *bench) deleteJobs(ctx context.Context, ns string) error {
+	if err := b.cl.creator.DeleteAllOf(ctx, &paymentsv1alpha1.PaymentJob{}, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("cannot delete the jobs of %s: %w", ns, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var l paymentsv1alpha1.PaymentJobList
+		if err := b.cl.creator.List(ctx, &l, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return fmt.Errorf("cannot list the jobs of %s: %w", ns, err)
+		}
+		if len(l.Items) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("jobs of %s are not gone a minute after their deletion (finalizers %v)", ns, l.Items[0].Finalizers)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// addRun reports the figures of an operator window with the key suffix
+// (_0ms, _50ms) and, for the 0 ms window, the primary per-job keys and
+// their targets.
+func (b *bench) addRun(r runResult, suffix, title string, baseline float64, primary bool) {
+	n := float64(r.n)
+	b.rep.add(figure{key: "jobs_per_sec" + suffix, label: title + ": throughput", value: r.jobsPerSec, kind: kindRate})
+	var ratioTarget *target
+	if primary {
+		ratioTarget = atLeast(0.8)
+	}
+	b.rep.add(figure{key: "ratio" + suffix, label: title + ": throughput / baseline", value: r.jobsPerSec / baseline, kind: kindRatio, target: ratioTarget})
+	b.rep.add(figure{key: "p50_ms" + suffix, label: title + ": create to Completed, p50", value: float64(r.p50) / float64(time.Millisecond), kind: kindMillis})
+	b.rep.add(figure{key: "p99_ms" + suffix, label: title + ": create to Completed, p99", value: float64(r.p99) / float64(time.Millisecond), kind: kindMillis})
+	key := func(k string) string {
+		if primary {
+			return k
+		}
+		return k + suffix
+	}
+	tg := func(t *target) *target {
+		if primary {
+			return t
+		}
+		return nil
+	}
+	b.rep.add(figure{key: key("writes_per_job"), label: title + ": job writes/job (PATCH, PUT)", value: r.req.jobWrites / n, kind: kindPerJob, target: tg(atMost(4, "%.0f"))})
+	b.rep.add(figure{key: key("events_per_job"), label: title + ": events/job", value: r.req.eventPosts / n, kind: kindPerJob})
+	b.rep.add(figure{key: key("reads_per_job"), label: title + ": API reads/job (GET, LIST)", value: r.req.reads / n, kind: kindPerJob, target: tg(below(0.05))})
+	b.rep.add(figure{key: key("conflicts_per_job"), label: title + ": conflicts (409)/job", value: r.req.conflicts / n, kind: kindPerJob})
+	b.rep.add(figure{key: key("provider_calls_per_job"), label: title + ": provider calls/job", value: r.providerCalls / n, kind: kindPerJob, target: tg(exactly(1, "%.2f", 0.005))})
+	b.rep.add(figure{key: key("charges_per_job"), label: title + ": charges/job", value: r.charges / n, kind: kindPerJob, target: tg(exactly(1, "%.2f", 0.005))})
+	b.rep.add(figure{key: key("reconciles_per_job"), label: title + ": reconciles/job", value: r.reconciles / n, kind: kindPerJob})
+	b.addCPU(r.cpu, r.n, title, suffix)
+	if r.finalizersLeft > 0 {
+		b.rep.note("%s: %d Completed jobs still held the finalizer %s after %s.", title, r.finalizersLeft, paymentsv1alpha1.Finalizer, finalizerWait)
+	}
+}
+
+// history creates the jobs the operator leaves behind, then starts a
+// manager on them and measures its start, its memory, its requests and
+// provider calls while it starts and settles, and one new job.
+func (b *bench) history(ctx context.Context, ns string, heap0 float64) error {
+	n := b.cfg.history
+	prog := startProgress("history: create", n)
+	start := time.Now()
+	holder := "bench-history/00000000"
+	err := runWorkers(ctx, historyWriters, n, func(ctx context.Context, i int) error {
+		job := newJob(ns, i)
+		job.Labels = map[string]string{paymentsv1alpha1.LabelFinished: "true"}
+		if err := b.cl.creator.Create(ctx, job); err != nil {
+			return fmt.Errorf("cannot create history job %d: %w", i, err)
+		}
+		now := time.Now()
+		claim(job, holder, now.Add(-100*time.Millisecond))
+		complete(job, now)
+		if err := b.cl.creator.Status().Update(ctx, job); err != nil {
+			return fmt.Errorf("cannot complete history job %d: %w", i, err)
+		}
+		prog.add(1)
+		return nil
+	})
+	prog.stop()
+	if err != nil {
+		return err
+	}
+	step("history: %d Completed jobs written in %s", n, time.Since(start).Round(time.Millisecond))
+
+	auditOffset, err := fileSize(b.cl.auditLog)
+	if err != nil {
+		return err
+	}
+	sbLogOffset, err := fileSize(b.sb.proc.log)
+	if err != nil {
+		return err
+	}
+	sbBefore, err := b.sb.stats(ctx)
+	if err != nil {
+		return err
+	}
+	before, err := b.cl.requestCounts(ctx)
+	if err != nil {
+		return err
+	}
+	step("history: starting the manager on %d finished jobs", n)
+	startup, err := b.startManager(ctx, userHistoryManager, b.cfg.workers)
+	if err != nil {
+		return err
+	}
+	step("history: manager ready after %s; settling for %s", startup.Round(time.Millisecond), b.cfg.settle)
+	if err := b.settle(ctx, b.cfg.settle); err != nil {
+		return err
+	}
+	after, err := b.cl.requestCounts(ctx)
+	if err != nil {
+		return err
+	}
+	audit, err := b.cl.auditCountsFrom(auditOffset)
+	if err != nil {
+		return err
+	}
+	auditEnd, err := fileSize(b.cl.auditLog)
+	if err != nil {
+		return err
+	}
+	sbAfter, err := b.sb.stats(ctx)
+	if err != nil {
+		return err
+	}
+	logged, err := b.sb.providerRequestsSince(sbLogOffset)
+	if err != nil {
+		return err
+	}
+	heap, rss, err := b.memory(ctx, "history")
+	if err != nil {
+		return err
+	}
+	all := after.minus(before)
+	providerCalls := max(float64(sbAfter.Requests-sbBefore.Requests), float64(logged))
+	step("history: the manager's requests while starting and settling: %s", audit)
+	step("history: all clients' API requests in that window: %s", all.breakdown())
+
+	b.rep.add(figure{key: "startup_seconds_history", label: fmt.Sprintf("start to ready, %d finished jobs", n), value: startup.Seconds(), kind: kindSeconds})
+	b.rep.add(figure{key: "heap_bytes_history", label: fmt.Sprintf("heap after sync, %d finished jobs", n), value: heap, kind: kindBytes})
+	b.rep.add(figure{key: "rss_bytes_history", label: fmt.Sprintf("RSS after sync, %d finished jobs", n), value: rss, kind: kindBytes})
+	b.rep.add(figure{key: "heap_ratio_history", label: "heap ratio, history / empty", value: heap / heap0, kind: kindRatio, target: atMost(1.5, "%.1f")})
+	b.rep.add(figure{key: "startup_writes", label: fmt.Sprintf("manager API writes, start + %s", b.cfg.settle), value: float64(audit.writes), kind: kindCount, target: exactly(0, "%.0f", 0.5)})
+	b.rep.add(figure{key: "startup_provider_calls", label: fmt.Sprintf("provider calls, start + %s", b.cfg.settle), value: providerCalls, kind: kindCount, target: exactly(0, "%.0f", 0.5)})
+	b.rep.add(figure{key: "startup_reads", label: fmt.Sprintf("manager API reads, start + %s", b.cfg.settle), value: float64(audit.reads), kind: kindCount})
+	b.rep.add(figure{key: "startup_writes_all_clients", label: "API writes of all clients in that window", value: all.figures().writes, kind: kindCount})
+	if w := all.figures().writes; w > float64(audit.writes) {
+		b.rep.note("The API server's own background work (e.g. its identity lease renewals) made %.0f writes while the history manager started; startup_writes counts the manager's writes only, from the audit log.", w-float64(audit.writes))
+	}
+
+	seconds, err := b.oneJob(ctx, ns, n)
+	if err != nil {
+		return err
+	}
+	b.rep.add(figure{key: "new_job_seconds_history", label: fmt.Sprintf("one new job, create to Completed, beside %d finished", n), value: seconds, kind: kindSeconds})
+	newJobAudit, err := b.cl.auditCountsFrom(auditEnd)
+	if err != nil {
+		return err
+	}
+	step("history: one new job Completed in %.3fs; the manager's requests for it: %s", seconds, newJobAudit)
+	return nil
+}
+
+// oneJob creates the i-th job of ns and returns the seconds until it is
+// Completed.
+func (b *bench) oneJob(ctx context.Context, ns string, i int) (float64, error) {
+	name := jobName(i)
+	var l paymentsv1alpha1.PaymentJobList
+	if err := b.cl.creator.List(ctx, &l, client.InNamespace(ns), client.MatchingFields{"metadata.name": name}); err != nil {
+		return 0, fmt.Errorf("cannot list job %s: %w", name, err)
+	}
+	w, err := b.watchJobs(ctx, ns, l.ResourceVersion, "metadata.name="+name)
+	if err != nil {
+		return 0, err
+	}
+	t := newTracker(i, 1)
+	go t.follow(w.ResultChan(), nil)
+	defer func() {
+		w.Stop()
+		<-t.exited
+	}()
+	start := time.Now()
+	if err := b.cl.creator.Create(ctx, newJob(ns, i)); err != nil {
+		return 0, fmt.Errorf("cannot create job %s: %w", name, err)
+	}
+	if err := b.waitFor(ctx, t, t.allTerminal, time.Minute, "terminal"); err != nil {
+		return 0, fmt.Errorf("the new job %s/%s: %w; manager log: %s", ns, name, err, b.mgr.proc.log)
+	}
+	if t.failed > 0 {
+		return 0, fmt.Errorf("the new job %s/%s Failed: %s", ns, name, t.firstFailure)
+	}
+	return t.completedAt[0].Sub(start).Seconds(), nil
+}
+
+// addCPU reports the CPU milliseconds per job of all processes of a
+// window (on a small machine, throughput is the cores divided by it) and,
+// in the JSON only, of each process.
+func (b *bench) addCPU(cpu cpuUsage, n int, title, suffix string) {
+	names := make([]string, 0, len(cpu))
+	total := 0.0
+	for k, v := range cpu {
+		names = append(names, k)
+		total += v
+	}
+	slices.Sort(names)
+	b.rep.add(figure{
+		key:   "cpu_ms_per_job_total" + suffix,
+		label: title + ": CPU/job, all processes", value: total * 1000 / float64(n), kind: kindMillis,
+	})
+	for _, k := range names {
+		b.rep.add(figure{
+			key:   "cpu_ms_per_job_" + strings.ReplaceAll(k, "-", "_") + suffix,
+			label: fmt.Sprintf("CPU of %s per job%s", k, suffix), value: cpu[k] * 1000 / float64(n), kind: kindMillis, jsonOnly: true,
+		})
+	}
+}
