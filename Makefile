@@ -87,6 +87,10 @@ bench: envtest-assets build ## Benchmark throughput vs. a writes-only baseline, 
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -manager "$(LOCALBIN)/manager" -sandbox "$(LOCALBIN)/sandbox" \
 		-json "$(BENCH_JSON)" $(BENCH_ARGS)
 
+.PHONY: bench-micro
+bench-micro: envtest-assets ## Micro-benchmarks of the hot pure functions (key derivation, request hash, conditions), with allocations.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchmem ./internal/payment/ ./internal/controller/
+
 FUZZTIME ?= 60s
 
 .PHONY: fuzz

@@ -129,29 +129,58 @@ func (b *bench) memory(ctx context.Context, name string) (heap, rss float64, err
 // client of their own, as the manager's event recorder has; the creates
 // come from a client without a practical limit, as in the operator phases.
 // Unless report is set (the warm-up), its figures are not reported.
-func (b *bench) baseline(ctx context.Context, ns string, n int, report bool) (float64, error) {
+// baselineResult is what one baseline window measured.
+type baselineResult struct {
+	n       int
+	elapsed time.Duration
+	req     requestCounts
+	cpu     cpuUsage
+}
+
+// plus adds two windows of the baseline.
+func (r baselineResult) plus(o baselineResult) baselineResult {
+	req := requestCounts{}
+	for k, v := range r.req {
+		req[k] += v
+	}
+	for k, v := range o.req {
+		req[k] += v
+	}
+	cpu := cpuUsage{}
+	for k, v := range r.cpu {
+		cpu[k] += v
+	}
+	for k, v := range o.cpu {
+		cpu[k] += v
+	}
+	return baselineResult{n: r.n + o.n, elapsed: r.elapsed + o.elapsed, req: req, cpu: cpu}
+}
+
+// baseline runs n jobs through the operator's writes with a plain client,
+// the operator not running.
+func (b *bench) baseline(ctx context.Context, name, ns string, n int) (baselineResult, error) {
 	workers := b.cfg.workers
 	if err := b.cl.setupNamespace(ctx, ns, "", "", true); err != nil {
-		return 0, err
+		return baselineResult{}, err
 	}
 	writer, err := b.cl.client(b.cfg.qps, b.cfg.burst)
 	if err != nil {
-		return 0, err
+		return baselineResult{}, err
 	}
 	events, err := b.cl.client(b.cfg.qps, b.cfg.burst)
 	if err != nil {
-		return 0, err
+		return baselineResult{}, err
 	}
 	holder := "bench-baseline/00000000"
 	// The benchmark watches the jobs as it does in the operator phases, so
 	// that the API server serves the same observer in both.
 	var existing paymentsv1alpha1.PaymentJobList
 	if err := b.cl.creator.List(ctx, &existing, client.InNamespace(ns)); err != nil {
-		return 0, fmt.Errorf("cannot list the jobs of %s: %w", ns, err)
+		return baselineResult{}, fmt.Errorf("cannot list the jobs of %s: %w", ns, err)
 	}
 	w, err := b.watchJobs(ctx, ns, existing.ResourceVersion, "")
 	if err != nil {
-		return 0, err
+		return baselineResult{}, err
 	}
 	t := newTracker(0, n)
 	go t.follow(w.ResultChan(), nil)
@@ -159,14 +188,10 @@ func (b *bench) baseline(ctx context.Context, ns string, n int, report bool) (fl
 	if err != nil {
 		w.Stop()
 		<-t.exited
-		return 0, err
+		return baselineResult{}, err
 	}
 	cpuBefore := cpuNow()
 
-	name := "baseline"
-	if !report {
-		name = "warm-up"
-	}
 	prog := startProgress(name, n)
 	start := time.Now()
 	err = runWorkers(ctx, workers, n, func(ctx context.Context, i int) error {
@@ -214,24 +239,27 @@ func (b *bench) baseline(ctx context.Context, ns string, n int, report bool) (fl
 	w.Stop()
 	<-t.exited
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
+		return baselineResult{}, fmt.Errorf("%s: %w", name, err)
 	}
 	after, err := b.cl.requestCounts(ctx)
 	if err != nil {
-		return 0, err
+		return baselineResult{}, err
 	}
 	d := after.minus(before)
-	f := d.figures()
 	step("%s: %d jobs in %s; API requests: %s; CPU per job: %s", name, n, elapsed.Round(time.Millisecond), d.breakdown(), cpu.perJob(n))
-	rate := float64(n) / elapsed.Seconds()
-	if !report {
-		return rate, b.deleteJobs(ctx, ns)
-	}
+	return baselineResult{n: n, elapsed: elapsed, req: d, cpu: cpu}, b.deleteJobs(ctx, ns)
+}
+
+// addBaseline reports the baseline's windows together and returns its
+// throughput.
+func (b *bench) addBaseline(r baselineResult) float64 {
+	f := r.req.figures()
+	rate := float64(r.n) / r.elapsed.Seconds()
 	b.rep.add(figure{key: "baseline_jobs_per_sec", label: "baseline (API writes only, no operator)", value: rate, kind: kindRate})
-	b.rep.add(figure{key: "baseline_writes_per_job", label: "baseline: job writes/job (check: 4)", value: (f.jobWrites - float64(n)) / float64(n), kind: kindPerJob})
-	b.rep.add(figure{key: "baseline_events_per_job", label: "baseline: events/job (check: 1)", value: f.eventPosts / float64(n), kind: kindPerJob})
-	b.addCPU(cpu, n, "baseline", "_baseline")
-	return rate, b.deleteJobs(ctx, ns)
+	b.rep.add(figure{key: "baseline_writes_per_job", label: "baseline: job writes/job (check: 4)", value: (f.jobWrites - float64(r.n)) / float64(r.n), kind: kindPerJob})
+	b.rep.add(figure{key: "baseline_events_per_job", label: "baseline: events/job (check: 1)", value: f.eventPosts / float64(r.n), kind: kindPerJob})
+	b.addCPU(r.cpu, r.n, "baseline", "_baseline")
+	return rate
 }
 
 // runResult is what one operator window measured.
