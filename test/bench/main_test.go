@@ -50,6 +50,11 @@ func TestParseFlags(t *testing.T) {
 			g.Expect(c.assets).To(Equal("/assets"))
 			g.Expect(c.results).To(Equal("docs/benchmarks.md"))
 			g.Expect(c.jsonPath).To(BeEmpty())
+			g.Expect(c.minRatio).To(Equal(0.8))
+		}},
+		{name: "CI's short run", args: []string{"-jobs", "1000", "-min-ratio", "0", "-results="}, check: func(g Gomega, c config) {
+			g.Expect(c.minRatio).To(BeZero())
+			g.Expect(c.results).To(BeEmpty())
 		}},
 		{name: "small run", args: []string{"-jobs", "500", "-history", "2000", "-scale-jobs", "200", "-scale-workers", " 8, 32 ", "-json", "/tmp/b.json"}, check: func(g Gomega, c config) {
 			g.Expect(c.jobs).To(Equal(500))

@@ -546,7 +546,7 @@ func (b *bench) addRun(r runResult, suffix, title string, baseline float64, prim
 	b.rep.add(figure{key: "jobs_per_sec" + suffix, label: title + ": throughput", value: r.jobsPerSec, kind: kindRate})
 	var ratioTarget *target
 	if primary {
-		ratioTarget = atLeast(0.8)
+		ratioTarget = atLeast(b.cfg.minRatio)
 	}
 	b.rep.add(figure{key: "ratio" + suffix, label: title + ": throughput / baseline", value: r.jobsPerSec / baseline, kind: kindRatio, target: ratioTarget})
 	b.rep.add(figure{key: "p50_ms" + suffix, label: title + ": create to Completed, p50", value: float64(r.p50) / float64(time.Millisecond), kind: kindMillis})
