@@ -28,7 +28,9 @@ const Finalizer = "payments.idempotency.dev/outcome-guard"
 // LabelFinished is set to "true" on a Completed or Failed PaymentJob in the
 // same write that removes the Finalizer. The manager's cache leaves such jobs
 // out, so its memory grows with active jobs, not with history. The label is
-// the operator's: a job created with it is never seen, and so never charged.
+// the operator's: a job created with it would never be seen, and so never
+// charged; the ValidatingAdmissionPolicy in config/policy refuses it on any
+// job that is not Completed or Failed.
 const LabelFinished = "payments.idempotency.dev/finished"
 
 // PaymentJobPhase is the coarse state of a PaymentJob in the exactly-once protocol.

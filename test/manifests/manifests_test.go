@@ -39,6 +39,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -93,6 +94,9 @@ var clusterScoped = map[string]bool{
 	"CustomResourceDefinition": true,
 	"ClusterRole":              true,
 	"ClusterRoleBinding":       true,
+	// The finished-label policy (config/policy).
+	"ValidatingAdmissionPolicy":        true,
+	"ValidatingAdmissionPolicyBinding": true,
 }
 
 var (
@@ -307,6 +311,15 @@ func baseCases() []testCase {
 				g.Expect(labels).To(HaveKeyWithValue(k, v),
 					"%s: Service %s selects %s=%s, which the manager pod does not carry", m.source, svc.Name, k, v)
 			}
+		}},
+		{"the finished-label policy ships, bound with Deny", func(g Gomega, m *manifest) {
+			policies, bindings := m.byKind("ValidatingAdmissionPolicy"), m.byKind("ValidatingAdmissionPolicyBinding")
+			g.Expect(policies).To(HaveLen(1), "%s: want the finished-label ValidatingAdmissionPolicy", m.source)
+			g.Expect(bindings).To(HaveLen(1), "%s: want the binding of the finished-label policy", m.source)
+			var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			m.convert(g, bindings[0], &binding)
+			g.Expect(binding.Spec.PolicyName).To(Equal(policies[0].GetName()), "%s: the binding names another policy", m.source)
+			g.Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
 		}},
 		{"namespace enforces the restricted Pod Security profile", func(g Gomega, m *manifest) {
 			ns := m.get(g, "Namespace", namespace)
