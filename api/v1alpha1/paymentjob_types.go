@@ -147,9 +147,8 @@ type PaymentJobSpec struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 
 	// suspend keeps a job that has not been claimed yet in Pending. It is the
-	// only mutable field, until the job is Completed or Failed. Once a job is
-	// Processing the charge may already be at the provider, so suspend no
-	// longer stops it.
+	// only mutable field. Once a job is Processing the charge may already be
+	// at the provider, so suspend no longer stops it.
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
 
@@ -293,7 +292,6 @@ type PaymentJobStatus struct {
 // +kubebuilder:printcolumn:name="Charge",type=string,JSONPath=`.status.providerResponse.id`
 // +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attempts`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Completed', 'Failed']) || (has(self.spec.suspend) == has(oldSelf.spec.suspend) && (!has(self.spec.suspend) || self.spec.suspend == oldSelf.spec.suspend))",message="suspend cannot change once the job is Completed or Failed: the payment is decided",fieldPath=".spec.suspend"
 type PaymentJob struct {
 	metav1.TypeMeta `json:",inline"`
 

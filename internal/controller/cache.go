@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -88,7 +89,9 @@ func InformersSynced(c cache.Cache) healthz.Checker {
 // write that the API server refuses with a conflict, so it is skipped, and
 // the event of the write itself brings the job back. Entries are dropped
 // when the job leaves the cache (deleted or finished), so the map holds
-// active jobs only.
+// active jobs only. An entry is trusted for writtenVersionTTL: a watch never
+// lags that long, and resourceVersions that went backwards (an etcd restored
+// from a backup) must not hold a job back for longer.
 type writtenVersions struct {
 	mu       sync.Mutex
 	versions map[types.NamespacedName]writtenVersion
@@ -97,30 +100,37 @@ type writtenVersions struct {
 type writtenVersion struct {
 	uid             types.UID
 	resourceVersion string
+	at              time.Time
 }
 
+// writtenVersionTTL is how long a remembered write can hold back older
+// cached copies.
+const writtenVersionTTL = time.Minute
+
 // record remembers job's resourceVersion as this process's latest write.
-func (w *writtenVersions) record(job client.Object) {
+func (w *writtenVersions) record(job client.Object, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.versions == nil {
 		w.versions = map[types.NamespacedName]writtenVersion{}
 	}
-	w.versions[client.ObjectKeyFromObject(job)] = writtenVersion{uid: job.GetUID(), resourceVersion: job.GetResourceVersion()}
+	w.versions[client.ObjectKeyFromObject(job)] = writtenVersion{
+		uid: job.GetUID(), resourceVersion: job.GetResourceVersion(), at: now,
+	}
 }
 
 // stale reports whether job is an older copy than this process's latest
 // write of it. Versions that are not comparable integers are never stale:
 // the resourceVersion guard of every write still catches the stale copy.
-func (w *writtenVersions) stale(job client.Object) bool {
+func (w *writtenVersions) stale(job client.Object, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	v, ok := w.versions[client.ObjectKeyFromObject(job)]
 	if !ok {
 		return false
 	}
-	if v.uid != job.GetUID() {
-		// Deleted and created again under the same name.
+	if v.uid != job.GetUID() || now.Sub(v.at) > writtenVersionTTL {
+		// Deleted and created again under the same name, or too old to trust.
 		delete(w.versions, client.ObjectKeyFromObject(job))
 		return false
 	}

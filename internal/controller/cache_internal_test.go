@@ -18,6 +18,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,10 +33,11 @@ func TestWrittenVersionsSkipOnlyOlderCopies(t *testing.T) {
 		}}
 	}
 	var w writtenVersions
-	if w.stale(job("a", "5")) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	if w.stale(job("a", "5"), now) {
 		t.Fatal("a job this process never wrote is not stale")
 	}
-	w.record(job("a", "100"))
+	w.record(job("a", "100"), now)
 
 	tests := []struct {
 		name  string
@@ -51,7 +53,7 @@ func TestWrittenVersionsSkipOnlyOlderCopies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := w.stale(tt.job); got != tt.stale {
+			if got := w.stale(tt.job, now.Add(time.Second)); got != tt.stale {
 				t.Errorf("stale(%s) = %v, want %v", tt.job.ResourceVersion, got, tt.stale)
 			}
 		})
@@ -59,17 +61,27 @@ func TestWrittenVersionsSkipOnlyOlderCopies(t *testing.T) {
 
 	// The same name, re-created: a new UID is never stale, and the old
 	// entry goes.
-	if w.stale(job("b", "7")) {
+	if w.stale(job("b", "7"), now) {
 		t.Error("a re-created job is not stale")
 	}
 	if n := w.size(); n != 0 {
 		t.Errorf("the re-created job's old entry was kept: %d entries", n)
 	}
 
-	w.record(job("b", "200"))
+	w.record(job("b", "200"), now)
 	w.forget(types.NamespacedName{Namespace: "billing", Name: "invoice-42"})
-	if w.stale(job("b", "150")) || w.size() != 0 {
+	if w.stale(job("b", "150"), now) || w.size() != 0 {
 		t.Error("a forgotten job is remembered")
+	}
+
+	// An entry older than its TTL holds nothing back (resourceVersions that
+	// went backwards after an etcd restore must not stop a job for good).
+	w.record(job("c", "300"), now)
+	if !w.stale(job("c", "299"), now.Add(writtenVersionTTL)) {
+		t.Error("an older copy within the TTL is stale")
+	}
+	if w.stale(job("c", "299"), now.Add(writtenVersionTTL+time.Second)) || w.size() != 0 {
+		t.Error("an entry past its TTL still holds the job back")
 	}
 }
 

@@ -145,17 +145,19 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.written.stale(job) {
+	if r.written.stale(job, r.Clock.Now()) {
 		// The cache has not caught up with this process's own last write;
 		// the watch event of that write brings the job back. Acting on the
-		// older copy would only cost a refused write.
+		// older copy would only cost a refused write. The requeue is a
+		// backstop for resourceVersions that went backwards (an etcd
+		// restore): by then the entry has expired.
 		staleSkipsTotal.Inc()
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: writtenVersionTTL + time.Second}, nil
 	}
 	seen := job.ResourceVersion
 	defer func() {
 		if job.ResourceVersion != seen {
-			r.written.record(job)
+			r.written.record(job, r.Clock.Now())
 		}
 	}()
 	phase := job.Status.Phase

@@ -167,17 +167,26 @@ func TestCompletedJobIsNeverChargedOrWrittenAgain(t *testing.T) {
 	g.Expect(getJob(g, ns, "done").ResourceVersion).To(Equal(lastTouch), "the API server saw no write after the last touch")
 
 	// Taking the label away brings the job back into the cache: it is
-	// labelled again, with one write, and never charged.
-	for range 20 {
+	// labelled again, with one write, and never charged. The first time, the
+	// spec changes too, as when config/policy's mutating policy takes the
+	// label off a finished job whose spec.suspend a GitOps patch changed:
+	// one more write acknowledges the new generation.
+	for i := range 20 {
 		job = getJob(g, ns, "done")
 		delete(job.Labels, paymentsv1alpha1.LabelFinished)
+		if i == 0 {
+			job.Spec.Suspend = ptr.To(true)
+		}
 		g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
 		waitForFinished(t, ns, "done")
 	}
 	g.Expect(provider.Calls()).To(Equal(callsBefore + 1))
-	g.Expect(m.counter.writes.Load() - writesBefore).To(Equal(int64(4 + 20)))
+	g.Expect(m.counter.writes.Load() - writesBefore).To(Equal(int64(4 + 20 + 1)))
 	g.Expect(engine.Stats().Charges).To(Equal(int64(2)))
-	g.Expect(getJob(g, ns, "done").Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+	job = getJob(g, ns, "done")
+	g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+	g.Expect(job.Status.ObservedGeneration).To(Equal(job.Generation), "the new generation is acknowledged")
+	g.Expect(condition(job, paymentsv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 }
 
 // waitForFinished waits until the job is released: the finished label set

@@ -354,7 +354,9 @@ func (t *tracker) follow(events <-chan watch.Event, prog *progress) {
 				close(t.allTerminal)
 			}
 		}
-		if len(job.Finalizers) == 0 && !t.finished[i] {
+		// Released: the finish patch removed the finalizer and set the
+		// finished label in one write (the baseline makes the same patch).
+		if len(job.Finalizers) == 0 && job.Labels[paymentsv1alpha1.LabelFinished] == "true" && !t.finished[i] {
 			t.finished[i] = true
 			t.released++
 			if t.released == t.n {

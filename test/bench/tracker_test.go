@@ -31,6 +31,9 @@ func jobIn(i int, phase paymentsv1alpha1.PaymentJobPhase, finalizer bool) *payme
 	j.Status.Phase = phase
 	if finalizer {
 		j.Finalizers = []string{paymentsv1alpha1.Finalizer}
+	} else if phase == paymentsv1alpha1.PhaseCompleted || phase == paymentsv1alpha1.PhaseFailed {
+		// The finish patch: finalizer removed, finished label set.
+		j.Labels = map[string]string{paymentsv1alpha1.LabelFinished: "true"}
 	}
 	return j
 }
@@ -56,6 +59,10 @@ func TestTrackerFollowsJobsToTheEnd(t *testing.T) {
 	g.Consistently(tr.allReleased).ShouldNot(BeClosed(), "jobs 10 and 12 still hold the finalizer")
 
 	send(watch.Modified, jobIn(10, paymentsv1alpha1.PhaseCompleted, false))
+	unlabelled := jobIn(12, paymentsv1alpha1.PhaseCompleted, false)
+	unlabelled.Labels = nil
+	send(watch.Modified, unlabelled)
+	g.Consistently(tr.allReleased).ShouldNot(BeClosed(), "job 12 has no finished label")
 	send(watch.Modified, jobIn(12, paymentsv1alpha1.PhaseCompleted, false))
 	g.Eventually(tr.allReleased).Should(BeClosed())
 	close(events)

@@ -97,6 +97,8 @@ var clusterScoped = map[string]bool{
 	// The finished-label policy (config/policy).
 	"ValidatingAdmissionPolicy":        true,
 	"ValidatingAdmissionPolicyBinding": true,
+	"MutatingAdmissionPolicy":          true,
+	"MutatingAdmissionPolicyBinding":   true,
 }
 
 var (
@@ -312,7 +314,7 @@ func baseCases() []testCase {
 					"%s: Service %s selects %s=%s, which the manager pod does not carry", m.source, svc.Name, k, v)
 			}
 		}},
-		{"the finished-label policy ships, bound with Deny", func(g Gomega, m *manifest) {
+		{"the finished-label policies ship, bound", func(g Gomega, m *manifest) {
 			policies, bindings := m.byKind("ValidatingAdmissionPolicy"), m.byKind("ValidatingAdmissionPolicyBinding")
 			g.Expect(policies).To(HaveLen(1), "%s: want the finished-label ValidatingAdmissionPolicy", m.source)
 			g.Expect(bindings).To(HaveLen(1), "%s: want the binding of the finished-label policy", m.source)
@@ -320,6 +322,13 @@ func baseCases() []testCase {
 			m.convert(g, bindings[0], &binding)
 			g.Expect(binding.Spec.PolicyName).To(Equal(policies[0].GetName()), "%s: the binding names another policy", m.source)
 			g.Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
+
+			mutating, mutatingBindings := m.byKind("MutatingAdmissionPolicy"), m.byKind("MutatingAdmissionPolicyBinding")
+			g.Expect(mutating).To(HaveLen(1), "%s: want the MutatingAdmissionPolicy that releases finished jobs whose spec changes", m.source)
+			g.Expect(mutatingBindings).To(HaveLen(1), "%s: want the binding of the mutating policy", m.source)
+			var mb admissionregistrationv1.MutatingAdmissionPolicyBinding
+			m.convert(g, mutatingBindings[0], &mb)
+			g.Expect(mb.Spec.PolicyName).To(Equal(mutating[0].GetName()), "%s: the binding names another policy", m.source)
 		}},
 		{"namespace enforces the restricted Pod Security profile", func(g Gomega, m *manifest) {
 			ns := m.get(g, "Namespace", namespace)
