@@ -23,7 +23,6 @@ limitations under the License.
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +48,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
 )
 
 // sandboxAddr is where config/samples expects the sandbox.
@@ -134,7 +134,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer sandbox.stop()
+	defer stopProcess(sandbox)
 	if err := waitForSandbox(ctx, sandbox); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer manager.stop()
+	defer stopProcess(manager)
 	step("Manager running (log: %s)", rel(root, managerLog))
 
 	kubectl := func(args ...string) (string, error) {
@@ -264,7 +264,7 @@ func waitForSamples(ctx context.Context, c client.Client, kubectl func(...string
 		case <-tick.C:
 		}
 		for _, p := range procs {
-			if err := p.exited(); err != nil {
+			if err := exited(p); err != nil {
 				return err
 			}
 		}
@@ -295,7 +295,7 @@ Press Ctrl-C to stop everything.
 			return nil
 		case <-tick.C:
 			for _, p := range procs {
-				if err := p.exited(); err != nil {
+				if err := exited(p); err != nil {
 					return err
 				}
 			}
@@ -343,75 +343,35 @@ func printStats(ctx context.Context) error {
 	return nil
 }
 
-// process is a child process with its output in a log file.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan error
-}
+// process is a child process: the sandbox or the manager.
+type process = childproc.Process
 
+// startProcess starts a child (see childproc.Start).
 func startProcess(name, bin, logPath string, env []string, args ...string) (*process, error) {
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("%s binary missing (run through make, which builds it): %w", name, err)
-	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	// Its own process group: Ctrl-C in the terminal reaches this command,
-	// which then stops the children in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("cannot start %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
-	go func() {
-		p.done <- cmd.Wait()
-		logFile.Close()
-	}()
-	return p, nil
+	return childproc.Start(name, bin, logPath, env, nil, args...)
 }
 
 // exited returns an error if the process ended on its own.
-func (p *process) exited() error {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", p.name, err, p.log, tail(p.log, 15))
-	default:
-		return nil
+func exited(p *process) error {
+	if p.Exited() {
+		return p.ExitError()
 	}
+	return nil
 }
 
-// stop sends SIGTERM, and SIGKILL after 10 seconds.
-func (p *process) stop() {
-	select {
-	case err := <-p.done:
-		p.done <- err
+// stopProcess sends SIGTERM, and SIGKILL after 10 seconds.
+func stopProcess(p *process) {
+	if p.Exited() {
 		return
-	default:
 	}
-	step("Stopping %s", p.name)
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		p.done <- err
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	step("Stopping %s", p.Name)
+	p.Stop(10 * time.Second)
 }
 
 func waitForSandbox(ctx context.Context, p *process) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := p.exited(); err != nil {
+		if err := exited(p); err != nil {
 			return fmt.Errorf("%w\n(is something else listening on %s? a demo still running?)", err, sandboxAddr)
 		}
 		resp, err := http.Get("http://" + sandboxAddr + "/_sandbox/stats")
@@ -467,22 +427,4 @@ func rel(root, path string) string {
 		return r
 	}
 	return path
-}
-
-func tail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var lines []string
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 64*1024), 1024*1024)
-	for s.Scan() {
-		lines = append(lines, s.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
 }

@@ -297,8 +297,8 @@ func (c *cluster) waitProvidersReady(ctx context.Context, namespaces []string, t
 			if ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == pp.Generation {
 				break
 			}
-			if mgr != nil && mgr.proc.exited() {
-				return mgr.proc.exitError()
+			if mgr != nil && mgr.proc.Exited() {
+				return mgr.proc.ExitError()
 			}
 			if time.Now().After(deadline) {
 				return fmt.Errorf("the payment provider of %s is not Ready after %s (condition %+v)", ns, timeout, ready)

@@ -240,7 +240,7 @@ func (b *bench) run(ctx context.Context) (err error) {
 	defer func() {
 		b.stopManager()
 		if b.sb != nil {
-			b.sb.proc.stop(10 * time.Second)
+			b.sb.proc.Stop(10 * time.Second)
 		}
 		if leftErr := stopAll(10 * time.Second); leftErr != nil {
 			err = errors.Join(err, leftErr)

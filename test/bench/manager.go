@@ -27,6 +27,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
 )
 
 // managerStopGrace is how long a manager may take to stop after SIGTERM.
@@ -81,7 +83,7 @@ func startManager(o managerOptions) (*manager, error) {
 	m := &manager{http: &http.Client{Timeout: 30 * time.Second}}
 	var err error
 	for _, addr := range []*string{&m.probe, &m.metrics, &m.pprof} {
-		if *addr, err = freeAddr(); err != nil {
+		if *addr, err = childproc.FreeLoopbackAddr(); err != nil {
 			return nil, err
 		}
 	}
@@ -125,11 +127,11 @@ func (m *manager) waitReady(ctx context.Context, timeout time.Duration) (time.Du
 				return time.Since(m.started), nil
 			}
 		}
-		if m.proc.exited() {
-			return 0, m.proc.exitError()
+		if m.proc.Exited() {
+			return 0, m.proc.ExitError()
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the manager was not ready within %s; log: %s", timeout, m.proc.log)
+			return 0, fmt.Errorf("the manager was not ready within %s; log: %s", timeout, m.proc.Log)
 		}
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {
 			return 0, err
@@ -190,7 +192,7 @@ func (m *manager) saveHeapProfile(ctx context.Context, path string) error {
 
 // rss returns the manager's resident set size in bytes.
 func (m *manager) rss() (float64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.proc.pid()))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.proc.Pid()))
 	if err != nil {
 		return notMeasured, fmt.Errorf("cannot read the manager's RSS: %w", err)
 	}
@@ -240,8 +242,8 @@ func (m *manager) waitIdle(ctx context.Context, timeout time.Duration) error {
 		} else {
 			quiet = 0
 		}
-		if m.proc.exited() {
-			return m.proc.exitError()
+		if m.proc.Exited() {
+			return m.proc.ExitError()
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the manager's work queue did not drain within %s", timeout)
@@ -256,6 +258,6 @@ func (m *manager) waitIdle(ctx context.Context, timeout time.Duration) error {
 // stop stops the manager.
 func (m *manager) stop() {
 	if m != nil {
-		m.proc.stop(managerStopGrace)
+		m.proc.Stop(managerStopGrace)
 	}
 }

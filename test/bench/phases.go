@@ -100,8 +100,8 @@ func (b *bench) settle(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-b.mgr.proc.done:
-		return b.mgr.proc.exitError()
+	case <-b.mgr.proc.Done():
+		return b.mgr.proc.ExitError()
 	case <-time.After(d):
 		return nil
 	}
@@ -436,7 +436,7 @@ func (b *bench) runJobs(ctx context.Context, name, ns string, n int) (runResult,
 	prog.stop()
 	if err != nil {
 		stopWatch()
-		return res, fmt.Errorf("%s: %w (%d of %d Completed; manager log: %s)", name, err, t.completed, n, b.mgr.proc.log)
+		return res, fmt.Errorf("%s: %w (%d of %d Completed; manager log: %s)", name, err, t.completed, n, b.mgr.proc.Log)
 	}
 	if err := b.waitFor(ctx, t, t.allReleased, finalizerWait, "released"); err != nil {
 		step("%s: %v", name, err)
@@ -450,7 +450,7 @@ func (b *bench) runJobs(ctx context.Context, name, ns string, n int) (runResult,
 	res.finalizersLeft = t.completed + t.failed - t.released
 
 	if t.failed > 0 {
-		return res, fmt.Errorf("%s: %d of %d jobs Failed, e.g. %s; manager log: %s", name, t.failed, n, t.firstFailure, b.mgr.proc.log)
+		return res, fmt.Errorf("%s: %d of %d jobs Failed, e.g. %s; manager log: %s", name, t.failed, n, t.firstFailure, b.mgr.proc.Log)
 	}
 	last := start
 	latencies := make([]time.Duration, 0, n)
@@ -498,7 +498,7 @@ func (b *bench) waitFor(ctx context.Context, t *tracker, done <-chan struct{}, t
 	defer timer.Stop()
 	var mgrDone <-chan struct{}
 	if b.mgr != nil {
-		mgrDone = b.mgr.proc.done
+		mgrDone = b.mgr.proc.Done()
 	}
 	select {
 	case <-done:
@@ -509,7 +509,7 @@ func (b *bench) waitFor(ctx context.Context, t *tracker, done <-chan struct{}, t
 		}
 		return errors.New("the watch of the jobs ended")
 	case <-mgrDone:
-		return b.mgr.proc.exitError()
+		return b.mgr.proc.ExitError()
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
@@ -611,7 +611,7 @@ func (b *bench) history(ctx context.Context, ns string, heap0 float64) error {
 	if err != nil {
 		return err
 	}
-	sbLogOffset, err := fileSize(b.sb.proc.log)
+	sbLogOffset, err := fileSize(b.sb.proc.Log)
 	if err != nil {
 		return err
 	}
@@ -709,7 +709,7 @@ func (b *bench) oneJob(ctx context.Context, ns string, i int) (float64, error) {
 		return 0, fmt.Errorf("cannot create job %s: %w", name, err)
 	}
 	if err := b.waitFor(ctx, t, t.allTerminal, time.Minute, "terminal"); err != nil {
-		return 0, fmt.Errorf("the new job %s/%s: %w; manager log: %s", ns, name, err, b.mgr.proc.log)
+		return 0, fmt.Errorf("the new job %s/%s: %w; manager log: %s", ns, name, err, b.mgr.proc.Log)
 	}
 	if t.failed > 0 {
 		return 0, fmt.Errorf("the new job %s/%s Failed: %s", ns, name, t.firstFailure)

@@ -17,30 +17,19 @@ limitations under the License.
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
 )
 
-// process is a child process in a process group of its own, with its
-// stdout and stderr in a log file.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	// err is the result of Wait, set before done is closed.
-	err error
-}
+// process is a child process of the benchmark: manager or sandbox.
+type process = childproc.Process
 
 // processes are every child the benchmark started, so that the end of the
 // run can stop any that is left.
@@ -49,73 +38,16 @@ var processes struct {
 	list []*process
 }
 
-// startProcess starts bin with args, the benchmark's environment plus env,
-// and its output in logPath. stdout, when set, also receives its standard
-// output.
+// startProcess starts a child (see childproc.Start) and registers it.
 func startProcess(name, bin, logPath string, env []string, stdout io.Writer, args ...string) (*process, error) {
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("%s binary missing (make bench builds it): %w", name, err)
-	}
-	logFile, err := os.Create(logPath)
+	p, err := childproc.Start(name, bin, logPath, env, stdout, args...)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if stdout != nil {
-		cmd.Stdout = io.MultiWriter(logFile, stdout)
-	}
-	// A group of its own: Ctrl-C reaches the benchmark, which stops the
-	// children in order, and a kill reaches any grandchild.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("cannot start %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
 	processes.mu.Lock()
 	processes.list = append(processes.list, p)
 	processes.mu.Unlock()
-	go func() {
-		p.err = cmd.Wait()
-		_ = logFile.Close()
-		close(p.done)
-	}()
 	return p, nil
-}
-
-func (p *process) pid() int { return p.cmd.Process.Pid }
-
-// exited reports whether the process has ended.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// exitError describes an unexpected end, with the last lines of the log.
-func (p *process) exitError() error {
-	return fmt.Errorf("%s (pid %d) exited unexpectedly (%v); last lines of %s:\n%s",
-		p.name, p.pid(), p.err, p.log, tail(p.log, 20))
-}
-
-// stop sends SIGTERM to the process group, and SIGKILL when it has not
-// ended after grace.
-func (p *process) stop(grace time.Duration) {
-	if p.exited() {
-		return
-	}
-	_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-		<-p.done
-	}
 }
 
 // stopAll stops every child still running and returns an error naming
@@ -126,81 +58,15 @@ func stopAll(grace time.Duration) error {
 	processes.mu.Unlock()
 	var left []string
 	for _, p := range list {
-		if !p.exited() {
-			left = append(left, fmt.Sprintf("%s (pid %d)", p.name, p.pid()))
-			p.stop(grace)
+		if !p.Exited() {
+			left = append(left, fmt.Sprintf("%s (pid %d)", p.Name, p.Pid()))
+			p.Stop(grace)
 		}
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("stopped processes left running: %s", strings.Join(left, ", "))
 	}
 	return nil
-}
-
-// freeAddr returns 127.0.0.1:PORT with a port that was free a moment ago.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("cannot find a free port: %w", err)
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
-
-// lineSignal is an io.Writer that sends, once, the rest of the first line
-// that starts with prefix.
-type lineSignal struct {
-	prefix string
-	found  chan string
-
-	mu   sync.Mutex
-	buf  []byte
-	sent bool
-}
-
-func newLineSignal(prefix string) *lineSignal {
-	return &lineSignal{prefix: prefix, found: make(chan string, 1)}
-}
-
-func (w *lineSignal) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.sent {
-		return len(b), nil
-	}
-	w.buf = append(w.buf, b...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		line := string(w.buf[:i])
-		w.buf = w.buf[i+1:]
-		if rest, ok := strings.CutPrefix(line, w.prefix); ok {
-			w.sent, w.buf = true, nil
-			w.found <- strings.TrimSpace(rest)
-			return len(b), nil
-		}
-	}
-}
-
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var lines []string
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 64*1024), 1024*1024)
-	for s.Scan() {
-		lines = append(lines, s.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // fileSize returns the size of a file, 0 if it does not exist.

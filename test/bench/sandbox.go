@@ -25,6 +25,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
 )
 
 // sandbox is a bin/sandbox process on a free loopback port.
@@ -45,25 +47,25 @@ type sandboxStats struct {
 
 // startSandbox runs the sandbox and waits until it prints its address.
 func startSandbox(ctx context.Context, bin, logPath string) (*sandbox, error) {
-	listening := newLineSignal("sandbox listening on ")
+	listening := childproc.NewLineSignal("sandbox listening on ")
 	p, err := startProcess("sandbox", bin, logPath, nil, listening, "--addr=127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	select {
-	case base := <-listening.found:
+	case base := <-listening.Found():
 		if !strings.HasPrefix(base, "http://127.0.0.1:") {
-			p.stop(5 * time.Second)
+			p.Stop(5 * time.Second)
 			return nil, fmt.Errorf("the sandbox listens on %s, not on 127.0.0.1", base)
 		}
 		return &sandbox{proc: p, base: base, http: &http.Client{Timeout: 30 * time.Second}}, nil
-	case <-p.done:
-		return nil, p.exitError()
+	case <-p.Done():
+		return nil, p.ExitError()
 	case <-time.After(30 * time.Second):
-		p.stop(5 * time.Second)
-		return nil, fmt.Errorf("the sandbox did not print its address within 30s; log: %s", p.log)
+		p.Stop(5 * time.Second)
+		return nil, fmt.Errorf("the sandbox did not print its address within 30s; log: %s", p.Log)
 	case <-ctx.Done():
-		p.stop(5 * time.Second)
+		p.Stop(5 * time.Second)
 		return nil, ctx.Err()
 	}
 }
@@ -116,7 +118,7 @@ func (s *sandbox) setLatency(ctx context.Context, d time.Duration) error {
 // providerRequestsSince counts the provider API requests the sandbox logged
 // after offset bytes of its log: charges, retrievals and searches alike.
 func (s *sandbox) providerRequestsSince(offset int64) (int, error) {
-	data, err := readFrom(s.proc.log, offset)
+	data, err := readFrom(s.proc.Log, offset)
 	if err != nil {
 		return 0, fmt.Errorf("cannot read the sandbox log: %w", err)
 	}

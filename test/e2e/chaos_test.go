@@ -87,8 +87,8 @@ func testKill9(t *testing.T) {
 		done, err := s.countTerminal()
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(done).To(BeNumerically("<", len(jobs)), "kill %d would come after the run", k+1)
-		m.kill()
-		t.Logf("kill %d/%d: SIGKILL %s at %.1fs with %d/%d jobs terminal", k+1, kills, m.name,
+		m.Kill()
+		t.Logf("kill %d/%d: SIGKILL %s at %.1fs with %d/%d jobs terminal", k+1, kills, m.Name,
 			time.Since(s.started).Seconds(), done, len(jobs))
 		m = s.startManager(managerOptions{})
 	}
@@ -121,14 +121,14 @@ func testSplitBrain(t *testing.T) {
 
 	working, conflicts := 0, 0
 	for _, m := range managers {
-		log := m.readLog()
+		log := m.ReadLog()
 		n := strings.Count(log, logPaymentCompleted)
 		c := strings.Count(log, logWriteConflict)
 		conflicts += c
 		if n > 0 {
 			working++
 		}
-		t.Logf("split-brain: %s recorded %d payments and lost %d write races", m.name, n, c)
+		t.Logf("split-brain: %s recorded %d payments and lost %d write races", m.Name, n, c)
 	}
 	g.Expect(working).To(BeNumerically(">=", 2), "the managers did not work at the same time")
 	g.Expect(conflicts).To(BeNumerically(">", 0), "no claim race happened")
@@ -147,7 +147,7 @@ func testLeaderFailover(t *testing.T) {
 	opts := managerOptions{leaderElect: true}
 	leader := s.startManager(opts)
 	g.Eventually(func() bool { return leader.logContainsFold(logLeaseAcquired) }, time.Minute, 200*time.Millisecond).
-		Should(BeTrue(), "the first manager did not become leader:\n%s", leader.readLog())
+		Should(BeTrue(), "the first manager did not become leader:\n%s", leader.ReadLog())
 	standby := s.startManager(opts)
 
 	created := s.createJobsAsync(jobs, 30)
@@ -156,19 +156,19 @@ func testLeaderFailover(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(done).To(BeNumerically("<", len(jobs)), "the run ended before the leader could be killed")
 	g.Expect(standby.logContainsFold(logLeaseAcquired)).To(BeFalse(), "the standby led while the leader was alive")
-	g.Expect(standby.exited()).To(BeFalse(), "the standby exited:\n%s", standby.readLog())
+	g.Expect(standby.Exited()).To(BeFalse(), "the standby exited:\n%s", standby.ReadLog())
 
-	leader.kill()
+	leader.Kill()
 	killed := time.Now()
-	t.Logf("leader-failover: SIGKILL leader %s at %.1fs with %d/%d jobs terminal", leader.name,
+	t.Logf("leader-failover: SIGKILL leader %s at %.1fs with %d/%d jobs terminal", leader.Name,
 		time.Since(s.started).Seconds(), done, len(jobs))
 	g.Eventually(func() bool { return standby.logContainsFold(logLeaseAcquired) }, time.Minute, 200*time.Millisecond).
-		Should(BeTrue(), "the standby did not take the lease over:\n%s", standby.readLog())
-	t.Logf("leader-failover: %s acquired the lease %.1fs after the kill", standby.name, time.Since(killed).Seconds())
+		Should(BeTrue(), "the standby did not take the lease over:\n%s", standby.ReadLog())
+	t.Logf("leader-failover: %s acquired the lease %.1fs after the kill", standby.Name, time.Since(killed).Seconds())
 
 	created()
 	s.verify()
-	log := strings.ToLower(standby.readLog())
+	log := strings.ToLower(standby.ReadLog())
 	acquired, paid := strings.Index(log, logLeaseAcquired), strings.Index(log, strings.ToLower(logPaymentCompleted))
 	g.Expect(paid).To(BeNumerically(">", acquired), "the standby charged before it led")
 }
@@ -241,11 +241,11 @@ func testAPIServerRestart(t *testing.T) {
 	down = false
 	t.Logf("apiserver-restart: kube-apiserver down for %.1fs, serving again on the same port and etcd",
 		time.Since(stopping).Seconds())
-	g.Expect(m.exited()).To(BeFalse(), "the manager exited during the outage:\n%s", m.readLog())
+	g.Expect(m.Exited()).To(BeFalse(), "the manager exited during the outage:\n%s", m.ReadLog())
 
 	s.createJobs(second, 0)
 	s.verify()
-	g.Expect(m.exited()).To(BeFalse(), "the manager exited:\n%s", m.readLog())
+	g.Expect(m.Exited()).To(BeFalse(), "the manager exited:\n%s", m.ReadLog())
 }
 
 // testDeleteAndRecreate deletes jobs while they are Processing (the sandbox
@@ -398,7 +398,7 @@ func TestSecretNeverLeaks(t *testing.T) {
 		m := s.startManager(managerOptions{logLevel: "debug"})
 		s.createJobs(s.planJobs(60, nil), 0)
 		s.verify()
-		m.stop(10 * time.Second)
+		m.Stop(10 * time.Second)
 		suite.mu.Lock()
 		logs, namespaces = append([]string(nil), suite.managerLogs...), append([]string(nil), suite.namespaces...)
 		suite.mu.Unlock()

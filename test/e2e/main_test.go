@@ -213,9 +213,9 @@ func checkNoLeftovers() error {
 	suite.mu.Unlock()
 	var left []string
 	for _, p := range procs {
-		if !p.exited() {
-			left = append(left, fmt.Sprintf("%s (pid %d)", p.name, p.pid()))
-			p.kill()
+		if !p.Exited() {
+			left = append(left, fmt.Sprintf("%s (pid %d)", p.Name, p.Pid()))
+			p.Kill()
 		}
 	}
 	if len(left) > 0 {

@@ -33,6 +33,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
 )
 
 // searchAPIKey authenticates the suite's own reads at the sandbox, which
@@ -75,15 +77,15 @@ type intent struct {
 func startSandbox(t *testing.T, dir string, args ...string) *sandbox {
 	t.Helper()
 	g := NewWithT(t)
-	listening := newLineSignal("sandbox listening on ")
+	listening := childproc.NewLineSignal("sandbox listening on ")
 	p, err := startProcess("sandbox", suite.sandboxBin, filepath.Join(dir, "sandbox.log"), nil, listening,
 		append([]string{"--addr=127.0.0.1:0"}, args...)...)
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { p.stop(10 * time.Second) })
+	t.Cleanup(func() { p.Stop(10 * time.Second) })
 
 	var base string
-	g.Eventually(listening.found, 30*time.Second).Should(Receive(&base),
-		"the sandbox did not print its address; its log:\n%s", p.readLog())
+	g.Eventually(listening.Found(), 30*time.Second).Should(Receive(&base),
+		"the sandbox did not print its address; its log:\n%s", p.ReadLog())
 	g.Expect(base).To(HavePrefix("http://127.0.0.1:"))
 	return &sandbox{proc: p, base: base, http: &http.Client{Timeout: 10 * time.Second}}
 }

@@ -319,8 +319,8 @@ func (s *scenario) startManager(o managerOptions) *process {
 		[]string{"KUBECONFIG=" + suite.cp.kubeconfig, "POD_NAME=" + pod}, nil, args...)
 	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
 	recordManagerLog(logPath)
-	s.t.Cleanup(func() { p.stop(10 * time.Second) })
-	s.t.Logf("scenario %s: started manager %s (pid %d, %s)", s.name, pod, p.pid(), strings.Join(args, " "))
+	s.t.Cleanup(func() { p.Stop(10 * time.Second) })
+	s.t.Logf("scenario %s: started manager %s (pid %d, %s)", s.name, pod, p.Pid(), strings.Join(args, " "))
 	return p
 }
 
