@@ -144,10 +144,3 @@ func (w *writtenVersions) forget(key types.NamespacedName) {
 	defer w.mu.Unlock()
 	delete(w.versions, key)
 }
-
-// size is the number of remembered jobs.
-func (w *writtenVersions) size() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.versions)
-}
