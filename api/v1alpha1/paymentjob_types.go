@@ -253,6 +253,12 @@ type PaymentJobStatus struct {
 	// +optional
 	Claim *Claim `json:"claim,omitempty"`
 
+	// provider identifies where the idempotency key was first sent: the
+	// PaymentProvider object and the account behind it. A later attempt
+	// that would reach another never charges.
+	// +optional
+	Provider *ProviderIdentity `json:"provider,omitempty"`
+
 	// providerResponse is the provider's answer once the charge succeeded.
 	// +optional
 	ProviderResponse *ProviderResponse `json:"providerResponse,omitempty"`
@@ -279,6 +285,25 @@ type PaymentJobStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ProviderIdentity names the provider account a payment was sent to.
+type ProviderIdentity struct {
+	// uid of the PaymentProvider object.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	UID string `json:"uid"`
+
+	// endpoint is the Stripe API base or the HTTP service's url.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// account is the provider's identifier of the account, such as Stripe's
+	// acct_..., when the provider names one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Account string `json:"account,omitempty"`
 }
 
 // PaymentJob is one payment, made at its provider exactly once.

@@ -64,6 +64,55 @@ type HTTPProvider struct {
 	// Authorization header.
 	// +optional
 	SecretKeyRef *SecretKeyReference `json:"secretKeyRef,omitempty"`
+
+	// lookupURL is the service's optional lookup endpoint (see the HTTP
+	// contract in docs/providers.md): GET with the keys in the query, it
+	// answers every charge held under them. Without it the operator cannot
+	// find a charge whose key the service forgot, so the service must keep
+	// its keys as long as manifests can come back (from Git, a backup, a
+	// rebuilt cluster), and it names no account, so only the url identifies
+	// where a payment was sent.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	LookupURL string `json:"lookupURL,omitempty"`
+}
+
+// LookupPolicy says when a job's key is looked up at the provider.
+// +kubebuilder:validation:Enum=BeforeFirstCharge;Never
+type LookupPolicy string
+
+const (
+	// LookupBeforeFirstCharge looks every job's key up before its first
+	// charge, and records a charge found instead of making another.
+	LookupBeforeFirstCharge LookupPolicy = "BeforeFirstCharge"
+	// LookupNever never looks a key up before the first charge.
+	LookupNever LookupPolicy = "Never"
+)
+
+// ProviderLookup configures the lookups of a provider that can find charges
+// by their idempotency key (Stripe; an HTTP service with a lookupURL).
+type ProviderLookup struct {
+	// policy is BeforeFirstCharge (the default): before a job's first
+	// charge its key is looked up, and a charge found is recorded instead of
+	// making another one. This is what keeps a manifest that comes back after
+	// the provider forgot its key (Stripe: 24 hours), from Git, a backup or a
+	// rebuilt cluster, from being charged again.
+	// Never turns that off and loses exactly that protection: a job created
+	// again after the provider forgot its key is charged again. Jobs
+	// Processing for longer than the provider's key memory are still looked
+	// up before they are retried, whatever the policy.
+	// +optional
+	// +kubebuilder:default=BeforeFirstCharge
+	Policy LookupPolicy `json:"policy,omitempty"`
+
+	// requestsPerSecond limits the lookup requests, apart from the charge
+	// requests of spec.requestsPerSecond; one request looks up to 10 keys
+	// up. Defaults to 20, Stripe's search limit in live mode.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	RequestsPerSecond *int32 `json:"requestsPerSecond,omitempty"`
 }
 
 // PaymentProviderSpec configures one payment provider account. Exactly one of
@@ -92,6 +141,11 @@ type PaymentProviderSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	Burst *int32 `json:"burst,omitempty"`
+
+	// lookup configures how charges are looked up by their key before a
+	// job's first charge. On by default for providers that support it.
+	// +optional
+	Lookup *ProviderLookup `json:"lookup,omitempty"`
 
 	// timeoutSeconds bounds one call to the provider. Defaults to the
 	// manager's --provider-timeout, and is always kept shorter than the

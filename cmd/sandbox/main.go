@@ -20,6 +20,14 @@ limitations under the License.
 // sk_test_ key and therefore listens on a loopback address only, unless told
 // otherwise.
 //
+// It also serves the operator's generic HTTP contract under /http/charges.
+// Flags shape it like a real provider: --account-id names the account,
+// --search-lag delays search like Stripe's index, --write-rate and
+// --search-rate (or --live-rate-limits, Stripe's live-mode limits, where an
+// explicit rate wins over the preset) answer 429 beyond a rate, and
+// --idempotency=false charges every request, to prove that a client never
+// sends the same payment twice.
+//
 // It prints "sandbox listening on http://ADDR" on stdout once it listens,
 // logs one line per request on stderr, and stops gracefully on SIGINT or
 // SIGTERM. Invalid flags exit with status 2.
@@ -32,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -83,6 +92,10 @@ type config struct {
 	addr             string
 	allowNonLoopback bool
 	faults           sandbox.Faults
+	account          string
+	idempotency      bool
+	searchLag        time.Duration
+	limits           sandbox.RateLimits
 }
 
 // parseFlags parses the command line; it returns a nil config, and prints
@@ -102,6 +115,20 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		"The probability, 0 to 1, that a request with a new key charges and then fails with a 500.")
 	fs.Float64Var(&c.faults.RateLimit, "rate-limit", 0, "The probability, 0 to 1, that a request is refused with a 429.")
 	fs.DurationVar(&c.faults.RetryAfter, "retry-after", sandbox.DefaultRetryAfter, "The Retry-After of rate limits.")
+	fs.StringVar(&c.account, "account-id", "",
+		"The account the sandbox answers to (GET /v1/account); acct_ and 16 random letters and digits when empty.")
+	fs.BoolVar(&c.idempotency, "idempotency", true,
+		"Honour idempotency keys. With --idempotency=false every create request is a new charge, "+
+			"which proves that a client never sends the same payment twice.")
+	fs.DurationVar(&c.searchLag, "search-lag", 0,
+		"How long a new payment intent stays invisible to search and lookups, like Stripe's search index.")
+	fs.Float64Var(&c.limits.Writes, "write-rate", 0,
+		"The create requests per second accepted, with a burst of the rate rounded up; beyond, 429. 0 is unlimited.")
+	fs.Float64Var(&c.limits.Searches, "search-rate", 0,
+		"The search and lookup requests per second accepted, with a burst of the rate rounded up; beyond, 429. 0 is unlimited.")
+	live := fs.Bool("live-rate-limits", false,
+		"Stripe's live-mode rate limits: 100 writes and 20 searches per second. "+
+			"An explicit --write-rate or --search-rate wins over its part of the preset.")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -115,6 +142,20 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
 	}
+	if *live {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		preset := sandbox.LiveRateLimits()
+		if !set["write-rate"] {
+			c.limits.Writes = preset.Writes
+		}
+		if !set["search-rate"] {
+			c.limits.Searches = preset.Searches
+		}
+	}
+	if c.searchLag < 0 {
+		return nil, usageError{fmt.Errorf("--search-lag must not be negative, got %s", c.searchLag)}
+	}
 	for _, p := range []struct {
 		flag  string
 		value float64
@@ -126,6 +167,18 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		// Written so that NaN is refused too.
 		if !(p.value >= 0 && p.value <= 1) {
 			return nil, usageError{fmt.Errorf("--%s must be a probability between 0 and 1, got %v", p.flag, p.value)}
+		}
+	}
+	for _, r := range []struct {
+		flag  string
+		value float64
+	}{
+		{"write-rate", c.limits.Writes},
+		{"search-rate", c.limits.Searches},
+	} {
+		if !(r.value >= 0 && r.value <= math.MaxFloat64) {
+			return nil, usageError{fmt.Errorf("--%s must be a finite number of requests per second, 0 or more, got %v",
+				r.flag, r.value)}
 		}
 	}
 	if !c.allowNonLoopback {
@@ -157,8 +210,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil || cfg == nil {
 		return err
 	}
-	engine := sandbox.NewEngine()
+	opts := []sandbox.Option{sandbox.WithIdempotency(cfg.idempotency), sandbox.WithSearchLag(cfg.searchLag)}
+	if cfg.account != "" {
+		opts = append(opts, sandbox.WithAccount(cfg.account))
+	}
+	engine := sandbox.NewEngine(opts...)
 	if err := engine.SetFaults(cfg.faults); err != nil {
+		return usageError{err}
+	}
+	if err := engine.SetRateLimits(cfg.limits); err != nil {
 		return usageError{err}
 	}
 
@@ -184,7 +244,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info("Serving sandbox", "addr", ln.Addr().String(), "errorBeforeCommit", cfg.faults.ErrorBeforeCommit,
 		"errorAfterCommit", cfg.faults.ErrorAfterCommit, "rateLimit", cfg.faults.RateLimit,
-		"retryAfter", cfg.faults.RetryAfter, "latencyMin", cfg.faults.LatencyMin, "latencyMax", cfg.faults.LatencyMax)
+		"retryAfter", cfg.faults.RetryAfter, "latencyMin", cfg.faults.LatencyMin, "latencyMax", cfg.faults.LatencyMax,
+		"account", engine.Account(), "idempotency", cfg.idempotency, "searchLag", cfg.searchLag,
+		"writeRate", cfg.limits.Writes, "searchRate", cfg.limits.Searches)
 	if _, err := fmt.Fprintf(stdout, "sandbox listening on http://%s\n", ln.Addr()); err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("cannot announce the address: %w", err)

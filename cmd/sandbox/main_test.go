@@ -28,6 +28,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
 )
 
 // timeout bounds every wait of these tests.
@@ -56,6 +58,12 @@ func TestRunRefusesInvalidCommandLines(t *testing.T) {
 		{name: "negative duration", args: []string{"--retry-after", "-1s"}, wantErr: "must not be negative"},
 		{name: "latency min above max", args: []string{"--latency-min", "1s", "--latency-max", "5ms"},
 			wantErr: "latencyMax 5ms is less than latencyMin 1s"},
+		{name: "negative write rate", args: []string{"--write-rate", "-1"},
+			wantErr: "--write-rate must be a finite number of requests per second, 0 or more, got -1"},
+		{name: "NaN search rate", args: []string{"--search-rate", "NaN"}, wantErr: "--search-rate"},
+		{name: "infinite search rate", args: []string{"--live-rate-limits", "--search-rate", "+Inf"}, wantErr: "--search-rate"},
+		{name: "negative search lag", args: []string{"--search-lag", "-1s"}, wantErr: "--search-lag must not be negative"},
+		{name: "idempotency not a bool", args: []string{"--idempotency=maybe"}, wantErr: "-idempotency"},
 		{name: "unknown flag", args: []string{"--port", "12111"}, wantErr: "flag provided but not defined: -port"},
 		{name: "positional argument", args: []string{"serve"}, wantErr: "unexpected arguments"},
 	}
@@ -75,6 +83,43 @@ func TestRunRefusesInvalidCommandLines(t *testing.T) {
 	}
 }
 
+func TestParseFlagsShapesTheProvider(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name            string
+		args            []string
+		wantLimits      sandbox.RateLimits
+		wantAccount     string
+		wantIdempotency bool
+		wantSearchLag   time.Duration
+	}{
+		{name: "defaults", wantIdempotency: true},
+		{name: "live rate limits", args: []string{"--live-rate-limits"},
+			wantLimits: sandbox.RateLimits{Writes: 100, Searches: 20}, wantIdempotency: true},
+		{name: "an explicit rate wins over the preset", args: []string{"--live-rate-limits", "--search-rate", "5"},
+			wantLimits: sandbox.RateLimits{Writes: 100, Searches: 5}, wantIdempotency: true},
+		{name: "an explicit zero lifts its part of the preset", args: []string{"--write-rate=0", "--live-rate-limits"},
+			wantLimits: sandbox.RateLimits{Searches: 20}, wantIdempotency: true},
+		{name: "rates", args: []string{"--write-rate", "2.5", "--search-rate", "1"},
+			wantLimits: sandbox.RateLimits{Writes: 2.5, Searches: 1}, wantIdempotency: true},
+		{name: "account, idempotency off and lag",
+			args:        []string{"--account-id", "acct_cli", "--idempotency=false", "--search-lag", "90s"},
+			wantAccount: "acct_cli", wantSearchLag: 90 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			cfg, err := parseFlags(tt.args, io.Discard)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cfg.limits).To(Equal(tt.wantLimits))
+			g.Expect(cfg.account).To(Equal(tt.wantAccount))
+			g.Expect(cfg.idempotency).To(Equal(tt.wantIdempotency))
+			g.Expect(cfg.searchLag).To(Equal(tt.wantSearchLag))
+		})
+	}
+}
+
 func TestCheckLoopbackAcceptsLoopbackAddresses(t *testing.T) {
 	t.Parallel()
 	for _, addr := range []string{"127.0.0.1:12111", "127.0.0.2:0", "[::1]:0", "localhost:12111"} {
@@ -88,7 +133,9 @@ func TestRunPrintsUsageOnHelp(t *testing.T) {
 	var stdout bytes.Buffer
 	g.Expect(run(context.Background(), []string{"-h"}, &stdout)).To(Succeed())
 	g.Expect(stdout.String()).To(And(ContainSubstring("-addr"), ContainSubstring("-allow-non-loopback"),
-		ContainSubstring("-rate-limit")))
+		ContainSubstring("-rate-limit"), ContainSubstring("-account-id"), ContainSubstring("-idempotency"),
+		ContainSubstring("-search-lag"), ContainSubstring("-write-rate"), ContainSubstring("-search-rate"),
+		ContainSubstring("-live-rate-limits")))
 }
 
 func TestExitCodeOfOtherErrorsIsOne(t *testing.T) {
@@ -113,7 +160,8 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--rate-limit", "0.25", "--latency-max", "2ms"}, pw)
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--rate-limit", "0.25", "--latency-max", "2ms",
+			"--account-id", "acct_cli", "--idempotency=false", "--live-rate-limits"}, pw)
 		_ = pw.Close()
 	}()
 
@@ -124,14 +172,37 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	base := strings.TrimSpace(strings.TrimPrefix(line, "sandbox listening on "))
 
 	client := &http.Client{Timeout: timeout}
+	// Idempotency is off: the same charge twice is two charges. The random
+	// rate limit fault may refuse some; retry until two went through.
+	charged := 0
+	for range 100 {
+		if charged == 2 {
+			break
+		}
+		req, err := http.NewRequest(http.MethodPost, base+"/http/charges", strings.NewReader(
+			`{"amount": 100, "currency": "eur", "paymentMethod": "pm_card_visa"}`))
+		g.Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Idempotency-Key", "ns/twice")
+		res, err := client.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Body.Close()).To(Succeed())
+		if res.StatusCode == http.StatusCreated {
+			charged++
+		} else {
+			g.Expect(res.StatusCode).To(Equal(http.StatusTooManyRequests))
+		}
+	}
+	g.Expect(charged).To(Equal(2))
+
 	res, err := client.Get(base + "/_sandbox/stats")
 	g.Expect(err).NotTo(HaveOccurred())
 	var stats map[string]any
 	g.Expect(json.NewDecoder(res.Body).Decode(&stats)).To(Succeed())
 	g.Expect(res.Body.Close()).To(Succeed())
 	g.Expect(res.StatusCode).To(Equal(http.StatusOK))
-	g.Expect(stats).To(HaveKeyWithValue("charges", BeEquivalentTo(0)))
-	g.Expect(stats).To(HaveKey("chargesByKey"))
+	g.Expect(stats).To(HaveKeyWithValue("charges", BeEquivalentTo(2)))
+	g.Expect(stats).To(HaveKeyWithValue("chargesByKey", HaveKeyWithValue("ns/twice", BeEquivalentTo(2))))
+	g.Expect(stats).To(HaveKeyWithValue("account", "acct_cli"))
 
 	res, err = client.Get(base + "/_sandbox/faults")
 	g.Expect(err).NotTo(HaveOccurred())

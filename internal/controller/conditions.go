@@ -52,6 +52,26 @@ const (
 	// ReasonRequestChanged: the request no longer matches the one recorded at
 	// the first claim; the job is not charged again.
 	ReasonRequestChanged = "RequestChanged"
+	// ReasonLookupFailed: the provider could not be asked whether it holds a
+	// charge under the job's key; the job is not charged until it answers.
+	ReasonLookupFailed = "LookupFailed"
+	// ReasonChargeMismatch: the provider holds a charge under the job's key
+	// that was made for another request; the job is not charged.
+	ReasonChargeMismatch = "ChargeMismatch"
+	// ReasonProviderChanged: the job's provider no longer reaches the
+	// account (or object, or endpoint) its key was first sent to; the job is
+	// not charged there.
+	ReasonProviderChanged = "ProviderChanged"
+	// ReasonKeyMismatch: status.idempotencyKey is not the key derived from
+	// the namespace and spec; the job is not charged.
+	ReasonKeyMismatch = "KeyMismatch"
+	// ReasonUncertainRefusal: a retry was refused as invalid or as a reused
+	// key, but an earlier attempt had no answer and may have charged; the
+	// job is not failed.
+	ReasonUncertainRefusal = "UncertainRefusal"
+	// ReasonFoundAtProvider: the provider already held this job's charge
+	// (found by its key, or settled); no money moved again.
+	ReasonFoundAtProvider = "FoundAtProvider"
 	// ReasonSucceeded: the provider confirmed the charge.
 	ReasonSucceeded = "Succeeded"
 	// ReasonReplayed: the provider answered with the saved outcome of an

@@ -16,6 +16,8 @@ limitations under the License.
 
 package controller
 
+import "time"
+
 // Client-side limits of the manager's requests to the API server, the
 // defaults of --kube-api-qps and --kube-api-burst. A job costs four writes
 // and no reads (reads come from the cache), so these allow well over a
@@ -24,4 +26,22 @@ package controller
 const (
 	DefaultKubeAPIQPS   = 500
 	DefaultKubeAPIBurst = 1000
+)
+
+// DefaultLookupRequestsPerSecond limits a provider's lookup requests when
+// spec.lookup.requestsPerSecond is unset: Stripe's search limit in live mode.
+// One request looks up to payment.MaxLookupKeys keys up.
+const DefaultLookupRequestsPerSecond = 20
+
+// Lookup batching: a batch waits up to lookupBatchWindow for more keys
+// unless it is full, and a result is reused for lookupResultTTL (a failure
+// for lookupFailureTTL, or the provider's Retry-After) before the key is
+// looked up again.
+const (
+	lookupBatchWindow = 20 * time.Millisecond
+	lookupResultTTL   = 30 * time.Second
+	lookupFailureTTL  = time.Second
+	// lookupWakeBackstop requeues a job waiting for its lookup, in case
+	// the wake-up is lost.
+	lookupWakeBackstop = 10 * time.Second
 )

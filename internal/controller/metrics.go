@@ -30,6 +30,13 @@ const (
 	outcomeTransient = "transient"
 )
 
+// Results of a key's lookup, the label of paymentjob_lookup_keys_total.
+const (
+	lookupFound  = "found"
+	lookupNone   = "none"
+	lookupFailed = "failed"
+)
+
 var (
 	chargesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paymentjob_charges_total",
@@ -41,8 +48,28 @@ var (
 	})
 	claimConflictsTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "paymentjob_claim_conflicts_total",
-		Help: "Writes refused with a resourceVersion conflict (stale cache or another replica); each was requeued and charged nothing.",
+		Help: "Claim writes refused with a resourceVersion conflict (stale cache or another replica); each was requeued and charged nothing.",
 	})
+	writeConflictsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_write_conflicts_total",
+		Help: "Writes of any kind (claims, finalizers, outcomes, progress) refused with a resourceVersion conflict; each was requeued.",
+	})
+	claimLostTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_claim_lost_total",
+		Help: "Outcomes not written because another process took the claim over during the provider call; the new holder replays the outcome.",
+	})
+	lookupRequestsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_lookup_requests_total",
+		Help: "Lookup requests sent to providers; one request looks up to 10 keys up.",
+	})
+	lookupKeysTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentjob_lookup_keys_total",
+		Help: "Keys looked up at providers by result: found (the provider holds a charge under it), none, failed.",
+	}, []string{"result"})
+	stalledTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentjob_stalled_total",
+		Help: "Jobs stopped without a charge because charging could pay twice, by reason: ProviderChanged, ChargeMismatch, KeyMismatch, RequestChanged, UncertainRefusal.",
+	}, []string{"reason"})
 	staleSkipsTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "paymentjob_stale_cache_skips_total",
 		Help: "Reconciles skipped because the cached job was older than this process's own last write of it.",
@@ -59,6 +86,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(chargesTotal, replaysTotal, claimConflictsTotal,
+	metrics.Registry.MustRegister(chargesTotal, replaysTotal, claimConflictsTotal, writeConflictsTotal, claimLostTotal,
+		lookupRequestsTotal, lookupKeysTotal, stalledTotal,
 		skippedTerminalTotal, staleSkipsTotal, reconcileDuration)
 }

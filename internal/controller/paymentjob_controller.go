@@ -39,9 +39,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
@@ -125,6 +127,8 @@ type PaymentJobReconciler struct {
 	// MaxConcurrentReconciles is the number of jobs worked on at once.
 	MaxConcurrentReconciles int
 
+	// wakeups brings back jobs whose lookup was answered.
+	wakeups chan event.GenericEvent
 	// written remembers the resourceVersion of this process's latest write
 	// of each job, so that older cached copies are skipped.
 	written writtenVersions
@@ -181,7 +185,7 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if apierrors.IsConflict(err) {
 		// A stale cache or another replica moved the job first. Nothing was
 		// charged on the strength of the stale copy; look again.
-		claimConflictsTotal.Inc()
+		writeConflictsTotal.Inc()
 		log.FromContext(ctx).V(1).Info("Write conflict, requeueing", "phase", phase)
 		return ctrl.Result{RequeueAfter: jitter(100 * time.Millisecond)}, nil
 	}
@@ -190,7 +194,8 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // admit handles a job that has not been claimed: new or Pending. It waits
 // while the job is suspended, past its deadline or its provider is not ready,
-// and otherwise claims it and charges.
+// and, where the provider can, while its key is looked up; then it claims
+// the job and charges, or records the charge the lookup found.
 func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
 	if !job.DeletionTimestamp.IsZero() {
 		// Never claimed, so nothing is in flight: let it go.
@@ -218,6 +223,9 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 			reason: ReasonSuspended, message: "spec.suspend is true; set it to false to charge",
 		})
 	}
+	if stall := checkRecordedKey(job); stall != nil {
+		return ctrl.Result{}, r.stall(ctx, job, *stall)
+	}
 	target, waiting, err := r.resolveProvider(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -226,13 +234,41 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		// The PaymentProvider watch brings the job back when it changes.
 		return ctrl.Result{RequeueAfter: wait}, r.setPending(ctx, job, *waiting)
 	}
-	return r.claimAndCharge(ctx, job, target, ReasonClaimed)
+	if !target.lookupFirst {
+		return r.claimAndAct(ctx, job, target, ReasonClaimed, payment.Verdict{Action: payment.ActionCharge})
+	}
+
+	// The cluster may not remember this payment (a manifest re-created
+	// from Git, a rebuilt cluster) and the provider may have forgotten its
+	// key: ask the provider for charges under the key before the first one.
+	key, req := sentKey(job), chargeRequest(job)
+	found, ok := target.lookups.result(key, job.UID)
+	if !ok {
+		// Batched with other jobs' keys; this job is woken when the answer
+		// is there and holds no worker meanwhile.
+		target.lookups.submit(key, job.UID, r.wake(job))
+		return ctrl.Result{RequeueAfter: lookupWakeBackstop}, nil
+	}
+	if found.err != nil {
+		// Unsure whether it charged: never charge on a failed lookup.
+		return ctrl.Result{RequeueAfter: jitter(max(found.expires.Sub(now), lookupFailureTTL))},
+			r.setPending(ctx, job, progress{reason: ReasonLookupFailed, message: truncate(fmt.Sprintf(
+				"Cannot look the idempotency key up at the provider, so not charging yet: %v", found.err), maxMessageLength)})
+	}
+	verdict := payment.Decide(found.found, payment.RequestHash(key, req), req)
+	if verdict.Action == payment.ActionStall {
+		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch,
+			message: "Not charging: " + verdict.Reason + "; delete this job, or use another idempotency key"})
+	}
+	return r.claimAndAct(ctx, job, target, ReasonClaimed, verdict)
 }
 
 // resume handles a Processing job: the charge may already have happened. It
 // waits for another holder's claim to expire and for the backoff after a
-// failed attempt, then claims again and charges with the same key, so the
-// provider replays an earlier success instead of charging twice.
+// failed attempt, checks that the job would reach the provider account its
+// key was first sent to, then claims again and charges with the same key
+// (the provider replays an earlier success instead of charging twice), or
+// settles the charge the provider already holds.
 func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
 	if job.DeletionTimestamp.IsZero() {
 		if err := r.ensureFinalizer(ctx, job); err != nil {
@@ -252,6 +288,9 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 			return ctrl.Result{RequeueAfter: notBefore.Sub(now)}, nil
 		}
 	}
+	if stall := checkRecordedKey(job); stall != nil {
+		return ctrl.Result{}, r.stall(ctx, job, *stall)
+	}
 
 	target, waiting, err := r.resolveProvider(ctx, job)
 	if err != nil {
@@ -262,12 +301,29 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 		delay := r.retryDelay(job)
 		return ctrl.Result{RequeueAfter: jitter(delay)}, r.writeProgress(ctx, job, *waiting)
 	}
-	return r.claimAndCharge(ctx, job, target, reason)
+	if recorded := job.Status.Provider; recorded != nil {
+		if same, why := sameProvider(*recorded, target.id, target.identity.accountsOnly); !same {
+			// The same key at another account is a new charge there.
+			return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonProviderChanged, message: truncate(fmt.Sprintf(
+				"Not charging: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
+					"Point the provider back at the first account, or resolve the payment there by hand",
+				describeIdentity(*recorded), job.Spec.ProviderRef.Name, describeIdentity(target.id), why), maxMessageLength)})
+		}
+	}
+	verdict := payment.Verdict{Action: payment.ActionCharge}
+	if resp := job.Status.ProviderResponse; resp != nil && resp.ID != "" {
+		// The provider already holds this job's charge, not final yet:
+		// settle it, never charge around it.
+		verdict = payment.Verdict{Action: payment.ActionSettle, Charge: payment.Found{Outcome: payment.Outcome{ID: resp.ID}}}
+	}
+	return r.claimAndAct(ctx, job, target, reason, verdict)
 }
 
 // target is the provider a job charges through, resolved for one pass.
 type target struct {
 	Resolved
+	// id is where the provider sends keys.
+	id      paymentsv1alpha1.ProviderIdentity
 	timeout time.Duration
 }
 
@@ -305,14 +361,22 @@ func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *payment
 	if limit := r.ClaimLease * 9 / 10; timeout > limit {
 		timeout = limit
 	}
-	return &target{Resolved: resolved, timeout: timeout}, nil, nil
+	idCtx, cancel := context.WithTimeout(ctx, timeout)
+	id, err := resolved.Identity(idCtx)
+	cancel()
+	if err != nil {
+		return nil, &progress{reason: ReasonProviderNotReady, message: truncate(
+			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), maxMessageLength)}, nil
+	}
+	return &target{Resolved: resolved, id: id, timeout: timeout}, nil, nil
 }
 
-// claimAndCharge takes a token from the provider's rate limit, writes a claim
-// on the resourceVersion the decision was made on and, only if that write
-// succeeds, calls the provider.
-func (r *PaymentJobReconciler) claimAndCharge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, reason string) (ctrl.Result, error) {
-	if t.Limiter != nil {
+// claimAndAct writes a claim on the resourceVersion the decision was made on
+// and, only if that write succeeds, acts on the verdict: charges (after a
+// token from the provider's rate limit), settles the charge the provider
+// holds, or records the charge a lookup found.
+func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, reason string, verdict payment.Verdict) (ctrl.Result, error) {
+	if t.Limiter != nil && verdict.Action == payment.ActionCharge {
 		// A job waiting for a token does not hold a worker, nor a claim.
 		now := r.Clock.Now()
 		reservation := t.Limiter.ReserveN(now, 1)
@@ -321,19 +385,15 @@ func (r *PaymentJobReconciler) claimAndCharge(ctx context.Context, job *payments
 			return ctrl.Result{RequeueAfter: delay}, nil
 		}
 	}
-	key := job.Status.IdempotencyKey
-	if key == "" {
-		key = payment.SentKey(job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
-	}
+	key := sentKey(job)
 	req := chargeRequest(job)
 	hash := payment.RequestHash(key, req)
 	if job.Status.RequestHash != "" && job.Status.RequestHash != hash {
 		// The provider would refuse another request under this key, or worse,
 		// a changed key would charge again. Never charge; ask for attention.
-		return ctrl.Result{}, r.writeProgress(ctx, job, progress{
+		return ctrl.Result{}, r.stall(ctx, job, progress{
 			reason:  ReasonRequestChanged,
 			message: "The request no longer matches the one recorded at the first claim; not charging again",
-			stalled: true,
 		})
 	}
 
@@ -347,13 +407,25 @@ func (r *PaymentJobReconciler) claimAndCharge(ctx context.Context, job *payments
 		AcquiredAt: metav1.NewMicroTime(now),
 		ExpiresAt:  metav1.NewMicroTime(now.Add(r.ClaimLease)),
 	}
+	if job.Status.Provider == nil {
+		// The first claim, or one by a version that did not record it.
+		id := t.id
+		job.Status.Provider = &id
+	}
 	if job.Status.StartedAt == nil {
 		job.Status.StartedAt = &metav1.Time{Time: now}
+	}
+	if verdict.Action == payment.ActionSettle && job.Status.ProviderResponse == nil {
+		// Remembered, so that every later attempt settles this charge too.
+		job.Status.ProviderResponse = responseOf(verdict.Charge.Outcome)
 	}
 	note := fmt.Sprintf("Attempt %d claimed by %s until %s", job.Status.Attempts, r.Holder,
 		job.Status.Claim.ExpiresAt.UTC().Format(time.RFC3339))
 	setConditions(job, progress{reason: reason, message: note})
 	if err := r.Client.Status().Update(ctx, job); err != nil {
+		if apierrors.IsConflict(err) {
+			claimConflictsTotal.Inc()
+		}
 		return ctrl.Result{}, fmt.Errorf("cannot claim payment job: %w", err)
 	}
 	if reason == ReasonClaimTakenOver || job.Status.Attempts > 1 {
@@ -363,27 +435,73 @@ func (r *PaymentJobReconciler) claimAndCharge(ctx context.Context, job *payments
 		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, reason, "Claim", "%s", note)
 	}
 
-	return r.charge(ctx, job, t, key, req)
+	switch verdict.Action {
+	case payment.ActionRecord:
+		// Charged before this object existed (or before this cluster did):
+		// the provider is the memory.
+		o := verdict.Charge.Outcome
+		o.Replayed = true
+		log.FromContext(ctx).Info("Found the charge by its idempotency key before charging", "charge", o.ID)
+		return r.recordOutcome(ctx, job, o, true, nil)
+	case payment.ActionSettle:
+		return r.settle(ctx, job, t, key, verdict.Charge.ID)
+	}
+	return r.charge(ctx, job, t, key, req, hash)
 }
 
 // charge calls the provider under the claim just written and records what it
 // answered.
-func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key string, req payment.ChargeRequest) (ctrl.Result, error) {
+func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key string, req payment.ChargeRequest, hash string) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	logger.V(1).Info("Charging payment", "attempt", job.Status.Attempts, "amount", req.Amount, "currency", req.Currency)
 	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	outcome, err := r.chargeOrFind(callCtx, job, t.Provider, key, req)
-	cancel()
+	defer cancel()
+	outcome, found, err := r.chargeOrFind(callCtx, job, t, key, req, hash)
+	return r.recordOutcome(ctx, job, outcome, found, err)
+}
 
+// settle reads the charge the provider holds for this job until it is
+// final, under the claim just written; it never creates another.
+func (r *PaymentJobReconciler) settle(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key, id string) (ctrl.Result, error) {
+	looker, ok := t.Provider.(payment.Looker)
+	if !ok {
+		return r.recordUncertain(ctx, job, fmt.Errorf("charge %s is not final and PaymentProvider %q cannot read it",
+			id, job.Spec.ProviderRef.Name))
+	}
+	log.FromContext(ctx).V(1).Info("Settling payment", "attempt", job.Status.Attempts, "charge", id)
+	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	o, err := looker.Settle(callCtx, key, id)
+	if err == nil {
+		o.Replayed = true
+	}
+	return r.recordOutcome(ctx, job, o, true, err)
+}
+
+// recordOutcome records what a provider call answered: Completed on
+// success, Failed on a definitive refusal, and otherwise Processing with a
+// retry. found marks an outcome that no charge of this pass produced.
+func (r *PaymentJobReconciler) recordOutcome(ctx context.Context, job *paymentsv1alpha1.PaymentJob, outcome payment.Outcome, found bool, err error) (ctrl.Result, error) {
+	if errors.Is(err, errChargeMismatch) {
+		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: truncate("Not charging: "+err.Error(), maxMessageLength)})
+	}
 	if err == nil {
 		chargesTotal.WithLabelValues(outcomeSucceeded).Inc()
 		if outcome.Replayed {
 			replaysTotal.Inc()
 		}
-		return ctrl.Result{}, r.recordSuccess(ctx, job, outcome)
+		return ctrl.Result{}, r.recordSuccess(ctx, job, outcome, found)
 	}
 	if refusal, ok := payment.IsRefusal(err); ok {
 		chargesTotal.WithLabelValues(refusalOutcome(refusal)).Inc()
+		if job.Status.Attempts > 1 && !errors.Is(refusal, payment.ErrDeclined) {
+			// An earlier attempt had no answer and may have charged; this
+			// refusal speaks for this request only. Never write Failed.
+			return ctrl.Result{RequeueAfter: jitter(r.Backoff.Max)}, r.stall(ctx, job, progress{
+				reason: ReasonUncertainRefusal, message: truncate(fmt.Sprintf(
+					"The provider refused attempt %d (%s: %s), but an earlier attempt had no answer and may have charged; "+
+						"not failing the payment. Check it at the provider", job.Status.Attempts, refusal.Reason, refusal.Message), maxMessageLength)})
+		}
 		return ctrl.Result{}, r.recordRefusal(ctx, job, refusal)
 	}
 	chargesTotal.WithLabelValues(outcomeTransient).Inc()
@@ -393,32 +511,44 @@ func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1
 // DefaultKeyRetention is a day less than Stripe's 24 hours of key memory.
 const DefaultKeyRetention = 23 * time.Hour
 
+// errChargeMismatch says the provider holds a charge under the key that was
+// made for another request.
+var errChargeMismatch = errors.New("charge made for another request")
+
 // chargeOrFind calls Charge; but when the job has been Processing for longer
-// than the provider remembers keys, it first looks the charge up by its key,
-// so a provider that forgot the key is not asked to charge a second time.
-func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p payment.Provider, key string, req payment.ChargeRequest) (payment.Outcome, error) {
-	looker, ok := p.(payment.Looker)
+// than the provider remembers keys, it first looks the key up, so a provider
+// that forgot the key is not asked to charge a second time. found is true
+// when the outcome comes from the lookup.
+func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key string, req payment.ChargeRequest, hash string) (payment.Outcome, bool, error) {
 	started := job.Status.StartedAt
-	if ok && r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
-		o, found, err := looker.Lookup(ctx, key)
+	if t.lookups != nil && r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
+		found, err := t.lookups.lookupNow(ctx, key)
 		if err != nil {
 			// Unsure whether it charged: never charge on a failed lookup.
-			return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot look the charge up by its key: %w", err), payment.RetryAfter(err))
+			return payment.Outcome{}, false, payment.Transient(fmt.Errorf("cannot look the charge up by its key: %w", err), payment.RetryAfter(err))
 		}
-		if found {
-			log.FromContext(ctx).Info("Found the charge of a job older than the provider's key memory", "charge", o.ID)
+		verdict := payment.Decide(found, hash, req)
+		switch verdict.Action {
+		case payment.ActionRecord:
+			log.FromContext(ctx).Info("Found the charge of a job older than the provider's key memory", "charge", verdict.Charge.ID)
+			o := verdict.Charge.Outcome
 			o.Replayed = true
-			return o, nil
+			return o, true, nil
+		case payment.ActionSettle:
+			o, err := t.lookups.looker.Settle(ctx, key, verdict.Charge.ID)
+			o.Replayed = err == nil
+			return o, true, err
+		case payment.ActionStall:
+			return payment.Outcome{}, false, fmt.Errorf("%w: %s", errChargeMismatch, verdict.Reason)
 		}
 	}
-	return p.Charge(ctx, key, req)
+	o, err := t.Provider.Charge(ctx, key, req)
+	return o, false, err
 }
 
-// recordSuccess writes Completed with the provider's response, then removes
-// the finalizer.
-func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv1alpha1.PaymentJob, o payment.Outcome) error {
-	now := metav1.NewTime(r.Clock.Now())
-	// The status is bounded whatever a provider answers (see maxIDLength).
+// responseOf is the status's record of a provider's answer, bounded
+// whatever the provider answers (see maxIDLength).
+func responseOf(o payment.Outcome) *paymentsv1alpha1.ProviderResponse {
 	resp := &paymentsv1alpha1.ProviderResponse{
 		ID:       truncate(o.ID, maxIDLength),
 		Status:   truncate(o.Status, maxShortLength),
@@ -429,9 +559,22 @@ func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv
 	if !o.Created.IsZero() {
 		resp.Created = &metav1.Time{Time: o.Created}
 	}
+	return resp
+}
+
+// recordSuccess writes Completed with the provider's response, then removes
+// the finalizer. found marks a charge found at the provider (by a lookup or
+// a settle) rather than answered to this pass's charge request.
+func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv1alpha1.PaymentJob, o payment.Outcome, found bool) error {
+	now := metav1.NewTime(r.Clock.Now())
+	resp := responseOf(o)
 	msg := fmt.Sprintf("Charged %d %s as %s", resp.Amount, resp.Currency, resp.ID)
 	eventReason := ReasonSucceeded
-	if o.Replayed {
+	switch {
+	case found:
+		msg += " (found at the provider under this job's idempotency key; no money moved again)"
+		eventReason = ReasonFoundAtProvider
+	case o.Replayed:
 		msg += " (the provider replayed the outcome of an earlier attempt; no money moved again)"
 		eventReason = ReasonReplayed
 	}
@@ -498,6 +641,7 @@ func (r *PaymentJobReconciler) writeOutcome(ctx context.Context, job *paymentsv1
 		return r.Client.Status().Update(ctx, current)
 	})
 	if errors.Is(err, errClaimLost) {
+		claimLostTotal.Inc()
 		return apierrors.NewConflict(paymentsv1alpha1.GroupVersion.WithResource("paymentjobs").GroupResource(),
 			job.Name, err)
 	}
@@ -571,13 +715,13 @@ func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *payments
 
 // setPending writes phase Pending with the reason, if that changes anything.
 func (r *PaymentJobReconciler) setPending(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p progress) error {
-	previous := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady)
+	previous := readyReason(job)
 	job.Status.Phase = paymentsv1alpha1.PhasePending
 	changed, err := r.updateStatusIfChanged(ctx, job, p)
 	if err != nil || !changed {
 		return err
 	}
-	if previous == nil || previous.Reason != p.reason {
+	if previous != p.reason {
 		eventType := corev1.EventTypeNormal
 		if p.stalled || p.reason == ReasonProviderNotFound || p.reason == ReasonProviderNotReady {
 			eventType = corev1.EventTypeWarning
@@ -658,6 +802,28 @@ func (r *PaymentJobReconciler) finish(ctx context.Context, job *paymentsv1alpha1
 	return nil
 }
 
+// sentKey is the key the job sends: the one derived from its namespace and
+// spec (checkRecordedKey stops a job whose status says otherwise).
+func sentKey(job *paymentsv1alpha1.PaymentJob) string {
+	return payment.SentKey(job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
+}
+
+// wakeupBuffer is how many answered lookups may wait for the controller.
+const wakeupBuffer = 1024
+
+// wake returns the function that brings the job back to a worker once its
+// lookup is answered. It never blocks the lookup: a wake-up that does not
+// fit is left to the job's backstop requeue.
+func (r *PaymentJobReconciler) wake(job *paymentsv1alpha1.PaymentJob) func() {
+	ref := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}
+	return func() {
+		select {
+		case r.wakeups <- event.GenericEvent{Object: ref}:
+		default:
+		}
+	}
+}
+
 // chargeRequest is the request the job sends, the same on every attempt.
 func chargeRequest(job *paymentsv1alpha1.PaymentJob) payment.ChargeRequest {
 	return payment.ChargeRequest{
@@ -728,8 +894,10 @@ func (r *PaymentJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("cannot index payment jobs by provider: %w", err)
 	}
+	r.wakeups = make(chan event.GenericEvent, wakeupBuffer)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&paymentsv1alpha1.PaymentJob{}).
+		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{})).
 		Watches(&paymentsv1alpha1.PaymentProvider{}, handler.EnqueueRequestsFromMapFunc(r.jobsWaitingFor)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		Named("paymentjob").

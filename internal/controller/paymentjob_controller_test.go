@@ -354,12 +354,16 @@ func onFirstOutcomeWrite(done *atomic.Bool, before func(context.Context, *paymen
 	}
 }
 
+// TestTwoManagersAtOnceChargeEachJobOnce runs two managers on the same
+// jobs against a sandbox WITHOUT idempotency: every create request is a new
+// charge, so only exclusive claims keep charges equal to jobs. Remove the
+// claim write's resourceVersion check and this test fails.
 func TestTwoManagersAtOnceChargeEachJobOnce(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
+	engine := sandbox.NewEngine(sandbox.WithIdempotency(false))
 	provider := sandbox.NewProvider(engine)
 	a := startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, concurrency: 8})
 	b := startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, concurrency: 8})
@@ -388,6 +392,10 @@ func TestTwoManagersAtOnceChargeEachJobOnce(t *testing.T) {
 
 	stats := engine.Stats()
 	g.Expect(stats.Charges).To(Equal(int64(jobs)), "exactly one charge per job")
+	g.Expect(stats.Requests).To(Equal(int64(jobs)), "exactly one create request per job: claims are exclusive")
+	g.Expect(stats.InFlightConflicts).To(BeZero())
+	g.Expect(a.counter.writes.Load()).To(BeNumerically(">", 0), "manager a took part")
+	g.Expect(b.counter.writes.Load()).To(BeNumerically(">", 0), "manager b took part")
 	g.Expect(stats.ChargesByKey).To(HaveLen(jobs))
 	for key, n := range stats.ChargesByKey {
 		g.Expect(n).To(Equal(1), "key %s charged %d times", key, n)

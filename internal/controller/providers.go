@@ -18,8 +18,12 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"golang.org/x/time/rate"
@@ -30,6 +34,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
 )
 
 // Resolved is a provider ready to charge, with the rate limit that all the
@@ -39,6 +44,65 @@ type Resolved struct {
 	Provider payment.Provider
 	// Limiter is the provider's client-side token bucket; nil is unlimited.
 	Limiter *rate.Limiter
+
+	// lookups batches the provider's lookups; nil when it cannot look
+	// charges up (it is not a payment.Looker).
+	lookups *lookupBatcher
+	// lookupFirst says every job is looked up before its first charge.
+	lookupFirst bool
+	// identity names where the provider sends keys.
+	identity *identity
+}
+
+// Identity returns the PaymentProvider's UID, its endpoint and, for
+// providers that name one, the account behind its credentials. The account
+// is asked once per provider configuration; a failure is not remembered.
+func (r Resolved) Identity(ctx context.Context) (paymentsv1alpha1.ProviderIdentity, error) {
+	if r.identity == nil {
+		return paymentsv1alpha1.ProviderIdentity{}, errors.New("the provider has no identity")
+	}
+	return r.identity.get(ctx, r.Provider)
+}
+
+// identity memoizes the account a provider configuration reaches.
+type identity struct {
+	mu    sync.Mutex
+	known bool
+	id    paymentsv1alpha1.ProviderIdentity
+	// accountsOnly: the account alone names where money moves (Stripe),
+	// so the endpoint may change (a proxy) as long as the account does not.
+	accountsOnly bool
+}
+
+func (i *identity) get(ctx context.Context, p payment.Provider) (paymentsv1alpha1.ProviderIdentity, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.known {
+		return i.id, nil
+	}
+	if idf, ok := p.(payment.Identifier); ok {
+		account, err := idf.Account(ctx)
+		if err != nil {
+			return paymentsv1alpha1.ProviderIdentity{}, fmt.Errorf("cannot identify the provider's account: %w", err)
+		}
+		i.id.Account = truncate(account, 255)
+	}
+	i.known = true
+	return i.id, nil
+}
+
+// sameProvider reports whether a payment recorded as sent to recorded may
+// go on at current, and if not, why.
+func sameProvider(recorded, current paymentsv1alpha1.ProviderIdentity, accountsOnly bool) (bool, string) {
+	switch {
+	case recorded.UID != current.UID:
+		return false, fmt.Sprintf("the PaymentProvider object was replaced (uid %s, now %s)", recorded.UID, current.UID)
+	case recorded.Account != current.Account && (recorded.Account != "" || !accountsOnly):
+		return false, fmt.Sprintf("the account changed from %q to %q", recorded.Account, current.Account)
+	case recorded.Endpoint != current.Endpoint && !(accountsOnly && recorded.Account != ""):
+		return false, fmt.Sprintf("the endpoint changed from %q to %q", recorded.Endpoint, current.Endpoint)
+	}
+	return true, ""
 }
 
 // AdapterFactory builds the payment.Provider for a PaymentProvider's spec and
@@ -49,11 +113,14 @@ type AdapterFactory func(spec paymentsv1alpha1.PaymentProviderSpec, credential s
 // PaymentProvider reconciler reports the details in its Ready condition.
 var errNoCredentials = errors.New("the provider's credentials are not available")
 
-// ProviderCache keeps one adapter and one token bucket per PaymentProvider,
-// shared by all its jobs across workers. An entry is rebuilt when the
-// provider's generation or its Secret's resourceVersion changes. The
-// PaymentProvider reconciler refreshes entries as it checks the Secret, so
-// jobs normally resolve their provider without any API request.
+// ProviderCache keeps one adapter, one token bucket and one lookup batcher
+// per PaymentProvider configuration, shared by all its jobs across workers.
+// Entries are keyed by the provider's UID and a hash of what the adapter was
+// built from (its spec and credential): a provider deleted and created again
+// under the same name, an edited spec or a rotated Secret gets a new entry,
+// and so a new identity check. The PaymentProvider reconciler refreshes
+// entries as it checks the Secret, so jobs normally resolve their provider
+// without any API request.
 type ProviderCache struct {
 	// SecretReader reads Secrets from the API server, uncached.
 	SecretReader client.Reader
@@ -61,22 +128,22 @@ type ProviderCache struct {
 	Build AdapterFactory
 
 	mu      sync.Mutex
-	entries map[types.NamespacedName]*cacheEntry
+	entries map[types.UID]*cacheEntry
+	byName  map[types.NamespacedName]types.UID
 }
 
 type cacheEntry struct {
-	generation    int64
-	secretVersion string
-	resolved      Resolved
+	generation int64
+	hash       string
+	resolved   Resolved
 }
 
 // Resolve returns the adapter and token bucket of a ready PaymentProvider. It
 // reads the provider's Secret only when this process has no entry for the
-// provider's current generation yet.
+// provider's UID and current generation yet.
 func (c *ProviderCache) Resolve(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (Resolved, error) {
-	key := client.ObjectKeyFromObject(pp)
 	c.mu.Lock()
-	e := c.entries[key]
+	e := c.entries[pp.UID]
 	c.mu.Unlock()
 	if e != nil && e.generation == pp.Generation {
 		return e.resolved, nil
@@ -88,33 +155,51 @@ func (c *ProviderCache) Resolve(ctx context.Context, pp *paymentsv1alpha1.Paymen
 	return c.Refresh(pp, secret)
 }
 
-// Refresh rebuilds the entry of a provider if its generation or Secret
+// Refresh rebuilds the entry of a provider if its UID, spec or credential
 // changed, and returns it. secret is nil for providers without credentials.
 func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, secret *corev1.Secret) (Resolved, error) {
 	ref := secretRef(pp)
-	credential, version := "", ""
+	credential := ""
 	if ref != nil {
 		if secret == nil || len(secret.Data[ref.Key]) == 0 {
 			return Resolved{}, errNoCredentials
 		}
-		credential, version = string(secret.Data[ref.Key]), secret.ResourceVersion
+		credential = string(secret.Data[ref.Key])
 	}
+	hash := configHash(pp.Spec, credential)
 
-	key := client.ObjectKeyFromObject(pp)
+	name := client.ObjectKeyFromObject(pp)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.entries[key]; e != nil && e.generation == pp.Generation && e.secretVersion == version {
+	if e := c.entries[pp.UID]; e != nil && e.hash == hash {
+		e.generation = pp.Generation
 		return e.resolved, nil
 	}
 	provider, err := c.Build(pp.Spec, credential)
 	if err != nil {
 		return Resolved{}, fmt.Errorf("cannot build the provider adapter: %w", err)
 	}
-	resolved := Resolved{Provider: provider, Limiter: limiterFor(pp.Spec)}
-	if c.entries == nil {
-		c.entries = map[types.NamespacedName]*cacheEntry{}
+	resolved := Resolved{
+		Provider: provider,
+		Limiter:  limiterFor(pp.Spec),
+		identity: &identity{
+			id:           paymentsv1alpha1.ProviderIdentity{UID: string(pp.UID), Endpoint: endpointOf(pp.Spec)},
+			accountsOnly: pp.Spec.Stripe != nil,
+		},
 	}
-	c.entries[key] = &cacheEntry{generation: pp.Generation, secretVersion: version, resolved: resolved}
+	if looker, ok := provider.(payment.Looker); ok {
+		resolved.lookups = newLookupBatcher(looker, lookupLimiterFor(pp.Spec))
+		resolved.lookupFirst = pp.Spec.Lookup == nil || pp.Spec.Lookup.Policy != paymentsv1alpha1.LookupNever
+	}
+	if c.entries == nil {
+		c.entries = map[types.UID]*cacheEntry{}
+		c.byName = map[types.NamespacedName]types.UID{}
+	}
+	if old, ok := c.byName[name]; ok && old != pp.UID {
+		delete(c.entries, old)
+	}
+	c.byName[name] = pp.UID
+	c.entries[pp.UID] = &cacheEntry{generation: pp.Generation, hash: hash, resolved: resolved}
 	return resolved, nil
 }
 
@@ -122,9 +207,36 @@ func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, secret *co
 func (c *ProviderCache) Forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, key)
+	if uid, ok := c.byName[key]; ok {
+		delete(c.entries, uid)
+		delete(c.byName, key)
+	}
 }
 
+// configHash is a fingerprint of what an adapter is built from. It stays in
+// memory: the credential never leaves the process, hashed or not.
+func configHash(spec paymentsv1alpha1.PaymentProviderSpec, credential string) string {
+	// json.Marshal cannot fail for the spec's strings, integers and pointers.
+	b, _ := json.Marshal(spec)
+	h := sha256.New()
+	h.Write(b)
+	h.Write([]byte{0})
+	h.Write([]byte(credential))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// endpointOf is where a provider sends its requests.
+func endpointOf(spec paymentsv1alpha1.PaymentProviderSpec) string {
+	switch {
+	case spec.Stripe != nil && spec.Stripe.APIBase != "":
+		return strings.TrimSuffix(spec.Stripe.APIBase, "/")
+	case spec.Stripe != nil:
+		return stripe.DefaultAPIBase
+	case spec.HTTP != nil:
+		return spec.HTTP.URL
+	}
+	return ""
+}
 func (c *ProviderCache) readSecret(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (*corev1.Secret, error) {
 	ref := secretRef(pp)
 	if ref == nil {
@@ -163,4 +275,14 @@ func limiterFor(spec paymentsv1alpha1.PaymentProviderSpec) *rate.Limiter {
 		burst = int(*spec.Burst)
 	}
 	return rate.NewLimiter(rate.Limit(*spec.RequestsPerSecond), burst)
+}
+
+// lookupLimiterFor is the token bucket of the provider's lookups:
+// spec.lookup.requestsPerSecond, DefaultLookupRequestsPerSecond when unset.
+func lookupLimiterFor(spec paymentsv1alpha1.PaymentProviderSpec) *rate.Limiter {
+	perSecond := int32(DefaultLookupRequestsPerSecond)
+	if spec.Lookup != nil && spec.Lookup.RequestsPerSecond != nil {
+		perSecond = *spec.Lookup.RequestsPerSecond
+	}
+	return rate.NewLimiter(rate.Limit(perSecond), int(perSecond))
 }

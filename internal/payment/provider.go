@@ -73,10 +73,74 @@ type Provider interface {
 	Charge(ctx context.Context, key string, req ChargeRequest) (Outcome, error)
 }
 
-// Looker is implemented by providers that can find the outcome of an earlier
-// charge by its key, for providers whose key memory may have expired.
+// Metadata entries that adapters store with every charge, where the provider
+// keeps metadata, so that Lookup can find the charge by its key and tell
+// whether it was made for the same request.
+const (
+	// MetadataKeyIdempotencyKey holds the idempotency key.
+	MetadataKeyIdempotencyKey = "paymentjob_idempotency_key"
+	// MetadataKeyFingerprint holds RequestHash(key, request).
+	MetadataKeyFingerprint = "paymentjob_request_fingerprint"
+)
+
+// MaxLookupKeys is the most keys one Lookup call may ask for: one Stripe
+// search query joins at most 10 clauses with OR.
+const MaxLookupKeys = 10
+
+// ChargeState is what a charge found by its key means for the job that
+// sent the key.
+type ChargeState string
+
+const (
+	// StateSucceeded: money moved (Stripe: succeeded, requires_capture).
+	StateSucceeded ChargeState = "Succeeded"
+	// StatePending: the charge is not final and may still move money
+	// (Stripe: processing, requires_action, requires_confirmation). It is
+	// settled by its id, never charged around.
+	StatePending ChargeState = "Pending"
+	// StateNotCharged: the charge ended without moving money (Stripe:
+	// requires_payment_method, canceled).
+	StateNotCharged ChargeState = "NotCharged"
+)
+
+// Found is a charge the provider holds under an idempotency key.
+type Found struct {
+	// Key is the idempotency key the charge carries.
+	Key string
+	// Outcome is the charge as the provider reports it now; Status is the
+	// provider's own word for its state, Replayed is always false.
+	Outcome
+	// State classifies Status.
+	State ChargeState
+	// Fingerprint is the RequestHash the charge was created with, as the
+	// adapter stored it at the provider; empty for a charge created without
+	// one (by an older operator, or by hand).
+	Fingerprint string
+}
+
+// Looker is implemented by providers that can find charges by their
+// idempotency key, so that a key the provider no longer remembers (Stripe:
+// after 24 hours) is never charged a second time.
 type Looker interface {
-	// Lookup returns the outcome of the charge made with key, and false when
-	// the provider has no charge for it.
-	Lookup(ctx context.Context, key string) (Outcome, bool, error)
+	// Lookup returns every charge the provider holds under each of keys,
+	// at most MaxLookupKeys of them; a key without charges is absent from
+	// the map. Any error means nothing is known about any of the keys, and
+	// nothing may be charged on its strength. An index that lags behind
+	// writes (Stripe's search) may miss a charge made in the last minutes:
+	// Lookup is never a read-after-write check.
+	Lookup(ctx context.Context, keys []string) (map[string][]Found, error)
+	// Settle reads the charge with id, made under key, until it is final or
+	// ctx is done. It returns the outcome of a charge that succeeded, a
+	// Declined refusal for one that ended without moving money, and a
+	// TransientError otherwise. It never creates a charge.
+	Settle(ctx context.Context, key, id string) (Outcome, error)
+}
+
+// Identifier is implemented by providers that can name the account their
+// credentials reach, so that a payment is never continued at another one.
+type Identifier interface {
+	// Account returns the provider's identifier of the account, such as
+	// Stripe's acct_..., or "" when the provider names none. It is called
+	// once per provider configuration; an error is uncertain and retried.
+	Account(ctx context.Context) (string, error)
 }

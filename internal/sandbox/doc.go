@@ -16,13 +16,19 @@ limitations under the License.
 
 // Package sandbox is a payment sandbox that behaves like Stripe's
 // PaymentIntents API where exactly-once matters: idempotency keys that are in
-// flight, saved, replayed or reused with other parameters; test payment
-// methods that succeed or are declined; and injected faults (errors before
-// and after the commit, rate limits, latency) that can be random or switched
-// on for the next requests.
+// flight, saved, replayed, reused with other parameters or forgotten (as
+// Stripe forgets them after 24 hours); test payment methods that succeed or
+// are declined; a search that lags behind writes and joins metadata clauses
+// with AND or OR; live-mode rate limits; PaymentIntents in every status; and
+// injected faults (errors before and after the commit, rate limits, latency)
+// that can be random or switched on for the next requests. With idempotency
+// switched off every request charges, which makes the sandbox the oracle
+// that proves a caller never sends a payment twice.
 //
 // The Engine holds the state and knows nothing of HTTP, so that an HTTP
 // server can be put on top of it; its errors are *StripeError values that
-// carry the HTTP status and the fields of a Stripe error body. Provider is an
-// in-process payment.Provider backed by an Engine, for the controller's tests.
+// carry the HTTP status and the fields of a Stripe error body. NewServer
+// serves it as a subset of Stripe's API and as the operator's generic HTTP
+// contract. Provider is an in-process payment.Provider, payment.Looker and
+// payment.Identifier backed by an Engine, for the controller's tests.
 package sandbox

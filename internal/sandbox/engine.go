@@ -24,11 +24,38 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// StatusSucceeded is the status of a PaymentIntent whose money moved.
-const StatusSucceeded = "succeeded"
+// PaymentIntent statuses, as at Stripe. The Engine creates only succeeded
+// intents (and declines without an intent); the others come from PutIntent
+// and SetIntentStatus, so that tests can model charges that are not final.
+const (
+	// StatusSucceeded is the status of a PaymentIntent whose money moved.
+	StatusSucceeded = "succeeded"
+	// StatusProcessing is a payment the provider is still processing.
+	StatusProcessing = "processing"
+	// StatusRequiresAction is a payment waiting for the customer, such as
+	// 3-D Secure.
+	StatusRequiresAction = "requires_action"
+	// StatusRequiresConfirmation is a payment created but not confirmed.
+	StatusRequiresConfirmation = "requires_confirmation"
+	// StatusRequiresCapture is a payment authorized and not yet captured.
+	StatusRequiresCapture = "requires_capture"
+	// StatusRequiresPaymentMethod is a payment whose attempt failed; it
+	// moved no money.
+	StatusRequiresPaymentMethod = "requires_payment_method"
+	// StatusCanceled is a payment canceled without moving money.
+	StatusCanceled = "canceled"
+)
+
+// statuses are the PaymentIntent statuses SetIntentStatus accepts.
+var statuses = []string{
+	StatusSucceeded, StatusProcessing, StatusRequiresAction, StatusRequiresConfirmation,
+	StatusRequiresCapture, StatusRequiresPaymentMethod, StatusCanceled,
+}
 
 // Test payment methods known to the sandbox, as in Stripe's test mode. Any
 // other payment method is answered with a resource_missing error.
@@ -78,9 +105,12 @@ type Intent struct {
 	Description string
 	// Metadata is the metadata sent, if any.
 	Metadata map[string]string
-	// Status is StatusSucceeded.
+	// Status is StatusSucceeded for an intent the Engine created, and may be
+	// any of the Status constants (or, through PutIntent, any string) for
+	// one a test put or changed.
 	Status string
-	// Created is when the Engine committed the charge, by its clock.
+	// Created is when the Engine committed the charge, by its clock. Search
+	// sees the intent once the search lag has passed since Created.
 	Created time.Time
 	// IdempotencyKey is the key the intent was created with.
 	IdempotencyKey string
@@ -185,9 +215,20 @@ type Stats struct {
 	KeyReusedErrors int64
 	// InvalidRequests counts the requests refused as malformed.
 	InvalidRequests int64
-	// Faults counts the injected faults answered, of every kind.
+	// Faults counts the injected faults answered, of every kind; requests
+	// refused by the RateLimits are counted in RateLimited instead.
 	Faults int64
+	// RateLimited counts the create and search requests refused with a 429
+	// because they went beyond the RateLimits.
+	RateLimited int64
+	// Searches counts every search request, answered or refused.
+	Searches int64
+	// Retrieves counts the GetPaymentIntent reads.
+	Retrieves int64
+	// KeysForgotten counts the idempotency keys forgotten by ForgetKeys.
+	KeysForgotten int64
 	// ChargesByKey counts the payments whose money moved, by idempotency key.
+	// With idempotency off, a key may count more than one.
 	ChargesByKey map[string]int
 }
 
@@ -213,6 +254,19 @@ func WithRand(r *rand.Rand) Option {
 	}
 }
 
+// WithAccount sets the account identifier the Engine answers to, such as
+// "acct_1Nv0FGQ9RKHgCVdK"; by default it is "acct_" followed by 16 letters
+// and digits drawn from the Engine's random source.
+func WithAccount(id string) Option {
+	return func(e *Engine) { e.account = id }
+}
+
+// WithIdempotency switches idempotency keys on (the default) or off; see
+// SetIdempotency.
+func WithIdempotency(on bool) Option {
+	return func(e *Engine) { e.idempotent = on }
+}
+
 // keyState is what the Engine remembers of an idempotency key.
 type keyState struct {
 	// fingerprint of the parameters first sent with the key.
@@ -225,13 +279,19 @@ type keyState struct {
 	err *StripeError
 }
 
-// Engine is the sandbox's state: idempotency keys, PaymentIntents, faults and
-// counters. It is safe for concurrent use; latency and held requests never
-// hold its lock.
+// Engine is the sandbox's state: the account, idempotency keys,
+// PaymentIntents, faults, rate limits, search lag and counters. It is safe
+// for concurrent use; latency and held requests never hold its lock.
 type Engine struct {
 	mu          sync.Mutex
 	now         func() time.Time
 	rnd         *rand.Rand
+	account     string
+	idempotent  bool
+	searchLag   time.Duration
+	limits      RateLimits
+	writes      *rate.Limiter
+	searches    *rate.Limiter
 	faults      Faults
 	failNext    map[FaultKind]int
 	failNextAny map[FaultKind]int
@@ -241,11 +301,13 @@ type Engine struct {
 	stats       Stats
 }
 
-// NewEngine returns an Engine without faults.
+// NewEngine returns an Engine without faults, rate limits or search lag,
+// that honours idempotency keys.
 func NewEngine(opts ...Option) *Engine {
 	e := &Engine{
 		now:         time.Now,
 		rnd:         rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		idempotent:  true,
 		failNext:    map[FaultKind]int{},
 		failNextAny: map[FaultKind]int{},
 		keys:        map[string]*keyState{},
@@ -255,7 +317,55 @@ func NewEngine(opts ...Option) *Engine {
 	for _, opt := range opts {
 		opt(e)
 	}
+	if e.account == "" {
+		e.account = "acct_" + e.randomText(16)
+	}
+	e.writes, e.searches = e.limits.limiters()
 	return e
+}
+
+// Account returns the identifier of the account the Engine answers to.
+func (e *Engine) Account() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.account
+}
+
+// SetIdempotency switches idempotency keys on or off. Off, the Engine
+// behaves like a provider that ignores them: every create request is a new
+// charge, with no replay, no in-flight conflict and no key-reused error,
+// so ChargesByKey counts how many times each key was charged. It is the
+// oracle that proves a caller never sends the same payment twice. Keys
+// remembered while it was on are kept, and honoured again once it is.
+func (e *Engine) SetIdempotency(on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.idempotent = on
+}
+
+// Idempotency reports whether idempotency keys are honoured.
+func (e *Engine) Idempotency() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.idempotent
+}
+
+// ForgetKeys forgets every decided idempotency key, as Stripe does after 24
+// hours, and returns how many it forgot: the next request with one of them
+// is a new charge. Keys in flight stay in flight; intents stay, and remain
+// retrievable and searchable by their metadata.
+func (e *Engine) ForgetKeys() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for key, s := range e.keys {
+		if !s.inFlight {
+			delete(e.keys, key)
+			n++
+		}
+	}
+	e.stats.KeysForgotten += int64(n)
+	return n
 }
 
 // SetFaults replaces the random faults. It returns an error, and changes
@@ -357,6 +467,7 @@ type answer struct {
 // ticket is a request with a new key, admitted and in flight.
 type ticket struct {
 	fingerprint      string
+	remember         bool
 	failBeforeCommit bool
 	latency          time.Duration
 	gate             *Gate
@@ -366,8 +477,10 @@ type ticket struct {
 // idempotency key, with Stripe's idempotency semantics. A new key is held in
 // flight for the configured latency and then charged, declined or refused; a
 // saved key with the same parameters replays its outcome (replayed is true,
-// also for a replayed card error) and moves no money. Errors are always
-// *StripeError.
+// also for a replayed card error) and moves no money. A request beyond the
+// write rate limit is refused with a 429 first; with idempotency off
+// (SetIdempotency) every request is treated as one with a new key and
+// nothing is remembered. Errors are always *StripeError.
 func (e *Engine) CreatePaymentIntent(key string, p payment.ChargeRequest) (Intent, bool, error) {
 	a, t, lose := e.admit(key, p)
 	if t != nil {
@@ -396,6 +509,9 @@ func (e *Engine) admit(key string, p payment.ChargeRequest) (a answer, t *ticket
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.stats.Requests++
+	if !e.allow(e.writes) {
+		return answer{err: rateLimitError(RateLimitRetryAfter, false)}, nil, false
+	}
 	if key == "" {
 		e.stats.InvalidRequests++
 		return answer{err: invalidRequest(CodeParameterMissing, "",
@@ -407,12 +523,12 @@ func (e *Engine) admit(key string, p payment.ChargeRequest) (a answer, t *ticket
 	}
 	if e.take(e.failNextAny, FaultRateLimit) || e.chance(e.faults.RateLimit) {
 		e.stats.Faults++
-		return answer{err: rateLimitError(e.retryAfter())}, nil, false
+		return answer{err: rateLimitError(e.retryAfter(), true)}, nil, false
 	}
 	lose = e.take(e.failNextAny, FaultAfterCommit)
 
 	fp := payment.RequestHash("", p)
-	if s, ok := e.keys[key]; ok {
+	if s, ok := e.keys[key]; ok && e.idempotent {
 		switch {
 		case s.inFlight:
 			e.stats.InFlightConflicts++
@@ -430,11 +546,14 @@ func (e *Engine) admit(key string, p payment.ChargeRequest) (a answer, t *ticket
 
 	if e.take(e.failNext, FaultRateLimit) {
 		e.stats.Faults++
-		return answer{err: rateLimitError(e.retryAfter())}, nil, lose
+		return answer{err: rateLimitError(e.retryAfter(), true)}, nil, lose
 	}
-	e.keys[key] = &keyState{fingerprint: fp, inFlight: true}
+	if e.idempotent {
+		e.keys[key] = &keyState{fingerprint: fp, inFlight: true}
+	}
 	return answer{}, &ticket{
 		fingerprint:      fp,
+		remember:         e.idempotent,
 		failBeforeCommit: e.take(e.failNext, FaultBeforeCommit) || e.chance(e.faults.ErrorBeforeCommit),
 		latency:          e.latency(),
 		gate:             e.gate,
@@ -459,19 +578,21 @@ func (e *Engine) commit(key string, p payment.ChargeRequest, t *ticket) (a answe
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if t.failBeforeCommit {
-		delete(e.keys, key)
+		e.release(key, t)
 		e.stats.Faults++
 		return answer{err: apiError(FaultBeforeCommit)}, false
 	}
 	if err := validate(p); err != nil {
-		delete(e.keys, key)
+		e.release(key, t)
 		e.stats.InvalidRequests++
 		return answer{err: err}, false
 	}
 
 	lost = e.take(e.failNext, FaultAfterCommit) || e.chance(e.faults.ErrorAfterCommit)
 	s := &keyState{fingerprint: t.fingerprint}
-	e.keys[key] = s
+	if t.remember {
+		e.keys[key] = s
+	}
 	if card := testCards[p.PaymentMethod]; card.declineCode != "" {
 		s.err = cardError(card.declineCode, card.message)
 		e.stats.Declines++
@@ -495,6 +616,14 @@ func (e *Engine) commit(key string, p payment.ChargeRequest, t *ticket) (a answe
 	e.stats.Charges++
 	e.stats.ChargesByKey[key]++
 	return answer{intent: in.clone()}, lost
+}
+
+// release forgets the key of a ticket whose request was not processed. The
+// caller holds the lock.
+func (e *Engine) release(key string, t *ticket) {
+	if t.remember {
+		delete(e.keys, key)
+	}
 }
 
 // validate returns the invalid_request_error Stripe answers for p, or nil.
@@ -563,14 +692,20 @@ func (e *Engine) retryAfter() time.Duration {
 
 const idAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
+// randomText returns n letters and digits drawn from the random source.
+// The caller holds the lock, or is NewEngine.
+func (e *Engine) randomText(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = idAlphabet[e.rnd.IntN(len(idAlphabet))]
+	}
+	return string(b)
+}
+
 // newID returns an unused intent ID. The caller holds the lock.
 func (e *Engine) newID() string {
 	for {
-		b := make([]byte, 24)
-		for i := range b {
-			b[i] = idAlphabet[e.rnd.IntN(len(idAlphabet))]
-		}
-		id := "pi_" + string(b)
+		id := "pi_" + e.randomText(24)
 		if _, taken := e.intents[id]; !taken {
 			return id
 		}
@@ -578,24 +713,34 @@ func (e *Engine) newID() string {
 }
 
 // GetPaymentIntent returns the intent with the ID, and false when there is
-// none.
+// none. Every call counts in Stats.Retrieves.
 func (e *Engine) GetPaymentIntent(id string) (Intent, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.stats.Retrieves++
 	in, ok := e.intents[id]
 	return in.clone(), ok
 }
 
-// LookupByKey returns the successful intent saved under the idempotency key,
-// and false when the key is unknown, in flight or saved a decline.
+// LookupByKey returns the newest succeeded intent created under the
+// idempotency key, whether or not the key is still remembered, and false
+// when there is none (the key is unknown, in flight or saved a decline). It
+// is a test's view of the Engine: it counts nothing and ignores the search
+// lag and the rate limits.
 func (e *Engine) LookupByKey(key string) (Intent, bool) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	s, ok := e.keys[key]
-	if !ok || s.intentID == "" {
+	var found []Intent
+	for _, in := range e.intents {
+		if in.IdempotencyKey == key && in.Status == StatusSucceeded {
+			found = append(found, in)
+		}
+	}
+	e.mu.Unlock()
+	if len(found) == 0 {
 		return Intent{}, false
 	}
-	return e.intents[s.intentID].clone(), true
+	sortNewestFirst(found)
+	return found[0].clone(), true
 }
 
 // Stats returns a copy of the counters.

@@ -21,6 +21,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,6 +51,31 @@ func stripeError(g *WithT, err error) *sandbox.StripeError {
 	var se *sandbox.StripeError
 	g.ExpectWithOffset(1, errors.As(err, &se)).To(BeTrue(), "want a *StripeError, got %v", err)
 	return se
+}
+
+// fakeClock is an Engine clock that moves only when told.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// newFakeClock returns a clock stopped at 2026-03-01 12:00 UTC.
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+// Now returns the clock's time.
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Add moves the clock forward by d.
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // result is the answer of a CreatePaymentIntent run in a goroutine.
@@ -118,6 +144,7 @@ func TestCreatePaymentIntentChargesOnceAndReplays(t *testing.T) {
 		Requests:     2,
 		Charges:      1,
 		Replays:      1,
+		Retrieves:    2,
 		ChargesByKey: map[string]int{"ns/order-42": 1},
 	}))
 }
@@ -556,5 +583,237 @@ func TestIntentIDsComeFromTheRandomSource(t *testing.T) {
 		g.Expect(id.MatchString(in.ID)).To(BeTrue(), in.ID)
 		g.Expect(seen).NotTo(HaveKey(in.ID))
 		seen[in.ID] = true
+	}
+}
+
+func TestEngineAccount(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	seeded := func(opts ...sandbox.Option) *sandbox.Engine {
+		return sandbox.NewEngine(append([]sandbox.Option{sandbox.WithRand(rand.New(rand.NewPCG(7, 8)))}, opts...)...)
+	}
+
+	account := seeded().Account()
+	g.Expect(account).To(MatchRegexp(`^acct_[0-9A-Za-z]{16}$`))
+	g.Expect(seeded().Account()).To(Equal(account), "the account comes from the random source")
+	g.Expect(sandbox.NewEngine().Account()).NotTo(Equal(sandbox.NewEngine().Account()))
+	g.Expect(seeded(sandbox.WithAccount("acct_1Nv0FGQ9RKHgCVdK")).Account()).To(Equal("acct_1Nv0FGQ9RKHgCVdK"))
+}
+
+func TestForgetKeysMakesTheNextRequestANewCharge(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine()
+	req := request(1000, sandbox.PaymentMethodVisa)
+
+	first, _, err := e.CreatePaymentIntent("paid", req)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, _, err = e.CreatePaymentIntent("declined", request(1000, sandbox.PaymentMethodChargeDeclined))
+	g.Expect(stripeError(g, err).Type).To(Equal(sandbox.ErrorTypeCard))
+	gate := e.Hold()
+	defer gate.Release()
+	held := createAsync(e, "held", req)
+	g.Eventually(gate.Entered()).WithTimeout(timeout).Should(Receive(Equal("held")))
+
+	g.Expect(e.ForgetKeys()).To(Equal(2))
+	gate.Release()
+
+	// The key in flight stayed in flight: it was decided afterwards, and is
+	// remembered.
+	var r result
+	g.Eventually(held).WithTimeout(timeout).Should(Receive(&r))
+	g.Expect(r.err).NotTo(HaveOccurred())
+	_, replayed, err := e.CreatePaymentIntent("held", req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replayed).To(BeTrue())
+
+	// The same request under a forgotten key charges again.
+	second, replayed, err := e.CreatePaymentIntent("paid", req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replayed).To(BeFalse())
+	g.Expect(second.ID).NotTo(Equal(first.ID))
+	// Other parameters under a forgotten key are no key reuse.
+	_, replayed, err = e.CreatePaymentIntent("declined", req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replayed).To(BeFalse())
+
+	// The first intent stays, retrievable and searchable.
+	got, ok := e.GetPaymentIntent(first.ID)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal(first))
+	found, err := e.SearchPaymentIntents(`metadata['paymentjob']:'default/order-42'`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(HaveLen(4))
+	latest, ok := e.LookupByKey("paid")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(latest.ID).To(Equal(second.ID))
+
+	s := e.Stats()
+	g.Expect(s.KeysForgotten).To(BeEquivalentTo(2))
+	g.Expect(s.ChargesByKey).To(Equal(map[string]int{"paid": 2, "declined": 1, "held": 1}))
+	g.Expect(s.KeyReusedErrors).To(BeZero())
+	g.Expect(e.ForgetKeys()).To(Equal(3))
+	g.Expect(e.Stats().KeysForgotten).To(BeEquivalentTo(5))
+}
+
+func TestIdempotencyOffChargesEveryRequest(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// send sends the second request under "key" after a first one with
+		// request(1000, visa).
+		send         func(g *WithT, e *sandbox.Engine)
+		wantDeclines int64
+	}{
+		{name: "same request", send: func(g *WithT, e *sandbox.Engine) {
+			_, replayed, err := e.CreatePaymentIntent("key", request(1000, sandbox.PaymentMethodVisa))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(replayed).To(BeFalse())
+		}},
+		{name: "other parameters", send: func(g *WithT, e *sandbox.Engine) {
+			_, _, err := e.CreatePaymentIntent("key", request(2000, sandbox.PaymentMethodMastercard))
+			g.Expect(err).NotTo(HaveOccurred())
+		}},
+		{name: "while the first is in flight", send: func(g *WithT, e *sandbox.Engine) {
+			gate := e.Hold()
+			defer gate.Release()
+			held := createAsync(e, "key", request(1000, sandbox.PaymentMethodVisa))
+			g.Eventually(gate.Entered()).WithTimeout(timeout).Should(Receive(Equal("key")))
+			gate.Release()
+			var r result
+			g.Eventually(held).WithTimeout(timeout).Should(Receive(&r))
+			g.Expect(r.err).NotTo(HaveOccurred())
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			e := sandbox.NewEngine()
+			// A key remembered while idempotency was on is not honoured.
+			remembered, _, err := e.CreatePaymentIntent("key", request(1000, sandbox.PaymentMethodVisa))
+			g.Expect(err).NotTo(HaveOccurred())
+			e.SetIdempotency(false)
+			g.Expect(e.Idempotency()).To(BeFalse())
+
+			first, replayed, err := e.CreatePaymentIntent("key", request(1000, sandbox.PaymentMethodVisa))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(replayed).To(BeFalse())
+			g.Expect(first.ID).NotTo(Equal(remembered.ID))
+			tt.send(g, e)
+
+			s := e.Stats()
+			g.Expect(s.Requests).To(BeEquivalentTo(3))
+			g.Expect(s.Charges).To(BeEquivalentTo(3))
+			g.Expect(s.ChargesByKey).To(Equal(map[string]int{"key": 3}))
+			g.Expect(s.Replays + s.InFlightConflicts + s.KeyReusedErrors).To(BeZero())
+
+			// On again, the key remembered before is honoured again.
+			e.SetIdempotency(true)
+			again, replayed, err := e.CreatePaymentIntent("key", request(1000, sandbox.PaymentMethodVisa))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(replayed).To(BeTrue())
+			g.Expect(again.ID).To(Equal(remembered.ID))
+		})
+	}
+}
+
+func TestIdempotencyOffDoesNotSaveDeclines(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine(sandbox.WithIdempotency(false))
+	g.Expect(e.Idempotency()).To(BeFalse())
+	for range 2 {
+		_, replayed, err := e.CreatePaymentIntent("key", request(1000, sandbox.PaymentMethodChargeDeclined))
+		g.Expect(stripeError(g, err).Type).To(Equal(sandbox.ErrorTypeCard))
+		g.Expect(replayed).To(BeFalse())
+	}
+	_, _, err := e.CreatePaymentIntent("key", request(1000, sandbox.PaymentMethodVisa))
+	g.Expect(err).NotTo(HaveOccurred())
+	s := e.Stats()
+	g.Expect(s.Declines).To(BeEquivalentTo(2))
+	g.Expect(s.ChargesByKey).To(Equal(map[string]int{"key": 1}))
+}
+
+func TestPutIntentStoresHistory(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	clock := newFakeClock()
+	e := sandbox.NewEngine(sandbox.WithClock(clock.Now))
+	metadata := map[string]string{"paymentjob": "default/old"}
+
+	earlier := clock.Now().Add(-48 * time.Hour)
+	processing := e.PutIntent(sandbox.Intent{Amount: 700, Currency: "eur", Metadata: metadata,
+		Status: sandbox.StatusProcessing, Created: earlier, IdempotencyKey: "old"})
+	g.Expect(processing.ID).To(MatchRegexp(`^pi_[0-9A-Za-z]{24}$`))
+	g.Expect(processing.Created).To(Equal(earlier))
+	g.Expect(processing.Status).To(Equal(sandbox.StatusProcessing))
+	metadata["paymentjob"] = "changed"
+	got, ok := e.GetPaymentIntent(processing.ID)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal(processing))
+	g.Expect(got.Metadata).To(Equal(map[string]string{"paymentjob": "default/old"}))
+
+	defaulted := e.PutIntent(sandbox.Intent{ID: "pi_given", Amount: 1, Currency: "usd", Status: "requires_review"})
+	g.Expect(defaulted.ID).To(Equal("pi_given"))
+	g.Expect(defaulted.Created).To(Equal(clock.Now()))
+	g.Expect(defaulted.Status).To(Equal("requires_review"), "a status the sandbox does not know is kept")
+	g.Expect(e.PutIntent(sandbox.Intent{}).Status).To(Equal(sandbox.StatusSucceeded))
+
+	// History is no charge, and its key is not remembered.
+	_, ok = e.LookupByKey("old")
+	g.Expect(ok).To(BeFalse(), "processing is not succeeded")
+	g.Expect(e.SetIntentStatus(processing.ID, sandbox.StatusSucceeded)).To(Succeed())
+	found, ok := e.LookupByKey("old")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(found.ID).To(Equal(processing.ID))
+	_, replayed, err := e.CreatePaymentIntent("old", request(700, sandbox.PaymentMethodVisa))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replayed).To(BeFalse())
+	s := e.Stats()
+	g.Expect(s.Charges).To(BeEquivalentTo(1))
+	g.Expect(s.ChargesByKey).To(Equal(map[string]int{"old": 1}))
+	g.Expect(s.Requests).To(BeEquivalentTo(1))
+}
+
+func TestSetIntentStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		id      string
+		status  string
+		wantErr string
+	}{
+		{name: "processing to succeeded", status: sandbox.StatusSucceeded},
+		{name: "to canceled", status: sandbox.StatusCanceled},
+		{name: "to requires_payment_method", status: sandbox.StatusRequiresPaymentMethod},
+		{name: "to requires_capture", status: sandbox.StatusRequiresCapture},
+		{name: "to requires_action", status: sandbox.StatusRequiresAction},
+		{name: "to requires_confirmation", status: sandbox.StatusRequiresConfirmation},
+		{name: "unknown id", id: "pi_unknown", status: sandbox.StatusSucceeded, wantErr: "no such payment intent"},
+		{name: "unknown status", status: "paid", wantErr: `unknown status "paid"`},
+		{name: "empty status", status: "", wantErr: "unknown status"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			e := sandbox.NewEngine()
+			in := e.PutIntent(sandbox.Intent{Amount: 1, Currency: "eur", Status: sandbox.StatusProcessing})
+			id := in.ID
+			if tt.id != "" {
+				id = tt.id
+			}
+
+			err := e.SetIntentStatus(id, tt.status)
+			got, _ := e.GetPaymentIntent(in.ID)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				g.Expect(got.Status).To(Equal(sandbox.StatusProcessing))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Status).To(Equal(tt.status))
+		})
 	}
 }

@@ -143,11 +143,17 @@ func keyInUseError() *StripeError {
 	}
 }
 
-func rateLimitError(retryAfter time.Duration) *StripeError {
+// rateLimitError is a 429; injected tells a random or switched fault from a
+// request beyond the RateLimits.
+func rateLimitError(retryAfter time.Duration, injected bool) *StripeError {
+	message := "Too many requests hit the API too quickly."
+	if injected {
+		message = "Too many requests hit the API too quickly (injected fault)."
+	}
 	return &StripeError{
 		Type:       ErrorTypeInvalidRequest,
 		Code:       CodeRateLimit,
-		Message:    "Too many requests hit the API too quickly (injected fault).",
+		Message:    message,
 		HTTPStatus: http.StatusTooManyRequests,
 		RetryAfter: retryAfter,
 	}

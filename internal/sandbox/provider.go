@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -30,24 +31,47 @@ import (
 // flight at the Engine.
 const InFlightRetryAfter = time.Second
 
+// DefaultSettleInterval is how often Settle reads a charge that is not final.
+const DefaultSettleInterval = 20 * time.Millisecond
+
 var (
-	_ payment.Provider = (*Provider)(nil)
-	_ payment.Looker   = (*Provider)(nil)
+	_ payment.Provider   = (*Provider)(nil)
+	_ payment.Looker     = (*Provider)(nil)
+	_ payment.Identifier = (*Provider)(nil)
 )
 
-// Provider is an in-process payment.Provider and payment.Looker backed by an
-// Engine. It behaves like a remote server: a call whose context ends first
-// returns a transient error while the Engine goes on, and may charge, in the
-// background.
+// Provider is an in-process payment.Provider, payment.Looker and
+// payment.Identifier backed by an Engine. It behaves like a remote server:
+// a call whose context ends first returns a transient error while the Engine
+// goes on, and may charge, in the background.
 type Provider struct {
-	engine  *Engine
-	calls   atomic.Int64
-	lookups atomic.Int64
+	engine         *Engine
+	settleInterval time.Duration
+	calls          atomic.Int64
+	lookups        atomic.Int64
+	settles        atomic.Int64
+}
+
+// ProviderOption configures a Provider.
+type ProviderOption func(*Provider)
+
+// WithSettleInterval sets how often Settle reads a charge that is not final;
+// DefaultSettleInterval when d is not positive.
+func WithSettleInterval(d time.Duration) ProviderOption {
+	return func(p *Provider) {
+		if d > 0 {
+			p.settleInterval = d
+		}
+	}
 }
 
 // NewProvider returns a Provider that charges through e.
-func NewProvider(e *Engine) *Provider {
-	return &Provider{engine: e}
+func NewProvider(e *Engine, opts ...ProviderOption) *Provider {
+	p := &Provider{engine: e, settleInterval: DefaultSettleInterval}
+	for _, opt := range opts {
+		opt(p)
+	}
+	return p
 }
 
 // Engine returns the Engine behind the provider.
@@ -59,15 +83,42 @@ func (p *Provider) Calls() int64 { return p.calls.Load() }
 // Lookups returns how many times Lookup was called.
 func (p *Provider) Lookups() int64 { return p.lookups.Load() }
 
-// Charge creates a PaymentIntent at the Engine under key and maps its answer
-// to the payment package's outcome and error classes. A context that is
-// already done sends nothing; one that ends while the Engine works returns a
-// transient error, and the Engine still finishes the request.
+// Settles returns how many times Settle was called.
+func (p *Provider) Settles() int64 { return p.settles.Load() }
+
+// TaggedRequest returns a copy of req whose metadata also holds key under
+// payment.MetadataKeyIdempotencyKey and payment.RequestHash(key, req) under
+// payment.MetadataKeyFingerprint: what the operator's adapters send, so that
+// a lookup finds the charge by its key. req's map is not changed. Tests use
+// it to PutIntent a charge as the operator would have made it.
+func TaggedRequest(key string, req payment.ChargeRequest) payment.ChargeRequest {
+	return withLookupMetadata(req, key, payment.RequestHash(key, req))
+}
+
+// withLookupMetadata returns a copy of req whose metadata also holds key
+// and, when it is not empty, fingerprint.
+func withLookupMetadata(req payment.ChargeRequest, key, fingerprint string) payment.ChargeRequest {
+	metadata := make(map[string]string, len(req.Metadata)+2)
+	maps.Copy(metadata, req.Metadata)
+	metadata[payment.MetadataKeyIdempotencyKey] = key
+	if fingerprint != "" {
+		metadata[payment.MetadataKeyFingerprint] = fingerprint
+	}
+	req.Metadata = metadata
+	return req
+}
+
+// Charge creates a PaymentIntent at the Engine under key, with the metadata
+// of TaggedRequest, and maps its answer to the payment package's outcome and
+// error classes. A context that is already done sends nothing; one that ends
+// while the Engine works returns a transient error, and the Engine still
+// finishes the request.
 func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
 	p.calls.Add(1)
 	if err := ctx.Err(); err != nil {
 		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot send charge: %w", err), 0)
 	}
+	tagged := TaggedRequest(key, req)
 
 	type result struct {
 		intent   Intent
@@ -77,7 +128,7 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	// Buffered, so that the request finishes after the caller gave up.
 	done := make(chan result, 1)
 	go func() {
-		in, replayed, err := p.engine.CreatePaymentIntent(key, req)
+		in, replayed, err := p.engine.CreatePaymentIntent(key, tagged)
 		done <- result{intent: in, replayed: replayed, err: err}
 	}()
 
@@ -92,18 +143,104 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	}
 }
 
-// Lookup returns the successful charge saved under key, and false when there
-// is none.
-func (p *Provider) Lookup(ctx context.Context, key string) (payment.Outcome, bool, error) {
+// Lookup returns every intent whose metadata carries one of keys, newest
+// first under each key, with one Engine search that joins the keys with OR:
+// it counts in Stats.Searches, lags behind writes and is rate limited like
+// a search over HTTP. More than payment.MaxLookupKeys keys is an error and
+// searches nothing; a refused search (a 429, or any other error) is a
+// payment.TransientError. See chargeState for the State of each charge.
+func (p *Provider) Lookup(ctx context.Context, keys []string) (map[string][]payment.Found, error) {
 	p.lookups.Add(1)
+	if len(keys) > payment.MaxLookupKeys {
+		return nil, fmt.Errorf("cannot look up %d keys: at most %d in one lookup", len(keys), payment.MaxLookupKeys)
+	}
 	if err := ctx.Err(); err != nil {
-		return payment.Outcome{}, false, payment.Transient(fmt.Errorf("cannot look up charge: %w", err), 0)
+		return nil, payment.Transient(fmt.Errorf("cannot look up charges: %w", err), 0)
 	}
-	in, ok := p.engine.LookupByKey(key)
-	if !ok {
-		return payment.Outcome{}, false, nil
+	found := map[string][]payment.Found{}
+	if len(keys) == 0 {
+		return found, nil
 	}
-	return outcome(in, false), true, nil
+	intents, err := p.engine.searchKeys(keys)
+	if err != nil {
+		var retryAfter time.Duration
+		if se, ok := errors.AsType[*StripeError](err); ok {
+			retryAfter = se.RetryAfter
+		}
+		return nil, payment.Transient(fmt.Errorf("cannot look up charges: %w", err), retryAfter)
+	}
+	for _, in := range intents {
+		key := in.Metadata[payment.MetadataKeyIdempotencyKey]
+		found[key] = append(found[key], payment.Found{
+			Key:         key,
+			Outcome:     outcome(in, false),
+			State:       chargeState(in.Status),
+			Fingerprint: in.Metadata[payment.MetadataKeyFingerprint],
+		})
+	}
+	return found, nil
+}
+
+// Settle reads the intent with id, every settle interval, until its status
+// is final or ctx is done: a succeeded (or requires_capture) intent is
+// returned as an outcome, one that ended without moving money is a
+// payment.Declined refusal, and an unknown id, an intent carrying another
+// key or a context done are transient. Each read counts in Stats.Retrieves.
+func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome, error) {
+	p.settles.Add(1)
+	var tick *time.Timer
+	for {
+		if err := ctx.Err(); err != nil {
+			return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot settle charge %s: %w", id, err), 0)
+		}
+		in, ok := p.engine.GetPaymentIntent(id)
+		if !ok {
+			return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot settle charge %s: no such payment intent", id), 0)
+		}
+		if k, tagged := in.Metadata[payment.MetadataKeyIdempotencyKey]; tagged && k != key {
+			return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot settle charge %s: it carries another idempotency key", id), 0)
+		}
+		switch chargeState(in.Status) {
+		case payment.StateSucceeded:
+			return outcome(in, false), nil
+		case payment.StateNotCharged:
+			return payment.Outcome{}, payment.Declined(payment.ReasonCardDeclined,
+				fmt.Sprintf("payment intent %s ended with status %s", id, in.Status))
+		}
+		if tick == nil {
+			tick = time.NewTimer(p.settleInterval)
+			defer tick.Stop()
+		} else {
+			tick.Reset(p.settleInterval)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return payment.Outcome{}, payment.Transient(
+				fmt.Errorf("charge %s not final (%s): %w", id, in.Status, ctx.Err()), 0)
+		}
+	}
+}
+
+// Account returns the Engine's account.
+func (p *Provider) Account(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", payment.Transient(fmt.Errorf("cannot read the account: %w", err), 0)
+	}
+	return p.engine.Account(), nil
+}
+
+// chargeState classifies a PaymentIntent status. A status it does not know
+// is pending: a charge is never made around the unknown.
+func chargeState(status string) payment.ChargeState {
+	switch status {
+	case StatusSucceeded, StatusRequiresCapture:
+		return payment.StateSucceeded
+	case StatusRequiresPaymentMethod, StatusCanceled:
+		return payment.StateNotCharged
+	default:
+		return payment.StatePending
+	}
 }
 
 // outcome is the payment outcome of a successful intent.

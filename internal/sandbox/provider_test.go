@@ -248,41 +248,22 @@ func TestProviderSendsNothingWhenContextIsDone(t *testing.T) {
 	_, err := p.Charge(ctx, "key", request(1500, sandbox.PaymentMethodVisa))
 	g.Expect(err).To(MatchError(context.Canceled))
 	g.Expect(payment.RetryAfter(err)).To(BeZero())
-	_, _, err = p.Lookup(ctx, "key")
+	_, err = p.Lookup(ctx, []string{"key"})
+	g.Expect(err).To(MatchError(context.Canceled))
+	g.Expect(err).To(BeAssignableToTypeOf(&payment.TransientError{}))
+	_, err = p.Settle(ctx, "key", "pi_any")
+	g.Expect(err).To(MatchError(context.Canceled))
+	g.Expect(err).To(BeAssignableToTypeOf(&payment.TransientError{}))
+	_, err = p.Account(ctx)
 	g.Expect(err).To(MatchError(context.Canceled))
 
 	g.Expect(p.Calls()).To(BeEquivalentTo(1))
 	g.Expect(p.Lookups()).To(BeEquivalentTo(1))
-	g.Expect(e.Stats().Requests).To(BeZero())
-}
-
-func TestProviderLookup(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	e := sandbox.NewEngine()
-	p := sandbox.NewProvider(e)
-	g.Expect(p.Engine()).To(BeIdenticalTo(e))
-	ctx := context.Background()
-
-	_, found, err := p.Lookup(ctx, "key")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(found).To(BeFalse())
-
-	charged, err := p.Charge(ctx, "key", request(1500, sandbox.PaymentMethodVisa))
-	g.Expect(err).NotTo(HaveOccurred())
-	looked, found, err := p.Lookup(ctx, "key")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(found).To(BeTrue())
-	g.Expect(looked).To(Equal(charged))
-
-	_, err = p.Charge(ctx, "declined", request(1500, sandbox.PaymentMethodChargeDeclined))
-	g.Expect(err).To(MatchError(payment.ErrDeclined))
-	_, found, err = p.Lookup(ctx, "declined")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(found).To(BeFalse())
-
-	g.Expect(p.Calls()).To(BeEquivalentTo(2))
-	g.Expect(p.Lookups()).To(BeEquivalentTo(3))
+	g.Expect(p.Settles()).To(BeEquivalentTo(1))
+	s := e.Stats()
+	g.Expect(s.Requests).To(BeZero())
+	g.Expect(s.Searches).To(BeZero())
+	g.Expect(s.Retrieves).To(BeZero())
 }
 
 func TestProviderChargesEachKeyOnceUnderConcurrency(t *testing.T) {
@@ -352,4 +333,245 @@ func TestProviderChargesEachKeyOnceUnderConcurrency(t *testing.T) {
 	}
 	g.Expect(s.Replays).To(BeEquivalentTo(goroutines - keys))
 	g.Expect(s.Requests).To(Equal(s.Charges + s.Replays + s.InFlightConflicts))
+}
+
+func TestProviderChargeTagsMetadataForLookup(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine()
+	p := sandbox.NewProvider(e)
+	req := request(1500, sandbox.PaymentMethodVisa)
+
+	out, err := p.Charge(context.Background(), "ns/order-42", req)
+	g.Expect(err).NotTo(HaveOccurred())
+	in, ok := e.GetPaymentIntent(out.ID)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(in.Metadata).To(Equal(map[string]string{
+		"paymentjob":                      "default/order-42",
+		payment.MetadataKeyIdempotencyKey: "ns/order-42",
+		payment.MetadataKeyFingerprint:    payment.RequestHash("ns/order-42", req),
+	}))
+	g.Expect(req.Metadata).To(Equal(map[string]string{"paymentjob": "default/order-42"}), "the caller's map is not changed")
+	g.Expect(sandbox.TaggedRequest("ns/order-42", req).Metadata).To(Equal(in.Metadata))
+}
+
+func TestProviderLookup(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	clock := newFakeClock()
+	e := sandbox.NewEngine(sandbox.WithClock(clock.Now))
+	p := sandbox.NewProvider(e)
+	ctx := context.Background()
+	req := request(1500, sandbox.PaymentMethodVisa)
+	// put stores a charge made an hour ago under key, as the operator makes
+	// them, with the status.
+	put := func(key, status string, age time.Duration) sandbox.Intent {
+		return e.PutIntent(sandbox.Intent{Amount: 1500, Currency: "eur", Status: status, IdempotencyKey: key,
+			Metadata: sandbox.TaggedRequest(key, req).Metadata, Created: clock.Now().Add(-age)})
+	}
+	found := func(key string, in sandbox.Intent, state payment.ChargeState) payment.Found {
+		return payment.Found{
+			Key: key,
+			Outcome: payment.Outcome{ID: in.ID, Status: in.Status, Amount: in.Amount, Currency: in.Currency,
+				Created: in.Created},
+			State:       state,
+			Fingerprint: payment.RequestHash(key, req),
+		}
+	}
+
+	charged, err := p.Charge(ctx, "ns/charged", req)
+	g.Expect(err).NotTo(HaveOccurred())
+	chargedIntent, _ := e.GetPaymentIntent(charged.ID)
+	_, err = p.Charge(ctx, "ns/declined", request(1500, sandbox.PaymentMethodChargeDeclined))
+	g.Expect(err).To(MatchError(payment.ErrDeclined))
+	canceled := put("ns/retried", sandbox.StatusCanceled, 2*time.Hour)
+	processing := put("ns/retried", sandbox.StatusProcessing, time.Hour)
+	capture := put("ns/o'brien\\1", sandbox.StatusRequiresCapture, time.Hour)
+	action := put("ns/action", sandbox.StatusRequiresAction, time.Hour)
+	confirmation := put("ns/confirmation", sandbox.StatusRequiresConfirmation, time.Hour)
+	failed := put("ns/failed", sandbox.StatusRequiresPaymentMethod, time.Hour)
+	unknown := put("ns/unknown", "requires_review", time.Hour)
+	byHand := e.PutIntent(sandbox.Intent{Amount: 900, Currency: "usd", Created: clock.Now().Add(-time.Hour),
+		Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: "ns/by-hand"}})
+	put("ns/not-asked", sandbox.StatusSucceeded, time.Hour)
+	searches := e.Stats().Searches
+	retrieves := e.Stats().Retrieves
+
+	got, err := p.Lookup(ctx, []string{"ns/charged", "ns/declined", "ns/retried", "ns/o'brien\\1", "ns/action",
+		"ns/confirmation", "ns/failed", "ns/unknown", "ns/by-hand", "ns/none"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(map[string][]payment.Found{
+		"ns/charged": {found("ns/charged", chargedIntent, payment.StateSucceeded)},
+		"ns/retried": {
+			found("ns/retried", processing, payment.StatePending),
+			found("ns/retried", canceled, payment.StateNotCharged),
+		},
+		"ns/o'brien\\1":   {found("ns/o'brien\\1", capture, payment.StateSucceeded)},
+		"ns/action":       {found("ns/action", action, payment.StatePending)},
+		"ns/confirmation": {found("ns/confirmation", confirmation, payment.StatePending)},
+		"ns/failed":       {found("ns/failed", failed, payment.StateNotCharged)},
+		"ns/unknown":      {found("ns/unknown", unknown, payment.StatePending)},
+		"ns/by-hand": {{Key: "ns/by-hand", State: payment.StateSucceeded, Outcome: payment.Outcome{
+			ID: byHand.ID, Status: sandbox.StatusSucceeded, Amount: 900, Currency: "usd", Created: byHand.Created}}},
+	}))
+	s := e.Stats()
+	g.Expect(s.Searches-searches).To(BeEquivalentTo(1), "one search for all the keys")
+	g.Expect(s.Retrieves).To(Equal(retrieves))
+	g.Expect(p.Lookups()).To(BeEquivalentTo(1))
+
+	empty, err := p.Lookup(ctx, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(empty).To(BeEmpty())
+}
+
+func TestProviderLookupKnowsNothingOnError(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	clock := newFakeClock()
+	e := sandbox.NewEngine(sandbox.WithClock(clock.Now), sandbox.WithRateLimits(sandbox.RateLimits{Searches: 1}))
+	p := sandbox.NewProvider(e)
+	ctx := context.Background()
+	_, err := p.Charge(ctx, "key", request(1500, sandbox.PaymentMethodVisa))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// More than MaxLookupKeys: an error, and nothing searched.
+	keys := make([]string, payment.MaxLookupKeys+1)
+	for i := range keys {
+		keys[i] = fmt.Sprint("key-", i)
+	}
+	got, err := p.Lookup(ctx, keys)
+	g.Expect(err).To(MatchError(ContainSubstring("at most 10")))
+	g.Expect(got).To(BeNil())
+	g.Expect(e.Stats().Searches).To(BeZero())
+
+	got, err = p.Lookup(ctx, keys[:payment.MaxLookupKeys])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(BeEmpty())
+
+	// Beyond the search rate: transient, with the Retry-After.
+	got, err = p.Lookup(ctx, []string{"key"})
+	g.Expect(got).To(BeNil())
+	var te *payment.TransientError
+	g.Expect(errors.As(err, &te)).To(BeTrue(), "want a transient error, got %v", err)
+	g.Expect(te.RetryAfter).To(Equal(sandbox.RateLimitRetryAfter))
+	g.Expect(stripeError(g, err).HTTPStatus).To(Equal(http.StatusTooManyRequests))
+
+	clock.Add(time.Second)
+	got, err = p.Lookup(ctx, []string{"key"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveKey("key"))
+	g.Expect(e.Stats().Searches).To(BeEquivalentTo(3))
+}
+
+func TestProviderLookupLagsBehindCharges(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	clock := newFakeClock()
+	e := sandbox.NewEngine(sandbox.WithClock(clock.Now), sandbox.WithSearchLag(time.Minute))
+	p := sandbox.NewProvider(e)
+	ctx := context.Background()
+	out, err := p.Charge(ctx, "key", request(1500, sandbox.PaymentMethodVisa))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	got, err := p.Lookup(ctx, []string{"key"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(BeEmpty())
+
+	clock.Add(time.Minute)
+	got, err = p.Lookup(ctx, []string{"key"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got["key"]).To(HaveLen(1))
+	g.Expect(got["key"][0].ID).To(Equal(out.ID))
+}
+
+func TestProviderSettle(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status string
+		// then, when set, is the status the intent moves to once Settle has
+		// read it twice.
+		then          string
+		key           string
+		id            string
+		wantStatus    string
+		wantClass     error
+		wantTransient string
+	}{
+		{name: "succeeded", status: sandbox.StatusSucceeded, wantStatus: sandbox.StatusSucceeded},
+		{name: "requires capture", status: sandbox.StatusRequiresCapture, wantStatus: sandbox.StatusRequiresCapture},
+		{name: "processing, then succeeded", status: sandbox.StatusProcessing, then: sandbox.StatusSucceeded,
+			wantStatus: sandbox.StatusSucceeded},
+		{name: "requires action, then canceled", status: sandbox.StatusRequiresAction, then: sandbox.StatusCanceled,
+			wantClass: payment.ErrDeclined},
+		{name: "unknown status, then succeeded", status: "requires_review", then: sandbox.StatusSucceeded,
+			wantStatus: sandbox.StatusSucceeded},
+		{name: "requires payment method", status: sandbox.StatusRequiresPaymentMethod, wantClass: payment.ErrDeclined},
+		{name: "canceled", status: sandbox.StatusCanceled, wantClass: payment.ErrDeclined},
+		{name: "processing until the deadline", status: sandbox.StatusProcessing,
+			wantTransient: context.DeadlineExceeded.Error()},
+		{name: "unknown id", status: sandbox.StatusSucceeded, id: "pi_unknown", wantTransient: "no such payment intent"},
+		{name: "another key", status: sandbox.StatusSucceeded, key: "other", wantTransient: "another idempotency key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			e := sandbox.NewEngine()
+			p := sandbox.NewProvider(e, sandbox.WithSettleInterval(time.Millisecond))
+			in := e.PutIntent(sandbox.Intent{Amount: 1500, Currency: "eur", Status: tt.status, IdempotencyKey: "key",
+				Metadata: sandbox.TaggedRequest("key", request(1500, sandbox.PaymentMethodVisa)).Metadata})
+			key, id := "key", in.ID
+			if tt.key != "" {
+				key = tt.key
+			}
+			if tt.id != "" {
+				id = tt.id
+			}
+			timeout := timeout
+			if tt.wantTransient == context.DeadlineExceeded.Error() {
+				timeout = 50 * time.Millisecond
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+
+			done := make(chan chargeResult, 1)
+			go func() {
+				out, err := p.Settle(ctx, key, id)
+				done <- chargeResult{outcome: out, err: err}
+			}()
+			if tt.then != "" {
+				g.Eventually(func() int64 { return e.Stats().Retrieves }).WithTimeout(timeout).Should(BeNumerically(">=", 2))
+				g.Consistently(done).WithTimeout(5 * time.Millisecond).ShouldNot(Receive())
+				g.Expect(e.SetIntentStatus(in.ID, tt.then)).To(Succeed())
+			}
+			var r chargeResult
+			g.Eventually(done).WithTimeout(timeout + time.Second).Should(Receive(&r))
+
+			switch {
+			case tt.wantClass != nil:
+				g.Expect(r.err).To(MatchError(tt.wantClass))
+				_, refused := payment.IsRefusal(r.err)
+				g.Expect(refused).To(BeTrue())
+			case tt.wantTransient != "":
+				g.Expect(r.err).To(BeAssignableToTypeOf(&payment.TransientError{}))
+				g.Expect(r.err).To(MatchError(ContainSubstring(tt.wantTransient)))
+			default:
+				g.Expect(r.err).NotTo(HaveOccurred())
+				g.Expect(r.outcome).To(Equal(payment.Outcome{ID: in.ID, Status: tt.wantStatus, Amount: 1500,
+					Currency: "eur", Created: in.Created}))
+			}
+			g.Expect(p.Settles()).To(BeEquivalentTo(1))
+			g.Expect(e.Stats().Requests).To(BeZero(), "Settle never charges")
+		})
+	}
+}
+
+func TestProviderAccount(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine(sandbox.WithAccount("acct_provider"))
+	account, err := sandbox.NewProvider(e).Account(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(account).To(Equal("acct_provider"))
 }

@@ -21,39 +21,97 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// SearchPaymentIntents returns copies of the intents whose metadata holds
-// every pair of metadata, newest first and, at the same second, by
-// descending ID, as Stripe's search orders them. Unlike Stripe's search,
-// which lags behind writes, it sees every committed intent at once.
-func (e *Engine) SearchPaymentIntents(metadata map[string]string) []Intent {
+// MaxSearchClauses is the most clauses one search query may hold, as at
+// Stripe.
+const MaxSearchClauses = 10
+
+// WithSearchLag sets the search lag; see SetSearchLag.
+func WithSearchLag(d time.Duration) Option {
+	return func(e *Engine) { e.searchLag = max(d, 0) }
+}
+
+// SetSearchLag makes search lag behind writes like Stripe's: an intent is
+// visible to search only once d has passed, by the Engine's clock, since it
+// was created (Intent.Created). A status changed later is seen at once by
+// search, as by GetPaymentIntent. Zero, the default, or a negative d shows
+// every intent at once.
+func (e *Engine) SetSearchLag(d time.Duration) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.searchLag = max(d, 0)
+}
+
+// SearchLag returns the search lag in force.
+func (e *Engine) SearchLag() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.searchLag
+}
+
+// SearchPaymentIntents returns copies of the intents that match a query of
+// Stripe's search language: metadata['key']:'value' clauses, at most
+// MaxSearchClauses, joined either by AND or by OR. They come newest first
+// and, at the same instant, by descending ID, as Stripe's search orders
+// them. Like Stripe's search it lags behind writes (SetSearchLag) and has its
+// own rate limit (RateLimits.Searches); every call counts in Stats.Searches.
+// Errors are *StripeError: 400 for a query outside the subset, 429 beyond
+// the rate limit.
+func (e *Engine) SearchPaymentIntents(query string) ([]Intent, error) {
+	e.mu.Lock()
+	e.stats.Searches++
+	if !e.allow(e.searches) {
+		e.mu.Unlock()
+		return nil, rateLimitError(RateLimitRetryAfter, false)
+	}
+	q, err := parseSearchQuery(query)
+	if err != nil {
+		e.mu.Unlock()
+		return nil, invalidRequest(CodeParameterInvalid, "query", "Invalid query: "+err.Error())
+	}
+	now := e.now()
 	var found []Intent
 	for _, in := range e.intents {
-		if hasMetadata(in, metadata) {
+		if (e.searchLag == 0 || !now.Before(in.Created.Add(e.searchLag))) && q.matches(in) {
 			found = append(found, in.clone())
 		}
 	}
 	e.mu.Unlock()
+	sortNewestFirst(found)
+	return found, nil
+}
 
-	slices.SortFunc(found, func(a, b Intent) int {
+// searchKeys returns the intents whose metadata entry
+// payment.MetadataKeyIdempotencyKey is one of keys, with one search of at
+// most MaxSearchClauses clauses joined by OR.
+func (e *Engine) searchKeys(keys []string) ([]Intent, error) {
+	clauses := make([]string, len(keys))
+	for i, key := range keys {
+		clauses[i] = metadataClause(payment.MetadataKeyIdempotencyKey, key)
+	}
+	return e.SearchPaymentIntents(strings.Join(clauses, " OR "))
+}
+
+// metadataClause is the clause metadata['key']:'value', with backslashes
+// and quotes escaped.
+func metadataClause(key, value string) string {
+	escape := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace
+	return fmt.Sprintf("metadata['%s']:'%s'", escape(key), escape(value))
+}
+
+// sortNewestFirst orders intents as Stripe's search does: newest first and,
+// at the same instant, by descending ID.
+func sortNewestFirst(intents []Intent) {
+	slices.SortFunc(intents, func(a, b Intent) int {
 		if c := b.Created.Compare(a.Created); c != 0 {
 			return c
 		}
 		return strings.Compare(b.ID, a.ID)
 	})
-	return found
-}
-
-// hasMetadata reports whether the intent's metadata holds every pair.
-func hasMetadata(in Intent, metadata map[string]string) bool {
-	for k, v := range metadata {
-		if got, ok := in.Metadata[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // searchClause is one metadata['key']:'value' clause of a search query.
@@ -61,45 +119,73 @@ type searchClause struct {
 	key, value string
 }
 
-// metadataOf returns the metadata every clause asks for, and false when two
-// clauses ask for different values of the same key, which nothing matches.
-func metadataOf(clauses []searchClause) (map[string]string, bool) {
-	metadata := make(map[string]string, len(clauses))
-	for _, c := range clauses {
-		if v, ok := metadata[c.key]; ok && v != c.value {
-			return nil, false
+// searchQuery is a parsed search query.
+type searchQuery struct {
+	clauses []searchClause
+	// or is true when the clauses are joined by OR, false for AND.
+	or bool
+}
+
+// matches reports whether the intent's metadata satisfies the query.
+func (q searchQuery) matches(in Intent) bool {
+	for _, c := range q.clauses {
+		got, ok := in.Metadata[c.key]
+		if hit := ok && got == c.value; hit == q.or {
+			return hit
 		}
-		metadata[c.key] = c.value
 	}
-	return metadata, true
+	return !q.or
 }
 
 // errUnsupportedQuery explains the subset of Stripe's search query language
 // that the sandbox understands.
 var errUnsupportedQuery = errors.New("the sandbox supports only metadata['key']:'value' clauses " +
-	"(single or double quotes, backslash escapes) joined by AND")
+	"(single or double quotes, backslash escapes) joined either by AND or by OR")
 
 // parseSearchQuery parses a query of Stripe's search language made of
 // metadata equality clauses joined by AND, such as
-// metadata['order']:'42' AND metadata["tenant"]:"acme".
-func parseSearchQuery(query string) ([]searchClause, error) {
+// metadata['order']:'42' AND metadata["tenant"]:"acme", or joined by OR.
+// Like Stripe, it refuses a query that mixes AND and OR, or that holds more
+// than MaxSearchClauses clauses.
+func parseSearchQuery(query string) (searchQuery, error) {
 	p := queryParser{s: query}
-	var clauses []searchClause
+	var q searchQuery
+	connector := ""
 	p.spaces()
 	for {
 		c, err := p.clause()
 		if err != nil {
-			return nil, err
+			return searchQuery{}, err
 		}
-		clauses = append(clauses, c)
+		q.clauses = append(q.clauses, c)
 		n := p.spaces()
 		if p.done() {
-			return clauses, nil
+			break
 		}
-		if n == 0 || !p.keyword("AND") || p.spaces() == 0 {
-			return nil, p.errorf("expected AND")
+		at := p.i
+		var word string
+		switch {
+		case n > 0 && p.keyword("AND"):
+			word = "AND"
+		case n > 0 && p.keyword("OR"):
+			word = "OR"
+		default:
+			return searchQuery{}, p.errorf("expected AND or OR")
 		}
+		if p.spaces() == 0 {
+			return searchQuery{}, p.errorf("expected a space after %s", word)
+		}
+		if connector != "" && word != connector {
+			p.i = at
+			return searchQuery{}, p.errorf("AND and OR cannot be mixed in one query")
+		}
+		connector = word
 	}
+	if len(q.clauses) > MaxSearchClauses {
+		return searchQuery{}, fmt.Errorf("the query has %d clauses; at most %d are allowed", len(q.clauses), MaxSearchClauses)
+	}
+	q.or = connector == "OR"
+	return q, nil
 }
 
 // queryParser reads a search query from left to right.

@@ -68,27 +68,39 @@ type ServerOptions struct {
 
 // NewServer returns an http.Handler that serves the Engine as a subset of
 // Stripe's API, enough for stripe-go to create, retrieve and search
-// PaymentIntents:
+// PaymentIntents and to read the account, and as the operator's generic
+// HTTP contract (docs/providers.md, "The HTTP contract"):
 //
 //	POST /v1/payment_intents          create and confirm (confirm=true)
 //	GET  /v1/payment_intents/{id}     retrieve
-//	GET  /v1/payment_intents/search   search by metadata['key']:'value' AND ...
-//	GET  /_sandbox/stats              the Engine's Stats, without auth
+//	GET  /v1/payment_intents/search   search by metadata['key']:'value' joined by AND or by OR
+//	GET  /v1/account                  the Engine's account
+//	POST /http/charges                charge, in the HTTP contract's JSON
+//	GET  /http/charges/lookup         the charges carrying ?key=K1&key=K2..., at most 10
+//	GET  /_sandbox/stats              the Engine's Stats and account, without auth
 //	GET  /_sandbox/faults             the random faults, without auth
 //	PUT  /_sandbox/faults             replace the random faults, without auth
+//	POST /_sandbox/forget-keys        forget every decided key (Engine.ForgetKeys), without auth
 //
 // Every /v1 route requires a test API key (TestKeyPrefix), as a Bearer token
-// or as the user name of HTTP Basic auth. Errors have Stripe's shape:
-// {"error": {"type", "code", "decline_code", "param", "message"}}.
+// or as the user name of HTTP Basic auth; its errors have Stripe's shape:
+// {"error": {"type", "code", "decline_code", "param", "message"}}. The /http
+// routes accept any Authorization or none, and answer errors as
+// {"reason", "message"}. Creates and searches on both are subject to the
+// Engine's rate limits, search lag and idempotency mode.
 func NewServer(e *Engine, opts ServerOptions) http.Handler {
 	s := &server{engine: e}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/payment_intents", authenticated(methods{http.MethodPost: s.createPaymentIntent}))
 	mux.Handle("/v1/payment_intents/search", authenticated(methods{http.MethodGet: s.searchPaymentIntents}))
 	mux.Handle("/v1/payment_intents/{id}", authenticated(methods{http.MethodGet: s.getPaymentIntent}))
+	mux.Handle("/v1/account", authenticated(methods{http.MethodGet: s.getAccount}))
 	mux.Handle("/v1/", authenticated(http.HandlerFunc(notFound)))
+	mux.Handle("/http/charges", methods{http.MethodPost: s.createCharge})
+	mux.Handle("/http/charges/lookup", methods{http.MethodGet: s.lookupCharges})
 	mux.Handle("/_sandbox/stats", methods{http.MethodGet: s.getStats})
 	mux.Handle("/_sandbox/faults", methods{http.MethodGet: s.getFaults, http.MethodPut: s.putFaults})
+	mux.Handle("/_sandbox/forget-keys", methods{http.MethodPost: s.forgetKeys})
 	mux.HandleFunc("/", notFound)
 
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -208,14 +220,25 @@ func (s *server) createPaymentIntent(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	if err != nil {
-		var se *StripeError
-		if !errors.As(err, &se) {
-			se = &StripeError{Type: ErrorTypeAPI, Message: err.Error(), HTTPStatus: http.StatusInternalServerError}
-		}
-		writeStripeError(w, se)
+		writeEngineError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, intentBody(in))
+}
+
+// writeEngineError writes an error of the Engine, which is always a
+// *StripeError, or a 500 api_error for anything else.
+func writeEngineError(w http.ResponseWriter, err error) {
+	writeStripeError(w, stripeErrorOf(err))
+}
+
+// stripeErrorOf returns err as a *StripeError, a 500 api_error when it is
+// not one.
+func stripeErrorOf(err error) *StripeError {
+	if se, ok := errors.AsType[*StripeError](err); ok {
+		return se
+	}
+	return &StripeError{Type: ErrorTypeAPI, Message: err.Error(), HTTPStatus: http.StatusInternalServerError}
 }
 
 // readForm parses a form-encoded request body. It returns the error body
@@ -339,11 +362,6 @@ func (s *server) searchPaymentIntents(w http.ResponseWriter, r *http.Request) {
 		writeStripeError(w, invalidRequest(CodeParameterMissing, "query", "Missing required param: query."))
 		return
 	}
-	clauses, err := parseSearchQuery(params.Get("query"))
-	if err != nil {
-		writeStripeError(w, invalidRequest(CodeParameterInvalid, "query", "Invalid query: "+err.Error()))
-		return
-	}
 	limit := defaultSearchLimit
 	if params.Has("limit") {
 		n, err := strconv.Atoi(params.Get("limit"))
@@ -355,9 +373,10 @@ func (s *server) searchPaymentIntents(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 
-	var found []Intent
-	if metadata, ok := metadataOf(clauses); ok {
-		found = s.engine.SearchPaymentIntents(metadata)
+	found, err := s.engine.SearchPaymentIntents(params.Get("query"))
+	if err != nil {
+		writeEngineError(w, err)
+		return
 	}
 	// The page token is the ID of the last intent of the previous page:
 	// intents are never deleted and their order never changes.
@@ -387,10 +406,44 @@ func (s *server) searchPaymentIntents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-// getStats answers the Engine's counters.
+// getAccount answers the Engine's account, with the fields stripe-go reads.
+func (s *server) getAccount(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, accountBody{
+		ID:               s.engine.Account(),
+		Object:           "account",
+		Type:             "standard",
+		Country:          "US",
+		DefaultCurrency:  "usd",
+		ChargesEnabled:   true,
+		PayoutsEnabled:   true,
+		DetailsSubmitted: true,
+	})
+}
+
+// accountBody is an Account as Stripe writes it, reduced to a few fields.
+type accountBody struct {
+	ID               string `json:"id"`
+	Object           string `json:"object"`
+	Type             string `json:"type"`
+	Country          string `json:"country"`
+	DefaultCurrency  string `json:"default_currency"`
+	ChargesEnabled   bool   `json:"charges_enabled"`
+	PayoutsEnabled   bool   `json:"payouts_enabled"`
+	DetailsSubmitted bool   `json:"details_submitted"`
+}
+
+// forgetKeys forgets every decided idempotency key.
+func (s *server) forgetKeys(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Forgotten int `json:"forgotten"`
+	}{s.engine.ForgetKeys()})
+}
+
+// getStats answers the Engine's counters and account.
 func (s *server) getStats(w http.ResponseWriter, _ *http.Request) {
 	st := s.engine.Stats()
 	writeJSON(w, http.StatusOK, statsBody{
+		Account:           s.engine.Account(),
 		Requests:          st.Requests,
 		Charges:           st.Charges,
 		Replays:           st.Replays,
@@ -399,6 +452,10 @@ func (s *server) getStats(w http.ResponseWriter, _ *http.Request) {
 		KeyReusedErrors:   st.KeyReusedErrors,
 		InvalidRequests:   st.InvalidRequests,
 		Faults:            st.Faults,
+		RateLimited:       st.RateLimited,
+		Searches:          st.Searches,
+		Retrieves:         st.Retrieves,
+		KeysForgotten:     st.KeysForgotten,
 		ChargesByKey:      st.ChargesByKey,
 	})
 }
@@ -514,9 +571,7 @@ type apiErrorBody struct {
 // one, its Retry-After in whole seconds rounded up. The Engine keeps no
 // intent for a declined payment, so the error carries no payment_intent.
 func writeStripeError(w http.ResponseWriter, se *StripeError) {
-	if se.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(se.RetryAfter.Seconds()))))
-	}
+	setRetryAfter(w, se.RetryAfter)
 	status := se.HTTPStatus
 	if status == 0 {
 		status = http.StatusInternalServerError
@@ -529,6 +584,14 @@ func writeStripeError(w http.ResponseWriter, se *StripeError) {
 		Param:       se.Param,
 		DocURL:      docURL(se.Code),
 	})
+}
+
+// setRetryAfter sets the Retry-After header to d in whole seconds rounded
+// up, when d is positive.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	if d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+	}
 }
 
 // docURL is Stripe's documentation page of an error code.
@@ -557,6 +620,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // statsBody is Stats in JSON.
 type statsBody struct {
+	Account           string         `json:"account"`
 	Requests          int64          `json:"requests"`
 	Charges           int64          `json:"charges"`
 	Replays           int64          `json:"replays"`
@@ -565,6 +629,10 @@ type statsBody struct {
 	KeyReusedErrors   int64          `json:"keyReusedErrors"`
 	InvalidRequests   int64          `json:"invalidRequests"`
 	Faults            int64          `json:"faults"`
+	RateLimited       int64          `json:"rateLimited"`
+	Searches          int64          `json:"searches"`
+	Retrieves         int64          `json:"retrieves"`
+	KeysForgotten     int64          `json:"keysForgotten"`
 	ChargesByKey      map[string]int `json:"chargesByKey"`
 }
 

@@ -629,6 +629,12 @@ func TestServerSearchesByMetadata(t *testing.T) {
 		{name: "no match", query: `metadata['paymentjob']:'default/c'`, wantIDs: []string{}},
 		{name: "values are case-sensitive", query: `metadata['tenant']:'ACME'`, wantIDs: []string{}},
 		{name: "contradiction", query: `metadata['tenant']:'acme' AND metadata['tenant']:'globex'`, wantIDs: []string{}},
+		{name: "OR", query: `metadata['tenant']:'globex' OR metadata['paymentjob']:'default/a'`,
+			wantIDs: []string{ids["k3"], ids["k1"]}},
+		{name: "or in lower case", query: `metadata['paymentjob']:'default/b' or metadata['paymentjob']:'nope'`,
+			wantIDs: []string{ids["k2"]}},
+		{name: "OR of one key twice", query: `metadata['tenant']:'acme' OR metadata['tenant']:'acme'`,
+			wantIDs: []string{ids["k2"], ids["k1"]}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -661,7 +667,10 @@ func TestServerSearchesByMetadata(t *testing.T) {
 	unsupported := []string{
 		``,
 		`status:'succeeded'`,
-		`metadata['tenant']:'acme' OR metadata['tenant']:'globex'`,
+		`metadata['tenant']:'acme' OR metadata['tenant']:'globex' AND metadata['paymentjob']:'default/a'`,
+		`metadata['tenant']:'acme' AND metadata['tenant']:'globex' OR metadata['paymentjob']:'default/a'`,
+		`metadata['tenant']:'acme' XOR metadata['tenant']:'globex'`,
+		`metadata['tenant']:'acme'OR metadata['paymentjob']:'default/a'`,
 		`-metadata['tenant']:'acme'`,
 		`metadata['tenant']~'ac'`,
 		`metadata[tenant]:'acme'`,
@@ -682,7 +691,7 @@ func TestServerSearchesByMetadata(t *testing.T) {
 func TestServerServesStatsAndFaults(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	e := sandbox.NewEngine()
+	e := sandbox.NewEngine(sandbox.WithAccount("acct_stats"))
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
 	g.Expect(createIntent(g, srv, "k1", paymentForm("100", sandbox.PaymentMethodVisa)).status).To(Equal(http.StatusOK))
 	g.Expect(createIntent(g, srv, "k1", paymentForm("100", sandbox.PaymentMethodVisa)).status).To(Equal(http.StatusOK))
@@ -691,8 +700,9 @@ func TestServerServesStatsAndFaults(t *testing.T) {
 
 	stats := send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/stats", authorization: noAuth})
 	g.Expect(stats.status).To(Equal(http.StatusOK))
-	g.Expect(stats.body).To(MatchJSON(`{"requests": 3, "charges": 1, "replays": 1, "inFlightConflicts": 0,
-		"declines": 1, "keyReusedErrors": 0, "invalidRequests": 0, "faults": 0, "chargesByKey": {"k1": 1}}`))
+	g.Expect(stats.body).To(MatchJSON(`{"account": "acct_stats", "requests": 3, "charges": 1, "replays": 1,
+		"inFlightConflicts": 0, "declines": 1, "keyReusedErrors": 0, "invalidRequests": 0, "faults": 0,
+		"rateLimited": 0, "searches": 0, "retrieves": 0, "keysForgotten": 0, "chargesByKey": {"k1": 1}}`))
 
 	faults := send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/faults", authorization: noAuth})
 	g.Expect(faults.status).To(Equal(http.StatusOK))
@@ -980,4 +990,112 @@ func TestStripeGoRetriesOnlyTransportErrors(t *testing.T) {
 	_, err := sc.V1PaymentIntents.Create(context.Background(), stripeParams("key", 500, sandbox.PaymentMethodVisa, nil))
 	g.Expect(asStripeError(g, err).HTTPStatusCode).To(Equal(http.StatusInternalServerError))
 	g.Expect(e.Stats().Requests).To(BeEquivalentTo(1))
+}
+
+func TestServerServesAccount(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine(sandbox.WithAccount("acct_1Nv0FGQ9RKHgCVdK"))
+	srv := startSandbox(t, e, sandbox.ServerOptions{})
+
+	res := send(g, srv, apiRequest{method: http.MethodGet, path: "/v1/account"})
+	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
+	g.Expect(res.intentOf(g)).To(And(HaveKeyWithValue("id", "acct_1Nv0FGQ9RKHgCVdK"), HaveKeyWithValue("object", "account")))
+	g.Expect(send(g, srv, apiRequest{method: http.MethodGet, path: "/v1/account", authorization: noAuth}).status).
+		To(Equal(http.StatusUnauthorized))
+
+	account, err := newStripeClient(srv).V1Accounts.Retrieve(context.Background(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(account.ID).To(Equal("acct_1Nv0FGQ9RKHgCVdK"))
+	g.Expect(account.ChargesEnabled).To(BeTrue())
+}
+
+func TestServerForgetsKeys(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine()
+	srv := startSandbox(t, e, sandbox.ServerOptions{})
+	form := paymentForm("100", sandbox.PaymentMethodVisa)
+	first := createIntent(g, srv, "k1", form)
+	g.Expect(first.status).To(Equal(http.StatusOK))
+	g.Expect(createIntent(g, srv, "k1", form).header.Get("Idempotent-Replayed")).To(Equal("true"))
+
+	res := send(g, srv, apiRequest{method: http.MethodPost, path: "/_sandbox/forget-keys", authorization: noAuth})
+	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
+	g.Expect(res.body).To(MatchJSON(`{"forgotten": 1}`))
+	g.Expect(send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/forget-keys", authorization: noAuth}).status).
+		To(Equal(http.StatusMethodNotAllowed))
+
+	second := createIntent(g, srv, "k1", form)
+	g.Expect(second.status).To(Equal(http.StatusOK))
+	g.Expect(second.header.Get("Idempotent-Replayed")).To(BeEmpty())
+	g.Expect(second.intentOf(g)["id"]).NotTo(Equal(first.intentOf(g)["id"]))
+
+	stats := send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/stats", authorization: noAuth}).intentOf(g)
+	g.Expect(stats).To(HaveKeyWithValue("keysForgotten", BeEquivalentTo(1)))
+	g.Expect(stats).To(HaveKeyWithValue("chargesByKey", HaveKeyWithValue("k1", BeEquivalentTo(2))))
+}
+
+func TestServerChargesEveryRequestWithIdempotencyOff(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine(sandbox.WithIdempotency(false))
+	srv := startSandbox(t, e, sandbox.ServerOptions{})
+	for _, amount := range []string{"100", "100", "200"} {
+		res := createIntent(g, srv, "k1", paymentForm(amount, sandbox.PaymentMethodVisa))
+		g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
+		g.Expect(res.header.Get("Idempotent-Replayed")).To(BeEmpty())
+	}
+	g.Expect(e.Stats().ChargesByKey).To(Equal(map[string]int{"k1": 3}))
+}
+
+func TestServerAnswersRateLimits(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	clock := newFakeClock()
+	e := sandbox.NewEngine(sandbox.WithClock(clock.Now), sandbox.WithRateLimits(sandbox.RateLimits{Writes: 1, Searches: 1}))
+	srv := startSandbox(t, e, sandbox.ServerOptions{})
+	searchPath := "/v1/payment_intents/search?" + url.Values{"query": {`metadata['paymentjob']:'default/order-42'`}}.Encode()
+
+	g.Expect(createIntent(g, srv, "k1", paymentForm("100", sandbox.PaymentMethodVisa)).status).To(Equal(http.StatusOK))
+	g.Expect(send(g, srv, apiRequest{method: http.MethodGet, path: searchPath}).status).To(Equal(http.StatusOK))
+
+	for _, res := range []apiResponse{
+		createIntent(g, srv, "k2", paymentForm("100", sandbox.PaymentMethodVisa)),
+		send(g, srv, apiRequest{method: http.MethodGet, path: searchPath}),
+	} {
+		g.Expect(res.status).To(Equal(http.StatusTooManyRequests), string(res.body))
+		g.Expect(res.header.Get("Retry-After")).To(Equal("1"))
+		apiErr := res.errorOf(g)
+		g.Expect(apiErr.Type).To(Equal(sandbox.ErrorTypeInvalidRequest))
+		g.Expect(apiErr.Code).To(Equal(sandbox.CodeRateLimit))
+	}
+
+	clock.Add(time.Second)
+	g.Expect(createIntent(g, srv, "k2", paymentForm("100", sandbox.PaymentMethodVisa)).status).To(Equal(http.StatusOK))
+	s := e.Stats()
+	g.Expect(s.RateLimited).To(BeEquivalentTo(2))
+	g.Expect(s.Searches).To(BeEquivalentTo(2))
+	g.Expect(s.Faults).To(BeZero())
+}
+
+func TestServerSearchLagsBehindWrites(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	clock := newFakeClock()
+	e := sandbox.NewEngine(sandbox.WithClock(clock.Now), sandbox.WithSearchLag(30*time.Second))
+	srv := startSandbox(t, e, sandbox.ServerOptions{})
+	created := createIntent(g, srv, "k1", paymentForm("100", sandbox.PaymentMethodVisa)).intentOf(g)
+	search := func() []any {
+		res := send(g, srv, apiRequest{method: http.MethodGet,
+			path: "/v1/payment_intents/search?" + url.Values{"query": {`metadata['paymentjob']:'default/order-42'`}}.Encode()})
+		g.ExpectWithOffset(1, res.status).To(Equal(http.StatusOK), string(res.body))
+		return res.intentOf(g)["data"].([]any)
+	}
+
+	g.Expect(search()).To(BeEmpty())
+	retrieved := send(g, srv, apiRequest{method: http.MethodGet, path: "/v1/payment_intents/" + created["id"].(string)})
+	g.Expect(retrieved.status).To(Equal(http.StatusOK))
+	clock.Add(30 * time.Second)
+	g.Expect(search()).To(ConsistOf(HaveKeyWithValue("id", created["id"])))
 }
