@@ -47,8 +47,8 @@ type lookupBatcher struct {
 	waiters map[string][]waiter
 	// inFlight are the jobs whose key is being looked up, by key.
 	inFlight map[string]map[types.UID]bool
-	results map[string]lookupResult
-	running bool
+	results  map[string]lookupResult
+	running  bool
 }
 
 // waiter is a job waiting for its key's answer.
@@ -71,14 +71,14 @@ type lookupResult struct {
 
 func newLookupBatcher(looker payment.Looker, limiter *rate.Limiter) *lookupBatcher {
 	return &lookupBatcher{
-		looker:  looker,
-		limiter: limiter,
-		timeout: 30 * time.Second,
-		now:     time.Now,
-		queued:  map[string]bool{},
+		looker:   looker,
+		limiter:  limiter,
+		timeout:  30 * time.Second,
+		now:      time.Now,
+		queued:   map[string]bool{},
 		waiters:  map[string][]waiter{},
 		inFlight: map[string]map[types.UID]bool{},
-		results: map[string]lookupResult{},
+		results:  map[string]lookupResult{},
 	}
 }
 

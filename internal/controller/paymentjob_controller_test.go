@@ -438,10 +438,34 @@ func TestDefinitiveRefusalsFail(t *testing.T) {
 		}, timeout).Should(ContainElement(controller.ReasonCardDeclined))
 	})
 
+	// The lookup before the first charge finds the first job's charge under
+	// the key, made for another request: the second job stalls without a
+	// request. Without lookups, the provider refuses the reused key.
 	t.Run("key reused with another amount", func(t *testing.T) {
 		t.Parallel()
 		g := NewWithT(t)
 		ns := newNamespace(t, true)
+		engine := sandbox.NewEngine()
+		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+
+		createJob(t, ns, "first", func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-7" })
+		waitForPhase(t, ns, "first", paymentsv1alpha1.PhaseCompleted)
+		createJob(t, ns, "second", func(s *paymentsv1alpha1.PaymentJobSpec) {
+			s.IdempotencyKey = "invoice-7"
+			s.Amount = 9999
+		})
+		job := waitForStall(t, ns, "second", controller.ReasonChargeMismatch)
+
+		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
+		g.Expect(engine.Stats().Charges).To(Equal(int64(1)), "only the first job charged")
+		g.Expect(engine.Stats().Requests).To(Equal(int64(1)), "the second job sent nothing")
+	})
+
+	t.Run("key reused with another amount, lookups off", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		ns := newNamespace(t, true)
+		setLookupPolicy(t, ns, paymentsv1alpha1.LookupNever)
 		engine := sandbox.NewEngine()
 		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
 

@@ -86,4 +86,17 @@ func TestProviderCacheRebuildsOnGenerationOrSecretChange(t *testing.T) {
 
 	_, err = cache.Refresh(pp, &corev1.Secret{Data: map[string][]byte{"apiKey": nil}})
 	g.Expect(err).To(MatchError(errNoCredentials))
+
+	// Deleted and created again under the same name: a new UID, a new
+	// entry, and the old one is gone.
+	recreated := pp.DeepCopy()
+	recreated.UID = "another-uid"
+	recreated.Generation = 1
+	fresh, err := cache.Refresh(recreated, rotated)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(builds).To(Equal(4), "a re-created provider gets its own adapter")
+	id, err := fresh.Identity(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(id.UID).To(Equal("another-uid"))
+	g.Expect(cache.entries).To(HaveLen(1))
 }

@@ -21,10 +21,12 @@ package stripe
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -74,6 +76,11 @@ func TestConformance(t *testing.T) {
 		rec.expectAccepted(g)
 		g.Expect(errors.Is(err, payment.ErrInvalid)).To(BeFalse(), "stripe-mock refused the request: %v", err)
 		g.Expect(rec.count(http.MethodPost, "/v1/payment_intents")).To(Equal(1))
+		// Our metadata entries went with the user's, and were accepted.
+		form := rec.form(http.MethodPost, "/v1/payment_intents")
+		g.Expect(form.Get("metadata[" + payment.MetadataKeyIdempotencyKey + "]")).To(Equal("conformance/charge-1"))
+		g.Expect(form.Get("metadata[" + payment.MetadataKeyFingerprint + "]")).To(HavePrefix("sha256:"))
+		g.Expect(form.Get("metadata[invoice]")).To(Equal("42"))
 	})
 
 	t.Run("Charge with required fields only", func(t *testing.T) {
@@ -109,19 +116,62 @@ func TestConformance(t *testing.T) {
 		g.Expect(rec.count(http.MethodPost, "")).To(Equal(0))
 	})
 
-	t.Run("Lookup searches by the key", func(t *testing.T) {
+	t.Run("Lookup searches by the keys and follows pages", func(t *testing.T) {
+		g := NewWithT(t)
+		p, rec := conformanceProvider(t, base)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// stripe-mock answers one page; the first answer is made to say
+		// there is another, so that the request for it is checked too.
+		rec.rewrite = func(req *http.Request, n int, body map[string]any) {
+			if req.URL.Path == "/v1/payment_intents/search" && n == 0 {
+				body["has_more"] = true
+				body["next_page"] = "page_2"
+			}
+		}
+
+		// The fixtures carry none of our metadata, so nothing is found;
+		// the quote must be escaped for the query to be valid.
+		found, err := p.Lookup(ctx, []string{"conformance/lookup-1", "conformance/o'brien-2", "conformance/lookup-3"})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(found).To(BeEmpty())
+		rec.expectAccepted(g)
+		g.Expect(rec.count(http.MethodGet, "/v1/payment_intents/search")).To(Equal(2))
+		g.Expect(rec.count(http.MethodPost, "")).To(Equal(0))
+	})
+
+	t.Run("Settle reads the intent", func(t *testing.T) {
+		g := NewWithT(t)
+		p, rec := conformanceProvider(t, base)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// The fixture carries no key; it is given the one it is settled
+		// under, so that Settle goes on to its status.
+		const key = "conformance/settle-1"
+		rec.rewrite = func(_ *http.Request, _ int, body map[string]any) {
+			body["metadata"] = map[string]any{payment.MetadataKeyIdempotencyKey: key}
+		}
+
+		out, err := p.Settle(ctx, key, "pi_123")
+		t.Logf("Settle answered: outcome %+v, error %v", out, err)
+		rec.expectAccepted(g)
+		// The fixture is in requires_payment_method: declined.
+		g.Expect(errors.Is(err, payment.ErrDeclined)).To(BeTrue(), "Settle failed: %v", err)
+		g.Expect(rec.count(http.MethodGet, "/v1/payment_intents/pi_123")).To(Equal(1))
+		g.Expect(rec.count(http.MethodPost, "")).To(Equal(0))
+	})
+
+	t.Run("Account reads the account of the key", func(t *testing.T) {
 		g := NewWithT(t)
 		p, rec := conformanceProvider(t, base)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 
-		// The fixture carries none of our metadata, so nothing is found;
-		// the key's quote must be escaped for the query to be valid.
-		_, found, err := p.Lookup(ctx, "conformance/o'brien-1")
+		id, err := p.Account(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(found).To(BeFalse())
+		g.Expect(id).To(HavePrefix("acct_"))
 		rec.expectAccepted(g)
-		g.Expect(rec.count(http.MethodGet, "/v1/payment_intents/search")).To(Equal(1))
+		g.Expect(rec.count(http.MethodGet, "/v1/account")).To(Equal(1))
 	})
 }
 
@@ -252,38 +302,95 @@ func conformanceProvider(t *testing.T, base string) (*Provider, *recorder) {
 // exchange is one request to stripe-mock and its answer.
 type exchange struct {
 	method, path string
-	status       int
-	body         string
+	// form is the request's form body.
+	form   url.Values
+	status int
+	body   string
 }
 
 // recorder is an http.RoundTripper that records every exchange, with the
 // body of answers that are errors.
 type recorder struct {
-	next      http.RoundTripper
+	next http.RoundTripper
+	// rewrite, if set, changes the JSON of each successful answer to req,
+	// the nth with its path, before the adapter reads it: stripe-mock
+	// answers with fixtures, and some paths are only taken with others.
+	rewrite   func(req *http.Request, n int, body map[string]any)
 	mu        sync.Mutex
 	exchanges []exchange
 }
 
 // RoundTrip sends req and records it.
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	e := exchange{method: req.Method, path: req.URL.Path}
+	if req.Body != nil {
+		sent, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if e.form, err = url.ParseQuery(string(sent)); err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(sent))
+	}
 	resp, err := r.next.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
-	e := exchange{method: req.Method, path: req.URL.Path, status: resp.StatusCode}
-	if resp.StatusCode >= http.StatusBadRequest {
-		body, readErr := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if readErr != nil {
-			return nil, readErr
+	e.status = resp.StatusCode
+	switch {
+	case resp.StatusCode >= http.StatusBadRequest:
+		body, err := replaceBody(resp)
+		if err != nil {
+			return nil, err
 		}
 		e.body = string(body)
+	case r.rewrite != nil:
+		body, err := replaceBody(resp)
+		if err != nil {
+			return nil, err
+		}
+		var answer map[string]any
+		if err := json.Unmarshal(body, &answer); err != nil {
+			return nil, fmt.Errorf("cannot rewrite the answer of stripe-mock: %w", err)
+		}
+		r.rewrite(req, r.count(req.Method, req.URL.Path), answer)
+		if body, err = json.Marshal(answer); err != nil {
+			return nil, err
+		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Content-Length")
 	}
 	r.mu.Lock()
 	r.exchanges = append(r.exchanges, e)
 	r.mu.Unlock()
 	return resp, nil
+}
+
+// replaceBody reads the body of resp, replaces it with a copy, and returns
+// it.
+func replaceBody(resp *http.Response) ([]byte, error) {
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
+}
+
+// form is the form body of the first exchange with method and path.
+func (r *recorder) form(method, path string) url.Values {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.exchanges {
+		if e.method == method && e.path == path {
+			return e.form
+		}
+	}
+	return nil
 }
 
 // expectAccepted asserts that requests were sent and that stripe-mock

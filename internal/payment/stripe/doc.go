@@ -14,22 +14,60 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package stripe is a payment.Provider and payment.Looker that charges
-// through Stripe's PaymentIntents API with stripe-go.
+// Package stripe is a payment.Provider, payment.Looker and
+// payment.Identifier that charges through Stripe's PaymentIntents API with
+// stripe-go.
 //
 // Charge sends exactly one request, POST /v1/payment_intents, with
 // confirm=true, the amount, currency, customer, payment method, description
-// and metadata of the payment.ChargeRequest, the metadata entry
-// paymentjob_idempotency_key set to the idempotency key, and
-// automatic_payment_methods[enabled]=true with
+// and metadata of the payment.ChargeRequest, two metadata entries of its
+// own, payment.MetadataKeyIdempotencyKey (paymentjob_idempotency_key) set to
+// the idempotency key and payment.MetadataKeyFingerprint
+// (paymentjob_request_fingerprint) set to payment.RequestHash(key, request),
+// and automatic_payment_methods[enabled]=true with
 // automatic_payment_methods[allow_redirects]=never, so that no return_url is
-// needed. The key also goes in the Idempotency-Key header, so a retry is
-// answered with Stripe's saved response (Idempotent-Replayed: true) instead
-// of charging again. stripe-go's own retries are turned off: the operator
-// decides when to retry, always with the same key. An intent that is still
-// processing or requires_action is then polled with GET
-// /v1/payment_intents/{id}, never with another create, until it is final or
-// the context is done.
+// needed. The two entries of its own replace request metadata of the same
+// names. The request depends on the key and the request only (metadata is
+// encoded with its keys sorted), so a retry sends the same bytes. The key
+// also goes in the Idempotency-Key header, so a retry is answered with
+// Stripe's saved response (Idempotent-Replayed: true) instead of charging
+// again. stripe-go's own retries are turned off: the operator decides when
+// to retry, always with the same key. An intent that is still processing or
+// requires_action is then polled with GET /v1/payment_intents/{id}, never
+// with another create, until it is final or the context is done.
+//
+// Lookup finds the intents made under up to payment.MaxLookupKeys keys with
+// one request to the Search API, GET /v1/payment_intents/search, whose query
+// joins one clause per key with OR:
+//
+//	metadata['paymentjob_idempotency_key']:'k1' OR metadata['paymentjob_idempotency_key']:'k2'
+//
+// with limit=100, followed by its next pages while Stripe has more, at most
+// ten requests; more results than that are an error. Zero keys return an
+// empty map without a request; more keys, or an invalid one, are an error
+// without a request. Every intent under one of the keys is returned,
+// whatever its status, as a payment.Found with the fingerprint from its
+// metadata and a state:
+//
+//	status                                              state
+//	succeeded, requires_capture                         payment.StateSucceeded
+//	processing, requires_action, requires_confirmation  payment.StatePending
+//	requires_payment_method, canceled                   payment.StateNotCharged
+//	any other status                                    payment.StatePending
+//
+// Stripe's search index lags behind writes (usually under a minute, longer
+// during outages), so Lookup never proves that a key was not charged just
+// before; and search has a rate limit of its own, lower than the API's (20
+// requests per second in live mode), which is why keys are looked up ten at
+// a time. Every error of Lookup is uncertain.
+//
+// Settle reads the intent that Lookup found with GET
+// /v1/payment_intents/{id} and polls it like Charge; it never creates an
+// intent. An intent whose metadata does not carry the key it was looked up
+// by is an uncertain error, not an outcome.
+//
+// Account reads GET /v1/account and returns the id (acct_...) of the account
+// the API key belongs to; its errors are uncertain.
 //
 // Every answer becomes an outcome or one of the error classes of package
 // payment. A *payment.Refusal means Stripe definitively did not charge, and
@@ -52,6 +90,11 @@ limitations under the License.
 //	HTTP 5xx, api_error                             payment.Transient
 //	other invalid_request_error, HTTP 400 or 404    payment.Invalid
 //	network error, deadline, anything else          payment.Transient
+//
+// Lookup, Settle and Account never return a refusal of their own request:
+// it says nothing about a charge, and is wrapped in a payment.Transient.
+// Settle returns payment.Declined only for an intent that ended without
+// moving money, as Charge does.
 //
 // Authentication errors are Transient although nothing was charged: the job
 // did nothing wrong, the PaymentProvider's secret is, and the job completes

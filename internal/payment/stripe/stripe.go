@@ -30,10 +30,6 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// MetadataKeyIdempotencyKey is the metadata entry of every PaymentIntent
-// created by Charge that holds the idempotency key; Lookup searches for it.
-const MetadataKeyIdempotencyKey = "paymentjob_idempotency_key"
-
 // DefaultAPIBase is the Stripe API used when Config.APIBase is empty.
 const DefaultAPIBase = "https://api.stripe.com"
 
@@ -45,12 +41,10 @@ const DefaultPollInterval = 500 * time.Millisecond
 // when Config.MaxPollInterval is zero.
 const DefaultMaxPollInterval = 5 * time.Second
 
-// searchLimit is the number of intents Lookup reads: one page.
-const searchLimit = 100
-
 var (
-	_ payment.Provider = (*Provider)(nil)
-	_ payment.Looker   = (*Provider)(nil)
+	_ payment.Provider   = (*Provider)(nil)
+	_ payment.Looker     = (*Provider)(nil)
+	_ payment.Identifier = (*Provider)(nil)
 )
 
 // Config configures a Provider.
@@ -76,8 +70,8 @@ type Config struct {
 	MaxPollInterval time.Duration
 }
 
-// Provider is a payment.Provider and payment.Looker that charges through
-// Stripe's PaymentIntents API. It is safe for concurrent use.
+// Provider is a payment.Provider, payment.Looker and payment.Identifier that
+// charges through Stripe's PaymentIntents API. It is safe for concurrent use.
 type Provider struct {
 	client          *stripego.Client
 	apiKey          string
@@ -183,12 +177,17 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 }
 
 // createParams are the parameters of the create request for req under key.
+// They depend on key and req only, and stripe-go encodes metadata with its
+// keys sorted, so a retry sends the same bytes.
 func createParams(key string, req payment.ChargeRequest) *stripego.PaymentIntentCreateParams {
-	metadata := make(map[string]string, len(req.Metadata)+1)
+	metadata := make(map[string]string, len(req.Metadata)+2)
 	for k, v := range req.Metadata {
 		metadata[k] = v
 	}
-	metadata[MetadataKeyIdempotencyKey] = key
+	// Set last, so that an entry of the request with one of these names
+	// never replaces them: Lookup and Decide trust them.
+	metadata[payment.MetadataKeyIdempotencyKey] = key
+	metadata[payment.MetadataKeyFingerprint] = payment.RequestHash(key, req)
 
 	params := &stripego.PaymentIntentCreateParams{
 		Amount:   stripego.Int64(req.Amount),
@@ -293,61 +292,6 @@ func outcome(intent *stripego.PaymentIntent, replayed bool) payment.Outcome {
 		Created:  created,
 		Replayed: replayed,
 	}
-}
-
-// Lookup finds the newest successful PaymentIntent whose metadata entry
-// MetadataKeyIdempotencyKey is key, with Stripe's Search API, and returns
-// its outcome with Replayed set. It returns false when there is none.
-//
-// Stripe's search index lags behind writes, usually by less than a minute
-// and up to an hour during outages, so a charge made just before may not be
-// found yet: false means "not found now", not "never charged". Every error of
-// Lookup is uncertain: a refusal of the search request is returned wrapped
-// in a payment.TransientError, since it says nothing about the charge.
-func (p *Provider) Lookup(ctx context.Context, key string) (payment.Outcome, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return payment.Outcome{}, false, payment.Transient(fmt.Errorf("cannot search payment intents: %w", err), 0)
-	}
-	params := &stripego.PaymentIntentSearchParams{
-		SearchParams: stripego.SearchParams{
-			Query:  searchQuery(key),
-			Limit:  stripego.Int64(searchLimit),
-			Single: true,
-		},
-	}
-	list := p.client.V1PaymentIntents.Search(ctx, params)
-	if err := list.Err(); err != nil {
-		mapped := p.classify("cannot search payment intents", err)
-		if r, ok := payment.IsRefusal(mapped); ok {
-			return payment.Outcome{}, false, payment.Transient(r, 0)
-		}
-		return payment.Outcome{}, false, mapped
-	}
-	var newest *stripego.PaymentIntent
-	for _, intent := range list.Data() {
-		if intent == nil || intent.ID == "" || intent.Metadata[MetadataKeyIdempotencyKey] != key {
-			continue
-		}
-		if intent.Status != stripego.PaymentIntentStatusSucceeded &&
-			intent.Status != stripego.PaymentIntentStatusRequiresCapture {
-			continue
-		}
-		if newest == nil || intent.Created > newest.Created {
-			newest = intent
-		}
-	}
-	if newest == nil {
-		return payment.Outcome{}, false, nil
-	}
-	return outcome(newest, true), true, nil
-}
-
-// searchQuery is the Search Query Language clause that matches key in the
-// metadata entry MetadataKeyIdempotencyKey. Backslashes and quotes in key
-// are escaped with a backslash.
-func searchQuery(key string) string {
-	escaped := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(key)
-	return fmt.Sprintf("metadata['%s']:'%s'", MetadataKeyIdempotencyKey, escaped)
 }
 
 // visibleASCII reports whether s holds only visible ASCII characters, no

@@ -17,13 +17,16 @@ limitations under the License.
 package stripe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +47,8 @@ type recorded struct {
 	Path   string
 	Query  url.Values
 	Form   url.Values
+	// Body is the request body as sent.
+	Body   string
 	Header http.Header
 }
 
@@ -61,6 +66,12 @@ func newFakeStripe(t *testing.T, handle func(w http.ResponseWriter, r *http.Requ
 	t.Helper()
 	f := &fakeStripe{}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		if err := r.ParseForm(); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -77,6 +88,7 @@ func newFakeStripe(t *testing.T, handle func(w http.ResponseWriter, r *http.Requ
 			Path:   r.URL.Path,
 			Query:  r.URL.Query(),
 			Form:   r.PostForm,
+			Body:   string(body),
 			Header: r.Header.Clone(),
 		})
 		f.mu.Unlock()
@@ -133,7 +145,7 @@ func intent(id, status string) map[string]any {
 		"created":         1767225600,
 		"status":          status,
 		"client_secret":   id + "_secret_abc",
-		"metadata":        map[string]string{MetadataKeyIdempotencyKey: "billing/invoice-42"},
+		"metadata":        map[string]string{payment.MetadataKeyIdempotencyKey: testKey},
 	}
 }
 
@@ -245,6 +257,27 @@ func TestNew(t *testing.T) {
 }
 
 func TestChargeSendsOneCreateRequest(t *testing.T) {
+	// form is the create request every case sends, plus extra.
+	form := func(req payment.ChargeRequest, extra url.Values) url.Values {
+		v := url.Values{
+			"amount":                               {fmt.Sprint(req.Amount)},
+			"currency":                             {req.Currency},
+			"metadata[paymentjob_idempotency_key]": {testKey},
+			"metadata[paymentjob_request_fingerprint]": {payment.RequestHash(testKey, req)},
+			"confirm":                                    {"true"},
+			"automatic_payment_methods[enabled]":         {"true"},
+			"automatic_payment_methods[allow_redirects]": {"never"},
+		}
+		for k, vs := range extra {
+			v[k] = vs
+		}
+		return v
+	}
+	forged := payment.ChargeRequest{Amount: 150, Currency: "eur", Metadata: map[string]string{
+		payment.MetadataKeyIdempotencyKey: "forged",
+		payment.MetadataKeyFingerprint:    "sha256:forged",
+		"team":                            "billing",
+	}}
 	tests := []struct {
 		name     string
 		req      payment.ChargeRequest
@@ -253,42 +286,22 @@ func TestChargeSendsOneCreateRequest(t *testing.T) {
 		{
 			name: "every field",
 			req:  chargeRequest(),
-			wantForm: url.Values{
-				"amount":                               {"2000"},
-				"currency":                             {"usd"},
-				"customer":                             {"cus_123"},
-				"payment_method":                       {"pm_card_visa"},
-				"description":                          {"March invoice"},
-				"metadata[invoice]":                    {"42"},
-				"metadata[paymentjob_idempotency_key]": {testKey},
-				"confirm":                              {"true"},
-				"automatic_payment_methods[enabled]":   {"true"},
-				"automatic_payment_methods[allow_redirects]": {"never"},
-			},
+			wantForm: form(chargeRequest(), url.Values{
+				"customer":          {"cus_123"},
+				"payment_method":    {"pm_card_visa"},
+				"description":       {"March invoice"},
+				"metadata[invoice]": {"42"},
+			}),
 		},
 		{
-			name: "required fields only",
-			req:  payment.ChargeRequest{Amount: 150, Currency: "eur"},
-			wantForm: url.Values{
-				"amount":                               {"150"},
-				"currency":                             {"eur"},
-				"metadata[paymentjob_idempotency_key]": {testKey},
-				"confirm":                              {"true"},
-				"automatic_payment_methods[enabled]":   {"true"},
-				"automatic_payment_methods[allow_redirects]": {"never"},
-			},
+			name:     "required fields only",
+			req:      payment.ChargeRequest{Amount: 150, Currency: "eur"},
+			wantForm: form(payment.ChargeRequest{Amount: 150, Currency: "eur"}, nil),
 		},
 		{
-			name: "the key's metadata entry wins over the request's",
-			req:  payment.ChargeRequest{Amount: 150, Currency: "eur", Metadata: map[string]string{MetadataKeyIdempotencyKey: "forged"}},
-			wantForm: url.Values{
-				"amount":                               {"150"},
-				"currency":                             {"eur"},
-				"metadata[paymentjob_idempotency_key]": {testKey},
-				"confirm":                              {"true"},
-				"automatic_payment_methods[enabled]":   {"true"},
-				"automatic_payment_methods[allow_redirects]": {"never"},
-			},
+			name:     "the key's and the fingerprint's metadata entries win over the request's",
+			req:      forged,
+			wantForm: form(forged, url.Values{"metadata[team]": {"billing"}}),
 		},
 	}
 	for _, tt := range tests {
@@ -306,11 +319,45 @@ func TestChargeSendsOneCreateRequest(t *testing.T) {
 			g.Expect(r.Method).To(Equal(http.MethodPost))
 			g.Expect(r.Path).To(Equal("/v1/payment_intents"))
 			g.Expect(r.Form).To(Equal(tt.wantForm))
+			g.Expect(r.Form.Get("metadata[paymentjob_request_fingerprint]")).To(MatchRegexp(`^sha256:[0-9a-f]{64}$`))
 			g.Expect(r.Header.Get("Idempotency-Key")).To(Equal(testKey))
 			g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer " + testAPIKey))
 			g.Expect(r.Header.Get("Content-Type")).To(Equal("application/x-www-form-urlencoded"))
 			g.Expect(r.Header.Get("Stripe-Version")).NotTo(BeEmpty())
 		})
+	}
+}
+
+func TestChargeRetriesSendTheSameBytes(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeJSON(w, http.StatusInternalServerError, stripeError("api_error", "", "", "try again"))
+	})
+	// Equal requests whose metadata maps were built in other orders, sent
+	// by two providers, as after a restart of the operator.
+	request := func(names ...string) payment.ChargeRequest {
+		req := chargeRequest()
+		req.Metadata = map[string]string{}
+		for _, n := range names {
+			req.Metadata[n] = "value of " + n
+		}
+		return req
+	}
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h", payment.MetadataKeyFingerprint}
+	reversed := slices.Clone(names)
+	slices.Reverse(reversed)
+	for _, req := range []payment.ChargeRequest{request(names...), request(reversed...), request(names...)} {
+		_, err := f.provider(t).Charge(context.Background(), testKey, req)
+		_, refusal := payment.IsRefusal(err)
+		g.Expect(refusal).To(BeFalse())
+	}
+
+	reqs := f.received()
+	g.Expect(reqs).To(HaveLen(3))
+	g.Expect(reqs[0].Body).To(ContainSubstring("paymentjob_request_fingerprint"))
+	for _, r := range reqs[1:] {
+		g.Expect(r.Body).To(Equal(reqs[0].Body))
+		g.Expect(r.Header.Get("Idempotency-Key")).To(Equal(reqs[0].Header.Get("Idempotency-Key")))
 	}
 }
 
@@ -837,7 +884,15 @@ func TestErrorsNeverContainAPIKey(t *testing.T) {
 			return err
 		}},
 		{name: "Lookup", call: func(p *Provider) error {
-			_, _, err := p.Lookup(context.Background(), testKey)
+			_, err := p.Lookup(context.Background(), []string{testKey})
+			return err
+		}},
+		{name: "Settle", call: func(p *Provider) error {
+			_, err := p.Settle(context.Background(), testKey, "pi_1")
+			return err
+		}},
+		{name: "Account", call: func(p *Provider) error {
+			_, err := p.Account(context.Background())
 			return err
 		}},
 		{name: "polling", call: func(p *Provider) error {
@@ -856,124 +911,6 @@ func TestErrorsNeverContainAPIKey(t *testing.T) {
 				g.Expect(fmt.Sprintf("%+v", err)).NotTo(ContainSubstring(testAPIKey))
 			})
 		}
-	}
-}
-
-func TestLookup(t *testing.T) {
-	withCreated := func(in map[string]any, created int64) map[string]any {
-		in["created"] = created
-		return in
-	}
-	otherKey := succeeded("pi_other")
-	otherKey["metadata"] = map[string]string{MetadataKeyIdempotencyKey: "billing/invoice-4"}
-	otherKey["created"] = 1767229999
-
-	tests := []struct {
-		name      string
-		data      []map[string]any
-		wantFound bool
-		wantID    string
-	}{
-		{
-			name: "newest succeeded intent",
-			data: []map[string]any{
-				withCreated(succeeded("pi_old"), 1767225600),
-				withCreated(succeeded("pi_new"), 1767229200),
-				withCreated(intent("pi_failed", "requires_payment_method"), 1767229800),
-				otherKey,
-			},
-			wantFound: true,
-			wantID:    "pi_new",
-		},
-		{name: "no intent", data: []map[string]any{}},
-		{name: "only unsuccessful intents", data: []map[string]any{intent("pi_1", "requires_payment_method"), intent("pi_2", "canceled")}},
-		{name: "only another key's intent", data: []map[string]any{otherKey}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, map[string]any{
-					"object": "search_result", "url": "/v1/payment_intents/search",
-					"has_more": false, "data": tt.data,
-				})
-			})
-			out, found, err := f.provider(t).Lookup(context.Background(), testKey)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(found).To(Equal(tt.wantFound))
-			if tt.wantFound {
-				g.Expect(out.ID).To(Equal(tt.wantID))
-				g.Expect(out.Status).To(Equal("succeeded"))
-				g.Expect(out.Amount).To(BeEquivalentTo(2000))
-				g.Expect(out.Replayed).To(BeTrue())
-			} else {
-				g.Expect(out).To(Equal(payment.Outcome{}))
-			}
-
-			reqs := f.received()
-			g.Expect(reqs).To(HaveLen(1))
-			g.Expect(reqs[0].Method).To(Equal(http.MethodGet))
-			g.Expect(reqs[0].Path).To(Equal("/v1/payment_intents/search"))
-			g.Expect(reqs[0].Query.Get("query")).To(Equal(`metadata['paymentjob_idempotency_key']:'billing/invoice-42'`))
-			g.Expect(reqs[0].Query.Get("limit")).To(Equal("100"))
-			g.Expect(reqs[0].Header.Get("Authorization")).To(Equal("Bearer " + testAPIKey))
-		})
-	}
-}
-
-func TestLookupErrorsAreUncertain(t *testing.T) {
-	tests := []struct {
-		name       string
-		answer     func(w http.ResponseWriter, r *http.Request)
-		class      error
-		retryAfter time.Duration
-	}{
-		{
-			name:   "malformed query",
-			answer: jsonAnswer(http.StatusBadRequest, stripeError("invalid_request_error", "", "", "Invalid search query")),
-			class:  payment.ErrInvalid,
-		},
-		{
-			name:       "rate limited",
-			answer:     jsonAnswer(http.StatusTooManyRequests, stripeError("invalid_request_error", "rate_limit", "", "slow down"), "Retry-After", "4"),
-			retryAfter: 4 * time.Second,
-		},
-		{name: "server error", answer: rawAnswer(http.StatusInternalServerError, "text/html", "<html>oops</html>")},
-		{name: "invalid API key", answer: jsonAnswer(http.StatusUnauthorized, stripeError("invalid_request_error", "", "", "Invalid API Key provided"))},
-		{name: "malformed JSON", answer: rawAnswer(http.StatusOK, "application/json", `{"data": [`)},
-		{name: "connection closed", answer: hangUp},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, _ int) { tt.answer(w, r) })
-			_, found, err := f.provider(t).Lookup(context.Background(), testKey)
-			g.Expect(err).To(HaveOccurred())
-			g.Expect(found).To(BeFalse())
-			_, refusal := payment.IsRefusal(err)
-			g.Expect(refusal).To(BeFalse(), "a failed search says nothing about the charge: %q", err)
-			if tt.class != nil {
-				g.Expect(errors.Is(err, tt.class)).To(BeTrue())
-			}
-			g.Expect(payment.RetryAfter(err)).To(Equal(tt.retryAfter))
-			g.Expect(f.received()).To(HaveLen(1))
-		})
-	}
-}
-
-func TestSearchQuery(t *testing.T) {
-	tests := []struct {
-		key  string
-		want string
-	}{
-		{key: "billing/invoice-42", want: `metadata['paymentjob_idempotency_key']:'billing/invoice-42'`},
-		{key: "o'brien", want: `metadata['paymentjob_idempotency_key']:'o\'brien'`},
-		{key: `back\slash'`, want: `metadata['paymentjob_idempotency_key']:'back\\slash\''`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.key, func(t *testing.T) {
-			NewWithT(t).Expect(searchQuery(tt.key)).To(Equal(tt.want))
-		})
 	}
 }
 

@@ -1,0 +1,577 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stripe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// charged is an intent made by Charge under key for a request with
+// fingerprint, created at the Unix time created.
+func charged(id, status, key, fingerprint string, created int64) map[string]any {
+	in := intent(id, status)
+	metadata := map[string]string{payment.MetadataKeyIdempotencyKey: key}
+	if fingerprint != "" {
+		metadata[payment.MetadataKeyFingerprint] = fingerprint
+	}
+	in["metadata"] = metadata
+	in["created"] = created
+	return in
+}
+
+// searchPage is the JSON of one page of search results.
+func searchPage(hasMore bool, next string, data ...map[string]any) map[string]any {
+	page := map[string]any{
+		"object":    "search_result",
+		"url":       "/v1/payment_intents/search",
+		"has_more":  hasMore,
+		"next_page": nil,
+		"data":      append([]map[string]any{}, data...),
+	}
+	if next != "" {
+		page["next_page"] = next
+	}
+	return page
+}
+
+// expectUncertain asserts that err is a payment.TransientError and no
+// refusal.
+func expectUncertain(g Gomega, err error) {
+	g.Expect(err).To(HaveOccurred())
+	_, refusal := payment.IsRefusal(err)
+	g.Expect(refusal).To(BeFalse(), "error %q is a refusal", err)
+	var te *payment.TransientError
+	g.Expect(errors.As(err, &te)).To(BeTrue(), "error %q is not transient", err)
+}
+
+func TestLookupSendsOneSearchForAllKeys(t *testing.T) {
+	g := NewWithT(t)
+	keys := []string{"billing/invoice-1", "billing/o'brien", "billing/invoice-3"}
+	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeJSON(w, http.StatusOK, searchPage(false, "",
+			charged("pi_1a", "succeeded", keys[0], "sha256:a", 1767225600),
+			charged("pi_3", "processing", keys[2], "sha256:c", 1767225600),
+			charged("pi_1b", "canceled", keys[0], "sha256:a", 1767229200),
+			// Another key's intent, should the index return one, is not
+			// reported.
+			charged("pi_other", "succeeded", "billing/invoice-4", "sha256:d", 1767225600),
+		))
+	})
+
+	found, err := f.provider(t).Lookup(context.Background(), keys)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	reqs := f.received()
+	g.Expect(reqs).To(HaveLen(1))
+	r := reqs[0]
+	g.Expect(r.Method).To(Equal(http.MethodGet))
+	g.Expect(r.Path).To(Equal("/v1/payment_intents/search"))
+	g.Expect(r.Query.Get("query")).To(Equal(
+		`metadata['paymentjob_idempotency_key']:'billing/invoice-1'` +
+			` OR metadata['paymentjob_idempotency_key']:'billing/o\'brien'` +
+			` OR metadata['paymentjob_idempotency_key']:'billing/invoice-3'`))
+	g.Expect(r.Query.Get("limit")).To(Equal("100"))
+	g.Expect(r.Query.Has("page")).To(BeFalse())
+	g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer " + testAPIKey))
+
+	g.Expect(found).To(HaveLen(2))
+	g.Expect(found).NotTo(HaveKey(keys[1]))
+	// Newest first.
+	g.Expect(ids(found[keys[0]])).To(Equal([]string{"pi_1b", "pi_1a"}))
+	g.Expect(ids(found[keys[2]])).To(Equal([]string{"pi_3"}))
+	for key, charges := range found {
+		for _, c := range charges {
+			g.Expect(c.Key).To(Equal(key))
+		}
+	}
+}
+
+// ids are the ids of found, in order.
+func ids(found []payment.Found) []string {
+	out := make([]string, 0, len(found))
+	for _, f := range found {
+		out = append(out, f.ID)
+	}
+	return out
+}
+
+func TestLookupReportsEveryStatus(t *testing.T) {
+	created := time.Unix(1767225600, 0).UTC()
+	tests := []struct {
+		status      string
+		received    int64
+		fingerprint string
+		wantState   payment.ChargeState
+		wantAmount  int64
+	}{
+		{status: "succeeded", received: 1500, fingerprint: "sha256:f1", wantState: payment.StateSucceeded, wantAmount: 1500},
+		{status: "requires_capture", fingerprint: "sha256:f2", wantState: payment.StateSucceeded, wantAmount: 2000},
+		{status: "processing", fingerprint: "sha256:f3", wantState: payment.StatePending, wantAmount: 2000},
+		{status: "requires_action", wantState: payment.StatePending, wantAmount: 2000},
+		{status: "requires_confirmation", wantState: payment.StatePending, wantAmount: 2000},
+		{status: "requires_payment_method", fingerprint: "sha256:f6", wantState: payment.StateNotCharged, wantAmount: 2000},
+		{status: "canceled", wantState: payment.StateNotCharged, wantAmount: 2000},
+		{status: "a_status_stripe_adds_later", wantState: payment.StatePending, wantAmount: 2000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.status, func(t *testing.T) {
+			g := NewWithT(t)
+			in := charged("pi_1", tt.status, testKey, tt.fingerprint, created.Unix())
+			in["amount_received"] = tt.received
+			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				writeJSON(w, http.StatusOK, searchPage(false, "", in))
+			})
+			found, err := f.provider(t).Lookup(context.Background(), []string{testKey})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(found).To(Equal(map[string][]payment.Found{testKey: {{
+				Key: testKey,
+				Outcome: payment.Outcome{
+					ID:       "pi_1",
+					Status:   tt.status,
+					Amount:   tt.wantAmount,
+					Currency: "usd",
+					Created:  created,
+				},
+				State:       tt.wantState,
+				Fingerprint: tt.fingerprint,
+			}}}))
+		})
+	}
+}
+
+func TestLookupFollowsPages(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		switch r.URL.Query().Get("page") {
+		case "":
+			writeJSON(w, http.StatusOK, searchPage(true, "page_2", charged("pi_1", "canceled", testKey, "sha256:a", 1767225600)))
+		case "page_2":
+			// pi_1 again: a page may overlap the previous one.
+			writeJSON(w, http.StatusOK, searchPage(true, "page_3",
+				charged("pi_1", "canceled", testKey, "sha256:a", 1767225600),
+				charged("pi_2", "processing", testKey, "sha256:a", 1767229200)))
+		default:
+			writeJSON(w, http.StatusOK, searchPage(false, "", charged("pi_3", "succeeded", testKey, "sha256:a", 1767232800)))
+		}
+	})
+
+	found, err := f.provider(t).Lookup(context.Background(), []string{testKey})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ids(found[testKey])).To(Equal([]string{"pi_3", "pi_2", "pi_1"}))
+
+	reqs := f.received()
+	g.Expect(reqs).To(HaveLen(3))
+	for i, page := range []string{"", "page_2", "page_3"} {
+		g.Expect(reqs[i].Path).To(Equal("/v1/payment_intents/search"))
+		g.Expect(reqs[i].Query.Get("page")).To(Equal(page))
+		g.Expect(reqs[i].Query.Get("query")).To(Equal(searchQuery([]string{testKey})))
+		g.Expect(reqs[i].Query.Get("limit")).To(Equal("100"))
+	}
+}
+
+func TestLookupPagesAreBounded(t *testing.T) {
+	tests := []struct {
+		name      string
+		answer    func(w http.ResponseWriter, n int)
+		wantCalls int
+		contains  string
+	}{
+		{
+			name: "more pages than it reads",
+			answer: func(w http.ResponseWriter, n int) {
+				writeJSON(w, http.StatusOK, searchPage(true, fmt.Sprintf("page_%d", n+2),
+					charged(fmt.Sprintf("pi_%d", n), "canceled", testKey, "", 1767225600)))
+			},
+			wantCalls: maxSearchPages,
+			contains:  "more than 1000",
+		},
+		{
+			name: "more results without a next page",
+			answer: func(w http.ResponseWriter, _ int) {
+				writeJSON(w, http.StatusOK, searchPage(true, ""))
+			},
+			wantCalls: 1,
+			contains:  "no next page",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, n int) { tt.answer(w, n) })
+			found, err := f.provider(t).Lookup(context.Background(), []string{testKey})
+			expectUncertain(g, err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.contains))
+			g.Expect(found).To(BeNil())
+			g.Expect(f.received()).To(HaveLen(tt.wantCalls))
+		})
+	}
+}
+
+func TestLookupRefusesKeysWithoutSending(t *testing.T) {
+	eleven := make([]string, payment.MaxLookupKeys+1)
+	for i := range eleven {
+		eleven[i] = fmt.Sprintf("billing/invoice-%d", i)
+	}
+	tests := []struct {
+		name     string
+		keys     []string
+		contains string
+	}{
+		{name: "more than MaxLookupKeys", keys: eleven, contains: "at most 10"},
+		{name: "an empty key", keys: []string{testKey, ""}, contains: "visible ASCII"},
+		{name: "a key with a space", keys: []string{"billing/invoice 42"}, contains: "visible ASCII"},
+		{name: "a key too long", keys: []string{strings.Repeat("k", payment.MaxKeyLength+1)}, contains: "visible ASCII"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				writeJSON(w, http.StatusOK, searchPage(false, ""))
+			})
+			found, err := f.provider(t).Lookup(context.Background(), tt.keys)
+			expectUncertain(g, err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.contains))
+			g.Expect(found).To(BeNil())
+			g.Expect(f.received()).To(BeEmpty())
+		})
+	}
+}
+
+func TestLookupOfNoKeysSendsNothing(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeJSON(w, http.StatusOK, searchPage(false, ""))
+	})
+	found, err := f.provider(t).Lookup(context.Background(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeEmpty())
+	g.Expect(f.received()).To(BeEmpty())
+}
+
+func TestLookupOfTenKeysSendsOneRequest(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeJSON(w, http.StatusOK, searchPage(false, ""))
+	})
+	keys := make([]string, payment.MaxLookupKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("billing/invoice-%d", i)
+	}
+	// A key given twice is searched once.
+	keys[9] = keys[0]
+	_, err := f.provider(t).Lookup(context.Background(), keys)
+	g.Expect(err).NotTo(HaveOccurred())
+	reqs := f.received()
+	g.Expect(reqs).To(HaveLen(1))
+	g.Expect(strings.Count(reqs[0].Query.Get("query"), " OR ")).To(Equal(8))
+}
+
+func TestLookupWithDoneContextSendsNothing(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeJSON(w, http.StatusOK, searchPage(false, ""))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := f.provider(t).Lookup(ctx, []string{testKey})
+	expectUncertain(g, err)
+	g.Expect(errors.Is(err, context.Canceled)).To(BeTrue())
+	g.Expect(f.received()).To(BeEmpty())
+}
+
+func TestLookupErrorsAreUncertain(t *testing.T) {
+	tests := []struct {
+		name       string
+		answer     func(w http.ResponseWriter, r *http.Request, n int)
+		class      error
+		retryAfter time.Duration
+		wantCalls  int
+	}{
+		{
+			name:      "malformed query",
+			answer:    first(jsonAnswer(http.StatusBadRequest, stripeError("invalid_request_error", "", "", "Invalid search query"))),
+			class:     payment.ErrInvalid,
+			wantCalls: 1,
+		},
+		{
+			name:       "rate limited",
+			answer:     first(jsonAnswer(http.StatusTooManyRequests, stripeError("invalid_request_error", "rate_limit", "", "slow down"), "Retry-After", "4")),
+			retryAfter: 4 * time.Second,
+			wantCalls:  1,
+		},
+		{name: "server error", answer: first(rawAnswer(http.StatusInternalServerError, "text/html", "<html>oops</html>")), wantCalls: 1},
+		{name: "api error", answer: first(jsonAnswer(http.StatusInternalServerError, stripeError("api_error", "", "", "oops"))), wantCalls: 1},
+		{name: "invalid API key", answer: first(jsonAnswer(http.StatusUnauthorized, stripeError("invalid_request_error", "", "", "Invalid API Key provided"))), wantCalls: 1},
+		{name: "malformed JSON", answer: first(rawAnswer(http.StatusOK, "application/json", `{"data": [`)), wantCalls: 1},
+		{name: "connection closed", answer: first(hangUp), wantCalls: 1},
+		{
+			name: "intent without an id",
+			answer: first(jsonAnswer(http.StatusOK, searchPage(false, "",
+				withField(charged("", "succeeded", testKey, "", 1767225600), "id", "")))),
+			wantCalls: 1,
+		},
+		{
+			name: "second page fails",
+			answer: func(w http.ResponseWriter, r *http.Request, n int) {
+				if n == 0 {
+					writeJSON(w, http.StatusOK, searchPage(true, "page_2", succeeded("pi_1")))
+					return
+				}
+				writeJSON(w, http.StatusServiceUnavailable, stripeError("api_error", "", "", "unavailable"), "Retry-After", "9")
+			},
+			retryAfter: 9 * time.Second,
+			wantCalls:  2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFakeStripe(t, tt.answer)
+			found, err := f.provider(t).Lookup(context.Background(), []string{testKey, "billing/invoice-43"})
+			expectUncertain(g, err)
+			g.Expect(found).To(BeNil(), "nothing is known about any key")
+			if tt.class != nil {
+				g.Expect(errors.Is(err, tt.class)).To(BeTrue())
+			}
+			g.Expect(payment.RetryAfter(err)).To(Equal(tt.retryAfter))
+			g.Expect(f.received()).To(HaveLen(tt.wantCalls))
+		})
+	}
+}
+
+// first adapts an answer to every request to a fakeStripe handler.
+func first(answer func(w http.ResponseWriter, r *http.Request)) func(w http.ResponseWriter, r *http.Request, n int) {
+	return func(w http.ResponseWriter, r *http.Request, _ int) { answer(w, r) }
+}
+
+func TestSearchQuery(t *testing.T) {
+	tests := []struct {
+		name string
+		keys []string
+		want string
+	}{
+		{name: "one key", keys: []string{"billing/invoice-42"}, want: `metadata['paymentjob_idempotency_key']:'billing/invoice-42'`},
+		{name: "a quote", keys: []string{"o'brien"}, want: `metadata['paymentjob_idempotency_key']:'o\'brien'`},
+		{name: "a backslash and a quote", keys: []string{`back\slash'`}, want: `metadata['paymentjob_idempotency_key']:'back\\slash\''`},
+		{
+			name: "two keys, one twice",
+			keys: []string{"a/1", "b/2", "a/1"},
+			want: `metadata['paymentjob_idempotency_key']:'a/1' OR metadata['paymentjob_idempotency_key']:'b/2'`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(searchQuery(tt.keys)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestSettlePollsUntilFinal(t *testing.T) {
+	tests := []struct {
+		name string
+		// first is the status of the intent while pending GETs answer.
+		first   string
+		pending int
+		// final is the intent the next GET answers with.
+		final map[string]any
+		check func(g Gomega, out payment.Outcome, err error)
+	}{
+		{
+			name:    "processing until succeeded",
+			first:   "processing",
+			pending: 2,
+			final:   succeeded("pi_1"),
+			check: func(g Gomega, out payment.Outcome, err error) {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(out).To(Equal(payment.Outcome{ID: "pi_1", Status: "succeeded", Amount: 2000, Currency: "usd",
+					Created: time.Unix(1767225600, 0).UTC()}))
+			},
+		},
+		{
+			name:  "already succeeded",
+			final: intent("pi_1", "requires_capture"),
+			check: func(g Gomega, out payment.Outcome, err error) {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(out.Status).To(Equal("requires_capture"))
+				g.Expect(out.Replayed).To(BeFalse())
+			},
+		},
+		{
+			name:    "requires_action until the attempt failed",
+			first:   "requires_action",
+			pending: 1,
+			final:   withLastPaymentError(intent("pi_1", "requires_payment_method"), "card_declined", "do_not_honor", "Your card was declined."),
+			check: func(g Gomega, _ payment.Outcome, err error) {
+				r, refusal := payment.IsRefusal(err)
+				g.Expect(refusal).To(BeTrue(), "error %q", err)
+				g.Expect(r.Reason).To(Equal(payment.ReasonCardDeclined))
+				g.Expect(err.Error()).To(ContainSubstring("do_not_honor"))
+			},
+		},
+		{
+			name:  "canceled",
+			final: intent("pi_1", "canceled"),
+			check: func(g Gomega, _ payment.Outcome, err error) {
+				r, refusal := payment.IsRefusal(err)
+				g.Expect(refusal).To(BeTrue(), "error %q", err)
+				g.Expect(r.Reason).To(Equal(ReasonPaymentCanceled))
+			},
+		},
+		{
+			name:  "requires_confirmation is not final",
+			final: intent("pi_1", "requires_confirmation"),
+			check: func(g Gomega, _ payment.Outcome, err error) {
+				expectUncertain(g, err)
+				g.Expect(err.Error()).To(ContainSubstring("requires_confirmation"))
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+				if n < tt.pending {
+					writeJSON(w, http.StatusOK, intent("pi_1", tt.first))
+					return
+				}
+				writeJSON(w, http.StatusOK, tt.final)
+			})
+			out, err := f.provider(t).Settle(context.Background(), testKey, "pi_1")
+			tt.check(g, out, err)
+
+			g.Expect(f.count(http.MethodPost)).To(Equal(0), "settling never creates an intent")
+			reqs := f.received()
+			g.Expect(reqs).To(HaveLen(tt.pending + 1))
+			for _, r := range reqs {
+				g.Expect(r.Method).To(Equal(http.MethodGet))
+				g.Expect(r.Path).To(Equal("/v1/payment_intents/pi_1"))
+				g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer " + testAPIKey))
+			}
+		})
+	}
+}
+
+func TestSettleRefusesAnotherIntent(t *testing.T) {
+	tests := []struct {
+		name     string
+		intent   map[string]any
+		contains string
+	}{
+		{
+			name:     "another key",
+			intent:   charged("pi_1", "processing", "billing/invoice-4", "sha256:a", 1767225600),
+			contains: "carries another idempotency key",
+		},
+		{
+			name:     "no key",
+			intent:   withField(succeeded("pi_1"), "metadata", map[string]string{}),
+			contains: "carries no idempotency key",
+		},
+		{
+			name:     "another intent",
+			intent:   succeeded("pi_2"),
+			contains: "pi_2",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				writeJSON(w, http.StatusOK, tt.intent)
+			})
+			// Bounded, should the intent be polled although it is not
+			// the one looked for.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			out, err := f.provider(t).Settle(ctx, testKey, "pi_1")
+			expectUncertain(g, err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.contains))
+			g.Expect(err.Error()).To(ContainSubstring("pi_1"))
+			g.Expect(out).To(Equal(payment.Outcome{}))
+			g.Expect(f.received()).To(HaveLen(1), "another intent is not polled")
+		})
+	}
+}
+
+func TestSettleErrorsAreUncertain(t *testing.T) {
+	tests := []struct {
+		name       string
+		answer     func(w http.ResponseWriter, r *http.Request)
+		class      error
+		retryAfter time.Duration
+	}{
+		{
+			name:   "intent not found",
+			answer: jsonAnswer(http.StatusNotFound, stripeError("invalid_request_error", "resource_missing", "", "No such payment_intent: 'pi_1'")),
+			class:  payment.ErrInvalid,
+		},
+		{
+			name:       "rate limited",
+			answer:     jsonAnswer(http.StatusTooManyRequests, stripeError("invalid_request_error", "rate_limit", "", "slow down"), "Retry-After", "2"),
+			retryAfter: 2 * time.Second,
+		},
+		{name: "server error", answer: rawAnswer(http.StatusInternalServerError, "text/html", "<html>oops</html>")},
+		{name: "invalid API key", answer: jsonAnswer(http.StatusUnauthorized, stripeError("invalid_request_error", "", "", "Invalid API Key provided"))},
+		{name: "connection closed", answer: hangUp},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, _ int) { tt.answer(w, r) })
+			_, err := f.provider(t).Settle(context.Background(), testKey, "pi_1")
+			expectUncertain(g, err)
+			if tt.class != nil {
+				g.Expect(errors.Is(err, tt.class)).To(BeTrue())
+			}
+			g.Expect(payment.RetryAfter(err)).To(Equal(tt.retryAfter))
+			g.Expect(err.Error()).To(ContainSubstring("pi_1"))
+			g.Expect(f.received()).To(HaveLen(1))
+		})
+	}
+}
+
+func TestSettleRefusesBadInputWithoutSending(t *testing.T) {
+	tests := []struct {
+		name, key, id string
+	}{
+		{name: "empty key", key: "", id: "pi_1"},
+		{name: "key with a space", key: "billing/invoice 42", id: "pi_1"},
+		{name: "empty id", key: testKey, id: ""},
+		{name: "id with a newline", key: testKey, id: "pi_1\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				writeJSON(w, http.StatusOK, succeeded("pi_1"))
+			})
+			_, err := f.provider(t).Settle(context.Background(), tt.key, tt.id)
+			expectUncertain(g, err)
+			g.Expect(f.received()).To(BeEmpty())
+		})
+	}
+}
