@@ -33,7 +33,7 @@ func NewAdapter(spec paymentsv1alpha1.PaymentProviderSpec, credential string) (p
 	case spec.Stripe != nil:
 		return stripe.New(stripe.Config{APIKey: credential, APIBase: spec.Stripe.APIBase})
 	case spec.HTTP != nil:
-		return httpprovider.New(httpprovider.Config{URL: spec.HTTP.URL, Token: credential})
+		return httpprovider.New(httpprovider.Config{URL: spec.HTTP.URL, LookupURL: spec.HTTP.LookupURL, Token: credential})
 	}
 	return nil, errors.New("exactly one of spec.stripe or spec.http must be set")
 }

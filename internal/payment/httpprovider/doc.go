@@ -17,7 +17,8 @@ limitations under the License.
 // Package httpprovider is a payment.Provider for a team's own payment
 // service that implements the operator's HTTP contract (docs/providers.md):
 // one JSON POST per charge, with an Idempotency-Key header, answered with the
-// status codes of the IETF httpapi Idempotency-Key draft.
+// status codes of the IETF httpapi Idempotency-Key draft, and an optional
+// lookup endpoint that finds charges by their key.
 //
 // Every answer becomes an outcome or one of the error classes of package
 // payment. A *payment.Refusal means the service definitively did not charge,
@@ -61,7 +62,30 @@ limitations under the License.
 // Messages copied from the service are cut to about 500 characters, made one
 // line, and never contain the bearer token.
 //
-// Lookup is not implemented: the contract has no lookup endpoint, so Provider
-// does not implement payment.Looker. The service must keep its idempotency
-// keys for as long as a job can stay Processing (days, not minutes).
+// Every charge request carries "fingerprint", payment.RequestHash of the key
+// and the request, for the service to store with the charge.
+//
+// With Config.LookupURL, New returns a *LookupProvider, which is also a
+// payment.Looker: Lookup sends one GET {lookupURL}?key=K1&key=K2... and maps
+// the 200 answer {"account", "charges": [...]} to payment.Found values, the
+// state from each charge's status:
+//
+//	status                                          state
+//	succeeded, paid or completed                    payment.StateSucceeded
+//	failed, declined, canceled, cancelled,          payment.StateNotCharged
+//	     rejected
+//	processing, pending, or anything else           payment.StatePending: never charged around
+//
+// Any other answer (a status code other than 200, a body that is not that
+// JSON object or has no charges array, a charge of an asked key without an
+// id, amount or currency, a body larger than Config.MaxResponseBytes, a
+// network error) is a payment.TransientError: nothing is known about any key.
+// Settle repeats the lookup of one key, waiting Config.PollInterval doubling
+// to Config.MaxPollInterval, until the charge is final, and never charges.
+// Account reads "account" from a GET without keys.
+//
+// Without Config.LookupURL, New returns a *Provider, which is not a
+// payment.Looker, and whose Account names no account and sends nothing. The
+// service must then keep its idempotency keys for as long as a manifest can
+// come back: the operator has no other way to find an earlier charge.
 package httpprovider

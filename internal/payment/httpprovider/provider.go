@@ -34,16 +34,31 @@ import (
 // Config.MaxResponseBytes is zero: 1 MiB.
 const DefaultMaxResponseBytes int64 = 1 << 20
 
+// DefaultPollInterval is the first wait between two lookups of a charge that
+// Settle reads until it is final, when Config.PollInterval is zero.
+const DefaultPollInterval = 500 * time.Millisecond
+
+// DefaultMaxPollInterval is the longest wait between two lookups of a charge,
+// when Config.MaxPollInterval is zero.
+const DefaultMaxPollInterval = 5 * time.Second
+
 // UserAgent is the User-Agent header of every request.
 const UserAgent = "paymentjob-operator"
 
-var _ payment.Provider = (*Provider)(nil)
+var (
+	_ payment.Provider   = (*Provider)(nil)
+	_ payment.Identifier = (*Provider)(nil)
+)
 
 // Config configures a Provider.
 type Config struct {
 	// URL receives the charge requests. It must be an absolute http or https
 	// URL without user information. Required.
 	URL string
+	// LookupURL is the optional lookup endpoint, validated like URL, that
+	// answers the charges held under idempotency keys and the account's
+	// identifier. With it New returns a *LookupProvider, a payment.Looker.
+	LookupURL string
 	// Token is the optional bearer token sent in the Authorization header.
 	// Surrounding whitespace, such as the newline a Secret created from a
 	// file often ends with, is removed. It never appears in errors.
@@ -55,10 +70,18 @@ type Config struct {
 	// MaxResponseBytes is the largest response body read; a larger one is a
 	// transient error. Defaults to DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// PollInterval is the first wait between two lookups of a charge that
+	// Settle reads until it is final; it doubles after each lookup. Defaults
+	// to DefaultPollInterval.
+	PollInterval time.Duration
+	// MaxPollInterval caps the wait between two lookups. Defaults to
+	// DefaultMaxPollInterval, or PollInterval when that is longer.
+	MaxPollInterval time.Duration
 }
 
 // Provider is a payment.Provider that charges through a payment service that
-// implements the operator's HTTP contract. It is safe for concurrent use.
+// implements the operator's HTTP contract, and a payment.Identifier that
+// names no account. It is safe for concurrent use.
 type Provider struct {
 	url      string
 	token    string
@@ -66,20 +89,22 @@ type Provider struct {
 	maxBytes int64
 }
 
-// New validates cfg and returns a Provider.
-func New(cfg Config) (*Provider, error) {
-	u, err := url.Parse(cfg.URL)
+// New validates cfg and returns a *Provider, or a *LookupProvider, which is
+// also a payment.Looker, when cfg.LookupURL is set. Either is a
+// payment.Identifier.
+func New(cfg Config) (payment.Provider, error) {
+	u, err := endpoint("url", cfg.URL)
 	if err != nil {
-		// url.Parse quotes the input, which might hold credentials.
-		return nil, errors.New("cannot use the payment service url: it is not a valid URL")
+		return nil, err
 	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("cannot use the payment service url: scheme must be http or https, not %q", u.Scheme)
-	case u.User != nil:
-		return nil, errors.New("cannot use the payment service url: it must not contain user information; use the token")
-	case u.Host == "" || u.Opaque != "":
-		return nil, errors.New("cannot use the payment service url: it must be absolute, with a host")
+	var lookup *url.URL
+	if cfg.LookupURL != "" {
+		if lookup, err = endpoint("lookup url", cfg.LookupURL); err != nil {
+			return nil, err
+		}
+		if lookup.Query().Has(keyParameter) {
+			return nil, fmt.Errorf("cannot use the payment service lookup url: it must not have a %q parameter; the operator adds the keys", keyParameter)
+		}
 	}
 	token := strings.TrimSpace(cfg.Token)
 	if !validHeaderValue(token) {
@@ -88,6 +113,21 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.MaxResponseBytes < 0 {
 		return nil, fmt.Errorf("cannot use a maximum response size of %d bytes", cfg.MaxResponseBytes)
 	}
+	if cfg.PollInterval < 0 || cfg.MaxPollInterval < 0 {
+		return nil, errors.New("cannot use a negative poll interval")
+	}
+	poll := cfg.PollInterval
+	if poll == 0 {
+		poll = DefaultPollInterval
+	}
+	maxPoll := cfg.MaxPollInterval
+	switch {
+	case maxPoll == 0:
+		maxPoll = max(DefaultMaxPollInterval, poll)
+	case maxPoll < poll:
+		return nil, fmt.Errorf("cannot use a maximum poll interval of %s, shorter than the poll interval of %s", maxPoll, poll)
+	}
+
 	p := &Provider{
 		url:      u.String(),
 		token:    token,
@@ -100,7 +140,40 @@ func New(cfg Config) (*Provider, error) {
 	if p.maxBytes == 0 {
 		p.maxBytes = DefaultMaxResponseBytes
 	}
-	return p, nil
+	if lookup == nil {
+		return p, nil
+	}
+	return &LookupProvider{
+		Provider:        p,
+		lookupURL:       lookup,
+		pollInterval:    poll,
+		maxPollInterval: maxPoll,
+	}, nil
+}
+
+// endpoint validates the url of the field named name: absolute, http or
+// https, without user information.
+func endpoint(name, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse quotes the input, which might hold credentials.
+		return nil, fmt.Errorf("cannot use the payment service %s: it is not a valid URL", name)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("cannot use the payment service %s: scheme must be http or https, not %q", name, u.Scheme)
+	case u.User != nil:
+		return nil, fmt.Errorf("cannot use the payment service %s: it must not contain user information; use the token", name)
+	case u.Host == "" || u.Opaque != "":
+		return nil, fmt.Errorf("cannot use the payment service %s: it must be absolute, with a host", name)
+	}
+	return u, nil
+}
+
+// Account returns "": without a lookup endpoint the service names no
+// account, and nothing is sent.
+func (p *Provider) Account(context.Context) (string, error) {
+	return "", nil
 }
 
 // chargeBody is the JSON body of a charge request.
@@ -112,6 +185,7 @@ type chargeBody struct {
 	Description    string            `json:"description,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	IdempotencyKey string            `json:"idempotencyKey"`
+	Fingerprint    string            `json:"fingerprint"`
 }
 
 // Charge sends req to the payment service under key and maps the answer to an
@@ -130,6 +204,7 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 		Description:    req.Description,
 		Metadata:       req.Metadata,
 		IdempotencyKey: key,
+		Fingerprint:    payment.RequestHash(key, req),
 	})
 	if err != nil {
 		return payment.Outcome{}, payment.Invalid(fmt.Sprintf("cannot encode the charge request: %v", err))

@@ -23,6 +23,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,7 @@ var classes = []error{payment.ErrDeclined, payment.ErrInvalid, payment.ErrKeyReu
 type received struct {
 	method string
 	path   string
+	query  url.Values
 	header http.Header
 	body   []byte
 }
@@ -68,7 +70,7 @@ func newServer(t *testing.T, respond http.HandlerFunc) (*httptest.Server, <-chan
 	requests := make(chan received, 16)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		requests <- received{method: r.Method, path: r.URL.Path, header: r.Header.Clone(), body: body}
+		requests <- received{method: r.Method, path: r.URL.Path, query: r.URL.Query(), header: r.Header.Clone(), body: body}
 		respond(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -89,7 +91,7 @@ func answer(status int, header map[string]string, body string) http.HandlerFunc 
 	}
 }
 
-func newProvider(t *testing.T, cfg httpprovider.Config) *httpprovider.Provider {
+func newProvider(t *testing.T, cfg httpprovider.Config) payment.Provider {
 	t.Helper()
 	p, err := httpprovider.New(cfg)
 	if err != nil {
@@ -167,6 +169,7 @@ func TestChargeSendsTheContractRequest(t *testing.T) {
 				"description":    "Invoice 2026-0001",
 				"metadata":       map[string]any{"paymentjob": "billing/invoice"},
 				"idempotencyKey": testKey,
+				"fingerprint":    payment.RequestHash(testKey, testRequest),
 			},
 		},
 		{
@@ -177,6 +180,7 @@ func TestChargeSendsTheContractRequest(t *testing.T) {
 				"amount":         float64(50),
 				"currency":       "usd",
 				"idempotencyKey": testKey,
+				"fingerprint":    payment.RequestHash(testKey, payment.ChargeRequest{Amount: 50, Currency: "usd"}),
 			},
 		},
 	}
@@ -651,9 +655,9 @@ func TestChargeNeverPutsTheTokenInAnError(t *testing.T) {
 	t.Run("service unreachable", func(t *testing.T) {
 		g := NewWithT(t)
 		srv := httptest.NewServer(http.NotFoundHandler())
-		url := srv.URL
+		addr := srv.URL
 		srv.Close()
-		p := newProvider(t, httpprovider.Config{URL: url, Token: testToken})
+		p := newProvider(t, httpprovider.Config{URL: addr, Token: testToken})
 
 		_, err := p.Charge(context.Background(), testKey, testRequest)
 

@@ -157,12 +157,7 @@ func (p *Provider) success(code int, h http.Header, raw []byte, req payment.Char
 		}
 		return outcome, nil
 	case "failed", "declined", "canceled", "cancelled", "rejected":
-		msg := fmt.Sprintf("payment service reported the charge as %q", status)
-		if m := p.clean(body.Message); m != "" {
-			msg += ": " + m
-		}
-		reason, msg := p.reason(body.Reason, msg)
-		return payment.Outcome{}, payment.Declined(reason, msg)
+		return payment.Outcome{}, p.declined("the charge", status, body.Reason, body.Message)
 	case "processing", "pending":
 		return payment.Outcome{}, payment.Transient(
 			fmt.Errorf("payment service reported the charge as %q; asking again later with the same key", status), retryAfter)
@@ -170,6 +165,18 @@ func (p *Provider) success(code int, h http.Header, raw []byte, req payment.Char
 		return payment.Outcome{}, payment.Transient(
 			fmt.Errorf("payment service reported the charge with the unknown status %q, so the outcome is uncertain", p.clean(status)), retryAfter)
 	}
+}
+
+// declined is the refusal of a charge, named by what, that the service
+// reports in the final status without money moved, with the reason and
+// message the service gave.
+func (p *Provider) declined(what, status, reason, message string) error {
+	msg := fmt.Sprintf("payment service reported %s as %q", what, status)
+	if m := p.clean(message); m != "" {
+		msg += ": " + m
+	}
+	reason, msg = p.reason(reason, msg)
+	return payment.Declined(reason, msg)
 }
 
 // explain returns the reason and message of a refusal: from the JSON body

@@ -1,0 +1,357 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package httpprovider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// keyParameter is the query parameter that carries each key looked up.
+const keyParameter = "key"
+
+// maxAccountLength bounds the account identifier the service names.
+const maxAccountLength = 255
+
+var (
+	_ payment.Provider   = (*LookupProvider)(nil)
+	_ payment.Looker     = (*LookupProvider)(nil)
+	_ payment.Identifier = (*LookupProvider)(nil)
+)
+
+// LookupProvider is a Provider whose service has a lookup endpoint: a
+// payment.Looker that finds charges by their idempotency key and a
+// payment.Identifier that names the service's account. New returns one when
+// Config.LookupURL is set. It is safe for concurrent use.
+type LookupProvider struct {
+	*Provider
+
+	lookupURL       *url.URL
+	pollInterval    time.Duration
+	maxPollInterval time.Duration
+}
+
+// lookupResponse is the JSON body of a 200 answer of the lookup endpoint.
+type lookupResponse struct {
+	Account string `json:"account"`
+	// Charges is nil when the body has no charges array.
+	Charges *[]lookupCharge `json:"charges"`
+}
+
+// lookupCharge is one charge of a lookup answer.
+type lookupCharge struct {
+	IdempotencyKey string          `json:"idempotencyKey"`
+	ID             string          `json:"id"`
+	Status         string          `json:"status"`
+	Amount         *int64          `json:"amount"`
+	Currency       string          `json:"currency"`
+	Created        json.RawMessage `json:"created"`
+	Fingerprint    string          `json:"fingerprint"`
+	Reason         string          `json:"reason"`
+	Message        string          `json:"message"`
+}
+
+// Lookup sends one GET to the lookup endpoint with each of keys as a key
+// parameter and returns every charge the answer holds under one of them;
+// charges under other keys are ignored. keys must be 1 to
+// payment.MaxLookupKeys valid keys, or nothing is sent. Every error is a
+// payment.TransientError: nothing is known about any of the keys.
+func (p *LookupProvider) Lookup(ctx context.Context, keys []string) (map[string][]payment.Found, error) {
+	if err := checkKeys(keys); err != nil {
+		return nil, err
+	}
+	charges, err := p.lookup(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[string][]payment.Found)
+	for _, c := range charges {
+		f, err := p.found(c)
+		if err != nil {
+			return nil, err
+		}
+		found[f.Key] = append(found[f.Key], f)
+	}
+	return found, nil
+}
+
+// Settle looks key up until the charge with id is final, waiting between two
+// lookups from the poll interval, doubling to the maximum, until ctx is done.
+// A charge that succeeded is its outcome, one that ended without moving money
+// a payment.Declined refusal; a charge the lookup does not hold, a failed
+// lookup or a charge still pending when ctx is done is a
+// payment.TransientError. It never sends a charge.
+func (p *LookupProvider) Settle(ctx context.Context, key, id string) (payment.Outcome, error) {
+	if err := checkKeys([]string{key}); err != nil {
+		return payment.Outcome{}, err
+	}
+	if id == "" {
+		return payment.Outcome{}, payment.Transient(errors.New("cannot settle a charge without an id"), 0)
+	}
+	wait := p.pollInterval
+	for {
+		charges, err := p.lookup(ctx, []string{key})
+		if err != nil {
+			return payment.Outcome{}, p.settleError(id, err)
+		}
+		var charge *lookupCharge
+		for i := range charges {
+			if charges[i].ID == id {
+				charge = &charges[i]
+			}
+		}
+		if charge == nil {
+			return payment.Outcome{}, payment.Transient(fmt.Errorf(
+				"cannot settle charge %s: the payment service's lookup endpoint holds no charge with this id under the key", p.clean(id)), 0)
+		}
+		f, err := p.found(*charge)
+		if err != nil {
+			return payment.Outcome{}, p.settleError(id, err)
+		}
+		status := strings.ToLower(strings.TrimSpace(f.Status))
+		switch f.State {
+		case payment.StateSucceeded:
+			return f.Outcome, nil
+		case payment.StateNotCharged:
+			return payment.Outcome{}, p.declined("charge "+p.clean(id), status, charge.Reason, charge.Message)
+		}
+
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return payment.Outcome{}, payment.Transient(fmt.Errorf("charge %s is still %q: %w", p.clean(id), p.clean(status), ctx.Err()), 0)
+		case <-timer.C:
+		}
+		wait = min(2*wait, p.maxPollInterval)
+	}
+}
+
+// Account sends one GET to the lookup endpoint without keys and returns the
+// answer's account, or "" when it names none. Every error is a
+// payment.TransientError.
+func (p *LookupProvider) Account(ctx context.Context) (string, error) {
+	body, err := p.get(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	account := strings.TrimSpace(body.Account)
+	if len(account) > maxAccountLength || !validHeaderValue(account) {
+		return "", payment.Transient(fmt.Errorf(
+			"payment service's lookup endpoint named an account that is longer than %d characters or not printable ASCII", maxAccountLength), 0)
+	}
+	return account, nil
+}
+
+// checkKeys refuses, before anything is sent, a lookup of no keys, of more
+// than payment.MaxLookupKeys, or of a key that cannot be sent.
+func checkKeys(keys []string) error {
+	if len(keys) == 0 || len(keys) > payment.MaxLookupKeys {
+		return payment.Transient(fmt.Errorf(
+			"cannot look up %d keys: one lookup takes 1 to %d", len(keys), payment.MaxLookupKeys), 0)
+	}
+	for _, k := range keys {
+		if !payment.ValidKey(k) {
+			return payment.Transient(errors.New(
+				"cannot look up a key that is not 1 to 255 visible ASCII characters"), 0)
+		}
+	}
+	return nil
+}
+
+// lookup returns the charges of the lookup answer for keys that carry one of
+// keys.
+func (p *LookupProvider) lookup(ctx context.Context, keys []string) ([]lookupCharge, error) {
+	body, err := p.get(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	if body.Charges == nil {
+		return nil, payment.Transient(errors.New(
+			"payment service's lookup endpoint answered 200 OK without a charges array, so nothing is known about the keys"), 0)
+	}
+	asked := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		asked[k] = true
+	}
+	var charges []lookupCharge
+	for _, c := range *body.Charges {
+		if asked[c.IdempotencyKey] {
+			charges = append(charges, c)
+		}
+	}
+	return charges, nil
+}
+
+// found maps a charge of a lookup answer. A charge without an id, an amount
+// or a currency, or with a malformed created time, is a transient error.
+func (p *LookupProvider) found(c lookupCharge) (payment.Found, error) {
+	const prefix = "payment service's lookup endpoint answered a charge"
+	switch {
+	case c.ID == "":
+		return payment.Found{}, payment.Transient(errors.New(prefix+" without an id, so nothing is known about the keys"), 0)
+	case c.Amount == nil || c.Currency == "":
+		return payment.Found{}, payment.Transient(fmt.Errorf(prefix+" %s without an amount or a currency", p.clean(c.ID)), 0)
+	}
+	created, err := parseCreated(c.Created)
+	if err != nil {
+		return payment.Found{}, payment.Transient(fmt.Errorf(prefix+" %s that is malformed: %w", p.clean(c.ID), err), 0)
+	}
+	return payment.Found{
+		Key: c.IdempotencyKey,
+		Outcome: payment.Outcome{
+			ID:       c.ID,
+			Status:   c.Status,
+			Amount:   *c.Amount,
+			Currency: c.Currency,
+			Created:  created,
+		},
+		State:       chargeState(c.Status),
+		Fingerprint: c.Fingerprint,
+	}, nil
+}
+
+// chargeState classifies the status of a charge found by its key, without
+// regard to case or surrounding spaces. A status the contract does not name
+// is pending: an unknown charge may still move money, so it is never charged
+// around.
+func chargeState(status string) payment.ChargeState {
+	switch strings.ToLower(strings.TrimSpace(status)) {
+	case "succeeded", "paid", "completed":
+		return payment.StateSucceeded
+	case "failed", "declined", "canceled", "cancelled", "rejected":
+		return payment.StateNotCharged
+	default:
+		return payment.StatePending
+	}
+}
+
+// get sends one GET to the lookup endpoint with keys as key parameters and
+// decodes a 200 answer. Anything else is a payment.TransientError.
+func (p *LookupProvider) get(ctx context.Context, keys []string) (lookupResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return lookupResponse{}, payment.Transient(fmt.Errorf("cannot look charges up: %w", err), 0)
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.requestURL(keys), nil)
+	if err != nil {
+		return lookupResponse{}, payment.Transient(errors.New("cannot build the lookup request"), 0)
+	}
+	httpReq.Header.Set("Accept", "application/json")
+	httpReq.Header.Set("User-Agent", UserAgent)
+	if p.token != "" {
+		httpReq.Header.Set("Authorization", "Bearer "+p.token)
+	}
+
+	resp, err := p.client.Do(httpReq)
+	if err != nil {
+		// A *url.Error quotes the url, and with it the keys; the cause is
+		// what tells what went wrong.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return lookupResponse{}, payment.Transient(fmt.Errorf("cannot reach the payment service's lookup endpoint: %w", err), 0)
+	}
+	defer func() { _ = resp.Body.Close() }()
+
+	retryAfter := payment.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	line := statusLine(resp.StatusCode)
+	raw, err := readBody(resp.Body, p.maxBytes)
+	if err != nil {
+		return lookupResponse{}, payment.Transient(
+			fmt.Errorf("payment service's lookup endpoint answered %s, but %w", line, err), retryAfter)
+	}
+	switch code := resp.StatusCode; {
+	case code == http.StatusOK:
+	case code == http.StatusTooManyRequests || (code >= 500 && code <= 599):
+		return lookupResponse{}, payment.Transient(
+			fmt.Errorf("payment service's lookup endpoint answered %s%s", line, p.serviceSaid(resp.Header, raw)), retryAfter)
+	default:
+		return lookupResponse{}, payment.Transient(
+			fmt.Errorf("payment service's lookup endpoint answered %s: %s%s", line, lookupHint(code), p.serviceSaid(resp.Header, raw)), retryAfter)
+	}
+
+	var body lookupResponse
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return lookupResponse{}, payment.Transient(
+			fmt.Errorf("payment service's lookup endpoint answered %s with a body that is not a JSON object", line), retryAfter)
+	}
+	if err := json.Unmarshal(trimmed, &body); err != nil {
+		return lookupResponse{}, payment.Transient(
+			fmt.Errorf("payment service's lookup endpoint answered %s with a body that is not the expected JSON object: %s",
+				line, p.clean(err.Error())), retryAfter)
+	}
+	return body, nil
+}
+
+// requestURL is the lookup url with one key parameter per distinct key,
+// after the parameters the url has.
+func (p *LookupProvider) requestURL(keys []string) string {
+	u := *p.lookupURL
+	q := url.Values{}
+	for _, k := range keys {
+		if !slices.Contains(q[keyParameter], k) {
+			q.Add(keyParameter, k)
+		}
+	}
+	if len(q) > 0 {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += q.Encode()
+	}
+	return u.String()
+}
+
+// lookupHint says what to fix for a status code of the lookup endpoint that
+// the contract does not use.
+func lookupHint(code int) string {
+	switch {
+	case code == http.StatusUnauthorized:
+		return "check the PaymentProvider's secret (spec.http.secretKeyRef)"
+	case code == http.StatusForbidden:
+		return "check that the token in the PaymentProvider's secret (spec.http.secretKeyRef) may look charges up"
+	case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
+		return "check the PaymentProvider's lookup url (spec.http.lookupURL)"
+	case code >= 300 && code <= 399:
+		return "redirects are not followed; set the PaymentProvider's lookup url (spec.http.lookupURL) to the lookup endpoint itself"
+	default:
+		return "the contract answers a lookup with 200 only; check the PaymentProvider and the payment service"
+	}
+}
+
+// settleError is err, a failed lookup, said of the charge with id; it keeps
+// err's Retry-After.
+func (p *LookupProvider) settleError(id string, err error) error {
+	cause := err
+	var t *payment.TransientError
+	if errors.As(err, &t) && t.Err != nil {
+		cause = t.Err
+	}
+	return payment.Transient(fmt.Errorf("cannot settle charge %s: %w", p.clean(id), cause), payment.RetryAfter(err))
+}
