@@ -19,6 +19,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -532,4 +533,59 @@ func TestTamperedStatusStallsWithoutCharging(t *testing.T) {
 		g.Expect(provider.Calls()).To(BeZero())
 		g.Expect(provider.Lookups()).To(BeZero())
 	})
+}
+
+// The same re-creation after the provider forgot its keys, through the real
+// adapters over HTTP against the sandbox server: the Stripe adapter (search),
+// the HTTP contract with its lookup endpoint, and without one, which is the
+// limit docs/providers.md states.
+func TestRecreatedJobThroughEveryAdapter(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		spec        func(base string) paymentsv1alpha1.PaymentProviderSpec
+		wantCharges int64
+	}{
+		{name: "stripe", wantCharges: 1, spec: func(base string) paymentsv1alpha1.PaymentProviderSpec {
+			return paymentsv1alpha1.PaymentProviderSpec{Stripe: &paymentsv1alpha1.StripeProvider{APIBase: base,
+				SecretKeyRef: paymentsv1alpha1.SecretKeyReference{Name: "sandbox-credentials", Key: "apiKey"}}}
+		}},
+		{name: "http with a lookup endpoint", wantCharges: 1, spec: func(base string) paymentsv1alpha1.PaymentProviderSpec {
+			return paymentsv1alpha1.PaymentProviderSpec{HTTP: &paymentsv1alpha1.HTTPProvider{
+				URL: base + "/http/charges", LookupURL: base + "/http/charges/lookup"}}
+		}},
+		{name: "http without a lookup endpoint", wantCharges: 2, spec: func(base string) paymentsv1alpha1.PaymentProviderSpec {
+			return paymentsv1alpha1.PaymentProviderSpec{HTTP: &paymentsv1alpha1.HTTPProvider{URL: base + "/http/charges"}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			ctx := context.Background()
+			engine := sandbox.NewEngine()
+			srv := httptest.NewServer(sandbox.NewServer(engine, sandbox.ServerOptions{}))
+			t.Cleanup(srv.Close)
+			ns := newNamespace(t, true)
+			updateProvider(g, ns, func(pp *paymentsv1alpha1.PaymentProvider) { pp.Spec = tt.spec(srv.URL) })
+			startManager(t, managerConfig{namespaces: []string{ns}, build: controller.NewAdapter})
+
+			createJob(t, ns, "invoice")
+			first := waitForFinished(t, ns, "invoice")
+			g.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+			g.Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+			g.Eventually(func() bool {
+				return k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &paymentsv1alpha1.PaymentJob{}) != nil
+			}, timeout).Should(BeTrue())
+			g.Expect(engine.ForgetKeys()).To(Equal(1))
+
+			createJob(t, ns, "invoice")
+			again := waitForPhase(t, ns, "invoice", paymentsv1alpha1.PhaseCompleted)
+			g.Expect(engine.Stats().Charges).To(Equal(tt.wantCharges))
+			if tt.wantCharges == 1 {
+				g.Expect(again.Status.ProviderResponse.ID).To(Equal(first.Status.ProviderResponse.ID))
+				g.Expect(again.Status.Provider.Account).To(Equal(engine.Account()))
+			}
+		})
+	}
 }
