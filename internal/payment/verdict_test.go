@@ -29,7 +29,9 @@ func TestDecide(t *testing.T) {
 	req := payment.ChargeRequest{Amount: 2000, Currency: "usd", PaymentMethod: "pm_card_visa"}
 	const key = "billing/invoice-1"
 	mine := payment.RequestHash(key, req)
-	at := func(minutes int) time.Time { return time.Unix(1_800_000_000, 0).Add(time.Duration(minutes) * time.Minute) }
+	at := func(minutes int) time.Time {
+		return time.Unix(1_800_000_000, 0).Add(time.Duration(minutes) * time.Minute)
+	}
 	charge := func(id string, state payment.ChargeState, fingerprint string, created time.Time) payment.Found {
 		return payment.Found{Key: key, Outcome: payment.Outcome{ID: id, Amount: 2000, Currency: "usd", Created: created},
 			State: state, Fingerprint: fingerprint}
