@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
@@ -588,4 +589,44 @@ func TestRecreatedJobThroughEveryAdapter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A job Processing for two days whose charge is still processing at the
+// provider (a bank debit), and whose key the provider forgot: the lookup
+// before the retry finds the pending charge and settles it; nothing is
+// charged again.
+func TestOldProcessingJobSettlesItsPendingCharge(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	pending := engine.PutIntent(historicIntent(ns, "debit", "processing", ""))
+
+	key := ns + "/debit"
+	createJob(t, ns, "debit")
+	job := getJob(g, ns, "debit")
+	controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
+	g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
+	twoDaysAgo := time.Now().Add(-48 * time.Hour)
+	job.Status = paymentsv1alpha1.PaymentJobStatus{
+		Phase:          paymentsv1alpha1.PhaseProcessing,
+		IdempotencyKey: key,
+		RequestHash:    payment.RequestHash(key, requestOf(jobSpec())),
+		Attempts:       1,
+		Claim: &paymentsv1alpha1.Claim{Holder: "dead/00000000",
+			AcquiredAt: metav1.NewMicroTime(twoDaysAgo), ExpiresAt: metav1.NewMicroTime(twoDaysAgo.Add(time.Minute))},
+		StartedAt: &metav1.Time{Time: twoDaysAgo},
+	}
+	g.Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+
+	provider := sandbox.NewProvider(engine)
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, keyRetention: 23 * time.Hour})
+	g.Eventually(provider.Settles, timeout).Should(BeNumerically(">=", 1), "the pending charge is being settled")
+	g.Expect(engine.SetIntentStatus(pending.ID, "succeeded")).To(Succeed())
+	job = waitForPhase(t, ns, "debit", paymentsv1alpha1.PhaseCompleted)
+
+	g.Expect(job.Status.ProviderResponse.ID).To(Equal(pending.ID))
+	g.Expect(engine.Stats().Requests).To(BeZero(), "never charged around the pending charge")
+	g.Expect(provider.Calls()).To(BeZero())
 }

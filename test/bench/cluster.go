@@ -249,37 +249,63 @@ func (c *cluster) quiesce(ctx context.Context, limit time.Duration) (requestCoun
 	return prev, nil
 }
 
-// setupNamespace creates a namespace and, unless bare, the Secret and the
-// PaymentProvider that reaches the sandbox at apiBase.
-func (c *cluster) setupNamespace(ctx context.Context, ns, apiBase, secretValue string, bare bool) error {
+// providerSetup is the PaymentProvider of a phase namespace and its
+// Secret.
+type providerSetup struct {
+	// apiBase is the sandbox's URL.
+	apiBase     string
+	secretValue string
+	// requestsPerSecond, when set, limits the charge requests on the
+	// client side, as a user of Stripe's live mode sets it; unset, the
+	// limit is off.
+	requestsPerSecond int32
+	// lookup is spec.lookup.policy; empty leaves the API's default
+	// (BeforeFirstCharge).
+	lookup paymentsv1alpha1.LookupPolicy
+}
+
+// setupNamespace creates a namespace and, unless p is nil, the Secret and
+// the PaymentProvider that p describes.
+func (c *cluster) setupNamespace(ctx context.Context, ns string, p *providerSetup) error {
 	if err := c.creator.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return fmt.Errorf("cannot create namespace %s: %w", ns, err)
 	}
-	if bare {
+	if p == nil {
 		return nil
 	}
 	if err := c.creator.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns},
-		StringData: map[string]string{"apiKey": secretValue},
+		StringData: map[string]string{"apiKey": p.secretValue},
 	}); err != nil {
 		return fmt.Errorf("cannot create the secret of %s: %w", ns, err)
 	}
-	// No requestsPerSecond: the provider's client-side limit is off, so the
-	// benchmark measures the operator and the API server.
-	timeout := int32(10)
 	if err := c.creator.Create(ctx, &paymentsv1alpha1.PaymentProvider{
 		ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns},
-		Spec: paymentsv1alpha1.PaymentProviderSpec{
-			Stripe: &paymentsv1alpha1.StripeProvider{
-				APIBase:      apiBase,
-				SecretKeyRef: paymentsv1alpha1.SecretKeyReference{Name: secretName, Key: "apiKey"},
-			},
-			TimeoutSeconds: &timeout,
-		},
+		Spec:       p.spec(),
 	}); err != nil {
 		return fmt.Errorf("cannot create the payment provider of %s: %w", ns, err)
 	}
 	return nil
+}
+
+// spec is the PaymentProvider's spec.
+func (p *providerSetup) spec() paymentsv1alpha1.PaymentProviderSpec {
+	timeout := int32(10)
+	spec := paymentsv1alpha1.PaymentProviderSpec{
+		Stripe: &paymentsv1alpha1.StripeProvider{
+			APIBase:      p.apiBase,
+			SecretKeyRef: paymentsv1alpha1.SecretKeyReference{Name: secretName, Key: "apiKey"},
+		},
+		TimeoutSeconds: &timeout,
+	}
+	if p.requestsPerSecond > 0 {
+		rps := p.requestsPerSecond
+		spec.RequestsPerSecond = &rps
+	}
+	if p.lookup != "" {
+		spec.Lookup = &paymentsv1alpha1.ProviderLookup{Policy: p.lookup}
+	}
+	return spec
 }
 
 // waitProvidersReady waits until the PaymentProvider of each namespace is

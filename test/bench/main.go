@@ -17,9 +17,10 @@ limitations under the License.
 // Command bench measures the operator on one local control plane: the
 // throughput of charging PaymentJobs against a baseline that only makes the
 // same API writes, the API requests, conflicts and provider calls per job,
-// the latency from create to Completed, a scaling sweep over workers with a
-// slow provider, and the manager's start, memory, writes and provider calls
-// beside a large history of finished jobs.
+// the latency from create to Completed, what looking keys up before the
+// first charge costs at Stripe's live-mode rate limits, a scaling sweep over
+// workers with a slow provider, and the manager's start, memory, writes and
+// provider calls beside a large history of finished jobs.
 //
 // etcd and kube-apiserver come from -assets (KUBEBUILDER_ASSETS), and
 // bin/sandbox and bin/manager run as processes, everything on 127.0.0.1.
@@ -48,7 +49,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	psandbox "github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
 )
 
 // config is the command line.
@@ -70,8 +73,13 @@ type config struct {
 	results      string
 	timeout      time.Duration
 	keep         bool
-	// minRatio is the target of the operator/baseline throughput at 0 ms.
+	// minRatio is the target of the operator/baseline throughput at 0 ms;
+	// 0 does not enforce it.
 	minRatio float64
+	// minLookupRatio is the target of the throughput with lookups over the
+	// throughput without, at Stripe's live-mode limits; 0 does not enforce
+	// it.
+	minLookupRatio float64
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -96,8 +104,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.results, "results", filepath.Join("docs", "benchmarks.md"), "Append the results to this Markdown file; empty does not.")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "The longest wait of each phase.")
 	fs.Float64Var(&c.minRatio, "min-ratio", 0.8,
-		"The target of the operator/baseline throughput ratio at 0 ms. Throughput needs a quiet machine and the full run; "+
+		"The target of the operator/baseline throughput ratio at 0 ms; 0 does not enforce it. Throughput needs a quiet machine and the full run; "+
 			"CI's short run passes 0 and keeps every other target.")
+	fs.Float64Var(&c.minLookupRatio, "min-lookup-ratio", 0.9,
+		"The target of the throughput with lookups over the throughput without (policy Never), at Stripe's live-mode rate limits; "+
+			"0 does not enforce it. CI's short run passes 0, as for -min-ratio.")
 	fs.BoolVar(&c.keep, "keep", false, "Keep the logs of a successful run too (they are kept after a failure).")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -118,6 +129,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	switch {
 	case c.jobs < 1 || c.workers < 1 || c.history < 1 || (len(c.scaleWorkers) > 0 && c.scaleJobs < 1):
 		return c, errors.New("-jobs, -workers, -history and -scale-jobs must be at least 1")
+	case c.jobs < 2:
+		return c, errors.New("-jobs must be at least 2: the baseline and the run without lookups run in two halves")
+	case !(c.minRatio >= 0) || !(c.minLookupRatio >= 0):
+		// Written so that NaN is refused too.
+		return c, errors.New("-min-ratio and -min-lookup-ratio must be 0 (not enforced) or more")
 	case c.qps <= 0 || c.burst < 1:
 		return c, errors.New("-qps and -burst must be positive")
 	case c.assets == "":
@@ -160,6 +176,9 @@ func run(args []string) int {
 	wall := time.Since(began)
 	b.rep.addMeta("wall_seconds", "wall time of the run", wall.Round(time.Second).Seconds())
 
+	if off := b.rep.unenforced(); len(off) > 0 {
+		b.rep.note("Not enforced in this run (a minimum of 0 on the command line): %s.", strings.Join(off, ", "))
+	}
 	fmt.Println()
 	if err := b.rep.writeTable(os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -239,8 +258,8 @@ func (b *bench) run(ctx context.Context) (err error) {
 	// Runs before the control plane stops: every process of the run ends.
 	defer func() {
 		b.stopManager()
-		if b.sb != nil {
-			b.sb.proc.Stop(10 * time.Second)
+		for _, sb := range b.sandboxes() {
+			sb.proc.Stop(10 * time.Second)
 		}
 		if leftErr := stopAll(10 * time.Second); leftErr != nil {
 			err = errors.Join(err, leftErr)
@@ -254,6 +273,11 @@ func (b *bench) run(ctx context.Context) (err error) {
 		return err
 	}
 	step("sandbox at %s", b.sb.base)
+	b.live, err = startSandbox(ctx, cfg.sandboxBin, filepath.Join(b.dir, "sandbox-live.log"), "--live-rate-limits")
+	if err != nil {
+		return err
+	}
+	step("sandbox at Stripe's live-mode rate limits (%.0f writes/s, %.0f searches/s) at %s", liveLimits.Writes, liveLimits.Searches, b.live.base)
 	return b.phases(ctx)
 }
 
@@ -268,9 +292,31 @@ const (
 	nsHistory   = "bench-history"
 )
 
+// liveRuns are the windows of the lookup phase, at Stripe's live-mode
+// limits, in order: without lookups, with, with, without. Each has half of
+// -jobs, so that their latencies compare, and the order cancels a drift of
+// the API server's cost over the phase instead of favouring either side.
+// Each has its own namespace, so that every job has a key the sandbox has
+// not seen.
+var liveRuns = []struct {
+	name, ns string
+	policy   paymentsv1alpha1.LookupPolicy
+	// second runs the other half of -jobs.
+	second bool
+}{
+	{"live, no lookups 1/2", "bench-live-none-1", paymentsv1alpha1.LookupNever, false},
+	{"live, lookups 1/2", "bench-live-lookup-1", paymentsv1alpha1.LookupBeforeFirstCharge, false},
+	{"live, lookups 2/2", "bench-live-lookup-2", paymentsv1alpha1.LookupBeforeFirstCharge, true},
+	{"live, no lookups 2/2", "bench-live-none-2", paymentsv1alpha1.LookupNever, true},
+}
+
+// liveLimits are Stripe's live-mode rate limits, which the sandbox's
+// --live-rate-limits sets.
+var liveLimits = psandbox.LiveRateLimits()
+
 func nsSweep(w int) string { return fmt.Sprintf("bench-sweep-w%d", w) }
 
-// phases runs the five phases in order.
+// phases runs the six phases in order.
 func (b *bench) phases(ctx context.Context) error {
 	cfg := b.cfg
 
@@ -282,7 +328,7 @@ func (b *bench) phases(ctx context.Context) error {
 	// instead of favouring whichever runs first.
 	warmup := min(cfg.jobs, 200)
 	firstHalf := cfg.jobs / 2
-	step("phase 1/5: baseline, first half: %d of %d jobs, %d workers, no operator (after a warm-up of %d jobs)", firstHalf, cfg.jobs, cfg.workers, warmup)
+	step("phase 1/6: baseline, first half: %d of %d jobs, %d workers, no operator (after a warm-up of %d jobs)", firstHalf, cfg.jobs, cfg.workers, warmup)
 	pctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	_, err := b.baseline(pctx, "warm-up", nsWarmup, warmup)
 	var baselineA baselineResult
@@ -294,7 +340,7 @@ func (b *bench) phases(ctx context.Context) error {
 		return err
 	}
 
-	step("phase 2/5: manager start on an empty cluster")
+	step("phase 2/6: manager start on an empty cluster")
 	startup0, err := b.startManager(ctx, userManager, cfg.workers)
 	if err != nil {
 		return err
@@ -307,23 +353,13 @@ func (b *bench) phases(ctx context.Context) error {
 		return err
 	}
 	step("manager ready after %s; heap %.1f MiB, RSS %.1f MiB", startup0.Round(time.Millisecond), heap0/(1<<20), rss0/(1<<20))
-
-	namespaces := []string{nsFast, nsSlow, nsHistory}
-	for _, w := range cfg.scaleWorkers {
-		namespaces = append(namespaces, nsSweep(w))
-	}
-	for _, ns := range namespaces {
-		if err := b.cl.setupNamespace(ctx, ns, b.sb.base, b.secretValue, false); err != nil {
-			return err
-		}
-	}
-	if err := b.cl.waitProvidersReady(ctx, namespaces, time.Minute, b.mgr); err != nil {
+	if err := b.setupProviders(ctx); err != nil {
 		return err
 	}
 
-	step("phase 3/5: operator, sandbox at 0 ms, %d jobs, %d workers; then the baseline's second half", cfg.jobs, cfg.workers)
+	step("phase 3/6: operator, sandbox at 0 ms, %d jobs, %d workers; then the baseline's second half", cfg.jobs, cfg.workers)
 	pctx, cancel = context.WithTimeout(ctx, cfg.timeout)
-	fast, err := b.runJobs(pctx, "operator 0ms", nsFast, cfg.jobs)
+	fast, err := b.runJobs(pctx, "operator 0ms", nsFast, cfg.jobs, b.sb)
 	cancel()
 	if err != nil {
 		return err
@@ -349,13 +385,18 @@ func (b *bench) phases(ctx context.Context) error {
 		return err
 	}
 
+	step("phase 4/6: lookups at Stripe's live-mode limits: %d jobs without lookups and %d with, in halves (without, with, with, without), %d workers", cfg.jobs, cfg.jobs, cfg.workers)
+	if err := b.lookupRuns(ctx); err != nil {
+		return err
+	}
+
 	slow := fmt.Sprintf("%dms", cfg.latency.Milliseconds())
-	step("phase 4/5: operator, sandbox at %s, %d jobs, %d workers, then the sweep %v with %d jobs", cfg.latency, cfg.jobs, cfg.workers, cfg.scaleWorkers, cfg.scaleJobs)
+	step("phase 5/6: operator, sandbox at %s, %d jobs, %d workers, then the sweep %v with %d jobs", cfg.latency, cfg.jobs, cfg.workers, cfg.scaleWorkers, cfg.scaleJobs)
 	if err := b.sb.setLatency(ctx, cfg.latency); err != nil {
 		return err
 	}
 	pctx, cancel = context.WithTimeout(ctx, cfg.timeout)
-	slowRun, err := b.runJobs(pctx, "operator "+slow, nsSlow, cfg.jobs)
+	slowRun, err := b.runJobs(pctx, "operator "+slow, nsSlow, cfg.jobs, b.sb)
 	cancel()
 	if err != nil {
 		return err
@@ -370,18 +411,18 @@ func (b *bench) phases(ctx context.Context) error {
 			return err
 		}
 		pctx, cancel = context.WithTimeout(ctx, cfg.timeout)
-		r, err := b.runJobs(pctx, fmt.Sprintf("sweep %s w=%d", slow, w), nsSweep(w), cfg.scaleJobs)
+		r, err := b.runJobs(pctx, fmt.Sprintf("sweep %s w=%d", slow, w), nsSweep(w), cfg.scaleJobs, b.sb)
 		cancel()
 		if err != nil {
 			return err
 		}
-		b.rep.add(figure{key: fmt.Sprintf("jobs_per_sec_%s_w%d", slow, w), label: fmt.Sprintf("%s sweep: throughput, %d workers", slow, w), value: r.jobsPerSec, kind: kindRate})
+		b.rep.add(figure{key: fmt.Sprintf("jobs_per_sec_%s_w%d", slow, w), label: fmt.Sprintf("%s sweep: throughput, %d workers", slow, w), value: r.jobsPerSec(), kind: kindRate})
 	}
 	if err := b.sb.setLatency(ctx, 0); err != nil {
 		return err
 	}
 
-	step("phase 5/5: history, %d finished jobs", cfg.history)
+	step("phase 6/6: history, %d finished jobs", cfg.history)
 	b.stopManager()
 	pctx, cancel = context.WithTimeout(ctx, 2*cfg.timeout)
 	defer cancel()
@@ -389,6 +430,62 @@ func (b *bench) phases(ctx context.Context) error {
 		return err
 	}
 	b.stopManager()
+	return nil
+}
+
+// setupProviders creates the namespaces of the operator phases with their
+// providers and waits until every provider is Ready. The phases of the
+// baseline and of the slow provider reach the sandbox without rate limits,
+// with the provider's client-side limit off and the default lookup policy,
+// so that they measure the operator and the API server. The lookup runs
+// reach the sandbox at Stripe's live-mode limits, with the charge requests
+// limited to its write rate on the client side as a user of live mode sets
+// them, and the lookup requests at their default limit.
+func (b *bench) setupProviders(ctx context.Context) error {
+	namespaces := []string{nsFast, nsSlow, nsHistory}
+	for _, w := range b.cfg.scaleWorkers {
+		namespaces = append(namespaces, nsSweep(w))
+	}
+	for _, ns := range namespaces {
+		if err := b.cl.setupNamespace(ctx, ns, &providerSetup{apiBase: b.sb.base, secretValue: b.secretValue}); err != nil {
+			return err
+		}
+	}
+	for _, r := range liveRuns {
+		p := &providerSetup{apiBase: b.live.base, secretValue: b.secretValue, requestsPerSecond: int32(liveLimits.Writes), lookup: r.policy}
+		if err := b.cl.setupNamespace(ctx, r.ns, p); err != nil {
+			return err
+		}
+		namespaces = append(namespaces, r.ns)
+	}
+	return b.cl.waitProvidersReady(ctx, namespaces, time.Minute, b.mgr)
+}
+
+// lookupRuns charges -jobs jobs at Stripe's live-mode limits with lookups
+// (the default policy) and -jobs without (policy Never), in the windows of
+// liveRuns, and reports what the lookups cost. Every window waits for all
+// its jobs to be terminal and counts its own provider requests (the
+// difference of the sandbox's counters around it).
+func (b *bench) lookupRuns(ctx context.Context) error {
+	var lookup, none runResult
+	for _, r := range liveRuns {
+		n := b.cfg.jobs / 2
+		if r.second {
+			n = b.cfg.jobs - n
+		}
+		pctx, cancel := context.WithTimeout(ctx, b.cfg.timeout)
+		res, err := b.runJobs(pctx, r.name, r.ns, n, b.live)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if r.policy == paymentsv1alpha1.LookupNever {
+			none = none.plus(res)
+		} else {
+			lookup = lookup.plus(res)
+		}
+	}
+	b.addLookupRuns(lookup, none)
 	return nil
 }
 
@@ -425,6 +522,9 @@ func (b *bench) addMeta() {
 	r.addMeta("history", "finished jobs in the history phase", cfg.history)
 	r.addMeta("scale_jobs", "jobs per sweep run", cfg.scaleJobs)
 	r.addMeta("latency_ms", "slow provider latency (ms)", cfg.latency.Milliseconds())
+	r.addMeta("live_write_rate", "lookup runs: sandbox writes/s (Stripe live mode; also the providers' requestsPerSecond)", liveLimits.Writes)
+	r.addMeta("live_search_rate", "lookup runs: sandbox searches/s (Stripe live mode)", liveLimits.Searches)
+	r.addMeta("lookup_requests_per_second", "lookup runs: the manager's lookup requests/s (spec.lookup default)", controller.DefaultLookupRequestsPerSecond)
 }
 
 // appendResults appends the run's Markdown section to path.

@@ -51,9 +51,11 @@ func TestParseFlags(t *testing.T) {
 			g.Expect(c.results).To(Equal("docs/benchmarks.md"))
 			g.Expect(c.jsonPath).To(BeEmpty())
 			g.Expect(c.minRatio).To(Equal(0.8))
+			g.Expect(c.minLookupRatio).To(Equal(0.9))
 		}},
-		{name: "CI's short run", args: []string{"-jobs", "1000", "-min-ratio", "0", "-results="}, check: func(g Gomega, c config) {
+		{name: "CI's short run", args: []string{"-jobs", "1000", "-min-ratio", "0", "-min-lookup-ratio", "0", "-results="}, check: func(g Gomega, c config) {
 			g.Expect(c.minRatio).To(BeZero())
+			g.Expect(c.minLookupRatio).To(BeZero())
 			g.Expect(c.results).To(BeEmpty())
 		}},
 		{name: "small run", args: []string{"-jobs", "500", "-history", "2000", "-scale-jobs", "200", "-scale-workers", " 8, 32 ", "-json", "/tmp/b.json"}, check: func(g Gomega, c config) {
@@ -66,6 +68,9 @@ func TestParseFlags(t *testing.T) {
 		}},
 		{name: "bad sweep", args: []string{"-scale-workers", "4,x"}, wantErr: "invalid -scale-workers"},
 		{name: "zero jobs", args: []string{"-jobs", "0"}, wantErr: "at least 1"},
+		{name: "one job cannot be halved", args: []string{"-jobs", "1"}, wantErr: "at least 2"},
+		{name: "negative ratio", args: []string{"-min-ratio", "-0.1"}, wantErr: "0 (not enforced) or more"},
+		{name: "lookup ratio not a number", args: []string{"-min-lookup-ratio", "NaN"}, wantErr: "0 (not enforced) or more"},
 		{name: "zero qps", args: []string{"-qps", "0"}, wantErr: "positive"},
 		{name: "no assets", args: []string{"-assets", ""}, wantErr: "KUBEBUILDER_ASSETS"},
 		{name: "stray argument", args: []string{"now"}, wantErr: "unexpected arguments"},
@@ -168,4 +173,80 @@ func TestRunWorkers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	g.Expect(runWorkers(ctx, 4, 10, func(context.Context, int) error { return nil })).To(MatchError(context.Canceled))
+}
+
+func TestSandboxStatsCountEachWindow(t *testing.T) {
+	g := NewWithT(t)
+	before := sandboxStats{Requests: 1000, Charges: 1000, Searches: 120, Retrieves: 3, RateLimited: 2, Replays: 5}
+	after := sandboxStats{Requests: 2010, Charges: 2000, Searches: 220, Retrieves: 4, RateLimited: 12, Replays: 5}
+	d := after.minus(before)
+	g.Expect(d).To(Equal(sandboxStats{Requests: 1010, Charges: 1000, Searches: 100, Retrieves: 1, RateLimited: 10}))
+	g.Expect(d.providerCalls()).To(Equal(int64(1010 + 100 + 1)))
+	g.Expect(d.plus(d).minus(d)).To(Equal(d))
+}
+
+func TestRunResultPlusAddsWindows(t *testing.T) {
+	g := NewWithT(t)
+	ms := func(v ...int) []time.Duration {
+		var l []time.Duration
+		for _, x := range v {
+			l = append(l, time.Duration(x)*time.Millisecond)
+		}
+		return l
+	}
+	a := runResult{
+		n: 100, elapsed: time.Second, latencies: ms(10, 20, 30),
+		req: requestFigures{jobWrites: 400, reads: 1}, provider: sandboxStats{Requests: 100, Charges: 100},
+		reconciles: 200, cpu: cpuUsage{"manager": 1}, finalizersLeft: 1,
+	}
+	b := runResult{
+		n: 300, elapsed: 4 * time.Second, latencies: ms(5, 25),
+		req: requestFigures{jobWrites: 1200}, provider: sandboxStats{Requests: 300, Charges: 300, Searches: 30},
+		reconciles: 600, cpu: cpuUsage{"manager": 2, "etcd": 1},
+	}
+	sum := a.plus(b)
+	g.Expect(sum.n).To(Equal(400))
+	g.Expect(sum.elapsed).To(Equal(5 * time.Second))
+	g.Expect(sum.jobsPerSec()).To(Equal(80.0), "all jobs over both windows, not the mean of the two rates")
+	g.Expect(sum.latencies).To(Equal(ms(5, 10, 20, 25, 30)))
+	g.Expect(sum.latency(50)).To(Equal(20 * time.Millisecond))
+	g.Expect(sum.req).To(Equal(requestFigures{jobWrites: 1600, reads: 1}))
+	g.Expect(sum.provider).To(Equal(sandboxStats{Requests: 400, Charges: 400, Searches: 30}))
+	g.Expect(sum.reconciles).To(Equal(800.0))
+	g.Expect(sum.cpu).To(Equal(cpuUsage{"manager": 3, "etcd": 1}))
+	g.Expect(sum.finalizersLeft).To(Equal(1))
+	g.Expect(a.latencies).To(Equal(ms(10, 20, 30)), "the windows are left as they were")
+	g.Expect(runResult{}.plus(a).jobsPerSec()).To(Equal(a.jobsPerSec()), "the zero result adds nothing")
+}
+
+func TestLookupRunFigures(t *testing.T) {
+	g := NewWithT(t)
+	b := &bench{cfg: config{minLookupRatio: 0.9}, rep: &report{}}
+	lookup := runResult{n: 1000, elapsed: 11 * time.Second, latencies: []time.Duration{time.Second},
+		provider: sandboxStats{Requests: 1000, Charges: 1000, Searches: 101}, reconciles: 3000}
+	none := runResult{n: 1000, elapsed: 10 * time.Second, latencies: []time.Duration{time.Second},
+		provider: sandboxStats{Requests: 1000, Charges: 1000}, reconciles: 2000}
+	b.addLookupRuns(lookup, none)
+	got := map[string]figure{}
+	for _, f := range b.rep.figures {
+		g.Expect(got).NotTo(HaveKey(f.key), "keys are unique")
+		got[f.key] = f
+	}
+	g.Expect(got["ratio_lookup_vs_none"].value).To(BeNumerically("~", 100.0/110.0, 1e-9))
+	g.Expect(got["ratio_lookup_vs_none"].result()).To(Equal("PASS"))
+	g.Expect(got["lookups_per_job"].value).To(Equal(0.101))
+	g.Expect(got["lookups_per_job"].result()).To(Equal("PASS"))
+	g.Expect(got["provider_calls_per_job_live_lookup"].tally).To(Equal(&tally{n: 1101, jobs: 1000}))
+	g.Expect(got["provider_calls_per_job_live_lookup"].result()).To(Equal("PASS"))
+	g.Expect(got["charges_per_job_live_lookup"].result()).To(Equal("PASS"))
+	g.Expect(got["lookups_per_job_live_none"].result()).To(Equal("PASS"))
+	g.Expect(got["charges_per_job_live_none"].result()).To(Equal("PASS"))
+	g.Expect(b.rep.failed()).To(BeEmpty())
+
+	b = &bench{cfg: config{minLookupRatio: 0}, rep: &report{}}
+	none.provider.Searches = 1 // policy Never looked a key up
+	lookup.provider.Charges = 1001
+	b.addLookupRuns(lookup, none)
+	g.Expect(b.rep.failed()).To(ConsistOf("lookups_per_job_live_none", "charges_per_job_live_lookup"))
+	g.Expect(b.rep.unenforced()).To(Equal([]string{"ratio_lookup_vs_none"}))
 }

@@ -222,6 +222,16 @@ func (m *manager) reconciles(ctx context.Context) (float64, error) {
 	return sumSamples(s, map[string]string{"controller": "paymentjob"}), nil
 }
 
+// lookupKeys returns how many keys the manager looked up at providers,
+// whatever the answer.
+func (m *manager) lookupKeys(ctx context.Context) (float64, error) {
+	s, err := m.metricSamples(ctx, "paymentjob_lookup_keys_total")
+	if err != nil {
+		return 0, err
+	}
+	return sumSamples(s, nil), nil
+}
+
 // waitIdle waits until the PaymentJob controller has nothing queued and no
 // worker busy, twice in a row.
 func (m *manager) waitIdle(ctx context.Context, timeout time.Duration) error {

@@ -234,6 +234,17 @@ type requestFigures struct {
 	writes float64
 }
 
+// plus adds the figures of two windows.
+func (f requestFigures) plus(o requestFigures) requestFigures {
+	return requestFigures{
+		jobWrites:  f.jobWrites + o.jobWrites,
+		eventPosts: f.eventPosts + o.eventPosts,
+		reads:      f.reads + o.reads,
+		conflicts:  f.conflicts + o.conflicts,
+		writes:     f.writes + o.writes,
+	}
+}
+
 // figures summarises a window's delta of apiserver_request_total.
 func (c requestCounts) figures() requestFigures {
 	return requestFigures{

@@ -46,24 +46,68 @@ const (
 type target struct {
 	// text describes the target in the table, e.g. ">= 0.80".
 	text string
-	ok   func(v float64) bool
+	// met judges the figure; nil for a target that the run does not
+	// enforce, which is printed and never judged.
+	met func(f figure) bool
 }
 
+// atLeast is met by a value of t or more.
 func atLeast(t float64) *target {
-	return &target{text: fmt.Sprintf(">= %.2f", t), ok: func(v float64) bool { return v >= t }}
+	return &target{text: fmt.Sprintf(">= %.2f", t), met: func(f figure) bool { return f.value >= t }}
 }
 
+// atMost is met by a value of t or less.
 func atMost(t float64, format string) *target {
-	return &target{text: "<= " + fmt.Sprintf(format, t), ok: func(v float64) bool { return v <= t }}
+	return &target{text: "<= " + fmt.Sprintf(format, t), met: func(f figure) bool { return f.value <= t }}
 }
 
+// below is met by a value under t.
 func below(t float64) *target {
-	return &target{text: fmt.Sprintf("~0 (< %.2f)", t), ok: func(v float64) bool { return v < t }}
+	return &target{text: fmt.Sprintf("~0 (< %.2f)", t), met: func(f figure) bool { return f.value < t }}
 }
 
-// exactly is met within half a unit of the printed precision.
-func exactly(t float64, format string, tolerance float64) *target {
-	return &target{text: "= " + fmt.Sprintf(format, t), ok: func(v float64) bool { return math.Abs(v-t) < tolerance }}
+// zero is met by exactly 0: a whole count, or a per-job count of nothing.
+func zero() *target {
+	return &target{text: "= 0", met: func(f figure) bool { return f.value == 0 }}
+}
+
+// notEnforced is a target the run was told not to hold (a minimum of 0 on
+// the command line): the figure is reported and never PASS or FAIL.
+func notEnforced() *target {
+	return &target{text: "not enforced"}
+}
+
+// atLeastUnlessZero is atLeast(t), or notEnforced for a t of 0: a minimum
+// of 0 on the command line turns a target off, it is not a target met by
+// any value.
+func atLeastUnlessZero(t float64) *target {
+	if t == 0 {
+		return notEnforced()
+	}
+	return atLeast(t)
+}
+
+// tally is a whole count of a window and the jobs it is divided by. A
+// per-job target on a tally compares the integers, so no rounding of the
+// ratio can turn one request too many into a PASS.
+type tally struct {
+	n, jobs int64
+}
+
+// perJobAtMost is met by a tally of at most hundredths/100 per job:
+// n*100 <= hundredths*jobs, in integers.
+func perJobAtMost(hundredths int64) *target {
+	return &target{
+		text: fmt.Sprintf("<= %d.%02d", hundredths/100, hundredths%100),
+		met: func(f figure) bool {
+			return f.tally != nil && f.tally.jobs > 0 && f.tally.n*100 <= hundredths*f.tally.jobs
+		},
+	}
+}
+
+// onePerJob is met by a tally of exactly one per job: n == jobs.
+func onePerJob() *target {
+	return &target{text: "= 1.00", met: func(f figure) bool { return f.tally != nil && f.tally.jobs > 0 && f.tally.n == f.tally.jobs }}
 }
 
 // figure is one reported number. A NaN value was not measured; a figure
@@ -74,21 +118,34 @@ type figure struct {
 	value  float64
 	kind   kind
 	target *target
+	// tally, when set, is the whole count behind a per-job value.
+	tally *tally
 	// jsonOnly figures explain others; they stay out of the tables.
 	jsonOnly bool
+}
+
+// perJob is a figure of n per job, printed with its whole count and judged
+// on it.
+func perJob(key, label string, n, jobs int64, t *target) figure {
+	v := notMeasured
+	if jobs > 0 {
+		v = float64(n) / float64(jobs)
+	}
+	return figure{key: key, label: label, value: v, kind: kindPerJob, tally: &tally{n: n, jobs: jobs}, target: t}
 }
 
 // notMeasured is the value of a figure that could not be measured.
 var notMeasured = math.NaN()
 
-// result is PASS, FAIL or empty for a figure without a target.
+// result is PASS, FAIL, or empty for a figure without a target or with a
+// target that is not enforced.
 func (f figure) result() string {
 	switch {
-	case f.target == nil:
+	case f.target == nil || f.target.met == nil:
 		return ""
 	case math.IsNaN(f.value):
 		return "FAIL"
-	case f.target.ok(f.value):
+	case f.target.met(f):
 		return "PASS"
 	default:
 		return "FAIL"
@@ -107,6 +164,9 @@ func (f figure) formatted() string {
 	case kindRate:
 		return fmt.Sprintf("%.1f jobs/s", v)
 	case kindPerJob:
+		if f.tally != nil {
+			return fmt.Sprintf("%.3f (%d/%d)", v, f.tally.n, f.tally.jobs)
+		}
 		return fmt.Sprintf("%.3f", v)
 	case kindMillis:
 		if v < 100 {
@@ -153,6 +213,17 @@ func (r *report) failed() []string {
 	var keys []string
 	for _, f := range r.figures {
 		if f.result() == "FAIL" {
+			keys = append(keys, f.key)
+		}
+	}
+	return keys
+}
+
+// unenforced returns the keys of the figures whose target is not enforced.
+func (r *report) unenforced() []string {
+	var keys []string
+	for _, f := range r.figures {
+		if f.target != nil && f.target.met == nil {
 			keys = append(keys, f.key)
 		}
 	}
@@ -233,6 +304,7 @@ func (r *report) writeJSON(w io.Writer) error {
 	}
 	failed := r.failed()
 	out["targets_failed"] = len(failed)
+	out["targets_not_enforced"] = len(r.unenforced())
 	out["pass"] = len(failed) == 0
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

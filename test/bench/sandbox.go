@@ -37,18 +37,64 @@ type sandbox struct {
 	http *http.Client
 }
 
-// sandboxStats is the part of GET /_sandbox/stats the benchmark reads.
+// sandboxStats is the part of GET /_sandbox/stats the benchmark reads. The
+// counters only grow: a window's figures are the difference of two reads
+// (minus), so runs against the same sandbox never count each other's
+// requests.
 type sandboxStats struct {
+	// Requests are the create (charge) requests, refused ones included.
 	Requests int64 `json:"requests"`
 	Charges  int64 `json:"charges"`
 	Replays  int64 `json:"replays"`
 	Faults   int64 `json:"faults"`
+	// Searches are the search (lookup) requests, refused ones included.
+	Searches int64 `json:"searches"`
+	// Retrieves are the reads of one payment intent.
+	Retrieves int64 `json:"retrieves"`
+	// RateLimited are the creates and searches refused with a 429 beyond
+	// the sandbox's rate limits.
+	RateLimited int64 `json:"rateLimited"`
 }
 
-// startSandbox runs the sandbox and waits until it prints its address.
-func startSandbox(ctx context.Context, bin, logPath string) (*sandbox, error) {
+// minus returns the counts added since before.
+func (s sandboxStats) minus(before sandboxStats) sandboxStats {
+	return sandboxStats{
+		Requests:    s.Requests - before.Requests,
+		Charges:     s.Charges - before.Charges,
+		Replays:     s.Replays - before.Replays,
+		Faults:      s.Faults - before.Faults,
+		Searches:    s.Searches - before.Searches,
+		Retrieves:   s.Retrieves - before.Retrieves,
+		RateLimited: s.RateLimited - before.RateLimited,
+	}
+}
+
+// plus adds the counts of two windows.
+func (s sandboxStats) plus(o sandboxStats) sandboxStats {
+	return sandboxStats{
+		Requests:    s.Requests + o.Requests,
+		Charges:     s.Charges + o.Charges,
+		Replays:     s.Replays + o.Replays,
+		Faults:      s.Faults + o.Faults,
+		Searches:    s.Searches + o.Searches,
+		Retrieves:   s.Retrieves + o.Retrieves,
+		RateLimited: s.RateLimited + o.RateLimited,
+	}
+}
+
+// providerCalls are the requests about payments: creates, searches and
+// retrieves, refused ones included. The account read (GET /v1/account,
+// once per provider and manager process, not per job) is not among the
+// sandbox's counters and is not counted.
+func (s sandboxStats) providerCalls() int64 {
+	return s.Requests + s.Searches + s.Retrieves
+}
+
+// startSandbox runs the sandbox with flags and waits until it prints its
+// address.
+func startSandbox(ctx context.Context, bin, logPath string, flags ...string) (*sandbox, error) {
 	listening := childproc.NewLineSignal("sandbox listening on ")
-	p, err := startProcess("sandbox", bin, logPath, nil, listening, "--addr=127.0.0.1:0")
+	p, err := startProcess("sandbox", bin, logPath, nil, listening, append([]string{"--addr=127.0.0.1:0"}, flags...)...)
 	if err != nil {
 		return nil, err
 	}
