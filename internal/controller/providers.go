@@ -144,8 +144,9 @@ type cacheEntry struct {
 func (c *ProviderCache) Resolve(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (Resolved, error) {
 	c.mu.Lock()
 	e := c.entries[pp.UID]
+	current := e != nil && e.generation == pp.Generation
 	c.mu.Unlock()
-	if e != nil && e.generation == pp.Generation {
+	if current {
 		return e.resolved, nil
 	}
 	secret, err := c.readSecret(ctx, pp)
