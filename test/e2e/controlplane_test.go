@@ -25,9 +25,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -43,6 +46,8 @@ type controlPlane struct {
 	// kubeconfig is the path of an administrator kubeconfig for the managers.
 	kubeconfig string
 	logs       []*os.File
+	// stopped is true once stop ran.
+	stopped bool
 }
 
 // startControlPlane starts etcd and kube-apiserver with their data, certificates and
@@ -147,10 +152,50 @@ func (c *controlPlane) startAPIServer() error {
 	return nil
 }
 
-// stop stops kube-apiserver and etcd.
+// stop stops kube-apiserver and etcd. Only the first call does anything.
 func (c *controlPlane) stop() error {
+	if c.stopped {
+		return nil
+	}
+	c.stopped = true
 	_, apiErr := c.stopAPIServer()
 	err := errors.Join(apiErr, c.env.Stop())
 	c.closeLogs()
 	return err
+}
+
+// cluster is a control plane the scenarios run against, with the suite's
+// client of it.
+type cluster struct {
+	cp  *controlPlane
+	k8s client.WithWatch
+	// shared is true for the suite's control plane, which every test
+	// shares and TestSecretNeverLeaks inspects after the scenarios.
+	shared bool
+}
+
+// sharedCluster is the suite's control plane.
+func sharedCluster() *cluster {
+	return &cluster{cp: suite.cp, k8s: suite.k8s, shared: true}
+}
+
+// startCluster starts a control plane of the test's own, with a fresh etcd
+// (new data folder), new certificates and the CRDs installed, under dir,
+// and stops it when the test ends. The suite's control plane is not
+// touched.
+func startCluster(t *testing.T, dir string) *cluster {
+	t.Helper()
+	g := NewWithT(t)
+	start := time.Now()
+	cp, err := startControlPlane(suite.assets, suite.crdDir, dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		if err := cp.stop(); err != nil {
+			t.Errorf("cannot stop the control plane in %s: %v", dir, err)
+		}
+	})
+	k8s, err := newClient(cp)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("control plane in %s up in %s, kube-apiserver on %s", dir, time.Since(start).Round(time.Millisecond), cp.cfg.Host)
+	return &cluster{cp: cp, k8s: k8s}
 }

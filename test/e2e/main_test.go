@@ -18,10 +18,12 @@ limitations under the License.
 
 // Package e2e is the chaos suite: the real manager and sandbox binaries run
 // as processes against a local etcd and kube-apiserver, and are killed,
-// doubled, faulted and cut off from the API server while hundreds of
-// PaymentJobs are charged. Every scenario ends with the same proof: each job
-// terminal, each completed job charged exactly once at the sandbox, each
-// failed job never charged.
+// doubled (against a sandbox that ignores idempotency keys, so that only
+// exclusive claims keep one charge per job), faulted, cut off from the API
+// server and rebuilt from Git on a fresh control plane while PaymentJobs are
+// charged. Every scenario ends with the same proof: each job terminal, at
+// least one completed, each completed job charged exactly once at the
+// sandbox, each failed job never charged.
 //
 // Run it with `make test-e2e`, which builds the binaries and sets
 // KUBEBUILDER_ASSETS, MANAGER_BIN and SANDBOX_BIN. Logs go to a temporary
@@ -59,7 +61,9 @@ var suite struct {
 	scheme     *runtime.Scheme
 	managerBin string
 	sandboxBin string
-	artifacts  string
+	// assets holds etcd and kube-apiserver; crdDir the CRDs they serve.
+	assets, crdDir string
+	artifacts      string
 	// secretValue is the fake Stripe key of every scenario's Secret: it must
 	// never appear in a log, an object or an event.
 	secretValue string
@@ -103,6 +107,7 @@ func run(m *testing.M) (code int, err error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	suite.assets = assets
 	suite.managerBin = os.Getenv("MANAGER_BIN")
 	suite.sandboxBin = os.Getenv("SANDBOX_BIN")
 	var missing []string
@@ -149,8 +154,9 @@ func run(m *testing.M) (code int, err error) {
 	if err != nil {
 		return 1, err
 	}
+	suite.crdDir = filepath.Join(root, "config", "crd", "bases")
 	start := time.Now()
-	suite.cp, err = startControlPlane(assets, filepath.Join(root, "config", "crd", "bases"), filepath.Join(suite.artifacts, "control-plane"))
+	suite.cp, err = startControlPlane(assets, suite.crdDir, filepath.Join(suite.artifacts, "control-plane"))
 	if err != nil {
 		return 1, err
 	}
@@ -169,13 +175,22 @@ func run(m *testing.M) (code int, err error) {
 		}
 	}()
 
-	cfg := *suite.cp.cfg
-	cfg.QPS, cfg.Burst = 500, 1000
-	suite.k8s, err = client.NewWithWatch(&cfg, client.Options{Scheme: suite.scheme})
-	if err != nil {
-		return 1, fmt.Errorf("cannot create the suite's client: %w", err)
+	if suite.k8s, err = newClient(suite.cp); err != nil {
+		return 1, err
 	}
 	return m.Run(), nil
+}
+
+// newClient returns an administrator client of the control plane for the
+// suite's own reads and writes.
+func newClient(cp *controlPlane) (client.WithWatch, error) {
+	cfg := *cp.cfg
+	cfg.QPS, cfg.Burst = 500, 1000
+	c, err := client.NewWithWatch(&cfg, client.Options{Scheme: suite.scheme})
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the suite's client: %w", err)
+	}
+	return c, nil
 }
 
 // repoRoot finds the module root above the package folder, where the tests

@@ -55,12 +55,19 @@ type sandbox struct {
 
 // sandboxStats is GET /_sandbox/stats.
 type sandboxStats struct {
+	// Account is the account the sandbox answers to.
+	Account string `json:"account"`
+	// Requests counts create (charge) requests only.
 	Requests          int64          `json:"requests"`
 	Charges           int64          `json:"charges"`
 	Replays           int64          `json:"replays"`
 	InFlightConflicts int64          `json:"inFlightConflicts"`
 	Declines          int64          `json:"declines"`
 	Faults            int64          `json:"faults"`
+	RateLimited       int64          `json:"rateLimited"`
+	Searches          int64          `json:"searches"`
+	Retrieves         int64          `json:"retrieves"`
+	KeysForgotten     int64          `json:"keysForgotten"`
 	ChargesByKey      map[string]int `json:"chargesByKey"`
 }
 
@@ -117,8 +124,23 @@ func (s *sandbox) intentsFor(key string) ([]intent, error) {
 	return page.Data, nil
 }
 
+// forgetKeys makes the sandbox forget every decided idempotency key, as
+// Stripe does after 24 hours; the intents stay, searchable. It returns how
+// many keys it forgot.
+func (s *sandbox) forgetKeys() (int, error) {
+	var out struct {
+		Forgotten int `json:"forgotten"`
+	}
+	err := s.do(http.MethodPost, "/_sandbox/forget-keys", &out)
+	return out.Forgotten, err
+}
+
 func (s *sandbox) get(path string, into any) error {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, s.base+path, nil)
+	return s.do(http.MethodGet, path, into)
+}
+
+func (s *sandbox) do(method, path string, into any) error {
+	req, err := http.NewRequestWithContext(context.Background(), method, s.base+path, nil)
 	if err != nil {
 		return err
 	}
@@ -133,7 +155,7 @@ func (s *sandbox) get(path string, into any) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, body)
 	}
 	return json.Unmarshal(body, into)
 }

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
 )
 
 const (
@@ -66,6 +67,7 @@ type scenario struct {
 	t       *testing.T
 	name    string
 	dir     string
+	cluster *cluster
 	sandbox *sandbox
 	// namespaces hold the scenario's jobs.
 	namespaces []string
@@ -85,6 +87,8 @@ type plannedJob struct {
 	namespace, name, provider string
 	amount                    int64
 	declined                  bool
+	// suspended creates the job with spec.suspend: true.
+	suspended bool
 }
 
 // key is the idempotency key the operator sends for the job:
@@ -97,9 +101,14 @@ func (j plannedJob) object(scenario string) *paymentsv1alpha1.PaymentJob {
 	if j.declined {
 		pm = declinedCard
 	}
+	var suspend *bool
+	if j.suspended {
+		suspend = &j.suspended
+	}
 	return &paymentsv1alpha1.PaymentJob{
 		ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: j.namespace, Labels: map[string]string{scenarioLabel: scenario}},
 		Spec: paymentsv1alpha1.PaymentJobSpec{
+			Suspend:       suspend,
 			ProviderRef:   paymentsv1alpha1.ProviderReference{Name: j.provider},
 			Amount:        j.amount,
 			Currency:      "usd",
@@ -111,37 +120,40 @@ func (j plannedJob) object(scenario string) *paymentsv1alpha1.PaymentJob {
 }
 
 // newScenario starts a sandbox with the fault flags in sandboxArgs and
-// creates the scenario's namespaces, each with the Secret and a
-// PaymentProvider named "sandbox" that reaches the sandbox.
+// creates the scenario's namespaces on the suite's control plane, each with
+// the Secret and a PaymentProvider named "sandbox" that reaches the sandbox.
 func newScenario(t *testing.T, name string, sandboxArgs ...string) *scenario {
 	t.Helper()
+	return newScenarioOn(t, sharedCluster(), name, sandboxArgs...)
+}
+
+// newScenarioOn is newScenario on the given cluster.
+func newScenarioOn(t *testing.T, c *cluster, name string, sandboxArgs ...string) *scenario {
+	t.Helper()
 	g := NewWithT(t)
-	s := &scenario{t: t, name: name, dir: filepath.Join(suite.artifacts, name), started: time.Now(),
+	s := &scenario{t: t, name: name, dir: filepath.Join(suite.artifacts, name), cluster: c, started: time.Now(),
 		deleted: map[string]paymentsv1alpha1.PaymentJobPhase{}}
 	g.Expect(os.MkdirAll(s.dir, 0o755)).To(Succeed())
 	s.sandbox = startSandbox(t, s.dir, sandboxArgs...)
 	t.Logf("scenario %s: sandbox at %s %v, logs in %s", name, s.sandbox.base, sandboxArgs, s.dir)
-
-	ctx := context.Background()
 	for i := range namespacesPerScenario {
-		ns := fmt.Sprintf("e2e-%s-%c", name, 'a'+i)
-		g.Expect(suite.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		recordNamespace(ns)
-		g.Expect(suite.k8s.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns},
-			StringData: map[string]string{"apiKey": suite.secretValue},
-		})).To(Succeed())
-		s.namespaces = append(s.namespaces, ns)
+		s.namespaces = append(s.namespaces, fmt.Sprintf("e2e-%s-%c", name, 'a'+i))
 	}
-	s.addProvider(providerName, s.sandbox.base)
-	// Runs after the scenario's managers are stopped (cleanups run last
-	// registered first).
-	t.Cleanup(func() {
-		if t.Failed() {
+	s.setUpNamespaces()
+	s.dumpOnFailure()
+	return s
+}
+
+// dumpOnFailure dumps and releases the jobs of the scenario's cluster when
+// the test fails. It runs after the managers started later are stopped and
+// before a cluster started earlier is (cleanups run last registered first).
+func (s *scenario) dumpOnFailure() {
+	c := s.cluster
+	s.t.Cleanup(func() {
+		if s.t.Failed() && s.cluster == c && !c.cp.stopped {
 			s.dumpAndRelease()
 		}
 	})
-	return s
 }
 
 // dumpAndRelease, after a failed scenario, writes its jobs to jobs.json in
@@ -153,7 +165,7 @@ func (s *scenario) dumpAndRelease() {
 	var all []paymentsv1alpha1.PaymentJob
 	for _, ns := range s.namespaces {
 		var l paymentsv1alpha1.PaymentJobList
-		if err := suite.k8s.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		if err := s.cluster.k8s.List(ctx, &l, client.InNamespace(ns)); err != nil {
 			s.t.Logf("cannot list the jobs of %s: %v", ns, err)
 			return
 		}
@@ -173,11 +185,11 @@ func (s *scenario) dumpAndRelease() {
 		}
 		patch := client.MergeFrom(j.DeepCopy())
 		j.Finalizers = nil
-		if err := suite.k8s.Patch(ctx, j, patch); client.IgnoreNotFound(err) != nil {
+		if err := s.cluster.k8s.Patch(ctx, j, patch); client.IgnoreNotFound(err) != nil {
 			s.t.Logf("cannot release %s/%s: %v", j.Namespace, j.Name, err)
 			continue
 		}
-		if err := suite.k8s.Delete(ctx, j); client.IgnoreNotFound(err) != nil {
+		if err := s.cluster.k8s.Delete(ctx, j); client.IgnoreNotFound(err) != nil {
 			s.t.Logf("cannot delete %s/%s: %v", j.Namespace, j.Name, err)
 			continue
 		}
@@ -186,13 +198,33 @@ func (s *scenario) dumpAndRelease() {
 	s.t.Logf("scenario %s: deleted %d unfinished jobs", s.name, released)
 }
 
+// setUpNamespaces creates the scenario's namespaces on its cluster, each
+// with the Secret and a PaymentProvider named "sandbox" that reaches the
+// sandbox.
+func (s *scenario) setUpNamespaces() {
+	s.t.Helper()
+	g := NewWithT(s.t)
+	ctx := context.Background()
+	for _, ns := range s.namespaces {
+		g.Expect(s.cluster.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		if s.cluster.shared {
+			recordNamespace(ns)
+		}
+		g.Expect(s.cluster.k8s.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns},
+			StringData: map[string]string{"apiKey": suite.secretValue},
+		})).To(Succeed())
+	}
+	s.addProvider(providerName, s.sandbox.base)
+}
+
 // addProvider creates a Stripe PaymentProvider with the API base in each of
 // the scenario's namespaces. It leaves timeoutSeconds out, so calls are
 // bounded by the manager's --provider-timeout.
 func (s *scenario) addProvider(name, apiBase string) {
 	g := NewWithT(s.t)
 	for _, ns := range s.namespaces {
-		g.Expect(suite.k8s.Create(context.Background(), &paymentsv1alpha1.PaymentProvider{
+		g.Expect(s.cluster.k8s.Create(context.Background(), &paymentsv1alpha1.PaymentProvider{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: paymentsv1alpha1.PaymentProviderSpec{Stripe: &paymentsv1alpha1.StripeProvider{
 				APIBase:      apiBase,
@@ -202,23 +234,23 @@ func (s *scenario) addProvider(name, apiBase string) {
 	}
 }
 
-// planJobs plans n jobs round-robin over the namespaces; one in twenty has
-// a card that is declined. provider picks the PaymentProvider of job i;
-// nil means "sandbox".
-func (s *scenario) planJobs(n int, provider func(i int) string) []plannedJob {
+// planJobs plans n jobs round-robin over the namespaces, through the
+// PaymentProvider "sandbox"; one in twenty has a card that is declined.
+// adjust, when not nil, changes job i before it is planned.
+func (s *scenario) planJobs(n int, adjust func(i int, j *plannedJob)) []plannedJob {
 	jobs := make([]plannedJob, 0, n)
 	for i := range n {
-		p := providerName
-		if provider != nil {
-			p = provider(i)
-		}
-		jobs = append(jobs, plannedJob{
+		j := plannedJob{
 			namespace: s.namespaces[i%len(s.namespaces)],
 			name:      fmt.Sprintf("job-%04d", i),
-			provider:  p,
+			provider:  providerName,
 			amount:    int64(100 + i),
 			declined:  i%20 == 13,
-		})
+		}
+		if adjust != nil {
+			adjust(i, &j)
+		}
+		jobs = append(jobs, j)
 	}
 	s.jobs = append(s.jobs, jobs...)
 	return jobs
@@ -269,7 +301,7 @@ func (s *scenario) createJobsAsync(jobs []plannedJob, perSecond float64) (wait f
 func (s *scenario) createJob(j plannedJob) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		err := suite.k8s.Create(context.Background(), j.object(s.name))
+		err := s.cluster.k8s.Create(context.Background(), j.object(s.name))
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -287,11 +319,14 @@ type managerOptions struct {
 	concurrency int
 	// logLevel is --zap-log-level; info when empty.
 	logLevel string
+	// lease is --claim-lease-duration; claimLease when 0.
+	lease time.Duration
 }
 
-// startManager runs bin/manager against the control plane as POD_NAME
-// e2e-<n>, with its log in the scenario's folder, until the test ends.
-func (s *scenario) startManager(o managerOptions) *process {
+// startManager runs bin/manager against the scenario's control plane as
+// POD_NAME e2e-<n>, with its log in the scenario's folder and its metrics
+// on a loopback port, until the test ends.
+func (s *scenario) startManager(o managerOptions) *manager {
 	s.t.Helper()
 	if o.concurrency == 0 {
 		o.concurrency = 10
@@ -299,13 +334,19 @@ func (s *scenario) startManager(o managerOptions) *process {
 	if o.logLevel == "" {
 		o.logLevel = "info"
 	}
+	if o.lease == 0 {
+		o.lease = claimLease
+	}
+	metricsAddr, err := childproc.FreeLoopbackAddr()
+	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
 	pod := fmt.Sprintf("e2e-%d", nextManagerID())
 	args := []string{
-		"--metrics-bind-address=0",
+		"--metrics-bind-address=" + metricsAddr,
+		"--metrics-secure=false",
 		"--health-probe-bind-address=127.0.0.1:0",
 		fmt.Sprintf("--leader-elect=%t", o.leaderElect),
 		fmt.Sprintf("--max-concurrent-reconciles=%d", o.concurrency),
-		"--claim-lease-duration=" + claimLease.String(),
+		"--claim-lease-duration=" + o.lease.String(),
 		"--provider-timeout=" + providerTimeout.String(),
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
@@ -316,12 +357,12 @@ func (s *scenario) startManager(o managerOptions) *process {
 	}
 	logPath := filepath.Join(s.dir, "manager-"+pod+".log")
 	p, err := startProcess("manager "+pod, suite.managerBin, logPath,
-		[]string{"KUBECONFIG=" + suite.cp.kubeconfig, "POD_NAME=" + pod}, nil, args...)
+		[]string{"KUBECONFIG=" + s.cluster.cp.kubeconfig, "POD_NAME=" + pod}, nil, args...)
 	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
 	recordManagerLog(logPath)
 	s.t.Cleanup(func() { p.Stop(10 * time.Second) })
 	s.t.Logf("scenario %s: started manager %s (pid %d, %s)", s.name, pod, p.Pid(), strings.Join(args, " "))
-	return p
+	return &manager{process: p, pod: pod, metricsAddr: metricsAddr}
 }
 
 // list returns the scenario's live jobs by key.
@@ -329,7 +370,7 @@ func (s *scenario) list() (map[string]paymentsv1alpha1.PaymentJob, error) {
 	jobs := map[string]paymentsv1alpha1.PaymentJob{}
 	for _, ns := range s.namespaces {
 		var l paymentsv1alpha1.PaymentJobList
-		if err := suite.k8s.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+		if err := s.cluster.k8s.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
 			return nil, err
 		}
 		for _, j := range l.Items {
@@ -433,7 +474,7 @@ func (s *scenario) watchJobs(handle func(watch.EventType, *paymentsv1alpha1.Paym
 		<-done
 	})
 	watchOnce := func(rv string) (watch.Interface, error) {
-		return suite.k8s.Watch(ctx, &paymentsv1alpha1.PaymentJobList{}, &client.ListOptions{
+		return s.cluster.k8s.Watch(ctx, &paymentsv1alpha1.PaymentJobList{}, &client.ListOptions{
 			LabelSelector: labels.SelectorFromSet(labels.Set{scenarioLabel: s.name}),
 			Raw:           &metav1.ListOptions{ResourceVersion: rv},
 		})
@@ -510,9 +551,11 @@ type result struct {
 }
 
 // verify is the proof every scenario ends with: every job terminal within a
-// bounded time; one sandbox charge per Completed job and none for a Failed
-// one; no key charged twice; every Completed job's providerResponse.id is
-// the sandbox's charge for its key; declined cards Failed with CardDeclined.
+// bounded time; at least one Completed; one sandbox charge per Completed job
+// and none for a Failed one; no key charged twice; every Completed job's
+// providerResponse.id is the sandbox's charge for its key; every job's
+// status.provider names the sandbox's account; declined cards Failed with
+// CardDeclined.
 // A job deleted for good counts by the phase of its last state: its key may
 // hold one charge (Completed) and no object. It prints the scenario's
 // summary line.
@@ -556,6 +599,9 @@ func (s *scenario) verify() result {
 		outcome[key] = j.Status.Phase
 		if j.Status.IdempotencyKey != key {
 			problem("%s sent the key %q", key, j.Status.IdempotencyKey)
+		}
+		if id := j.Status.Provider; id == nil || id.Account != stats.Account {
+			problem("%s records the provider %+v, want the sandbox's account %s", key, id, stats.Account)
 		}
 		switch j.Status.Phase {
 		case paymentsv1alpha1.PhaseCompleted:
@@ -621,5 +667,6 @@ func (s *scenario) verify() result {
 	g.Expect(r.failedCharged).To(BeZero(), "Failed jobs that were charged")
 	g.Expect(r.charges).To(Equal(r.completed), "sandbox charges == Completed jobs")
 	g.Expect(r.completed + r.failed).To(Equal(r.jobs))
+	g.Expect(r.completed).To(BeNumerically(">", 0), "no job was completed: the scenario proved nothing")
 	return r
 }
