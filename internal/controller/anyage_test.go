@@ -103,7 +103,6 @@ func TestRecreatedJobAfterKeysAreForgottenIsNotChargedAgain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := NewWithT(t)
-			ctx := context.Background()
 			ns := newNamespace(t, true)
 			if tt.policy != "" {
 				setLookupPolicy(t, ns, tt.policy)
@@ -112,19 +111,7 @@ func TestRecreatedJobAfterKeysAreForgottenIsNotChargedAgain(t *testing.T) {
 			provider := sandbox.NewProvider(engine)
 			startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
 
-			createJob(t, ns, "invoice")
-			first := waitForFinished(t, ns, "invoice")
-			g.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
-			g.Expect(k8sClient.Delete(ctx, first)).To(Succeed())
-			g.Eventually(func() bool {
-				return k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &paymentsv1alpha1.PaymentJob{}) != nil
-			}, timeout).Should(BeTrue())
-
-			// A day later: Stripe no longer remembers the key. Git brings the
-			// manifest back.
-			g.Expect(engine.ForgetKeys()).To(Equal(1))
-			createJob(t, ns, "invoice")
-			again := waitForPhase(t, ns, "invoice", paymentsv1alpha1.PhaseCompleted)
+			first, again := recreateAfterKeysForgotten(t, ns, "invoice", engine)
 
 			g.Expect(engine.Stats().Charges).To(Equal(tt.wantCharges))
 			if tt.wantCharges == 1 {
@@ -140,6 +127,26 @@ func TestRecreatedJobAfterKeysAreForgottenIsNotChargedAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recreateAfterKeysForgotten charges the job name in ns, deletes it once
+// finished, makes the engine forget its keys (a day later, at Stripe), and
+// creates the same manifest again (Git brings it back). It returns the first
+// job and the second, Completed.
+func recreateAfterKeysForgotten(t *testing.T, ns, name string, engine *sandbox.Engine) (first, again *paymentsv1alpha1.PaymentJob) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	createJob(t, ns, name)
+	first = waitForFinished(t, ns, name)
+	g.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+	g.Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+	g.Eventually(func() bool {
+		return k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &paymentsv1alpha1.PaymentJob{}) != nil
+	}, timeout).Should(BeTrue())
+	g.Expect(engine.ForgetKeys()).To(Equal(1))
+	createJob(t, ns, name)
+	return first, waitForPhase(t, ns, name, paymentsv1alpha1.PhaseCompleted)
 }
 
 // setLookupPolicy sets spec.lookup.policy of the namespace's provider.
@@ -563,7 +570,6 @@ func TestRecreatedJobThroughEveryAdapter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := NewWithT(t)
-			ctx := context.Background()
 			engine := sandbox.NewEngine()
 			srv := httptest.NewServer(sandbox.NewServer(engine, sandbox.ServerOptions{}))
 			t.Cleanup(srv.Close)
@@ -571,17 +577,7 @@ func TestRecreatedJobThroughEveryAdapter(t *testing.T) {
 			updateProvider(g, ns, func(pp *paymentsv1alpha1.PaymentProvider) { pp.Spec = tt.spec(srv.URL) })
 			startManager(t, managerConfig{namespaces: []string{ns}, build: controller.NewAdapter})
 
-			createJob(t, ns, "invoice")
-			first := waitForFinished(t, ns, "invoice")
-			g.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
-			g.Expect(k8sClient.Delete(ctx, first)).To(Succeed())
-			g.Eventually(func() bool {
-				return k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &paymentsv1alpha1.PaymentJob{}) != nil
-			}, timeout).Should(BeTrue())
-			g.Expect(engine.ForgetKeys()).To(Equal(1))
-
-			createJob(t, ns, "invoice")
-			again := waitForPhase(t, ns, "invoice", paymentsv1alpha1.PhaseCompleted)
+			first, again := recreateAfterKeysForgotten(t, ns, "invoice", engine)
 			g.Expect(engine.Stats().Charges).To(Equal(tt.wantCharges))
 			if tt.wantCharges == 1 {
 				g.Expect(again.Status.ProviderResponse.ID).To(Equal(first.Status.ProviderResponse.ID))

@@ -1,0 +1,68 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"math/rand/v2"
+	"time"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// Backoff is the delay between attempts after uncertain provider outcomes:
+// Initial after the first failed attempt, doubling up to Max.
+type Backoff struct {
+	Initial time.Duration
+	Max     time.Duration
+}
+
+// DefaultBackoff is 1 s doubling to 5 min.
+var DefaultBackoff = Backoff{Initial: time.Second, Max: 5 * time.Minute}
+
+// after returns the delay after the given number of failed attempts, without jitter.
+func (b Backoff) after(attempts int32) time.Duration {
+	d := b.Initial
+	for i := int32(1); i < attempts && d < b.Max; i++ {
+		d *= 2
+	}
+	return min(d, b.Max)
+}
+
+// jitter adds up to 20% to d, so that jobs failing together do not retry together.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// exhausted reports whether the job has used its backoffLimit retries.
+func (r *PaymentJobReconciler) exhausted(job *paymentsv1alpha1.PaymentJob) bool {
+	limit := int32(defaultBackoffLimit)
+	if job.Spec.BackoffLimit != nil {
+		limit = *job.Spec.BackoffLimit
+	}
+	return job.Status.Attempts-1 >= limit
+}
+
+// retryDelay is the wait after the job's latest failed attempt.
+func (r *PaymentJobReconciler) retryDelay(job *paymentsv1alpha1.PaymentJob) time.Duration {
+	if r.exhausted(job) {
+		return r.Backoff.Max
+	}
+	return r.Backoff.after(job.Status.Attempts)
+}

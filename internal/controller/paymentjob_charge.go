@@ -1,0 +1,213 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// The side effect of a pass: the claim write and, only after it succeeded,
+// the one provider call it guards (a charge, or the settle of a charge the
+// provider already holds), and the mapping of the provider's answer to the
+// outcome written. Every call here is preceded by its own claim write.
+
+// claimAndAct writes a claim on the resourceVersion the decision was made on
+// and, only if that write succeeds, acts on the verdict: charges (after a
+// token from the provider's rate limit), settles the charge the provider
+// holds, or records the charge a lookup found.
+func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, reason string, verdict payment.Verdict) (ctrl.Result, error) {
+	if t.Limiter != nil && verdict.Action == payment.ActionCharge {
+		// A job waiting for a token does not hold a worker, nor a claim.
+		now := r.Clock.Now()
+		reservation := t.Limiter.ReserveN(now, 1)
+		if delay := reservation.DelayFrom(now); delay > 0 {
+			reservation.CancelAt(now)
+			return ctrl.Result{RequeueAfter: delay}, nil
+		}
+	}
+	key := sentKey(job)
+	req := chargeRequest(job)
+	hash := payment.RequestHash(key, req)
+	if job.Status.RequestHash != "" && job.Status.RequestHash != hash {
+		// The provider would refuse another request under this key, or worse,
+		// a changed key would charge again. Never charge; ask for attention.
+		return ctrl.Result{}, r.stall(ctx, job, progress{
+			reason:  ReasonRequestChanged,
+			message: "The request no longer matches the one recorded at the first claim; not charging again",
+		})
+	}
+
+	now := r.Clock.Now()
+	job.Status.Phase = paymentsv1alpha1.PhaseProcessing
+	job.Status.IdempotencyKey = key
+	job.Status.RequestHash = hash
+	job.Status.Attempts++
+	job.Status.Claim = &paymentsv1alpha1.Claim{
+		Holder:     r.Holder,
+		AcquiredAt: metav1.NewMicroTime(now),
+		ExpiresAt:  metav1.NewMicroTime(now.Add(r.ClaimLease)),
+	}
+	if job.Status.Provider == nil {
+		// The first claim, or one by a version that did not record it.
+		id := t.id
+		job.Status.Provider = &id
+	}
+	if job.Status.StartedAt == nil {
+		job.Status.StartedAt = &metav1.Time{Time: now}
+	}
+	if verdict.Action == payment.ActionSettle && job.Status.ProviderResponse == nil {
+		// Remembered, so that every later attempt settles this charge too.
+		job.Status.ProviderResponse = responseOf(verdict.Charge.Outcome)
+	}
+	note := fmt.Sprintf("Attempt %d claimed by %s until %s", job.Status.Attempts, r.Holder,
+		job.Status.Claim.ExpiresAt.UTC().Format(time.RFC3339))
+	setConditions(job, progress{reason: reason, message: note})
+	if err := r.Client.Status().Update(ctx, job); err != nil {
+		if apierrors.IsConflict(err) {
+			claimConflictsTotal.Inc()
+		}
+		return ctrl.Result{}, fmt.Errorf("cannot claim payment job: %w", err)
+	}
+	if reason == ReasonClaimTakenOver || job.Status.Attempts > 1 {
+		// A first claim is announced by the outcome's event a few
+		// milliseconds later: one event per job in the happy path. Retries
+		// and takeovers get an event of their own.
+		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, reason, "Claim", "%s", note)
+	}
+
+	switch verdict.Action {
+	case payment.ActionRecord:
+		// Charged before this object existed (or before this cluster did):
+		// the provider is the memory.
+		o := verdict.Charge.Outcome
+		o.Replayed = true
+		log.FromContext(ctx).Info("Found the charge by its idempotency key before charging", "charge", o.ID)
+		return r.recordOutcome(ctx, job, o, true, nil)
+	case payment.ActionSettle:
+		return r.settle(ctx, job, t, key, verdict.Charge.ID)
+	}
+	return r.charge(ctx, job, t, key, req, hash)
+}
+
+// charge calls the provider under the claim just written and records what it
+// answered.
+func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key string, req payment.ChargeRequest, hash string) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	logger.V(1).Info("Charging payment", "attempt", job.Status.Attempts, "amount", req.Amount, "currency", req.Currency)
+	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	outcome, found, err := r.chargeOrFind(callCtx, job, t, key, req, hash)
+	return r.recordOutcome(ctx, job, outcome, found, err)
+}
+
+// settle reads the charge the provider holds for this job until it is
+// final, under the claim just written; it never creates another.
+func (r *PaymentJobReconciler) settle(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key, id string) (ctrl.Result, error) {
+	looker, ok := t.Provider.(payment.Looker)
+	if !ok {
+		return r.recordUncertain(ctx, job, fmt.Errorf("charge %s is not final and PaymentProvider %q cannot read it",
+			id, job.Spec.ProviderRef.Name))
+	}
+	log.FromContext(ctx).V(1).Info("Settling payment", "attempt", job.Status.Attempts, "charge", id)
+	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	o, err := looker.Settle(callCtx, key, id)
+	if err == nil {
+		o.Replayed = true
+	}
+	return r.recordOutcome(ctx, job, o, true, err)
+}
+
+// recordOutcome records what a provider call answered: Completed on
+// success, Failed on a definitive refusal, and otherwise Processing with a
+// retry. found marks an outcome that no charge of this pass produced.
+func (r *PaymentJobReconciler) recordOutcome(ctx context.Context, job *paymentsv1alpha1.PaymentJob, outcome payment.Outcome, found bool, err error) (ctrl.Result, error) {
+	if errors.Is(err, errChargeMismatch) {
+		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: truncate("Not charging: "+err.Error(), maxMessageLength)})
+	}
+	if err == nil {
+		chargesTotal.WithLabelValues(outcomeSucceeded).Inc()
+		if outcome.Replayed {
+			replaysTotal.Inc()
+		}
+		return ctrl.Result{}, r.recordSuccess(ctx, job, outcome, found)
+	}
+	if refusal, ok := payment.IsRefusal(err); ok {
+		chargesTotal.WithLabelValues(refusalOutcome(refusal)).Inc()
+		if job.Status.Attempts > 1 && !errors.Is(refusal, payment.ErrDeclined) {
+			// An earlier attempt had no answer and may have charged; this
+			// refusal speaks for this request only. Never write Failed.
+			return ctrl.Result{RequeueAfter: jitter(r.Backoff.Max)}, r.stall(ctx, job, progress{
+				reason: ReasonUncertainRefusal, message: truncate(fmt.Sprintf(
+					"The provider refused attempt %d (%s: %s), but an earlier attempt had no answer and may have charged; "+
+						"not failing the payment. Check it at the provider", job.Status.Attempts, refusal.Reason, refusal.Message), maxMessageLength)})
+		}
+		return ctrl.Result{}, r.recordRefusal(ctx, job, refusal)
+	}
+	chargesTotal.WithLabelValues(outcomeTransient).Inc()
+	return r.recordUncertain(ctx, job, err)
+}
+
+// DefaultKeyRetention is a day less than Stripe's 24 hours of key memory.
+const DefaultKeyRetention = 23 * time.Hour
+
+// errChargeMismatch says the provider holds a charge under the key that was
+// made for another request.
+var errChargeMismatch = errors.New("charge made for another request")
+
+// chargeOrFind calls Charge; but when the job has been Processing for longer
+// than the provider remembers keys, it first looks the key up, so a provider
+// that forgot the key is not asked to charge a second time. found is true
+// when the outcome comes from the lookup.
+func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key string, req payment.ChargeRequest, hash string) (payment.Outcome, bool, error) {
+	started := job.Status.StartedAt
+	if t.lookups != nil && r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
+		found, err := t.lookups.lookupNow(ctx, key)
+		if err != nil {
+			// Unsure whether it charged: never charge on a failed lookup.
+			return payment.Outcome{}, false, payment.Transient(fmt.Errorf("cannot look the charge up by its key: %w", err), payment.RetryAfter(err))
+		}
+		verdict := payment.Decide(found, hash, req)
+		switch verdict.Action {
+		case payment.ActionRecord:
+			log.FromContext(ctx).Info("Found the charge of a job older than the provider's key memory", "charge", verdict.Charge.ID)
+			o := verdict.Charge.Outcome
+			o.Replayed = true
+			return o, true, nil
+		case payment.ActionSettle:
+			o, err := t.lookups.looker.Settle(ctx, key, verdict.Charge.ID)
+			o.Replayed = err == nil
+			return o, true, err
+		case payment.ActionStall:
+			return payment.Outcome{}, false, fmt.Errorf("%w: %s", errChargeMismatch, verdict.Reason)
+		}
+	}
+	o, err := t.Provider.Charge(ctx, key, req)
+	return o, false, err
+}
