@@ -183,23 +183,16 @@ func (b *lookupBatcher) waitForMore(d time.Duration) {
 // asked before it was sent, and wakes them.
 func (b *lookupBatcher) lookup(keys []string, asked map[string][]waiter) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	found, err := b.looker.Lookup(ctx, keys)
+	found, err := b.send(ctx, keys)
 	cancel()
-	lookupRequestsTotal.Inc()
 
 	now := b.now()
 	b.mu.Lock()
 	var wake []func()
 	for _, k := range keys {
 		r := lookupResult{found: found[k], expires: now.Add(lookupResultTTL)}
-		switch {
-		case err != nil:
+		if err != nil {
 			r = lookupResult{err: err, expires: now.Add(max(lookupFailureTTL, payment.RetryAfter(err)))}
-			lookupKeysTotal.WithLabelValues(lookupFailed).Inc()
-		case len(r.found) > 0:
-			lookupKeysTotal.WithLabelValues(lookupFound).Inc()
-		default:
-			lookupKeysTotal.WithLabelValues(lookupNone).Inc()
 		}
 		r.askedBy = make(map[types.UID]bool, len(asked[k]))
 		for _, w := range asked[k] {
@@ -236,16 +229,27 @@ func (b *lookupBatcher) lookupNow(ctx context.Context, key string) ([]payment.Fo
 			return nil, payment.Transient(err, 0)
 		}
 	}
-	found, err := b.looker.Lookup(ctx, []string{key})
-	lookupRequestsTotal.Inc()
+	found, err := b.send(ctx, []string{key})
 	if err != nil {
-		lookupKeysTotal.WithLabelValues(lookupFailed).Inc()
 		return nil, err
 	}
-	if len(found[key]) > 0 {
-		lookupKeysTotal.WithLabelValues(lookupFound).Inc()
-	} else {
-		lookupKeysTotal.WithLabelValues(lookupNone).Inc()
-	}
 	return found[key], nil
+}
+
+// send asks the provider for keys and counts the request and each key's
+// result.
+func (b *lookupBatcher) send(ctx context.Context, keys []string) (map[string][]payment.Found, error) {
+	found, err := b.looker.Lookup(ctx, keys)
+	lookupRequestsTotal.Inc()
+	for _, k := range keys {
+		switch {
+		case err != nil:
+			lookupKeysTotal.WithLabelValues(lookupFailed).Inc()
+		case len(found[k]) > 0:
+			lookupKeysTotal.WithLabelValues(lookupFound).Inc()
+		default:
+			lookupKeysTotal.WithLabelValues(lookupNone).Inc()
+		}
+	}
+	return found, err
 }

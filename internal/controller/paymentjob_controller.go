@@ -329,9 +329,8 @@ func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *payment
 	if limit := r.ClaimLease * 9 / 10; timeout > limit {
 		timeout = limit
 	}
-	idCtx, cancel := context.WithTimeout(ctx, timeout)
-	id, err := resolved.Identity(idCtx)
-	cancel()
+	// Asked once per provider configuration, then remembered.
+	id, err := resolved.identityWithin(ctx, timeout)
 	if err != nil {
 		return nil, &progress{reason: ReasonProviderNotReady, message: truncate(
 			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), maxMessageLength)}, nil

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
@@ -58,10 +59,16 @@ type Resolved struct {
 // providers that name one, the account behind its credentials. The account
 // is asked once per provider configuration; a failure is not remembered.
 func (r Resolved) Identity(ctx context.Context) (paymentsv1alpha1.ProviderIdentity, error) {
+	return r.identityWithin(ctx, 0)
+}
+
+// identityWithin is Identity with a bound on the account request, when one
+// is needed; zero leaves ctx's deadline alone.
+func (r Resolved) identityWithin(ctx context.Context, timeout time.Duration) (paymentsv1alpha1.ProviderIdentity, error) {
 	if r.identity == nil {
 		return paymentsv1alpha1.ProviderIdentity{}, errors.New("the provider has no identity")
 	}
-	return r.identity.get(ctx, r.Provider)
+	return r.identity.get(ctx, r.Provider, timeout)
 }
 
 // identity memoizes the account a provider configuration reaches.
@@ -74,13 +81,18 @@ type identity struct {
 	accountsOnly bool
 }
 
-func (i *identity) get(ctx context.Context, p payment.Provider) (paymentsv1alpha1.ProviderIdentity, error) {
+func (i *identity) get(ctx context.Context, p payment.Provider, timeout time.Duration) (paymentsv1alpha1.ProviderIdentity, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.known {
 		return i.id, nil
 	}
 	if idf, ok := p.(payment.Identifier); ok {
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
 		account, err := idf.Account(ctx)
 		if err != nil {
 			return paymentsv1alpha1.ProviderIdentity{}, fmt.Errorf("cannot identify the provider's account: %w", err)

@@ -83,6 +83,21 @@ const (
 	MetadataKeyFingerprint = "paymentjob_request_fingerprint"
 )
 
+// LookupMetadata returns a copy of req's metadata that also holds key under
+// MetadataKeyIdempotencyKey and RequestHash(key, req) under
+// MetadataKeyFingerprint: what an adapter stores with a charge where the
+// provider keeps metadata. These two win over entries of req with the same
+// names, since Lookup and Decide trust them; req is not changed.
+func LookupMetadata(key string, req ChargeRequest) map[string]string {
+	metadata := make(map[string]string, len(req.Metadata)+2)
+	for k, v := range req.Metadata {
+		metadata[k] = v
+	}
+	metadata[MetadataKeyIdempotencyKey] = key
+	metadata[MetadataKeyFingerprint] = RequestHash(key, req)
+	return metadata
+}
+
 // MaxLookupKeys is the most keys one Lookup call may ask for: one Stripe
 // search query joins at most 10 clauses with OR.
 const MaxLookupKeys = 10

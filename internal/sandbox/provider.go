@@ -92,7 +92,8 @@ func (p *Provider) Settles() int64 { return p.settles.Load() }
 // a lookup finds the charge by its key. req's map is not changed. Tests use
 // it to PutIntent a charge as the operator would have made it.
 func TaggedRequest(key string, req payment.ChargeRequest) payment.ChargeRequest {
-	return withLookupMetadata(req, key, payment.RequestHash(key, req))
+	req.Metadata = payment.LookupMetadata(key, req)
+	return req
 }
 
 // withLookupMetadata returns a copy of req whose metadata also holds key

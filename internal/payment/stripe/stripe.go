@@ -180,14 +180,7 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 // They depend on key and req only, and stripe-go encodes metadata with its
 // keys sorted, so a retry sends the same bytes.
 func createParams(key string, req payment.ChargeRequest) *stripego.PaymentIntentCreateParams {
-	metadata := make(map[string]string, len(req.Metadata)+2)
-	for k, v := range req.Metadata {
-		metadata[k] = v
-	}
-	// Set last, so that an entry of the request with one of these names
-	// never replaces them: Lookup and Decide trust them.
-	metadata[payment.MetadataKeyIdempotencyKey] = key
-	metadata[payment.MetadataKeyFingerprint] = payment.RequestHash(key, req)
+	metadata := payment.LookupMetadata(key, req)
 
 	params := &stripego.PaymentIntentCreateParams{
 		Amount:   stripego.Int64(req.Amount),
