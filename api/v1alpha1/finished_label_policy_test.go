@@ -36,7 +36,10 @@ import (
 )
 
 // installPolicies creates every object of config/policy, as config/default
-// does, and removes them when the test ends.
+// does, and waits until the API server serves each policy, so that a test
+// sees them from its first request. When the test ends it removes them and
+// waits until they are no longer served, so that the tests after it see an
+// API server without them.
 func installPolicies(t *testing.T, g Gomega) {
 	ctx := context.Background()
 	files, err := filepath.Glob("../../config/policy/*.yaml")
@@ -54,7 +57,7 @@ func installPolicies(t *testing.T, g Gomega) {
 			objs = append(objs, u)
 		}
 	}
-	g.Expect(objs).To(HaveLen(4), "two policies and their bindings")
+	g.Expect(objs).To(HaveLen(8), "four policies and their bindings")
 	for _, u := range objs {
 		g.Expect(k8sClient.Create(ctx, u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
 	}
@@ -62,11 +65,71 @@ func installPolicies(t *testing.T, g Gomega) {
 		for _, u := range objs {
 			_ = k8sClient.Delete(ctx, u)
 		}
+		NewWithT(t).Eventually(func(g Gomega) {
+			probe := policyProbe("gone")
+			g.Expect(k8sClient.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+			g.Expect(probe.Finalizers).To(BeEmpty(), "outcome-guard-at-create is still served")
+			g.Expect(probe.Annotations).NotTo(HaveKey(paymentsv1alpha1.AnnotationResolvedBy), "resolve-attribution is still served")
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
+
+	// A finished job (Completed, finalizer off, label on) for the probe of
+	// release-on-spec-change. Every mutating policy answers 503 until the API
+	// server has read the CRD's schema (it polls every 5 seconds), so the job
+	// is made inside the wait.
+	var done *paymentsv1alpha1.PaymentJob
+	finished := func(g Gomega) {
+		pj := policyProbe("served")
+		g.Expect(k8sClient.Create(ctx, pj)).To(Succeed())
+		pj.Status.Phase = paymentsv1alpha1.PhaseCompleted
+		g.Expect(k8sClient.Status().Update(ctx, pj)).To(Succeed())
+		pj.Finalizers = nil
+		pj.Labels = map[string]string{paymentsv1alpha1.LabelFinished: "true"}
+		g.Expect(k8sClient.Update(ctx, pj)).To(Succeed())
+		done = pj
+	}
+
+	// Dry runs pass through admission and store nothing.
+	g.Eventually(func(g Gomega) {
+		if done == nil {
+			finished(g)
+		}
+		labelled := policyProbe("served")
+		labelled.Labels = map[string]string{paymentsv1alpha1.LabelFinished: "true"}
+		err := k8sClient.Create(ctx, labelled, client.DryRunAll)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "finished-label is not served yet: got %v", err)
+
+		probe := policyProbe("served")
+		g.Expect(k8sClient.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+		g.Expect(probe.Finalizers).To(ContainElement(paymentsv1alpha1.Finalizer), "outcome-guard-at-create is not served yet")
+		g.Expect(probe.Annotations).To(HaveKey(paymentsv1alpha1.AnnotationResolvedBy), "resolve-attribution is not served yet")
+
+		released := done.DeepCopy()
+		released.Spec.Suspend = ptr.To(true)
+		g.Expect(k8sClient.Update(ctx, released, client.DryRunAll)).To(Succeed())
+		g.Expect(released.Labels).NotTo(HaveKey(paymentsv1alpha1.LabelFinished), "release-on-spec-change is not served yet")
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+// policyProbe is a valid PaymentJob that asks for a resolution, so that
+// every mutating policy of config/policy has something to do at create.
+func policyProbe(prefix string) *paymentsv1alpha1.PaymentJob {
+	return &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        uniqueName("probe-" + prefix),
+			Namespace:   namespace,
+			Annotations: map[string]string{paymentsv1alpha1.AnnotationResolve: "not-charged"},
+		},
+		Spec: paymentsv1alpha1.PaymentJobSpec{
+			ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
+			Amount:      100,
+			Currency:    "usd",
+		},
+	}
 }
 
 // TestFinishedLabelPolicies proves, on the API server, the two policies of
-// config/policy: the label that takes a job out of the operator's cache can
+// config/policy about the finished label: the label that takes a job out of the operator's cache can
 // only be set on a finished job (a job created with it would never be
 // charged), and a spec change of a finished job takes it off again, so that
 // the operator acknowledges the new generation.
@@ -87,13 +150,7 @@ func TestFinishedLabelPolicies(t *testing.T) {
 	}
 	finished := map[string]string{paymentsv1alpha1.LabelFinished: "true"}
 
-	// The API server serves a new policy within seconds; until then the
-	// create goes through (each attempt uses a new name).
-	var created error
-	g.Eventually(func() error {
-		created = k8sClient.Create(ctx, job(uniqueName("labelled"), finished))
-		return created
-	}, 30*time.Second, 200*time.Millisecond).Should(HaveOccurred())
+	created := k8sClient.Create(ctx, job(uniqueName("labelled"), finished))
 	g.Expect(apierrors.IsInvalid(created)).To(BeTrue(), "got %v", created)
 	g.Expect(created.Error()).To(ContainSubstring("metadata.labels[payments.idempotency.dev/finished]"))
 	g.Expect(created.Error()).To(ContainSubstring("a job created with it would never be charged"))
@@ -125,22 +182,16 @@ func TestFinishedLabelPolicies(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, failed)).To(Succeed())
 	failed.Status.Phase = paymentsv1alpha1.PhaseFailed
 	g.Expect(k8sClient.Status().Update(ctx, failed)).To(Succeed())
+	failed.Finalizers = nil // added by outcome-guard-at-create
 	failed.Labels = finished
 	g.Expect(k8sClient.Update(ctx, failed)).To(Succeed())
 
 	// Other metadata changes keep the label; a spec change takes it off in
-	// the same update, once the mutating policy is served.
+	// the same update.
 	pj.Annotations = map[string]string{"team": "billing"}
 	g.Expect(k8sClient.Update(ctx, pj)).To(Succeed())
 	g.Expect(pj.Labels).To(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
-	g.Eventually(func(g Gomega) {
-		current := &paymentsv1alpha1.PaymentJob{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pj), current)).To(Succeed())
-		if _, ok := current.Labels[paymentsv1alpha1.LabelFinished]; !ok {
-			return
-		}
-		current.Spec.Suspend = ptr.To(current.Spec.Suspend == nil || !*current.Spec.Suspend)
-		g.Expect(k8sClient.Update(ctx, current)).To(Succeed())
-		g.Expect(current.Labels).NotTo(HaveKey(paymentsv1alpha1.LabelFinished), "generation %d", current.Generation)
-	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	pj.Spec.Suspend = ptr.To(true)
+	g.Expect(k8sClient.Update(ctx, pj)).To(Succeed())
+	g.Expect(pj.Labels).NotTo(HaveKey(paymentsv1alpha1.LabelFinished), "generation %d", pj.Generation)
 }

@@ -33,6 +33,20 @@ const Finalizer = "payments.idempotency.dev/outcome-guard"
 // job that is not Completed or Failed.
 const LabelFinished = "payments.idempotency.dev/finished"
 
+// AnnotationResolve lets a person resolve a Processing job that is Stalled on
+// an uncertain outcome: "charged=<charge id>" (the provider holds the
+// charge) or "not-charged". The operator checks the value against the
+// provider where it can, never charges, and records who resolved it, when
+// and how in status.resolution, an event and the ledger. On any other job
+// it is refused with an event.
+const AnnotationResolve = "payments.idempotency.dev/resolve"
+
+// AnnotationResolvedBy is set by the MutatingAdmissionPolicy in
+// config/policy to the user who set AnnotationResolve, as the API server
+// authenticated them. Without the policy the operator names the field
+// manager that wrote the annotation instead.
+const AnnotationResolvedBy = "payments.idempotency.dev/resolved-by"
+
 // PaymentJobPhase is the coarse state of a PaymentJob in the exactly-once protocol.
 // +kubebuilder:validation:Enum=Pending;Processing;Completed;Failed
 type PaymentJobPhase string
@@ -169,6 +183,17 @@ type PaymentJobSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="activeDeadlineSeconds is immutable"
 	// +kubebuilder:validation:Minimum=1
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// ttlSecondsAfterFinished deletes the job this many seconds after it is
+	// Completed or Failed, like batch/v1 Job. The outcome stays in the
+	// operator's ledger, so a job re-created with the same key (from Git,
+	// for example) is finished from the ledger and never charged again; such
+	// a re-created job is kept, so a GitOps tool does not re-create it over
+	// and over. Unset uses the manager's --ttl-seconds-after-finished
+	// (by default, never deleted). It may be changed at any time.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
 
 // Claim records which manager process owns the charge of a PaymentJob, and
@@ -275,6 +300,11 @@ type PaymentJobStatus struct {
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 
+	// resolution records how a person resolved an uncertain outcome with
+	// the payments.idempotency.dev/resolve annotation.
+	// +optional
+	Resolution *Resolution `json:"resolution,omitempty"`
+
 	// observedGeneration is the generation of the spec that the status
 	// describes.
 	// +optional
@@ -285,6 +315,32 @@ type PaymentJobStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Resolution is a person's answer to an uncertain payment.
+type Resolution struct {
+	// value is the annotation's value: "charged=<charge id>" or
+	// "not-charged".
+	// +required
+	// +kubebuilder:validation:MaxLength=300
+	Value string `json:"value"`
+
+	// at is when the operator accepted the resolution.
+	// +required
+	At metav1.Time `json:"at"`
+
+	// by is who set the annotation, as the API server authenticated them
+	// (with the admission policy in config/policy), or else the field
+	// manager that wrote it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	By string `json:"by,omitempty"`
+
+	// verified is true when the provider confirmed the resolution: it
+	// holds the charge, or it holds no charge under the key. False when
+	// the provider cannot be asked.
+	// +optional
+	Verified bool `json:"verified,omitempty"`
 }
 
 // ProviderIdentity names the provider account a payment was sent to.

@@ -1,0 +1,45 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package ledger
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	appendsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_ledger_appends_total",
+		Help: "Writes that appended outcomes to the ledger; one write carries every outcome waiting for it.",
+	})
+	appendConflictsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_ledger_append_conflicts_total",
+		Help: "Ledger appends retried because another process wrote the page first.",
+	})
+	pageRereadsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_ledger_page_rereads_total",
+		Help: "Ledger pages read again because another process wrote them.",
+	})
+	prunedPagesTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_ledger_pruned_pages_total",
+		Help: "Ledger pages deleted by the retention.",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(appendsTotal, appendConflictsTotal, pageRereadsTotal, prunedPagesTotal)
+}
