@@ -25,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -44,6 +45,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 )
 
 var (
@@ -71,6 +73,9 @@ func main() {
 		claimLease           time.Duration
 		providerTimeout      time.Duration
 		keyRetention         time.Duration
+		useLedger            bool
+		ledgerRetention      time.Duration
+		defaultTTL           int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -97,6 +102,14 @@ func main() {
 	flag.DurationVar(&keyRetention, "provider-key-retention", controller.DefaultKeyRetention,
 		"How long providers remember idempotency keys. A job Processing for longer is looked up by its key "+
 			"(where the provider supports it) before it is charged again. 0 disables lookups.")
+	flag.BoolVar(&useLedger, "ledger", true,
+		"Record every final outcome in the cluster-scoped outcome ledger (PaymentLedger pages) and finish re-created jobs "+
+			"from it with no provider call. Needed by --ttl-seconds-after-finished and spec.ttlSecondsAfterFinished.")
+	flag.DurationVar(&ledgerRetention, "ledger-retention", ledger.DefaultRetention,
+		"How long outcomes stay in the ledger at least; a page is deleted once its newest entry is older.")
+	flag.IntVar(&defaultTTL, "ttl-seconds-after-finished", -1,
+		"Delete Completed and Failed jobs this many seconds after they finished, unless spec.ttlSecondsAfterFinished says "+
+			"otherwise; their outcome stays in the ledger. Negative keeps them.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -106,6 +119,15 @@ func main() {
 	if providerTimeout <= 0 || claimLease <= providerTimeout {
 		setupLog.Error(errors.New("invalid flags"), "--claim-lease-duration must be longer than --provider-timeout",
 			"claimLeaseDuration", claimLease, "providerTimeout", providerTimeout)
+		os.Exit(1)
+	}
+	if !useLedger && defaultTTL >= 0 {
+		setupLog.Error(errors.New("invalid flags"), "--ttl-seconds-after-finished needs the ledger: "+
+			"without it, deleting a finished job deletes the only record that it was paid")
+		os.Exit(1)
+	}
+	if ledgerRetention < 24*time.Hour {
+		setupLog.Error(errors.New("invalid flags"), "--ledger-retention must be at least 24h", "ledgerRetention", ledgerRetention)
 		os.Exit(1)
 	}
 	holder, err := holderIdentity()
@@ -169,7 +191,38 @@ func main() {
 		setupLog.Error(err, "Unable to create controller", "controller", "PaymentProvider")
 		os.Exit(1)
 	}
+	// The outcome ledger and the collector of finished jobs it makes safe.
+	var (
+		outcomes  controller.OutcomeLedger
+		collector *controller.FinishedJobCollector
+	)
+	if useLedger {
+		l, err := controller.NewLedger(mgr, ledgerRetention)
+		if err != nil {
+			setupLog.Error(err, "Unable to set up the outcome ledger")
+			os.Exit(1)
+		}
+		outcomes = l
+		collector = &controller.FinishedJobCollector{
+			Client:     mgr.GetClient(),
+			Reader:     mgr.GetAPIReader(),
+			Ledger:     l,
+			DefaultTTL: time.Duration(defaultTTL) * time.Second,
+			Clock:      clock.RealClock{},
+		}
+		if err := mgr.Add(collector); err != nil {
+			setupLog.Error(err, "Unable to set up the collector of finished jobs")
+			os.Exit(1)
+		}
+		if err := mgr.AddReadyzCheck("ledger", func(*http.Request) error { return l.Loaded() }); err != nil {
+			setupLog.Error(err, "Unable to set up ready check")
+			os.Exit(1)
+		}
+	}
 	if err := (&controller.PaymentJobReconciler{
+		Ledger:                  outcomes,
+		Collector:               collector,
+		APIReader:               mgr.GetAPIReader(),
 		Client:                  mgr.GetClient(),
 		Recorder:                mgr.GetEventRecorder("paymentjob-controller"),
 		Providers:               adapters,

@@ -88,7 +88,9 @@ func waitForStall(t *testing.T, ns, name, reason string) *paymentsv1alpha1.Payme
 // (a) A Completed job deleted and created again after the provider forgot
 // its key is found by the lookup before its first charge: no second charge.
 // With lookups turned off, the same manifest is charged again: the limit
-// docs/gitops.md states for lookup.policy Never.
+// docs/gitops.md states for lookup.policy Never. The manager runs without
+// the outcome ledger, as when the ledger was lost: the provider is the only
+// memory left (the ledger's own tests are in ledger_test.go).
 func TestRecreatedJobAfterKeysAreForgottenIsNotChargedAgain(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -109,7 +111,7 @@ func TestRecreatedJobAfterKeysAreForgottenIsNotChargedAgain(t *testing.T) {
 			}
 			engine := sandbox.NewEngine()
 			provider := sandbox.NewProvider(engine)
-			startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+			startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, noLedger: true})
 
 			first, again := recreateAfterKeysForgotten(t, ns, "invoice", engine)
 
@@ -546,7 +548,8 @@ func TestTamperedStatusStallsWithoutCharging(t *testing.T) {
 // The same re-creation after the provider forgot its keys, through the real
 // adapters over HTTP against the sandbox server: the Stripe adapter (search),
 // the HTTP contract with its lookup endpoint, and without one, which is the
-// limit docs/providers.md states.
+// limit docs/providers.md states. Without the outcome ledger, as when it was
+// lost.
 func TestRecreatedJobThroughEveryAdapter(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -575,7 +578,7 @@ func TestRecreatedJobThroughEveryAdapter(t *testing.T) {
 			t.Cleanup(srv.Close)
 			ns := newNamespace(t, true)
 			updateProvider(g, ns, func(pp *paymentsv1alpha1.PaymentProvider) { pp.Spec = tt.spec(srv.URL) })
-			startManager(t, managerConfig{namespaces: []string{ns}, build: controller.NewAdapter})
+			startManager(t, managerConfig{namespaces: []string{ns}, build: controller.NewAdapter, noLedger: true})
 
 			first, again := recreateAfterKeysForgotten(t, ns, "invoice", engine)
 			g.Expect(engine.Stats().Charges).To(Equal(tt.wantCharges))

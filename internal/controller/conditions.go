@@ -72,6 +72,17 @@ const (
 	// ReasonFoundAtProvider: the provider already held this job's charge
 	// (found by its key, or settled); no money moved again.
 	ReasonFoundAtProvider = "FoundAtProvider"
+	// ReasonFoundInLedger: the operator's ledger records this payment's
+	// outcome (the job was deleted and created again); it was finished from
+	// the ledger with no provider call.
+	ReasonFoundInLedger = "FoundInLedger"
+	// ReasonResolved: a person resolved the uncertain outcome with the
+	// payments.idempotency.dev/resolve annotation.
+	ReasonResolved = "Resolved"
+	// ReasonResolutionRefused: the resolve annotation was not honoured: the
+	// job is not Stalled on an uncertain outcome, the value is not valid, or
+	// the provider contradicts it.
+	ReasonResolutionRefused = "ResolutionRefused"
 	// ReasonSucceeded: the provider confirmed the charge.
 	ReasonSucceeded = "Succeeded"
 	// ReasonReplayed: the provider answered with the saved outcome of an

@@ -38,6 +38,18 @@ const (
 )
 
 var (
+	ledgerHitsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_ledger_hits_total",
+		Help: "Jobs finished from the outcome ledger, with no provider call (re-created jobs whose payment was already made or refused).",
+	})
+	resolutionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentjob_resolutions_total",
+		Help: "Resolve annotations by result: charged, not_charged, refused.",
+	}, []string{"result"})
+	ttlDeletionsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_ttl_deletions_total",
+		Help: "Finished jobs deleted after ttlSecondsAfterFinished, their outcome kept in the ledger.",
+	})
 	chargesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paymentjob_charges_total",
 		Help: "Provider charge calls by outcome: succeeded (including replays), declined, invalid, key_reused, transient.",
@@ -88,5 +100,5 @@ var (
 func init() {
 	metrics.Registry.MustRegister(chargesTotal, replaysTotal, claimConflictsTotal, writeConflictsTotal, claimLostTotal,
 		lookupRequestsTotal, lookupKeysTotal, stalledTotal,
-		skippedTerminalTotal, staleSkipsTotal, reconcileDuration)
+		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal, ttlDeletionsTotal)
 }

@@ -94,9 +94,19 @@ type PaymentJobReconciler struct {
 	KeyRetention time.Duration
 	// MaxConcurrentReconciles is the number of jobs worked on at once.
 	MaxConcurrentReconciles int
+	// Ledger records every final outcome before the job's finalizer comes
+	// off, and finishes re-created jobs from it; nil turns it off.
+	Ledger OutcomeLedger
+	// Collector deletes finished jobs after their TTL; nil keeps them.
+	Collector *FinishedJobCollector
+	// APIReader reads what the cache leaves out: who wrote a resolve
+	// annotation (managedFields). Optional.
+	APIReader client.Reader
 
 	// wakeups brings back jobs whose lookup was answered.
 	wakeups chan event.GenericEvent
+	// refused remembers the resolutions refused, announced once each.
+	refused refusedResolutions
 	// written remembers the resourceVersion of this process's latest write
 	// of each job, so that older cached copies are skipped.
 	written writtenVersions
@@ -172,6 +182,23 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 	if err := r.ensureFinalizer(ctx, job); err != nil {
 		return ctrl.Result{}, err
 	}
+	if _, ok := job.Annotations[paymentsv1alpha1.AnnotationResolve]; ok {
+		r.refuseResolution(ctx, job, "the job has not been claimed, so nothing was sent to the provider; "+
+			"set spec.suspend to true, or delete the job, to keep it from being charged")
+	}
+	if r.Ledger != nil && job.Status.IdempotencyKey == "" {
+		// Never claimed here, but maybe paid before this object existed (a
+		// manifest re-created from Git, a TTL-deleted job coming back): the
+		// ledger is asked first, before any deadline, suspension or
+		// provider, and answers from memory unless it holds the key.
+		e, found, err := r.Ledger.Find(ctx, sentKey(job))
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if found {
+			return ctrl.Result{}, r.recordFromLedger(ctx, job, e)
+		}
+	}
 
 	now := r.Clock.Now()
 	var wait time.Duration
@@ -241,6 +268,13 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 	if job.DeletionTimestamp.IsZero() {
 		if err := r.ensureFinalizer(ctx, job); err != nil {
 			return ctrl.Result{}, err
+		}
+	}
+	if _, ok := job.Annotations[paymentsv1alpha1.AnnotationResolve]; ok {
+		// A person's answer to an uncertain outcome, honoured only on a
+		// Stalled job and never followed by a charge.
+		if res, handled, err := r.resolve(ctx, job); handled || err != nil {
+			return res, err
 		}
 	}
 	reason := ReasonClaimed
@@ -342,6 +376,9 @@ func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *payment
 // crash interrupted (the finalizer, the finished label) or to acknowledge a
 // new generation. It never calls the provider.
 func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
+	if v, ok := job.Annotations[paymentsv1alpha1.AnnotationResolve]; ok && (job.Status.Resolution == nil || job.Status.Resolution.Value != v) {
+		r.refuseResolution(ctx, job, fmt.Sprintf("the job is already %s; its outcome is final", job.Status.Phase))
+	}
 	if job.Status.ObservedGeneration != job.Generation {
 		// Only spec.suspend can change after the outcome (and only until the
 		// job is finished); it no longer matters, but kstatus reads a stale
@@ -355,6 +392,10 @@ func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *payments
 		if err := r.writeProgress(ctx, job, p); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	// A crash may have come between the outcome and its ledger record.
+	if err := r.recordInLedger(ctx, job); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.finish(ctx, job)
 }

@@ -88,6 +88,9 @@ func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, eventReason, "Charge", "%s", msg)
 	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", job.Status.Attempts)
+	if err := r.recordInLedger(ctx, job); err != nil {
+		return err
+	}
 	return r.finish(ctx, job)
 }
 
@@ -108,6 +111,9 @@ func (r *PaymentJobReconciler) recordRefusal(ctx context.Context, job *paymentsv
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, "Charge", "The provider refused the payment: %s", msg)
 	log.FromContext(ctx).Info("Payment refused by the provider", "reason", refusal.Reason)
+	if err := r.recordInLedger(ctx, job); err != nil {
+		return err
+	}
 	return r.finish(ctx, job)
 }
 
@@ -257,6 +263,9 @@ func (r *PaymentJobReconciler) finish(ctx context.Context, job *paymentsv1alpha1
 			return nil
 		}
 		return fmt.Errorf("cannot mark the payment job finished: %w", err)
+	}
+	if r.Collector != nil {
+		r.Collector.Schedule(job)
 	}
 	return nil
 }

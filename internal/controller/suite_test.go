@@ -48,6 +48,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/testenv"
 )
@@ -171,12 +172,23 @@ type managerConfig struct {
 	keyRetention time.Duration
 	// intercept wraps the manager's client; nil passes everything through.
 	intercept interceptor.Funcs
+	// noLedger runs the manager without the outcome ledger (--ledger=false).
+	noLedger bool
+	// ttl is the manager's --ttl-seconds-after-finished; zero keeps
+	// finished jobs (the flag's -1), since a TTL of 0 is ttlZero.
+	ttl time.Duration
+	// sweep is the collector's sweep interval; an hour when zero.
+	sweep time.Duration
 }
+
+// ttlZero asks for a TTL of zero seconds in managerConfig.ttl.
+const ttlZero = time.Nanosecond
 
 // testManager is a running manager: one operator process, with its own claim
 // holder identity.
 type testManager struct {
 	holder   string
+	ledger   *ledger.Ledger
 	counter  *writeCounter
 	cache    cache.Cache
 	cancel   context.CancelFunc
@@ -240,7 +252,33 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		Adapters:           adapters,
 		SecretPollInterval: 200 * time.Millisecond,
 	}).SetupWithManager(mgr)).To(Succeed())
+	var (
+		outcomes  controller.OutcomeLedger
+		l         *ledger.Ledger
+		collector *controller.FinishedJobCollector
+	)
+	if !cfg.noLedger {
+		l, err = controller.NewLedger(mgr, ledger.DefaultRetention)
+		g.Expect(err).NotTo(HaveOccurred())
+		outcomes = l
+		ttl := time.Duration(-1)
+		switch cfg.ttl {
+		case 0:
+		case ttlZero:
+			ttl = 0
+		default:
+			ttl = cfg.ttl
+		}
+		collector = &controller.FinishedJobCollector{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
+			DefaultTTL: ttl, SweepInterval: cfg.sweep, Clock: clock.RealClock{},
+		}
+		g.Expect(mgr.Add(collector)).To(Succeed())
+	}
 	g.Expect((&controller.PaymentJobReconciler{
+		Ledger:                  outcomes,
+		Collector:               collector,
+		APIReader:               mgr.GetAPIReader(),
 		Client:                  mgr.GetClient(),
 		Recorder:                mgr.GetEventRecorder("paymentjob-controller"),
 		Providers:               adapters,
@@ -254,7 +292,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	}).SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &testManager{holder: holder, counter: counter, cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{})}
+	m := &testManager{holder: holder, ledger: l, counter: counter, cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		if err := mgr.Start(ctx); err != nil {

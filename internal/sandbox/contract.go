@@ -41,6 +41,7 @@ import (
 //	rate_limit                    429 RateLimited, Retry-After
 //	other invalid_request_error   400 InvalidRequest
 //	api_error (injected faults)   500 ServerError
+//	lookups turned off            404 NotFound
 
 // Reasons of the contract's error bodies that the payment package does not
 // name.
@@ -48,6 +49,7 @@ const (
 	reasonKeyInUse    = "IdempotencyKeyInUse"
 	reasonRateLimited = "RateLimited"
 	reasonServerError = "ServerError"
+	reasonNotFound    = "NotFound"
 )
 
 // contractChargeRequest is the JSON body of POST /http/charges.
@@ -187,8 +189,14 @@ func contractKey(header, body string) (string, error) {
 // lookupCharges answers every charge carrying one of the key parameters,
 // newest first, with one search of the Engine (so the search lag and rate
 // limit apply). Without keys it searches nothing and answers the account,
-// so that a client can probe for the endpoint.
+// so that a client can probe for the endpoint. While lookups are off
+// (Engine.SetLookupEnabled) it answers every request, probes included, with
+// a 404, as a service without the endpoint.
 func (s *server) lookupCharges(w http.ResponseWriter, r *http.Request) {
+	if err := s.engine.refuseLookup(); err != nil {
+		writeContractError(w, stripeErrorOf(err))
+		return
+	}
 	keys := r.URL.Query()["key"]
 	if len(keys) > payment.MaxLookupKeys {
 		writeJSON(w, http.StatusBadRequest, contractError{Reason: payment.ReasonInvalidRequest,
@@ -259,6 +267,8 @@ func writeContractError(w http.ResponseWriter, se *StripeError) {
 	case se.Code == CodeRateLimit:
 		status, body.Reason = http.StatusTooManyRequests, reasonRateLimited
 		setRetryAfter(w, se.RetryAfter)
+	case se.HTTPStatus == http.StatusNotFound:
+		status, body.Reason = http.StatusNotFound, reasonNotFound
 	case se.Type == ErrorTypeInvalidRequest:
 		status, body.Reason = http.StatusBadRequest, payment.ReasonInvalidRequest
 	default:

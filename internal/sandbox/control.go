@@ -24,14 +24,61 @@ import (
 	"time"
 )
 
-// The /_sandbox routes: counters, faults and the key memory, for tests and
-// tools. They need no API key.
+// The /_sandbox routes: counters, faults, the key memory and the lookup
+// switch, for tests and tools. They need no API key.
 
 // forgetKeys forgets every decided idempotency key.
 func (s *server) forgetKeys(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Forgotten int `json:"forgotten"`
 	}{s.engine.ForgetKeys()})
+}
+
+// lookupBody is GET and PUT /_sandbox/lookup.
+type lookupBody struct {
+	// Enabled is whether search and lookups are answered; required in a PUT.
+	Enabled *bool `json:"enabled"`
+}
+
+// getLookup answers whether search and lookups are on.
+func (s *server) getLookup(w http.ResponseWriter, _ *http.Request) {
+	on := s.engine.LookupEnabled()
+	writeJSON(w, http.StatusOK, lookupBody{Enabled: &on})
+}
+
+// putLookup turns search and lookups on or off (Engine.SetLookupEnabled).
+func (s *server) putLookup(w http.ResponseWriter, r *http.Request) {
+	var body lookupBody
+	if !decodeControl(w, r, &body, "lookup") {
+		return
+	}
+	if body.Enabled == nil {
+		writeError(w, http.StatusBadRequest, apiErrorBody{Type: ErrorTypeInvalidRequest, Message: "Invalid lookup: enabled is required"})
+		return
+	}
+	s.engine.SetLookupEnabled(*body.Enabled)
+	s.getLookup(w, r)
+}
+
+// decodeControl reads the single JSON value of a control request into v,
+// refusing unknown fields; it answers 400 (413 for a body too large) and
+// returns false when it cannot.
+func decodeControl(w http.ResponseWriter, r *http.Request, v any, what string) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("the body holds more than one JSON value")
+	}
+	if err != nil {
+		status := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, status, apiErrorBody{Type: ErrorTypeInvalidRequest, Message: "Invalid " + what + ": " + err.Error()})
+		return false
+	}
+	return true
 }
 
 // getStats answers the Engine's counters and account.
@@ -63,18 +110,7 @@ func (s *server) getFaults(w http.ResponseWriter, _ *http.Request) {
 // putFaults replaces the random faults; the fields left out are zero.
 func (s *server) putFaults(w http.ResponseWriter, r *http.Request) {
 	var body faultsBody
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&body)
-	if err == nil && dec.More() {
-		err = errors.New("the body holds more than one JSON value")
-	}
-	if err != nil {
-		status := http.StatusBadRequest
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, apiErrorBody{Type: ErrorTypeInvalidRequest, Message: "Invalid faults: " + err.Error()})
+	if !decodeControl(w, r, &body, "faults") {
 		return
 	}
 	f, err := body.faults()

@@ -19,7 +19,8 @@ limitations under the License.
 // flight, saved, replayed, reused with other parameters or forgotten (as
 // Stripe forgets them after 24 hours); test payment methods that succeed or
 // are declined; a search that lags behind writes and joins metadata clauses
-// with AND or OR; live-mode rate limits; PaymentIntents in every status; and
+// with AND or OR, and that can be turned off like the lookup of a provider
+// that has none; live-mode rate limits; PaymentIntents in every status; and
 // injected faults (errors before and after the commit, rate limits, latency)
 // that can be random or switched on for the next requests. With idempotency
 // switched off every request charges, which makes the sandbox the oracle

@@ -206,8 +206,9 @@ type keyState struct {
 }
 
 // Engine is the sandbox's state: the account, idempotency keys,
-// PaymentIntents, faults, rate limits, search lag and counters. It is safe
-// for concurrent use; latency and held requests never hold its lock.
+// PaymentIntents, faults, rate limits, search lag, the lookup switch and
+// counters. It is safe for concurrent use; latency and held requests never
+// hold its lock.
 type Engine struct {
 	mu          sync.Mutex
 	now         func() time.Time
@@ -215,6 +216,7 @@ type Engine struct {
 	account     string
 	idempotent  bool
 	searchLag   time.Duration
+	lookupOff   bool
 	limits      RateLimits
 	writes      *rate.Limiter
 	searches    *rate.Limiter

@@ -166,3 +166,13 @@ func apiError(kind FaultKind) *StripeError {
 		HTTPStatus: http.StatusInternalServerError,
 	}
 }
+
+// lookupOffError is the 404 of a search while lookups are off: what a
+// provider without a search or lookup route answers.
+func lookupOffError() *StripeError {
+	return &StripeError{
+		Type:       ErrorTypeInvalidRequest,
+		Message:    "Unrecognized request URL: search and lookups are turned off on this sandbox (PUT /_sandbox/lookup).",
+		HTTPStatus: http.StatusNotFound,
+	}
+}

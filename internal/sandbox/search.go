@@ -53,17 +53,55 @@ func (e *Engine) SearchLag() time.Duration {
 	return e.searchLag
 }
 
+// SetLookupEnabled turns search, and with it the HTTP contract's lookup, on
+// (the default) or off. Off, the Engine behaves like a provider without a
+// lookup: every search is refused with a 404, as a route that does not
+// exist, and finds nothing. Creates, retrieves and the saved keys are not
+// affected, so a caller that needs a lookup to avoid charging again has no
+// way to learn of an earlier charge.
+func (e *Engine) SetLookupEnabled(on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lookupOff = !on
+}
+
+// LookupEnabled reports whether search and lookups are answered.
+func (e *Engine) LookupEnabled() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.lookupOff
+}
+
+// refuseLookup returns the 404 of a search or lookup request while lookups
+// are off, and counts it in Stats.Searches; while they are on it returns nil
+// and counts nothing. The HTTP routes call it before they read their
+// parameters, so that every request is refused as by a route that does not
+// exist.
+func (e *Engine) refuseLookup() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.lookupOff {
+		return nil
+	}
+	e.stats.Searches++
+	return lookupOffError()
+}
+
 // SearchPaymentIntents returns copies of the intents that match a query of
 // Stripe's search language: metadata['key']:'value' clauses, at most
 // MaxSearchClauses, joined either by AND or by OR. They come newest first
 // and, at the same instant, by descending ID, as Stripe's search orders
 // them. Like Stripe's search it lags behind writes (SetSearchLag) and has its
 // own rate limit (RateLimits.Searches); every call counts in Stats.Searches.
-// Errors are *StripeError: 400 for a query outside the subset, 429 beyond
-// the rate limit.
+// Errors are *StripeError: 404 while lookups are off (SetLookupEnabled), 400
+// for a query outside the subset, 429 beyond the rate limit.
 func (e *Engine) SearchPaymentIntents(query string) ([]Intent, error) {
 	e.mu.Lock()
 	e.stats.Searches++
+	if e.lookupOff {
+		e.mu.Unlock()
+		return nil, lookupOffError()
+	}
 	if !e.allow(e.searches) {
 		e.mu.Unlock()
 		return nil, rateLimitError(RateLimitRetryAfter, false)

@@ -81,6 +81,8 @@ type ServerOptions struct {
 //	GET  /_sandbox/faults             the random faults, without auth
 //	PUT  /_sandbox/faults             replace the random faults, without auth
 //	POST /_sandbox/forget-keys        forget every decided key (Engine.ForgetKeys), without auth
+//	GET  /_sandbox/lookup             whether search and lookups are on, without auth
+//	PUT  /_sandbox/lookup             {"enabled": false} turns them off (Engine.SetLookupEnabled), without auth
 //
 // Every /v1 route requires a test API key (TestKeyPrefix), as a Bearer token
 // or as the user name of HTTP Basic auth; its errors have Stripe's shape:
@@ -101,6 +103,7 @@ func NewServer(e *Engine, opts ServerOptions) http.Handler {
 	mux.Handle("/_sandbox/stats", methods{http.MethodGet: s.getStats})
 	mux.Handle("/_sandbox/faults", methods{http.MethodGet: s.getFaults, http.MethodPut: s.putFaults})
 	mux.Handle("/_sandbox/forget-keys", methods{http.MethodPost: s.forgetKeys})
+	mux.Handle("/_sandbox/lookup", methods{http.MethodGet: s.getLookup, http.MethodPut: s.putLookup})
 	mux.HandleFunc("/", notFound)
 
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -357,6 +360,10 @@ func (s *server) getPaymentIntent(w http.ResponseWriter, r *http.Request) {
 // searchPaymentIntents answers the intents whose metadata matches the query,
 // newest first, a page at a time.
 func (s *server) searchPaymentIntents(w http.ResponseWriter, r *http.Request) {
+	if err := s.engine.refuseLookup(); err != nil {
+		writeEngineError(w, err)
+		return
+	}
 	params := r.URL.Query()
 	if !params.Has("query") {
 		writeStripeError(w, invalidRequest(CodeParameterMissing, "query", "Missing required param: query."))

@@ -1,0 +1,276 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// A person's way out of an uncertain payment: the resolve annotation. It is
+// honoured only on a Processing job that is Stalled, checked against the
+// provider where the provider can be asked, recorded (status.resolution, an
+// event, the ledger) and never followed by a charge.
+
+const (
+	resolveNotCharged    = "not-charged"
+	resolveChargedPrefix = "charged="
+)
+
+// resolution is a parsed resolve annotation.
+type resolution struct {
+	value   string
+	charged bool
+	id      string
+}
+
+func parseResolution(v string) (resolution, error) {
+	switch {
+	case v == resolveNotCharged:
+		return resolution{value: v}, nil
+	case strings.HasPrefix(v, resolveChargedPrefix):
+		id := strings.TrimPrefix(v, resolveChargedPrefix)
+		if id == "" || len(id) > maxIDLength || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			return resolution{}, fmt.Errorf("the charge id in %q must be 1 to %d visible ASCII characters", v, maxIDLength)
+		}
+		return resolution{value: v, charged: true, id: id}, nil
+	}
+	return resolution{}, fmt.Errorf("%q is not a resolution: use %q or %q", v, resolveChargedPrefix+"<charge id>", resolveNotCharged)
+}
+
+// refusedResolutions remembers the resolve annotations refused per job, so
+// that a refusal is announced once, not on every pass.
+type refusedResolutions struct {
+	mu   sync.Mutex
+	seen map[types.UID]string
+}
+
+// first reports whether value was not refused for the job before.
+func (s *refusedResolutions) first(uid types.UID, value string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[types.UID]string{}
+	}
+	if s.seen[uid] == value {
+		return false
+	}
+	s.seen[uid] = value
+	return true
+}
+
+// refuseResolution announces, once per value, that the annotation is not
+// honoured, and why. The job goes on as if it was not there.
+func (r *PaymentJobReconciler) refuseResolution(ctx context.Context, job *paymentsv1alpha1.PaymentJob, why string) {
+	r.refuseResolutionAs(ctx, job, why, "")
+}
+
+// refuseResolutionAs is refuseResolution with a kind of refusal: a value
+// refused for a new kind of reason is announced again.
+func (r *PaymentJobReconciler) refuseResolutionAs(ctx context.Context, job *paymentsv1alpha1.PaymentJob, why, kind string) {
+	value := job.Annotations[paymentsv1alpha1.AnnotationResolve]
+	if !r.refused.first(job.UID, value+"\x00"+kind) {
+		return
+	}
+	resolutionsTotal.WithLabelValues("refused").Inc()
+	log.FromContext(ctx).Info("Refusing a resolution", "value", value, "why", why)
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonResolutionRefused, "Resolve",
+		"%s", truncate(fmt.Sprintf("Not honouring %s=%q: %s", paymentsv1alpha1.AnnotationResolve, value, why), maxMessageLength))
+}
+
+// resolve handles the resolve annotation of a Processing job. handled is
+// false when the job goes on as if there was none: not Stalled, an invalid
+// value, or a value the provider contradicts.
+func (r *PaymentJobReconciler) resolve(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (res ctrl.Result, handled bool, err error) {
+	stalled := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionStalled)
+	if stalled == nil || stalled.Status != metav1.ConditionTrue {
+		r.refuseResolution(ctx, job, "the job is not Stalled; only a Processing job whose outcome the operator cannot settle "+
+			"(Stalled=True) can be resolved by hand. It is still being retried with the same idempotency key")
+		return ctrl.Result{}, false, nil
+	}
+	want, err := parseResolution(job.Annotations[paymentsv1alpha1.AnnotationResolve])
+	if err != nil {
+		r.refuseResolution(ctx, job, err.Error())
+		return ctrl.Result{}, false, nil
+	}
+	if c := job.Status.Claim; c != nil && c.Holder != r.Holder {
+		// Another process may be calling the provider right now: its
+		// answer comes first.
+		if now := r.Clock.Now(); now.Before(c.ExpiresAt.Time) {
+			return ctrl.Result{RequeueAfter: c.ExpiresAt.Sub(now)}, true, nil
+		}
+	}
+	verified, outcome, why, err := r.verifyResolution(ctx, job, want)
+	if err != nil {
+		// Not sure yet: ask again later; nothing is charged meanwhile.
+		r.refuseResolutionAs(ctx, job, fmt.Sprintf("the provider cannot be asked now (%v); trying again", err), "unanswered")
+		return ctrl.Result{RequeueAfter: jitter(r.retryDelay(job))}, true, nil
+	}
+	if why != "" {
+		r.refuseResolution(ctx, job, why)
+		return ctrl.Result{}, false, nil
+	}
+	return ctrl.Result{}, true, r.recordResolution(ctx, job, want, verified, outcome)
+}
+
+// verifyResolution asks the provider whether it agrees: it holds the charge
+// (under this job's key, succeeded), or it holds no charge under the key.
+// why says why the provider contradicts the resolution; err that it could
+// not be asked. verified is false when the provider cannot look charges up.
+func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymentsv1alpha1.PaymentJob, want resolution) (verified bool, o payment.Outcome, why string, err error) {
+	o = payment.Outcome{ID: want.id, Status: "succeeded", Amount: job.Spec.Amount, Currency: job.Spec.Currency}
+	target, waiting, err := r.resolveProvider(ctx, job)
+	if err != nil {
+		return false, o, "", err
+	}
+	if waiting != nil {
+		// The provider is gone or not ready: the person's word stands,
+		// recorded as not verified.
+		return false, o, "", nil
+	}
+	looker, ok := target.Provider.(payment.Looker)
+	if !ok {
+		return false, o, "", nil
+	}
+	if recorded := job.Status.Provider; recorded != nil {
+		if same, _ := sameProvider(*recorded, target.id, target.identity.accountsOnly); !same {
+			// The provider now reaches another account: it cannot speak
+			// for the one that was called.
+			return false, o, "", nil
+		}
+	}
+	key := sentKey(job)
+	callCtx, cancel := context.WithTimeout(ctx, target.timeout)
+	defer cancel()
+	if want.charged {
+		got, err := looker.Settle(callCtx, key, want.id)
+		var refusal *payment.Refusal
+		switch {
+		case err == nil:
+			return true, got, "", nil
+		case errors.As(err, &refusal):
+			return false, o, truncate(fmt.Sprintf("the provider does not hold a succeeded charge %s under this job's idempotency key: %s",
+				want.id, refusal.Message), maxMessageLength), nil
+		}
+		// No answer about the charge: an unknown id, one made under
+		// another key, or no provider at all. If the provider answers a
+		// lookup of the key without that charge, it does not know it.
+		found, lookupErr := looker.Lookup(callCtx, []string{key})
+		if lookupErr != nil {
+			return false, o, "", err
+		}
+		for _, f := range found[key] {
+			if f.Outcome.ID == want.id {
+				return false, o, "", err
+			}
+		}
+		return false, o, truncate(fmt.Sprintf("the provider does not know a charge %s under this job's idempotency key (%v)",
+			want.id, err), maxMessageLength), nil
+	}
+	found, err := looker.Lookup(callCtx, []string{key})
+	if err != nil {
+		return false, o, "", err
+	}
+	for _, f := range found[key] {
+		if f.State != payment.StateNotCharged {
+			return false, o, fmt.Sprintf("the provider holds charge %s under this job's idempotency key (%s); "+
+				"resolve it as %s%s instead", f.Outcome.ID, f.Outcome.Status, resolveChargedPrefix, f.Outcome.ID), nil
+		}
+	}
+	return true, o, "", nil
+}
+
+// recordResolution finishes the job as the person said: Completed with the
+// charge, or Failed as not charged. It never calls Charge.
+func (r *PaymentJobReconciler) recordResolution(ctx context.Context, job *paymentsv1alpha1.PaymentJob, want resolution, verified bool, o payment.Outcome) error {
+	now := metav1.NewTime(r.Clock.Now())
+	by := r.resolvedBy(ctx, job)
+	checked := "not verified: the provider cannot be asked"
+	if verified {
+		checked = "verified with the provider"
+	}
+	job.Status.Resolution = &paymentsv1alpha1.Resolution{Value: want.value, At: now, By: by, Verified: verified}
+	job.Status.Claim = nil
+	job.Status.CompletedAt = &now
+	if job.Status.IdempotencyKey == "" {
+		job.Status.IdempotencyKey = sentKey(job)
+	}
+	var msg string
+	if want.charged {
+		job.Status.Phase = paymentsv1alpha1.PhaseCompleted
+		job.Status.ProviderResponse = responseOf(o)
+		job.Status.Failure = nil
+		msg = fmt.Sprintf("Resolved by %s as charged (%s, %s); not charged again", by, o.ID, checked)
+	} else {
+		job.Status.Phase = paymentsv1alpha1.PhaseFailed
+		msg = fmt.Sprintf("Resolved by %s as not charged (%s); it will not be charged", by, checked)
+		job.Status.Failure = &paymentsv1alpha1.Failure{Reason: ReasonResolved, Message: msg}
+	}
+	setConditions(job, progress{reason: ReasonResolved, message: msg})
+	if err := r.Client.Status().Update(ctx, job); err != nil {
+		return fmt.Errorf("cannot record the resolution: %w", err)
+	}
+	result := "not_charged"
+	if want.charged {
+		result = "charged"
+	}
+	resolutionsTotal.WithLabelValues(result).Inc()
+	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolved, "Resolve", "%s", truncate(msg, maxMessageLength))
+	log.FromContext(ctx).Info("Payment resolved by hand", "value", want.value, "by", by, "verified", verified)
+	if err := r.recordInLedger(ctx, job); err != nil {
+		return err
+	}
+	return r.finish(ctx, job)
+}
+
+// resolvedBy names who set the annotation: the user the admission policy
+// recorded, or else the field manager that wrote the annotation, as the API
+// server's managedFields say (the cache drops them, so they are read).
+func (r *PaymentJobReconciler) resolvedBy(ctx context.Context, job *paymentsv1alpha1.PaymentJob) string {
+	if by := job.Annotations[paymentsv1alpha1.AnnotationResolvedBy]; by != "" {
+		return truncate(by, maxShortLength*3)
+	}
+	if r.APIReader == nil {
+		return "unknown"
+	}
+	var fresh metav1.PartialObjectMetadata
+	fresh.SetGroupVersionKind(paymentsv1alpha1.GroupVersion.WithKind("PaymentJob"))
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), &fresh); err != nil {
+		return "unknown"
+	}
+	field := `"f:` + paymentsv1alpha1.AnnotationResolve + `"`
+	for _, m := range fresh.ManagedFields {
+		if m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), field) {
+			return truncate("field manager "+m.Manager, maxShortLength*3)
+		}
+	}
+	return "unknown"
+}

@@ -1,0 +1,291 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=delete
+
+// FinishedJobCollector deletes Completed and Failed PaymentJobs once
+// spec.ttlSecondsAfterFinished (or the manager's default) has passed since
+// they finished, so that etcd does not grow with payment history. It deletes
+// a job only once its outcome is in the ledger; jobs finished before the
+// ledger existed are recorded first. A job that was itself finished from the
+// ledger (deleted and created again, by a GitOps tool for example) is never
+// deleted: deleting it again would only start another round of re-creation.
+//
+// Jobs this process finishes are deleted on time from memory; a sweep of
+// the finished jobs, when the manager starts and then every SweepInterval,
+// catches the rest (jobs finished by another replica or before a restart).
+type FinishedJobCollector struct {
+	// Client deletes jobs.
+	Client client.Client
+	// Reader lists finished jobs from the API server: they are not cached.
+	Reader client.Reader
+	// Ledger must hold a job's outcome before the job is deleted.
+	Ledger OutcomeLedger
+	// DefaultTTL applies to jobs without spec.ttlSecondsAfterFinished;
+	// negative keeps them.
+	DefaultTTL time.Duration
+	// SweepInterval is the time between sweeps; an hour when zero.
+	SweepInterval time.Duration
+	// Clock is the time source of deadlines.
+	Clock clock.WithTicker
+
+	mu   sync.Mutex
+	due  []dueJob
+	wake chan struct{}
+}
+
+// dueJob is a finished job and when it may be deleted.
+type dueJob struct {
+	name types.NamespacedName
+	uid  types.UID
+	key  string
+	at   time.Time
+}
+
+// ttlSweepPage is how many finished jobs one list request returns.
+const ttlSweepPage = 500
+
+// ttlOf is how long after it finished the job is kept, and false if it is
+// kept for good.
+func (c *FinishedJobCollector) ttlOf(job *paymentsv1alpha1.PaymentJob) (time.Duration, bool) {
+	if job.Status.CompletedAt == nil || fromLedger(job) {
+		return 0, false
+	}
+	if s := job.Spec.TTLSecondsAfterFinished; s != nil {
+		return time.Duration(*s) * time.Second, true
+	}
+	return c.DefaultTTL, c.DefaultTTL >= 0
+}
+
+// Schedule remembers a job that was just finished, if it has a TTL.
+func (c *FinishedJobCollector) Schedule(job *paymentsv1alpha1.PaymentJob) {
+	ttl, ok := c.ttlOf(job)
+	if !ok {
+		return
+	}
+	c.remember(dueJob{
+		name: client.ObjectKeyFromObject(job), uid: job.UID,
+		key: job.Status.IdempotencyKey, at: job.Status.CompletedAt.Add(ttl),
+	})
+	select {
+	case c.wakeup() <- struct{}{}:
+	default:
+	}
+}
+
+// remember keeps a job that comes due before the next sweep; later ones
+// are left to a sweep, so memory holds no more than a sweep interval's jobs.
+func (c *FinishedJobCollector) remember(d dueJob) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d.at.Sub(c.Clock.Now()) > c.interval() || slices.ContainsFunc(c.due, func(x dueJob) bool { return x.uid == d.uid }) {
+		return
+	}
+	c.due = append(c.due, d)
+}
+
+func (c *FinishedJobCollector) interval() time.Duration {
+	if c.SweepInterval <= 0 {
+		return time.Hour
+	}
+	return c.SweepInterval
+}
+
+func (c *FinishedJobCollector) wakeup() chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wake == nil {
+		c.wake = make(chan struct{}, 1)
+	}
+	return c.wake
+}
+
+// NeedLeaderElection is false: replicas delete what they finish, and a
+// job deleted twice is deleted once.
+func (c *FinishedJobCollector) NeedLeaderElection() bool { return false }
+
+// Start sweeps, then deletes jobs as they come due until ctx ends.
+func (c *FinishedJobCollector) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("ttl")
+	wake := c.wakeup()
+	sweep := c.Clock.NewTicker(c.interval())
+	defer sweep.Stop()
+	if err := c.sweep(ctx); err != nil {
+		logger.Error(err, "Cannot sweep finished payment jobs")
+	}
+	for {
+		var (
+			timer clock.Timer
+			due   <-chan time.Time
+		)
+		if next, ok := c.next(); ok {
+			timer = c.Clock.NewTimer(max(0, next.Sub(c.Clock.Now())))
+			due = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-sweep.C():
+			if err := c.sweep(ctx); err != nil {
+				logger.Error(err, "Cannot sweep finished payment jobs")
+			}
+		case <-due:
+			c.deleteDue(ctx)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// next is when the earliest remembered job comes due.
+func (c *FinishedJobCollector) next() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.due) == 0 {
+		return time.Time{}, false
+	}
+	return slices.MinFunc(c.due, func(a, b dueJob) int { return a.at.Compare(b.at) }).at, true
+}
+
+// deleteDue deletes the remembered jobs whose time has come.
+func (c *FinishedJobCollector) deleteDue(ctx context.Context) {
+	now := c.Clock.Now()
+	c.mu.Lock()
+	var ready []dueJob
+	c.due = slices.DeleteFunc(c.due, func(d dueJob) bool {
+		if d.at.After(now) {
+			return false
+		}
+		ready = append(ready, d)
+		return true
+	})
+	c.mu.Unlock()
+	for _, d := range ready {
+		if err := c.delete(ctx, d); err != nil {
+			log.FromContext(ctx).Error(err, "Cannot delete a finished payment job", "job", d.name)
+		}
+	}
+}
+
+// delete deletes a finished job whose outcome the ledger holds, and only
+// that object: one created again under the same name has another uid.
+func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
+	if c.Ledger == nil || !c.Ledger.Has(d.key) {
+		// Never delete the only record of a payment.
+		var job paymentsv1alpha1.PaymentJob
+		if err := c.Reader.Get(ctx, d.name, &job); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if job.UID != d.uid {
+			return nil
+		}
+		if err := c.record(ctx, &job); err != nil {
+			return err
+		}
+	}
+	job := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: d.name.Namespace, Name: d.name.Name}}
+	uid := d.uid
+	err := c.Client.Delete(ctx, job, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("cannot delete finished payment job: %w", err)
+	}
+	if err == nil {
+		ttlDeletionsTotal.Inc()
+		log.FromContext(ctx).V(1).Info("Deleted a finished payment job after its TTL; its outcome is in the ledger", "job", d.name)
+	}
+	return nil
+}
+
+// record stores a finished job's outcome in the ledger unless it is there.
+func (c *FinishedJobCollector) record(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
+	if c.Ledger == nil {
+		return errors.New("no outcome ledger: finished jobs are kept")
+	}
+	if fromLedger(job) || c.Ledger.Has(job.Status.IdempotencyKey) {
+		return nil
+	}
+	return c.Ledger.Record(ctx, ledgerEntry(job, job.CreationTimestamp.Time))
+}
+
+// sweep reads every finished job, a page at a time: it records in the ledger
+// the outcomes of jobs finished before the ledger existed, deletes the jobs
+// whose TTL has passed and remembers the others that have one.
+func (c *FinishedJobCollector) sweep(ctx context.Context) error {
+	var list paymentsv1alpha1.PaymentJobList
+	cont := ""
+	for {
+		err := c.Reader.List(ctx, &list, client.HasLabels{paymentsv1alpha1.LabelFinished},
+			client.Limit(ttlSweepPage), client.Continue(cont))
+		if err != nil {
+			return fmt.Errorf("cannot list finished payment jobs: %w", err)
+		}
+		// Recorded together, so that a page of old jobs costs a write or two.
+		var wg sync.WaitGroup
+		errs := make([]error, len(list.Items))
+		for i := range list.Items {
+			wg.Go(func() { errs[i] = c.record(ctx, &list.Items[i]) })
+		}
+		wg.Wait()
+		now := c.Clock.Now()
+		for i := range list.Items {
+			job := &list.Items[i]
+			ttl, ok := c.ttlOf(job)
+			if errs[i] != nil || !ok {
+				continue
+			}
+			d := dueJob{name: client.ObjectKeyFromObject(job), uid: job.UID, key: job.Status.IdempotencyKey,
+				at: job.Status.CompletedAt.Add(ttl)}
+			if d.at.After(now) {
+				c.remember(d)
+				continue
+			}
+			if err := c.delete(ctx, d); err != nil {
+				errs[i] = err
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		if cont = list.Continue; cont == "" {
+			return nil
+		}
+		list = paymentsv1alpha1.PaymentJobList{}
+	}
+}
