@@ -35,6 +35,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -566,11 +567,18 @@ func testDeleteAndRecreate(t *testing.T) {
 	after, err := s.sandbox.stats()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(after.Charges).To(Equal(before.Charges), "re-created jobs were charged again")
-	g.Expect(after.Requests-before.Requests).To(BeEquivalentTo(failed),
-		"create requests for the re-created jobs: one per declined job, none for a Completed one")
-	g.Expect(after.Replays-before.Replays).To(BeEquivalentTo(failed), "declines replayed by the sandbox")
-	t.Logf("delete-and-recreate: re-created %d Completed jobs (found by their key, no request) and %d Failed jobs "+
-		"(the sandbox replayed their decline): no new charge", completed, failed)
+	g.Expect(after.Requests-before.Requests).To(BeZero(),
+		"create requests for the re-created jobs: none, Completed or Failed, the ledger answers")
+	g.Expect(after.Replays-before.Replays).To(BeZero(), "nothing for the sandbox to replay")
+	for _, p := range again {
+		var j paymentsv1alpha1.PaymentJob
+		g.Expect(suite.k8s.Get(ctx, client.ObjectKeyFromObject(p.object(s.name)), &j)).To(Succeed())
+		ready := meta.FindStatusCondition(j.Status.Conditions, paymentsv1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal("FoundInLedger"), describe(&j))
+	}
+	t.Logf("delete-and-recreate: re-created %d Completed jobs and %d Failed jobs, all finished from the ledger "+
+		"with no provider request: no new charge", completed, failed)
 
 	s.verify()
 }
