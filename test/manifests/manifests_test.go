@@ -314,7 +314,7 @@ func baseCases() []testCase {
 					"%s: Service %s selects %s=%s, which the manager pod does not carry", m.source, svc.Name, k, v)
 			}
 		}},
-		{"the finished-label policies ship, bound", func(g Gomega, m *manifest) {
+		{"the admission policies ship, bound", func(g Gomega, m *manifest) {
 			policies, bindings := m.byKind("ValidatingAdmissionPolicy"), m.byKind("ValidatingAdmissionPolicyBinding")
 			g.Expect(policies).To(HaveLen(1), "%s: want the finished-label ValidatingAdmissionPolicy", m.source)
 			g.Expect(bindings).To(HaveLen(1), "%s: want the binding of the finished-label policy", m.source)
@@ -324,11 +324,22 @@ func baseCases() []testCase {
 			g.Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
 
 			mutating, mutatingBindings := m.byKind("MutatingAdmissionPolicy"), m.byKind("MutatingAdmissionPolicyBinding")
-			g.Expect(mutating).To(HaveLen(1), "%s: want the MutatingAdmissionPolicy that releases finished jobs whose spec changes", m.source)
-			g.Expect(mutatingBindings).To(HaveLen(1), "%s: want the binding of the mutating policy", m.source)
-			var mb admissionregistrationv1.MutatingAdmissionPolicyBinding
-			m.convert(g, mutatingBindings[0], &mb)
-			g.Expect(mb.Spec.PolicyName).To(Equal(mutating[0].GetName()), "%s: the binding names another policy", m.source)
+			var names []string
+			for _, p := range mutating {
+				names = append(names, strings.TrimPrefix(p.GetName(), namePrefix))
+			}
+			g.Expect(names).To(ConsistOf("release-on-spec-change", "outcome-guard-at-create", "resolve-attribution"),
+				"%s: want the MutatingAdmissionPolicies of config/policy", m.source)
+			g.Expect(mutatingBindings).To(HaveLen(len(mutating)), "%s: want one binding per mutating policy", m.source)
+			bound := map[string]bool{}
+			for _, u := range mutatingBindings {
+				var mb admissionregistrationv1.MutatingAdmissionPolicyBinding
+				m.convert(g, u, &mb)
+				bound[mb.Spec.PolicyName] = true
+			}
+			for _, p := range mutating {
+				g.Expect(bound).To(HaveKey(p.GetName()), "%s: no binding names MutatingAdmissionPolicy %s", m.source, p.GetName())
+			}
 		}},
 		{"namespace enforces the restricted Pod Security profile", func(g Gomega, m *manifest) {
 			ns := m.get(g, "Namespace", namespace)
