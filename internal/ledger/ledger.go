@@ -179,11 +179,20 @@ func (l *Ledger) Loaded() error {
 	}
 }
 
-// waitLoaded blocks until the pages are indexed.
+// loadWait bounds how long a caller waits for the pages to be indexed, so
+// that a ledger that cannot be read (its CRD missing, the API server down)
+// returns errors instead of holding the callers.
+const loadWait = 10 * time.Second
+
+// waitLoaded blocks until the pages are indexed, for at most loadWait.
 func (l *Ledger) waitLoaded(ctx context.Context) error {
+	timer := time.NewTimer(loadWait)
+	defer timer.Stop()
 	select {
 	case <-l.loaded:
 		return nil
+	case <-timer.C:
+		return ErrNotLoaded
 	case <-ctx.Done():
 		return fmt.Errorf("%w: %w", ErrNotLoaded, ctx.Err())
 	}

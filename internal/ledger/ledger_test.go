@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -352,5 +353,76 @@ func TestRetentionDeletesOldPages(t *testing.T) {
 	}
 	if got := len(occurrences(t, old)); got != 1 {
 		t.Fatalf("%d entries left, want the recent one", got)
+	}
+}
+
+// The backup and restore of docs/operations.md: the pages exported with their
+// name, labels and data only, every page deleted, then created again from
+// the export. A running process finds the entries through its watch, and a
+// process started afterwards from its load.
+func TestLedgerSurvivesBackupAndRestore(t *testing.T) {
+	ctx := context.Background()
+	l, _ := start(t, Options{MaxEntriesPerPage: 50})
+	kept := unique("kept")
+	const n = 120
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if err := l.Record(ctx, entry(kept, i, time.Now())); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backup []paymentsv1alpha1.PaymentLedger
+	bytes, entries := 0, 0
+	for _, p := range pagesOf(t) {
+		raw, _ := json.Marshal(p.Entries)
+		bytes, entries = bytes+len(raw), entries+len(p.Entries)
+		backup = append(backup, paymentsv1alpha1.PaymentLedger{
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: p.Labels},
+			Summary:    p.Summary, Providers: p.Providers, Entries: p.Entries,
+		})
+	}
+	t.Logf("%d pages, %d entries, %d bytes an entry", len(backup), entries, bytes/max(entries, 1))
+	if per := bytes / max(entries, 1); per > 300 {
+		t.Fatalf("an entry takes %d bytes; docs/operations.md says about 250", per)
+	}
+	if err := c.DeleteAllOf(ctx, &paymentsv1alpha1.PaymentLedger{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pages to be gone", func() bool { return len(pagesOf(t)) == 0 })
+	waitFor(t, "the running process to see them gone", func() bool { return !l.Has(entry(kept, 0, time.Time{}).Key) })
+
+	for i := range backup {
+		if err := c.Create(ctx, &backup[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later, _ := start(t, Options{})
+	for i := range n {
+		key := entry(kept, i, time.Time{}).Key
+		for _, p := range []*Ledger{l, later} {
+			var found bool
+			waitFor(t, "a restored entry", func() bool {
+				_, found, err = p.Find(ctx, key)
+				return found || err != nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Appends go on after the highest restored page.
+	if err := later.Record(ctx, entry(kept, n, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(occurrences(t, kept)); got != n+1 {
+		t.Fatalf("%d entries after the restore and one more outcome, want %d", got, n+1)
 	}
 }
