@@ -18,6 +18,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
@@ -214,6 +216,7 @@ func TestTTLDeletesFinishedJobsAndSelfHealingDoesNotBounce(t *testing.T) {
 	g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
 	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
 	engine.ForgetKeys()
+	before := m.counter.writes.Load()
 
 	// The self-healing loop: whenever the manifest is missing, create it.
 	var recreations atomic.Int64
@@ -246,7 +249,7 @@ func TestTTLDeletesFinishedJobsAndSelfHealingDoesNotBounce(t *testing.T) {
 	g.Expect(recreations.Load()).To(Equal(int64(1)), "the loop created the manifest again once")
 	g.Expect(m.counter.writes.Load()).To(Equal(writes), "a job finished from the ledger is left alone")
 	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
-	t.Logf("self-healing loop: %d re-creation, %d job writes for it in all", recreations.Load(), writes)
+	t.Logf("self-healing loop: %d re-creation, %d job writes for it, none in the five TTLs after", recreations.Load(), writes-before)
 }
 
 // The manager's default TTL applies to jobs without one; the job's own
@@ -435,4 +438,61 @@ func TestTwoManagersRecordEveryOutcomeOnce(t *testing.T) {
 	for i := range jobs {
 		g.Expect(entries).To(HaveKeyWithValue(payment.SentKey(ns, fmt.Sprintf("job-%03d", i)), 1))
 	}
+}
+
+// A crash between the outcome write and the ledger record: the outcome is
+// in the job, the ledger append failed. The finalizer stays on until a later
+// pass (here, another manager) has recorded it; only then is the job
+// finished, so it cannot be deleted before the ledger holds it.
+func TestOutcomeIsRecordedBeforeTheFinalizerComesOff(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	ledgerDown := errors.New("the ledger cannot be written")
+	var refused atomic.Int64
+	refuse := func(obj client.Object) bool {
+		if _, ok := obj.(*paymentsv1alpha1.PaymentLedger); ok {
+			refused.Add(1)
+			return true
+		}
+		return false
+	}
+	broken := startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine),
+		intercept: interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if refuse(obj) {
+					return ledgerDown
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if refuse(obj) {
+					return ledgerDown
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		}})
+	job := createJob(t, ns, "invoice")
+	waitForPhase(t, ns, "invoice", paymentsv1alpha1.PhaseCompleted)
+	g.Eventually(refused.Load, timeout).Should(BeNumerically(">", 0))
+	g.Consistently(func(g Gomega) {
+		j := getJob(g, ns, "invoice")
+		g.Expect(j.Finalizers).To(ContainElement(paymentsv1alpha1.Finalizer), "finished before the ledger held it")
+		g.Expect(j.Labels).NotTo(HaveKey(paymentsv1alpha1.LabelFinished))
+	}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+	// Deleting it now does not lose the record: the finalizer holds it.
+	g.Expect(k8sClient.Delete(ctx, job)).To(Succeed())
+	broken.stop()
+
+	m := startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(job), &paymentsv1alpha1.PaymentJob{}))
+	}, timeout).Should(BeTrue(), "released once recorded")
+	e, found, err := m.ledger.Find(ctx, payment.SentKey(ns, "invoice"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeTrue())
+	g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
+	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
 }

@@ -139,7 +139,16 @@ func (w *writeCounter) funcs(next interceptor.Funcs) interceptor.Funcs {
 			}
 			return c.Get(ctx, key, obj, opts...)
 		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if next.Create != nil {
+				return next.Create(ctx, c, obj, opts...)
+			}
+			return c.Create(ctx, obj, opts...)
+		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if next.Update != nil {
+				return count(obj, next.Update(ctx, c, obj, opts...))
+			}
 			return count(obj, c.Update(ctx, obj, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
