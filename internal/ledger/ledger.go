@@ -122,6 +122,10 @@ type Ledger struct {
 	head *paymentsv1alpha1.PaymentLedger
 	// next collects entries for the next append.
 	next *batch
+	// writing is the page this process is writing now: the watch may
+	// report the write before it is indexed, and that is no reason to
+	// read the page again.
+	writing string
 }
 
 // page is what the manager keeps of one PaymentLedger: the hashes of its keys.
@@ -403,6 +407,9 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 			addEntry(updated, todo[n])
 			n++
 		}
+		l.mu.Lock()
+		l.writing = updated.Name
+		l.mu.Unlock()
 		if head.ResourceVersion == "" {
 			err = l.writer.Create(ctx, updated)
 			if apierrors.IsAlreadyExists(err) {
@@ -417,11 +424,15 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 			err = l.writer.Update(ctx, updated)
 		}
 		if err != nil {
+			l.mu.Lock()
+			l.writing = ""
+			l.mu.Unlock()
 			return err
 		}
 		l.index(updated)
 		l.mu.Lock()
 		l.head = updated
+		l.writing = ""
 		l.mu.Unlock()
 		head, todo = updated, todo[n:]
 	}
@@ -595,7 +606,7 @@ func (l *Ledger) refreshDirty(ctx context.Context) error {
 	l.mu.Lock()
 	var dirty []string
 	for name, p := range l.pages {
-		if p.seen != "" && newer(p.seen, p.indexed) {
+		if p.seen != "" && newer(p.seen, p.indexed) && name != l.writing {
 			dirty = append(dirty, name)
 		}
 	}

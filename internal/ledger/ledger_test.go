@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -234,11 +235,22 @@ func TestConcurrentRecordsShareWrites(t *testing.T) {
 	group := unique("group")
 	const jobs = 200
 	var wg sync.WaitGroup
-	errs := make(chan error, jobs)
+	errs := make(chan error, 2*jobs)
+	rereads := testutil.ToFloat64(pageRereadsTotal)
 	for i := range jobs {
 		wg.Go(func() { errs <- l.Record(ctx, entry(group, i, time.Now())) })
+		// New jobs asking meanwhile: the process's own appends are no
+		// reason to read a page again.
+		wg.Go(func() {
+			if _, ok, err := l.Find(ctx, fmt.Sprintf("%s/new-%d", group, i)); ok || err != nil {
+				errs <- fmt.Errorf("Find of a new key = %v, %v", ok, err)
+			}
+		})
 	}
 	wg.Wait()
+	if got := testutil.ToFloat64(pageRereadsTotal) - rereads; got != 0 {
+		t.Fatalf("the process read its own pages again %v times", got)
+	}
 	close(errs)
 	for err := range errs {
 		if err != nil {

@@ -84,6 +84,8 @@ type cluster struct {
 	// watches them.
 	creator client.WithWatch
 	http    *http.Client
+	// etcd reads the stored objects straight from etcd.
+	etcd    *etcdClient
 	version string
 	logs    []*os.File
 }
@@ -114,7 +116,8 @@ func startCluster(assets, crdDir, dir string) (*cluster, error) {
 	api.Configure().
 		Set("audit-policy-file", policy).
 		Set("audit-log-path", c.auditLog).
-		Set("audit-log-format", "json")
+		Set("audit-log-format", "json").
+		Set("etcd-prefix", etcdPrefix)
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        []string{crdDir},
@@ -146,6 +149,7 @@ func (c *cluster) init(dir string) error {
 		return fmt.Errorf("cannot create the benchmark's user: %w", err)
 	}
 	c.admin = admin.Config()
+	c.etcd = &etcdClient{endpoint: c.env.ControlPlane.Etcd.URL.String(), http: &http.Client{}}
 	c.admin.UserAgent = "paymentjob-bench"
 	for _, name := range []string{userManager, userHistoryManager} {
 		u, err := c.env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)

@@ -19,8 +19,13 @@ limitations under the License.
 // same API writes, the API requests, conflicts and provider calls per job,
 // the latency from create to Completed, what looking keys up before the
 // first charge costs at Stripe's live-mode rate limits, a scaling sweep over
-// workers with a slow provider, and the manager's start, memory, writes and
-// provider calls beside a large history of finished jobs.
+// workers with a slow provider, the manager's start, memory, writes and
+// provider calls beside a large history of finished jobs, what etcd stores
+// for a finished job, and what the outcome ledger's size costs the
+// manager's heap and API requests.
+//
+// The admission policies of config/policy are installed first, as the
+// deployment installs them; one adds the finalizer at create.
 //
 // etcd and kube-apiserver come from -assets (KUBEBUILDER_ASSETS), and
 // bin/sandbox and bin/manager run as processes, everything on 127.0.0.1.
@@ -63,16 +68,19 @@ type config struct {
 	history      int
 	scaleWorkers []int
 	scaleJobs    int
-	latency      time.Duration
-	settle       time.Duration
-	assets       string
-	crdDir       string
-	managerBin   string
-	sandboxBin   string
-	jsonPath     string
-	results      string
-	timeout      time.Duration
-	keep         bool
+	// ledgerJobs are the jobs of each run of the ledger phase.
+	ledgerJobs int
+	latency    time.Duration
+	settle     time.Duration
+	assets     string
+	crdDir     string
+	policyDir  string
+	managerBin string
+	sandboxBin string
+	jsonPath   string
+	results    string
+	timeout    time.Duration
+	keep       bool
 	// minRatio is the target of the operator/baseline throughput at 0 ms;
 	// 0 does not enforce it.
 	minRatio float64
@@ -94,10 +102,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.history, "history", 20000, "Finished jobs left in the cluster for the history phase.")
 	fs.StringVar(&sweep, "scale-workers", "4,16,64", "The --max-concurrent-reconciles of the scaling sweep with a slow provider, comma-separated; empty skips it.")
 	fs.IntVar(&c.scaleJobs, "scale-jobs", 1000, "Jobs of each run of the scaling sweep.")
+	fs.IntVar(&c.ledgerJobs, "ledger-jobs", 1000, "Jobs of each run of the ledger phase (empty ledger, then 100,000 entries).")
 	fs.DurationVar(&c.latency, "latency", 50*time.Millisecond, "The sandbox's latency in the slow-provider phase and the sweep.")
 	fs.DurationVar(&c.settle, "settle", 10*time.Second, "How long a started manager is watched after it is ready before its memory is read.")
 	fs.StringVar(&c.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "The folder with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS).")
 	fs.StringVar(&c.crdDir, "crds", filepath.Join("config", "crd", "bases"), "The CRDs to install.")
+	fs.StringVar(&c.policyDir, "policies", filepath.Join("config", "policy"), "The admission policies to install (every *.yaml but kustomize's), as config/default does.")
 	fs.StringVar(&c.managerBin, "manager", filepath.Join("bin", "manager"), "The manager binary.")
 	fs.StringVar(&c.sandboxBin, "sandbox", filepath.Join("bin", "sandbox"), "The sandbox binary.")
 	fs.StringVar(&c.jsonPath, "json", "", "Write every figure to this file as one flat JSON object.")
@@ -127,8 +137,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.scaleWorkers = append(c.scaleWorkers, w)
 	}
 	switch {
-	case c.jobs < 1 || c.workers < 1 || c.history < 1 || (len(c.scaleWorkers) > 0 && c.scaleJobs < 1):
-		return c, errors.New("-jobs, -workers, -history and -scale-jobs must be at least 1")
+	case c.jobs < 1 || c.workers < 1 || c.history < 1 || c.ledgerJobs < 1 || (len(c.scaleWorkers) > 0 && c.scaleJobs < 1):
+		return c, errors.New("-jobs, -workers, -history, -ledger-jobs and -scale-jobs must be at least 1")
 	case c.jobs < 2:
 		return c, errors.New("-jobs must be at least 2: the baseline and the run without lookups run in two halves")
 	case !(c.minRatio >= 0) || !(c.minLookupRatio >= 0):
@@ -242,6 +252,10 @@ func (b *bench) run(ctx context.Context) (err error) {
 	if !b.pprof {
 		b.rep.note("%s has no --pprof-bind-address: the heap was not measured.", cfg.managerBin)
 	}
+	b.ledgerFlag = flags["ledger"]
+	if !b.ledgerFlag {
+		b.rep.note("%s has no --ledger: the manager ran without an outcome ledger.", cfg.managerBin)
+	}
 	b.secretValue = "sk_test_bench_" + rand.Text()
 
 	step("starting etcd and kube-apiserver from %s", cfg.assets)
@@ -266,7 +280,13 @@ func (b *bench) run(ctx context.Context) (err error) {
 		}
 	}()
 	step("control plane %s up in %s at %s", b.cl.version, time.Since(started).Round(time.Millisecond), b.cl.admin.Host)
+	policies, err := b.cl.installPolicies(ctx, cfg.policyDir)
+	if err != nil {
+		return err
+	}
+	step("admission policies served (a new job gets the finalizer at create): %s", strings.Join(policies, ", "))
 	b.addMeta()
+	b.rep.addMeta("policies", "admission policies (config/policy)", strings.Join(policies, ", "))
 
 	b.sb, err = startSandbox(ctx, cfg.sandboxBin, filepath.Join(b.dir, "sandbox.log"))
 	if err != nil {
@@ -292,6 +312,9 @@ const (
 	nsHistory   = "bench-history"
 )
 
+// phaseCount is the number of phases, for the progress lines.
+const phaseCount = 7
+
 // liveRuns are the windows of the lookup phase, at Stripe's live-mode
 // limits, in order: without lookups, with, with, without. Each has half of
 // -jobs, so that their latencies compare, and the order cancels a drift of
@@ -316,7 +339,7 @@ var liveLimits = psandbox.LiveRateLimits()
 
 func nsSweep(w int) string { return fmt.Sprintf("bench-sweep-w%d", w) }
 
-// phases runs the six phases in order.
+// phases runs the phases in order.
 func (b *bench) phases(ctx context.Context) error {
 	cfg := b.cfg
 
@@ -328,7 +351,7 @@ func (b *bench) phases(ctx context.Context) error {
 	// instead of favouring whichever runs first.
 	warmup := min(cfg.jobs, 200)
 	firstHalf := cfg.jobs / 2
-	step("phase 1/6: baseline, first half: %d of %d jobs, %d workers, no operator (after a warm-up of %d jobs)", firstHalf, cfg.jobs, cfg.workers, warmup)
+	step("phase 1/%d: baseline, first half: %d of %d jobs, %d workers, no operator (after a warm-up of %d jobs)", phaseCount, firstHalf, cfg.jobs, cfg.workers, warmup)
 	pctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	_, err := b.baseline(pctx, "warm-up", nsWarmup, warmup)
 	var baselineA baselineResult
@@ -340,7 +363,7 @@ func (b *bench) phases(ctx context.Context) error {
 		return err
 	}
 
-	step("phase 2/6: manager start on an empty cluster")
+	step("phase 2/%d: manager start on an empty cluster", phaseCount)
 	startup0, err := b.startManager(ctx, userManager, cfg.workers)
 	if err != nil {
 		return err
@@ -357,11 +380,19 @@ func (b *bench) phases(ctx context.Context) error {
 		return err
 	}
 
-	step("phase 3/6: operator, sandbox at 0 ms, %d jobs, %d workers; then the baseline's second half", cfg.jobs, cfg.workers)
+	step("phase 3/%d: operator, sandbox at 0 ms, %d jobs, %d workers; then the baseline's second half", phaseCount, cfg.jobs, cfg.workers)
 	pctx, cancel = context.WithTimeout(ctx, cfg.timeout)
-	fast, err := b.runJobs(pctx, "operator 0ms", nsFast, cfg.jobs, b.sb)
+	fast, err := b.runJobsKeeping(pctx, "operator 0ms", nsFast, cfg.jobs, b.sb)
 	cancel()
 	if err != nil {
+		return err
+	}
+	stored, err := b.cl.etcd.storedFinishedJobs(ctx, nsFast)
+	if err != nil {
+		return err
+	}
+	step("etcd holds %d finished jobs of %s in %d bytes (keys and values), %.0f bytes a job", stored.objects, nsFast, stored.bytes, stored.perObject())
+	if err := b.deleteJobs(ctx, nsFast); err != nil {
 		return err
 	}
 	heapFast, rssFast, err := b.memory(ctx, "after_0ms")
@@ -380,18 +411,19 @@ func (b *bench) phases(ctx context.Context) error {
 	b.rep.add(figure{key: "heap_bytes_0", label: "heap after sync, empty cluster", value: heap0, kind: kindBytes})
 	b.rep.add(figure{key: "rss_bytes_0", label: "RSS after sync, empty cluster", value: rss0, kind: kindBytes})
 	b.addRun(fast, "_0ms", "0 ms", baseline, true)
+	b.addStored(stored)
 	b.addMemoryFigures("_0ms", "after the 0 ms run", heapFast, rssFast)
 	if _, err := b.startManager(ctx, userManager, cfg.workers); err != nil {
 		return err
 	}
 
-	step("phase 4/6: lookups at Stripe's live-mode limits: %d jobs without lookups and %d with, in halves (without, with, with, without), %d workers", cfg.jobs, cfg.jobs, cfg.workers)
+	step("phase 4/%d: lookups at Stripe's live-mode limits: %d jobs without lookups and %d with, in halves (without, with, with, without), %d workers", phaseCount, cfg.jobs, cfg.jobs, cfg.workers)
 	if err := b.lookupRuns(ctx); err != nil {
 		return err
 	}
 
 	slow := fmt.Sprintf("%dms", cfg.latency.Milliseconds())
-	step("phase 5/6: operator, sandbox at %s, %d jobs, %d workers, then the sweep %v with %d jobs", cfg.latency, cfg.jobs, cfg.workers, cfg.scaleWorkers, cfg.scaleJobs)
+	step("phase 5/%d: operator, sandbox at %s, %d jobs, %d workers, then the sweep %v with %d jobs", phaseCount, cfg.latency, cfg.jobs, cfg.workers, cfg.scaleWorkers, cfg.scaleJobs)
 	if err := b.sb.setLatency(ctx, cfg.latency); err != nil {
 		return err
 	}
@@ -422,15 +454,33 @@ func (b *bench) phases(ctx context.Context) error {
 		return err
 	}
 
-	step("phase 6/6: history, %d finished jobs", cfg.history)
+	step("phase 6/%d: history, %d finished jobs", phaseCount, cfg.history)
 	b.stopManager()
 	pctx, cancel = context.WithTimeout(ctx, 2*cfg.timeout)
 	defer cancel()
 	if err := b.history(pctx, nsHistory, heap0); err != nil {
 		return err
 	}
+
+	step("phase 7/%d: the ledger's size: %d jobs beside an empty ledger, then %d jobs beside %d entries", phaseCount,
+		cfg.ledgerJobs, cfg.ledgerJobs, seedPages*seedEntriesPerPage)
+	if err := b.ledgerPhase(ctx); err != nil {
+		return err
+	}
 	b.stopManager()
 	return nil
+}
+
+// maxStoredBytesPerJob is the target of what etcd stores for a finished
+// job: managedFields, conditions and the provider's response add up.
+const maxStoredBytesPerJob = 4096
+
+// addStored reports what etcd stores for a finished job.
+func (b *bench) addStored(s storedSize) {
+	b.rep.add(figure{
+		key: "etcd_bytes_per_finished_job", label: fmt.Sprintf("etcd bytes per finished job (key + value, %d jobs)", s.objects),
+		value: s.perObject(), kind: kindByteCount, target: atMost(maxStoredBytesPerJob, "%.0f"),
+	})
 }
 
 // setupProviders creates the namespaces of the operator phases with their
@@ -442,7 +492,7 @@ func (b *bench) phases(ctx context.Context) error {
 // limited to its write rate on the client side as a user of live mode sets
 // them, and the lookup requests at their default limit.
 func (b *bench) setupProviders(ctx context.Context) error {
-	namespaces := []string{nsFast, nsSlow, nsHistory}
+	namespaces := []string{nsFast, nsSlow, nsHistory, nsLedgerEmpty, nsLedgerFull}
 	for _, w := range b.cfg.scaleWorkers {
 		namespaces = append(namespaces, nsSweep(w))
 	}
@@ -521,6 +571,8 @@ func (b *bench) addMeta() {
 	r.addMeta("jobs", "jobs per phase", cfg.jobs)
 	r.addMeta("history", "finished jobs in the history phase", cfg.history)
 	r.addMeta("scale_jobs", "jobs per sweep run", cfg.scaleJobs)
+	r.addMeta("ledger_jobs", "jobs per run of the ledger phase", cfg.ledgerJobs)
+	r.addMeta("ledger_seeded_entries", "entries of the seeded ledger", seedPages*seedEntriesPerPage)
 	r.addMeta("latency_ms", "slow provider latency (ms)", cfg.latency.Milliseconds())
 	r.addMeta("live_write_rate", "lookup runs: sandbox writes/s (Stripe live mode; also the providers' requestsPerSecond)", liveLimits.Writes)
 	r.addMeta("live_search_rate", "lookup runs: sandbox searches/s (Stripe live mode)", liveLimits.Searches)

@@ -47,6 +47,8 @@ func TestParseFlags(t *testing.T) {
 			g.Expect(c.history).To(Equal(20000))
 			g.Expect(c.scaleWorkers).To(Equal([]int{4, 16, 64}))
 			g.Expect(c.scaleJobs).To(Equal(1000))
+			g.Expect(c.ledgerJobs).To(Equal(1000))
+			g.Expect(c.policyDir).To(Equal("config/policy"))
 			g.Expect(c.assets).To(Equal("/assets"))
 			g.Expect(c.results).To(Equal("docs/benchmarks.md"))
 			g.Expect(c.jsonPath).To(BeEmpty())
@@ -68,6 +70,7 @@ func TestParseFlags(t *testing.T) {
 		}},
 		{name: "bad sweep", args: []string{"-scale-workers", "4,x"}, wantErr: "invalid -scale-workers"},
 		{name: "zero jobs", args: []string{"-jobs", "0"}, wantErr: "at least 1"},
+		{name: "zero ledger jobs", args: []string{"-ledger-jobs", "0"}, wantErr: "at least 1"},
 		{name: "one job cannot be halved", args: []string{"-jobs", "1"}, wantErr: "at least 2"},
 		{name: "negative ratio", args: []string{"-min-ratio", "-0.1"}, wantErr: "0 (not enforced) or more"},
 		{name: "lookup ratio not a number", args: []string{"-min-lookup-ratio", "NaN"}, wantErr: "0 (not enforced) or more"},

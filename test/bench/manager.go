@@ -44,6 +44,8 @@ type managerOptions struct {
 	burst      int
 	// pprof serves /debug/pprof; off for a binary without the flag.
 	pprof bool
+	// ledger passes --ledger=true; off for a binary without the flag.
+	ledger bool
 }
 
 // manager is a bin/manager process and its endpoints on 127.0.0.1.
@@ -95,6 +97,9 @@ func startManager(o managerOptions) (*manager, error) {
 		"--max-concurrent-reconciles=" + strconv.Itoa(o.workers),
 		"--kube-api-qps=" + strconv.FormatFloat(o.qps, 'f', -1, 64),
 		"--kube-api-burst=" + strconv.Itoa(o.burst),
+	}
+	if o.ledger {
+		args = append(args, "--ledger=true")
 	}
 	if o.pprof {
 		args = append(args, "--pprof-bind-address="+m.pprof)
@@ -220,6 +225,34 @@ func (m *manager) reconciles(ctx context.Context) (float64, error) {
 		return 0, err
 	}
 	return sumSamples(s, map[string]string{"controller": "paymentjob"}), nil
+}
+
+// ledgerCounters are the manager's counters of its outcome ledger, all 0
+// for a manager without one.
+type ledgerCounters struct {
+	// appends are the writes that appended entries; rereads the pages read
+	// again because the watch reported a newer version than the one
+	// indexed.
+	appends, rereads float64
+}
+
+// ledgerCounters reads the manager's ledger counters.
+func (m *manager) ledgerCounters(ctx context.Context) (ledgerCounters, error) {
+	var c ledgerCounters
+	for _, x := range []struct {
+		name string
+		v    *float64
+	}{
+		{"paymentjob_ledger_appends_total", &c.appends},
+		{"paymentjob_ledger_page_rereads_total", &c.rereads},
+	} {
+		s, err := m.metricSamples(ctx, x.name)
+		if err != nil {
+			return c, err
+		}
+		*x.v = sumSamples(s, nil)
+	}
+	return c, nil
 }
 
 // lookupKeys returns how many keys the manager looked up at providers,

@@ -223,6 +223,12 @@ type requestFigures struct {
 	// jobWrites are the mutating requests on paymentjobs and its
 	// subresources.
 	jobWrites float64
+	// ledgerWrites are the creates, updates and deletes of paymentledgers
+	// (the outcome ledger's pages).
+	ledgerWrites float64
+	// ledgerReads are the GETs and LISTs of paymentledgers; they are among
+	// reads too.
+	ledgerReads float64
 	// eventPosts are the events created, core or events.k8s.io.
 	eventPosts float64
 	// reads are the GETs and LISTs of resources (not of /metrics, /version
@@ -237,18 +243,22 @@ type requestFigures struct {
 // plus adds the figures of two windows.
 func (f requestFigures) plus(o requestFigures) requestFigures {
 	return requestFigures{
-		jobWrites:  f.jobWrites + o.jobWrites,
-		eventPosts: f.eventPosts + o.eventPosts,
-		reads:      f.reads + o.reads,
-		conflicts:  f.conflicts + o.conflicts,
-		writes:     f.writes + o.writes,
+		jobWrites:    f.jobWrites + o.jobWrites,
+		ledgerWrites: f.ledgerWrites + o.ledgerWrites,
+		ledgerReads:  f.ledgerReads + o.ledgerReads,
+		eventPosts:   f.eventPosts + o.eventPosts,
+		reads:        f.reads + o.reads,
+		conflicts:    f.conflicts + o.conflicts,
+		writes:       f.writes + o.writes,
 	}
 }
 
 // figures summarises a window's delta of apiserver_request_total.
 func (c requestCounts) figures() requestFigures {
 	return requestFigures{
-		jobWrites: c.sum(func(k requestKey) bool { return k.resource == "paymentjobs" && isMutating(k.verb) }),
+		jobWrites:    c.sum(func(k requestKey) bool { return k.resource == "paymentjobs" && isMutating(k.verb) }),
+		ledgerWrites: c.sum(func(k requestKey) bool { return k.resource == "paymentledgers" && isMutating(k.verb) }),
+		ledgerReads:  c.sum(func(k requestKey) bool { return k.resource == "paymentledgers" && isRead(k.verb) }),
 		eventPosts: c.sum(func(k requestKey) bool {
 			return k.resource == "events" && k.subresource == "" && k.verb == "POST"
 		}),

@@ -36,6 +36,13 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="",res
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentjobs",scope="namespace",subresource="",verb="LIST",version="v1alpha1"} 1
 apiserver_request_total{code="0",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentjobs",scope="namespace",subresource="",verb="WATCH",version="v1alpha1"} 4
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/readyz",verb="GET",version=""} 7
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentledgers",scope="cluster",subresource="",verb="POST",version="v1alpha1"} 1
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentledgers",scope="resource",subresource="",verb="PUT",version="v1alpha1"} 20
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentledgers",scope="resource",subresource="",verb="PUT",version="v1alpha1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentledgers",scope="resource",subresource="",verb="DELETE",version="v1alpha1"} 1
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentledgers",scope="cluster",subresource="",verb="LIST",version="v1alpha1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentledgers",scope="resource",subresource="",verb="GET",version="v1alpha1"} 2
+apiserver_request_total{code="0",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentledgers",scope="cluster",subresource="",verb="WATCH",version="v1alpha1"} 1
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 1
 apiserver_request_total_other{verb="GET",resource="secrets"} 1000
 apiserver_request_duration_seconds_bucket{verb="GET",le="0.005"} 3
@@ -48,9 +55,11 @@ func TestParseRequestCounts(t *testing.T) {
 	f := c.figures()
 	g.Expect(f.jobWrites).To(Equal(502.0), "POST, PATCH and PUT on paymentjobs and its status, 409s included")
 	g.Expect(f.eventPosts).To(Equal(100.0))
-	g.Expect(f.reads).To(Equal(3.0), "GET secrets and LIST paymentjobs; /readyz is not a resource, WATCH is not a read")
-	g.Expect(f.conflicts).To(Equal(3.0))
-	g.Expect(f.writes).To(Equal(603.0), "every mutating request on a resource, leases included")
+	g.Expect(f.ledgerWrites).To(Equal(24.0), "POST, PUT and DELETE on paymentledgers, 409s included")
+	g.Expect(f.ledgerReads).To(Equal(5.0), "LIST and GET of paymentledgers; WATCH is not a read")
+	g.Expect(f.reads).To(Equal(8.0), "GET secrets, LIST paymentjobs, LIST and GET paymentledgers; /readyz is not a resource, WATCH is not a read")
+	g.Expect(f.conflicts).To(Equal(5.0))
+	g.Expect(f.writes).To(Equal(627.0), "every mutating request on a resource, leases and ledger pages included")
 
 	// The window's delta: 10 more finalizer patches and one more conflict.
 	later := strings.Replace(apiserverMetrics, `verb="PATCH",version="v1alpha1"} 200`, `verb="PATCH",version="v1alpha1"} 210`, 1)

@@ -65,6 +65,9 @@ type bench struct {
 	managerSeq int
 	// pprof says whether the manager binary has --pprof-bind-address.
 	pprof bool
+	// ledgerFlag says whether the manager binary has --ledger; the
+	// benchmark turns the ledger on explicitly.
+	ledgerFlag bool
 	// secretValue is the fake Stripe key of every namespace; never printed.
 	secretValue string
 }
@@ -84,6 +87,7 @@ func (b *bench) startManager(ctx context.Context, user string, workers int) (tim
 		qps:        b.cfg.qps,
 		burst:      b.cfg.burst,
 		pprof:      b.pprof,
+		ledger:     b.ledgerFlag,
 	})
 	if err != nil {
 		return 0, err
@@ -124,14 +128,6 @@ func (b *bench) memory(ctx context.Context, name string) (heap, rss float64, err
 	return heap, rss, err
 }
 
-// baseline does, for n jobs and without the operator, what the operator
-// does for each job: create it, then the finalizer patch, the claim and
-// outcome status updates, one event and the finalizer removal with the
-// finished label, each write on the object the previous one returned. The writes share one
-// client with the manager's client-side limit, and the events have a
-// client of their own, as the manager's event recorder has; the creates
-// come from a client without a practical limit, as in the operator phases.
-// Unless report is set (the warm-up), its figures are not reported.
 // baselineResult is what one baseline window measured.
 type baselineResult struct {
 	n       int
@@ -159,8 +155,16 @@ func (r baselineResult) plus(o baselineResult) baselineResult {
 	return baselineResult{n: r.n + o.n, elapsed: r.elapsed + o.elapsed, req: req, cpu: cpu}
 }
 
-// baseline runs n jobs through the operator's writes with a plain client,
-// the operator not running.
+// baseline does, for n jobs and without the operator, what the operator
+// does for each job: create it (the admission policy adds the finalizer),
+// the finalizer patch only if it did not, the claim and outcome status
+// updates, one event, the outcome recorded in the ledger (the operator's
+// internal/ledger, whose appends share one write between the jobs waiting
+// for it) and the finalizer removal with the finished label, each write on
+// the object the previous one returned. The writes share one client with
+// the manager's client-side limit, and the events have a client of their
+// own, as the manager's event recorder has; the creates come from a client
+// without a practical limit, as in the operator phases.
 func (b *bench) baseline(ctx context.Context, name, ns string, n int) (baselineResult, error) {
 	workers := b.cfg.workers
 	if err := b.cl.setupNamespace(ctx, ns, nil); err != nil {
@@ -175,6 +179,15 @@ func (b *bench) baseline(ctx context.Context, name, ns string, n int) (baselineR
 		return baselineResult{}, err
 	}
 	holder := "bench-baseline/00000000"
+	// The outcome ledger of the operator's own code, as the manager runs
+	// it: loaded (a LIST of its pages) before the window, appending with
+	// group commit through the writes' client.
+	led, err := startLedger(ctx, writer)
+	if err != nil {
+		return baselineResult{}, err
+	}
+	defer led.stop()
+	provider := paymentsv1alpha1.ProviderIdentity{UID: "bench-baseline", Endpoint: b.sb.base}
 	// The benchmark watches the jobs as it does in the operator phases, so
 	// that the API server serves the same observer in both.
 	var existing paymentsv1alpha1.PaymentJobList
@@ -202,10 +215,14 @@ func (b *bench) baseline(ctx context.Context, name, ns string, n int) (baselineR
 		if err := b.cl.creator.Create(ctx, job); err != nil {
 			return fmt.Errorf("cannot create %s: %w", job.Name, err)
 		}
-		patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
-		if err := writer.Patch(ctx, job, patch); err != nil {
-			return fmt.Errorf("cannot add the finalizer of %s: %w", job.Name, err)
+		// The admission policy adds the finalizer at create; the operator
+		// adds it only when the policy did not.
+		if !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
+			patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
+			if err := writer.Patch(ctx, job, patch); err != nil {
+				return fmt.Errorf("cannot add the finalizer of %s: %w", job.Name, err)
+			}
 		}
 		claim(job, holder, time.Now())
 		if err := writer.Status().Update(ctx, job); err != nil {
@@ -219,14 +236,11 @@ func (b *bench) baseline(ctx context.Context, name, ns string, n int) (baselineR
 		if err := events.Create(ctx, successEvent(job, holder, msg, now)); err != nil {
 			return fmt.Errorf("cannot create the event of %s: %w", job.Name, err)
 		}
-		patch = client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
-		if job.Labels == nil {
-			job.Labels = map[string]string{}
+		if err := led.record(ctx, job, provider); err != nil {
+			return err
 		}
-		job.Labels[paymentsv1alpha1.LabelFinished] = "true"
-		if err := writer.Patch(ctx, job, patch); err != nil {
-			return fmt.Errorf("cannot remove the finalizer of %s: %w", job.Name, err)
+		if err := finish(ctx, writer, job); err != nil {
+			return err
 		}
 		prog.add(1)
 		return nil
@@ -253,13 +267,32 @@ func (b *bench) baseline(ctx context.Context, name, ns string, n int) (baselineR
 	return baselineResult{n: n, elapsed: elapsed, req: d, cpu: cpu}, b.deleteJobs(ctx, ns)
 }
 
+// finish is the operator's last write of a job: the finalizer removed and
+// the finished label set, in one merge patch with the resourceVersion.
+func finish(ctx context.Context, c client.Client, job *paymentsv1alpha1.PaymentJob) error {
+	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
+	if job.Labels == nil {
+		job.Labels = map[string]string{}
+	}
+	job.Labels[paymentsv1alpha1.LabelFinished] = "true"
+	if err := c.Patch(ctx, job, patch); err != nil {
+		return fmt.Errorf("cannot remove the finalizer of %s: %w", job.Name, err)
+	}
+	return nil
+}
+
 // addBaseline reports the baseline's windows together and returns its
 // throughput.
 func (b *bench) addBaseline(r baselineResult) float64 {
 	f := r.req.figures()
 	rate := float64(r.n) / r.elapsed.Seconds()
 	b.rep.add(figure{key: "baseline_jobs_per_sec", label: "baseline (API writes only, no operator)", value: rate, kind: kindRate})
-	b.rep.add(figure{key: "baseline_writes_per_job", label: "baseline: job writes/job (check: 4)", value: (f.jobWrites - float64(r.n)) / float64(r.n), kind: kindPerJob})
+	b.rep.add(figure{
+		key: "baseline_writes_per_job", label: "baseline: job writes/job (check: 3, the finalizer added at create)",
+		value: (f.jobWrites - float64(r.n)) / float64(r.n), kind: kindPerJob,
+	})
+	b.rep.add(figure{key: "baseline_ledger_writes_per_job", label: "baseline: ledger writes/job", value: f.ledgerWrites / float64(r.n), kind: kindPerJob})
 	b.rep.add(figure{key: "baseline_events_per_job", label: "baseline: events/job (check: 1)", value: f.eventPosts / float64(r.n), kind: kindPerJob})
 	b.addCPU(r.cpu, r.n, "baseline", "_baseline")
 	return rate
@@ -424,7 +457,18 @@ func (b *bench) watchJobs(ctx context.Context, ns, rv, fieldSelector string) (*w
 // In the window the benchmark only creates jobs and watches them: it
 // issues no GET or LIST, so every read the API server counts is someone
 // else's (the manager's, or the API server's own background work).
+//
+// The jobs are deleted afterwards.
 func (b *bench) runJobs(ctx context.Context, name, ns string, n int, sb *sandbox) (runResult, error) {
+	res, err := b.runJobsKeeping(ctx, name, ns, n, sb)
+	if err != nil {
+		return res, err
+	}
+	return res, b.deleteJobs(ctx, ns)
+}
+
+// runJobsKeeping is runJobs without deleting the jobs.
+func (b *bench) runJobsKeeping(ctx context.Context, name, ns string, n int, sb *sandbox) (runResult, error) {
 	res := runResult{n: n}
 	if err := b.mgr.waitIdle(ctx, idleWait); err != nil {
 		return res, err
@@ -445,6 +489,10 @@ func (b *bench) runJobs(ctx context.Context, name, ns string, n int, sb *sandbox
 		return res, err
 	}
 	keysBefore, err := b.mgr.lookupKeys(ctx)
+	if err != nil {
+		return res, err
+	}
+	ledgerBefore, err := b.mgr.ledgerCounters(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -527,18 +575,24 @@ func (b *bench) runJobs(ctx context.Context, name, ns string, n int, sb *sandbox
 		return res, err
 	}
 	res.lookupKeys = keysAfter - keysBefore
+	ledgerAfter, err := b.mgr.ledgerCounters(ctx)
+	if err != nil {
+		return res, err
+	}
 	pv := res.provider
 	step("%s: %d jobs, %.1f jobs/s, p50 %s, p99 %s, %d reconciles, %d keys looked up, sandbox: %d creates, %d searches, %d retrieves, %d charges, %d replays, %d refused (429); API requests: %s",
 		name, n, res.jobsPerSec(), res.latency(50).Round(time.Millisecond), res.latency(99).Round(time.Millisecond), int(res.reconciles), int(res.lookupKeys),
 		pv.Requests, pv.Searches, pv.Retrieves, pv.Charges, pv.Replays, pv.RateLimited, d.breakdown())
 	step("%s: CPU per job: %s", name, res.cpu.perJob(n))
+	step("%s: the manager's ledger: %.0f appends, %.0f pages read again after the watch reported a newer version",
+		name, ledgerAfter.appends-ledgerBefore.appends, ledgerAfter.rereads-ledgerBefore.rereads)
 	if res.finalizersLeft > 0 {
 		step("%s: %d Completed jobs still hold the finalizer %s after %s", name, res.finalizersLeft, paymentsv1alpha1.Finalizer, finalizerWait)
 	}
 	if pv.Charges != int64(n) {
 		return res, fmt.Errorf("%s: the sandbox charged %d times for %d Completed jobs", name, pv.Charges, n)
 	}
-	return res, b.deleteJobs(ctx, ns)
+	return res, nil
 }
 
 // waitFor waits until done is closed, and fails on a timeout, a failed
@@ -624,9 +678,12 @@ func (b *bench) addRun(r runResult, suffix, title string, baseline float64, prim
 		}
 		return nil
 	}
-	b.rep.add(perJob(key("writes_per_job"), title+": job writes/job (PATCH, PUT)", whole(r.req.jobWrites), jobs, tg(perJobAtMost(maxJobWritesPerJob))))
+	b.rep.add(perJob(key("writes_per_job"), title+": API writes/job (jobs: PATCH, PUT; ledger pages: POST, PUT, DELETE)",
+		whole(r.req.jobWrites+r.req.ledgerWrites), jobs, tg(perJobAtMost(maxJobWritesPerJob))))
+	b.rep.add(perJob(key("ledger_writes_per_job"), title+": of which ledger page writes/job", whole(r.req.ledgerWrites), jobs, nil))
 	b.rep.add(figure{key: key("events_per_job"), label: title + ": events/job", value: r.req.eventPosts / n, kind: kindPerJob})
 	b.rep.add(figure{key: key("reads_per_job"), label: title + ": API reads/job (GET, LIST)", value: r.req.reads / n, kind: kindPerJob, target: tg(below(0.05))})
+	b.rep.add(perJob(key("ledger_reads_per_job"), title+": of which ledger page reads/job", whole(r.req.ledgerReads), jobs, nil))
 	b.rep.add(figure{key: key("conflicts_per_job"), label: title + ": conflicts (409)/job", value: r.req.conflicts / n, kind: kindPerJob})
 	b.rep.add(perJob(key("provider_calls_per_job"), title+": provider calls/job (creates, searches, retrieves)",
 		r.provider.providerCalls(), jobs, tg(perJobAtMost(maxProviderCallsPerJob))))
@@ -697,12 +754,23 @@ func whole(v float64) int64 { return int64(math.Round(v)) }
 // provider calls while it starts and settles, and one new job.
 func (b *bench) history(ctx context.Context, ns string, heap0 float64) error {
 	n := b.cfg.history
+	provider, err := b.cl.providerIdentity(ctx, ns, b.sb.base)
+	if err != nil {
+		return err
+	}
+	led, err := startLedger(ctx, b.cl.creator)
+	if err != nil {
+		return err
+	}
 	prog := startProgress("history: create", n)
 	start := time.Now()
 	holder := "bench-history/00000000"
-	err := runWorkers(ctx, historyWriters, n, func(ctx context.Context, i int) error {
+	// As the operator leaves them: Completed, in the ledger, then without
+	// the finalizer (which the admission policy added at create) and with
+	// the finished label, which the other policy allows on finished jobs
+	// only.
+	err = runWorkers(ctx, historyWriters, n, func(ctx context.Context, i int) error {
 		job := newJob(ns, i)
-		job.Labels = map[string]string{paymentsv1alpha1.LabelFinished: "true"}
 		if err := b.cl.creator.Create(ctx, job); err != nil {
 			return fmt.Errorf("cannot create history job %d: %w", i, err)
 		}
@@ -712,14 +780,21 @@ func (b *bench) history(ctx context.Context, ns string, heap0 float64) error {
 		if err := b.cl.creator.Status().Update(ctx, job); err != nil {
 			return fmt.Errorf("cannot complete history job %d: %w", i, err)
 		}
+		if err := led.record(ctx, job, provider); err != nil {
+			return err
+		}
+		if err := finish(ctx, b.cl.creator, job); err != nil {
+			return err
+		}
 		prog.add(1)
 		return nil
 	})
 	prog.stop()
+	led.stop()
 	if err != nil {
 		return err
 	}
-	step("history: %d Completed jobs written in %s", n, time.Since(start).Round(time.Millisecond))
+	step("history: %d Completed jobs written, and recorded in the ledger, in %s", n, time.Since(start).Round(time.Millisecond))
 
 	auditOffset, err := fileSize(b.cl.auditLog)
 	if err != nil {

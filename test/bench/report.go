@@ -40,6 +40,8 @@ const (
 	kindSeconds
 	kindBytes
 	kindCount
+	// kindByteCount is a small size, printed in bytes.
+	kindByteCount
 )
 
 // target is the value a figure must reach.
@@ -177,6 +179,8 @@ func (f figure) formatted() string {
 		return fmt.Sprintf("%.2f s", v)
 	case kindBytes:
 		return fmt.Sprintf("%.1f MiB", v/(1<<20))
+	case kindByteCount:
+		return fmt.Sprintf("%.0f B", v)
 	default:
 		return fmt.Sprintf("%.0f", v)
 	}
