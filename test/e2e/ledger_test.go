@@ -25,8 +25,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +37,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
 )
 
 const (
@@ -325,30 +322,7 @@ func (s *scenario) expectLedgerHolds(first map[string]paymentsv1alpha1.PaymentJo
 // startLedgerManager is startManager's manager with --ledger set.
 func (s *scenario) startLedgerManager(ledger bool) *manager {
 	s.t.Helper()
-	metricsAddr, err := childproc.FreeLoopbackAddr()
-	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
-	pod := fmt.Sprintf("e2e-%d", nextManagerID())
-	args := []string{
-		"--metrics-bind-address=" + metricsAddr,
-		"--metrics-secure=false",
-		"--health-probe-bind-address=127.0.0.1:0",
-		"--leader-elect=false",
-		"--max-concurrent-reconciles=10",
-		"--claim-lease-duration=" + claimLease.String(),
-		"--provider-timeout=" + providerTimeout.String(),
-		"--kube-api-qps=200",
-		"--kube-api-burst=400",
-		"--zap-log-level=info",
-		fmt.Sprintf("--ledger=%t", ledger),
-	}
-	logPath := filepath.Join(s.dir, "manager-"+pod+".log")
-	p, err := startProcess("manager "+pod, suite.managerBin, logPath,
-		[]string{"KUBECONFIG=" + s.cluster.cp.kubeconfig, "POD_NAME=" + pod}, nil, args...)
-	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
-	recordManagerLog(logPath)
-	s.t.Cleanup(func() { p.Stop(10 * time.Second) })
-	s.t.Logf("scenario %s: started manager %s (pid %d, %s)", s.name, pod, p.Pid(), strings.Join(args, " "))
-	return &manager{process: p, pod: pod, metricsAddr: metricsAddr}
+	return s.startManager(managerOptions{args: []string{fmt.Sprintf("--ledger=%t", ledger)}})
 }
 
 // setLookup turns the sandbox's search and lookups on or off: off, they

@@ -321,6 +321,8 @@ type managerOptions struct {
 	logLevel string
 	// lease is --claim-lease-duration; claimLease when 0.
 	lease time.Duration
+	// args are more flags, such as --ledger=false.
+	args []string
 }
 
 // startManager runs bin/manager against the scenario's control plane as
@@ -355,6 +357,7 @@ func (s *scenario) startManager(o managerOptions) *manager {
 	if o.leaderElect {
 		args = append(args, "--leader-election-namespace="+leaderElectionNamespace)
 	}
+	args = append(args, o.args...)
 	logPath := filepath.Join(s.dir, "manager-"+pod+".log")
 	p, err := startProcess("manager "+pod, suite.managerBin, logPath,
 		[]string{"KUBECONFIG=" + s.cluster.cp.kubeconfig, "POD_NAME=" + pod}, nil, args...)
