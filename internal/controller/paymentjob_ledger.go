@@ -141,17 +141,15 @@ func (r *PaymentJobReconciler) recordInLedger(ctx context.Context, job *payments
 
 // ledgerEntry is the ledger's record of a finished job.
 func ledgerEntry(job *paymentsv1alpha1.PaymentJob, now time.Time) ledger.Entry {
+	// Keyed as a re-created job looks it up: by the key and request its
+	// namespace and spec derive (the status says the same, unless someone
+	// else wrote it).
+	key := sentKey(job)
 	e := ledger.Entry{
-		Key:         job.Status.IdempotencyKey,
-		Fingerprint: job.Status.RequestHash,
+		Key:         key,
+		Fingerprint: payment.RequestHash(key, chargeRequest(job)),
 		Outcome:     paymentsv1alpha1.LedgerCompleted,
 		At:          now,
-	}
-	if e.Key == "" {
-		e.Key = sentKey(job)
-	}
-	if e.Fingerprint == "" {
-		e.Fingerprint = payment.RequestHash(e.Key, chargeRequest(job))
 	}
 	if job.Status.CompletedAt != nil {
 		e.At = job.Status.CompletedAt.Time

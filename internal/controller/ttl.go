@@ -98,7 +98,7 @@ func (c *FinishedJobCollector) Schedule(job *paymentsv1alpha1.PaymentJob) {
 	}
 	c.remember(dueJob{
 		name: client.ObjectKeyFromObject(job), uid: job.UID,
-		key: job.Status.IdempotencyKey, at: job.Status.CompletedAt.Add(ttl),
+		key: sentKey(job), at: job.Status.CompletedAt.Add(ttl),
 	})
 	select {
 	case c.wakeup() <- struct{}{}:
@@ -238,7 +238,7 @@ func (c *FinishedJobCollector) record(ctx context.Context, job *paymentsv1alpha1
 	if c.Ledger == nil {
 		return errors.New("no outcome ledger: finished jobs are kept")
 	}
-	if fromLedger(job) || c.Ledger.Has(job.Status.IdempotencyKey) {
+	if fromLedger(job) || c.Ledger.Has(sentKey(job)) {
 		return nil
 	}
 	return c.Ledger.Record(ctx, ledgerEntry(job, job.CreationTimestamp.Time))
@@ -270,7 +270,7 @@ func (c *FinishedJobCollector) sweep(ctx context.Context) error {
 			if errs[i] != nil || !ok {
 				continue
 			}
-			d := dueJob{name: client.ObjectKeyFromObject(job), uid: job.UID, key: job.Status.IdempotencyKey,
+			d := dueJob{name: client.ObjectKeyFromObject(job), uid: job.UID, key: sentKey(job),
 				at: job.Status.CompletedAt.Add(ttl)}
 			if d.at.After(now) {
 				c.remember(d)
