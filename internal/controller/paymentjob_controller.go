@@ -179,18 +179,12 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		// Never claimed, so nothing is in flight: let it go.
 		return ctrl.Result{}, r.removeFinalizer(ctx, job)
 	}
-	if err := r.ensureFinalizer(ctx, job); err != nil {
-		return ctrl.Result{}, err
-	}
-	if _, ok := job.Annotations[paymentsv1alpha1.AnnotationResolve]; ok {
-		r.refuseResolution(ctx, job, "the job has not been claimed, so nothing was sent to the provider; "+
-			"set spec.suspend to true, or delete the job, to keep it from being charged")
-	}
 	if r.Ledger != nil && job.Status.IdempotencyKey == "" {
 		// Never claimed here, but maybe paid before this object existed (a
 		// manifest re-created from Git, a TTL-deleted job coming back): the
 		// ledger is asked first, before any deadline, suspension or
-		// provider, and answers from memory unless it holds the key.
+		// provider, and answers from memory unless it holds the key. A job
+		// finished from it needs no finalizer: nothing is in flight.
 		e, found, err := r.Ledger.Find(ctx, sentKey(job))
 		if err != nil {
 			return ctrl.Result{}, err
@@ -198,6 +192,13 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		if found {
 			return ctrl.Result{}, r.recordFromLedger(ctx, job, e)
 		}
+	}
+	if err := r.ensureFinalizer(ctx, job); err != nil {
+		return ctrl.Result{}, err
+	}
+	if _, ok := job.Annotations[paymentsv1alpha1.AnnotationResolve]; ok {
+		r.refuseResolution(ctx, job, "the job has not been claimed, so nothing was sent to the provider; "+
+			"set spec.suspend to true, or delete the job, to keep it from being charged")
 	}
 
 	now := r.Clock.Now()

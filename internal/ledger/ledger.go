@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -70,7 +71,7 @@ const (
 	pageListLimit = 10
 	// maxAppendAttempts bounds the retries of an append that conflicts
 	// with another replica's.
-	maxAppendAttempts = 20
+	maxAppendAttempts = 60
 )
 
 // Entry is one finished payment.
@@ -376,8 +377,23 @@ func (l *Ledger) append(ctx context.Context, entries []Entry) error {
 		l.mu.Lock()
 		l.head = nil
 		l.mu.Unlock()
+		// Many processes appending at once take turns: exponential
+		// backoff with full jitter, so that they do not collide again.
+		backoff := min(appendBackoff<<min(attempt, 6), maxAppendBackoff)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cannot append to the outcome ledger: %w", ctx.Err())
+		case <-time.After(time.Duration(rand.Int64N(int64(backoff)))):
+		}
 	}
 }
+
+// appendBackoff and maxAppendBackoff pace the retries of appends that
+// conflict.
+const (
+	appendBackoff    = 5 * time.Millisecond
+	maxAppendBackoff = 250 * time.Millisecond
+)
 
 func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 	if err := l.refreshDirty(ctx); err != nil {
