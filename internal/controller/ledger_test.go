@@ -240,6 +240,10 @@ func TestTTLDeletesFinishedJobsAndSelfHealingDoesNotBounce(t *testing.T) {
 
 	again := waitForFinished(t, ns, "invoice")
 	g.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonFoundInLedger))
+	// The outcome and the finish, counted once the manager's client has
+	// its answers (the test may read the job before that).
+	g.Eventually(func() int64 { return m.counter.writes.Load() - before }, timeout).Should(Equal(int64(2)),
+		"writes for the re-created job: the outcome, the finish; writes:\n%s", m.counter)
 	writes := m.counter.writes.Load()
 	// Five TTLs later: the same object, no more writes, no new charge.
 	g.Consistently(func(g Gomega) {
@@ -247,7 +251,7 @@ func TestTTLDeletesFinishedJobsAndSelfHealingDoesNotBounce(t *testing.T) {
 		g.Expect(job.UID).To(Equal(again.UID))
 	}, 5*time.Second, 100*time.Millisecond).Should(Succeed())
 	g.Expect(recreations.Load()).To(Equal(int64(1)), "the loop created the manifest again once")
-	g.Expect(m.counter.writes.Load()).To(Equal(writes), "a job finished from the ledger is left alone")
+	g.Expect(m.counter.writes.Load()).To(Equal(writes), "a job finished from the ledger is left alone; writes:\n%s", m.counter)
 	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
 	t.Logf("self-healing loop: %d re-creation, %d job writes for it, none in the five TTLs after", recreations.Load(), writes-before)
 }
@@ -258,7 +262,11 @@ func TestDefaultTTLAppliesToJobsWithoutOne(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, true)
+	ns, other := newNamespace(t, true), newNamespace(t, true)
+	// Another team's jobs, finished by a manager of its own without a TTL.
+	startManager(t, managerConfig{namespaces: []string{other}, provider: sandbox.NewProvider(sandbox.NewEngine())})
+	theirs := createJob(t, other, "theirs")
+	waitForFinished(t, other, "theirs")
 	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(sandbox.NewEngine()), ttl: ttlZero})
 
 	gone := createJob(t, ns, "gone")
@@ -268,6 +276,8 @@ func TestDefaultTTLAppliesToJobsWithoutOne(t *testing.T) {
 	}, timeout).Should(BeTrue())
 	job := waitForFinished(t, ns, kept.Name)
 	g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+	// A manager restricted to namespaces sweeps only those.
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), &paymentsv1alpha1.PaymentJob{})).To(Succeed())
 }
 
 // stallJob makes a job whose every attempt has an uncertain outcome stall
@@ -431,8 +441,8 @@ func TestTwoManagersRecordEveryOutcomeOnce(t *testing.T) {
 		var list paymentsv1alpha1.PaymentJobList
 		g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns),
 			client.MatchingLabels{paymentsv1alpha1.LabelFinished: "true"})).To(Succeed())
-		g.Expect(list.Items).To(HaveLen(jobs))
-	}, 3*timeout).Should(Succeed())
+		g.Expect(len(list.Items)).To(Equal(jobs))
+	}, 3*timeout).Should(Succeed(), func() string { return unfinishedJobs(ns) })
 	entries := ledgerEntries(g, ns)
 	g.Expect(entries).To(HaveLen(jobs))
 	for i := range jobs {
@@ -495,4 +505,26 @@ func TestOutcomeIsRecordedBeforeTheFinalizerComesOff(t *testing.T) {
 	g.Expect(found).To(BeTrue())
 	g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
 	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+}
+
+// unfinishedJobs describes the jobs of ns that are not finished, for the
+// message of a test that timed out waiting for them.
+func unfinishedJobs(ns string) string {
+	var list paymentsv1alpha1.PaymentJobList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, j := range list.Items {
+		if j.Labels[paymentsv1alpha1.LabelFinished] == "true" {
+			continue
+		}
+		reason := ""
+		if c := condition(&j, paymentsv1alpha1.ConditionReady); c != nil {
+			reason = c.Reason + ": " + c.Message
+		}
+		fmt.Fprintf(&b, "%s: phase %q, attempts %d, finalizers %v, deleting %t, %s\n",
+			j.Name, j.Status.Phase, j.Status.Attempts, j.Finalizers, !j.DeletionTimestamp.IsZero(), reason)
+	}
+	return b.String()
 }

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,6 +123,25 @@ func (f providerFunc) Charge(ctx context.Context, key string, req payment.Charge
 type writeCounter struct {
 	gets   atomic.Int64
 	writes atomic.Int64
+
+	mu  sync.Mutex
+	log []string
+}
+
+// record notes an accepted write, for the message of a failed count.
+func (w *writeCounter) record(what string, o client.Object) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	job := o.(*paymentsv1alpha1.PaymentJob)
+	w.log = append(w.log, fmt.Sprintf("%s %s phase=%s rv=%s finalizers=%v labels=%v",
+		what, job.Name, job.Status.Phase, job.ResourceVersion, job.Finalizers, job.Labels))
+}
+
+// writes returns the accepted writes so far, one line each.
+func (w *writeCounter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.log, "\n")
 }
 
 func (w *writeCounter) funcs(next interceptor.Funcs) interceptor.Funcs {
@@ -129,6 +149,7 @@ func (w *writeCounter) funcs(next interceptor.Funcs) interceptor.Funcs {
 	count := func(o client.Object, err error) error {
 		if err == nil && isJob(o) {
 			w.writes.Add(1)
+			w.record("write", o)
 		}
 		return err
 	}
@@ -280,7 +301,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		}
 		collector = &controller.FinishedJobCollector{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
-			DefaultTTL: ttl, SweepInterval: cfg.sweep, Clock: clock.RealClock{},
+			DefaultTTL: ttl, SweepInterval: cfg.sweep, Clock: clock.RealClock{}, Namespaces: cfg.namespaces,
 		}
 		g.Expect(mgr.Add(collector)).To(Succeed())
 	}

@@ -59,6 +59,9 @@ type FinishedJobCollector struct {
 	DefaultTTL time.Duration
 	// SweepInterval is the time between sweeps; an hour when zero.
 	SweepInterval time.Duration
+	// Namespaces, if any, restrict the sweep to them, as CacheOptions
+	// restricts the manager; empty sweeps every namespace.
+	Namespaces []string
 	// Clock is the time source of deadlines.
 	Clock clock.WithTicker
 
@@ -248,10 +251,22 @@ func (c *FinishedJobCollector) record(ctx context.Context, job *paymentsv1alpha1
 // the outcomes of jobs finished before the ledger existed, deletes the jobs
 // whose TTL has passed and remembers the others that have one.
 func (c *FinishedJobCollector) sweep(ctx context.Context) error {
+	if len(c.Namespaces) == 0 {
+		return c.sweepNamespace(ctx, "")
+	}
+	var errs []error
+	for _, ns := range c.Namespaces {
+		errs = append(errs, c.sweepNamespace(ctx, ns))
+	}
+	return errors.Join(errs...)
+}
+
+// sweepNamespace sweeps one namespace, or every one for "".
+func (c *FinishedJobCollector) sweepNamespace(ctx context.Context, ns string) error {
 	var list paymentsv1alpha1.PaymentJobList
 	cont := ""
 	for {
-		err := c.Reader.List(ctx, &list, client.HasLabels{paymentsv1alpha1.LabelFinished},
+		err := c.Reader.List(ctx, &list, client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished},
 			client.Limit(ttlSweepPage), client.Continue(cont))
 		if err != nil {
 			return fmt.Errorf("cannot list finished payment jobs: %w", err)
