@@ -148,11 +148,7 @@ func TestRecreatedRefusedJobFailsFromTheLedger(t *testing.T) {
 	createJob(t, ns, "other", func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-7" })
 	waitForFinished(t, ns, "other")
 	createJob(t, ns, "other-amount", func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-7"; s.Amount = 999 })
-	g.Eventually(func(g Gomega) {
-		job := getJob(g, ns, "other-amount")
-		g.Expect(condition(job, paymentsv1alpha1.ConditionStalled)).NotTo(BeNil())
-		g.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Reason).To(Equal(controller.ReasonChargeMismatch))
-	}, timeout).Should(Succeed())
+	waitForStall(t, ns, "other-amount", controller.ReasonChargeMismatch)
 	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
 }
 
