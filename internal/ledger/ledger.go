@@ -137,6 +137,9 @@ type page struct {
 	indexed, seen string
 	hashes        []uint64
 	newest        time.Time
+	// full is true when the copy indexed was full: then it is final,
+	// since a full page is never written again.
+	full bool
 }
 
 // batch is the entries of one append and the callers waiting for it.
@@ -211,6 +214,9 @@ func (l *Ledger) Find(ctx context.Context, key string) (Entry, bool, error) {
 		return Entry{}, false, err
 	}
 	if err := l.refreshDirty(ctx); err != nil {
+		return Entry{}, false, err
+	}
+	if err := l.refreshUnfinished(ctx, l.newestSeq()); err != nil {
 		return Entry{}, false, err
 	}
 	h := l.hash(key)
@@ -405,6 +411,12 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 	}
 	todo := entries
 	for {
+		// Every page before this one is full, so final: one indexed
+		// before it filled is read again, or an outcome another process
+		// put there last could be appended a second time here.
+		if err := l.refreshUnfinished(ctx, pageSeq(head.Name)); err != nil {
+			return err
+		}
 		// Entries already on a page stay as they are: the first outcome
 		// wins. Checked again on each page written to, since another
 		// process may have put the same outcome there.
@@ -642,6 +654,52 @@ func (l *Ledger) refreshDirty(ctx context.Context) error {
 	return nil
 }
 
+// refreshUnfinished reads again the pages before page seq that were not
+// full when indexed: a later page exists, so they are full now, and the
+// index may lack their last entries.
+func (l *Ledger) refreshUnfinished(ctx context.Context, seq int) error {
+	l.mu.Lock()
+	var stale []string
+	for name, p := range l.pages {
+		if p.seq < seq && !p.full {
+			stale = append(stale, name)
+		}
+	}
+	l.mu.Unlock()
+	for _, name := range stale {
+		var p paymentsv1alpha1.PaymentLedger
+		if err := l.reader.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+			if apierrors.IsNotFound(err) {
+				l.forget(name)
+				continue
+			}
+			return fmt.Errorf("cannot read ledger page %s: %w", name, err)
+		}
+		pageRereadsTotal.Inc()
+		l.index(&p)
+		l.mu.Lock()
+		if ip, ok := l.pages[name]; ok && !ip.full {
+			// Not full by this process's measure (another process may
+			// fill pages to another size): final all the same, as a
+			// later page exists.
+			ip.full = true
+		}
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// newestSeq is the highest page sequence known.
+func (l *Ledger) newestSeq() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seq := 0
+	for _, p := range l.pages {
+		seq = max(seq, p.seq)
+	}
+	return seq
+}
+
 // index takes the hashes of p's keys, unless this process holds a newer copy.
 func (l *Ledger) index(p *paymentsv1alpha1.PaymentLedger) {
 	seq := pageSeq(p.Name)
@@ -669,7 +727,8 @@ func (l *Ledger) index(p *paymentsv1alpha1.PaymentLedger) {
 	if ok && newer(old.seen, seen) {
 		seen = old.seen
 	}
-	l.pages[p.Name] = &page{seq: seq, indexed: p.ResourceVersion, seen: seen, hashes: hashes, newest: newest}
+	l.pages[p.Name] = &page{seq: seq, indexed: p.ResourceVersion, seen: seen, hashes: hashes, newest: newest,
+		full: full(p, l.opts.MaxEntriesPerPage)}
 	if l.head != nil && l.head.Name == p.Name && newer(p.ResourceVersion, l.head.ResourceVersion) {
 		l.head = nil
 	}
