@@ -20,11 +20,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +30,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -600,61 +596,4 @@ func deleteWhileProcessing(j *paymentsv1alpha1.PaymentJob) (bool, error) {
 	}
 	return !now.DeletionTimestamp.IsZero() && now.Status.Phase == paymentsv1alpha1.PhaseProcessing &&
 		len(now.Finalizers) > 0, nil
-}
-
-// TestSecretNeverLeaks looks for the scenarios' Stripe key in every manager
-// log of the run, every PaymentJob and PaymentProvider, and every Event of
-// the scenarios' namespaces. Run alone, it first runs a small faulty
-// workload of its own to have something to inspect.
-func TestSecretNeverLeaks(t *testing.T) {
-	g := NewWithT(t)
-	suite.mu.Lock()
-	logs, namespaces := append([]string(nil), suite.managerLogs...), append([]string(nil), suite.namespaces...)
-	suite.mu.Unlock()
-	if len(logs) == 0 {
-		s := newScenario(t, "secret-leak", "--error-after-commit=0.3", "--rate-limit=0.1")
-		m := s.startManager(managerOptions{logLevel: "debug"})
-		s.createJobs(s.planJobs(60, nil), 0)
-		s.verify()
-		m.Stop(10 * time.Second)
-		suite.mu.Lock()
-		logs, namespaces = append([]string(nil), suite.managerLogs...), append([]string(nil), suite.namespaces...)
-		suite.mu.Unlock()
-	}
-
-	needles := []string{suite.secretValue, base64.StdEncoding.EncodeToString([]byte(suite.secretValue))}
-	leaks := func(what string, data []byte) {
-		for _, n := range needles {
-			g.Expect(strings.Contains(string(data), n)).To(BeFalse(), "the secret value appears in %s", what)
-		}
-	}
-	var logBytes int
-	for _, path := range logs {
-		data, err := os.ReadFile(path)
-		g.Expect(err).NotTo(HaveOccurred())
-		logBytes += len(data)
-		leaks(path, data)
-	}
-
-	ctx := context.Background()
-	var jobs, providers, events int
-	for _, ns := range namespaces {
-		lists := []client.ObjectList{
-			&paymentsv1alpha1.PaymentJobList{}, &paymentsv1alpha1.PaymentProviderList{},
-			&corev1.EventList{}, &eventsv1.EventList{},
-		}
-		for _, l := range lists {
-			g.Expect(suite.k8s.List(ctx, l, client.InNamespace(ns))).To(Succeed())
-			data, err := json.Marshal(l)
-			g.Expect(err).NotTo(HaveOccurred())
-			leaks(fmt.Sprintf("a %T of namespace %s", l, ns), data)
-		}
-		jobs += len(lists[0].(*paymentsv1alpha1.PaymentJobList).Items)
-		providers += len(lists[1].(*paymentsv1alpha1.PaymentProviderList).Items)
-		events += len(lists[2].(*corev1.EventList).Items)
-	}
-	t.Logf("the secret value appears in none of %d manager logs (%d bytes), %d PaymentJobs, %d PaymentProviders and %d Events of %d namespaces",
-		len(logs), logBytes, jobs, providers, events, len(namespaces))
-	g.Expect(jobs).To(BeNumerically(">", 0))
-	g.Expect(events).To(BeNumerically(">", 0))
 }
