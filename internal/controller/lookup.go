@@ -22,8 +22,11 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -252,4 +255,20 @@ func (b *lookupBatcher) send(ctx context.Context, keys []string) (map[string][]p
 		}
 	}
 	return found, err
+}
+
+// wakeupBuffer is how many answered lookups may wait for the controller.
+const wakeupBuffer = 1024
+
+// wake returns the function that brings the job back to a worker once its
+// lookup is answered. It never blocks the lookup: a wake-up that does not
+// fit is left to the job's backstop requeue.
+func (r *PaymentJobReconciler) wake(job *paymentsv1alpha1.PaymentJob) func() {
+	ref := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}
+	return func() {
+		select {
+		case r.wakeups <- event.GenericEvent{Object: ref}:
+		default:
+		}
+	}
 }

@@ -20,14 +20,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -322,57 +318,6 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 	return r.claimAndAct(ctx, job, target, reason, verdict)
 }
 
-// target is the provider a job charges through, resolved for one pass.
-type target struct {
-	Resolved
-	// id is where the provider sends keys.
-	id      paymentsv1alpha1.ProviderIdentity
-	timeout time.Duration
-}
-
-// resolveProvider finds the job's PaymentProvider. It returns why the job
-// must wait when the provider is missing or not ready.
-func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (*target, *progress, error) {
-	name := job.Spec.ProviderRef.Name
-	var pp paymentsv1alpha1.PaymentProvider
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &pp); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &progress{reason: ReasonProviderNotFound,
-				message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.Namespace)}, nil
-		}
-		return nil, nil, fmt.Errorf("cannot get PaymentProvider %q: %w", name, err)
-	}
-	ready := meta.FindStatusCondition(pp.Status.Conditions, paymentsv1alpha1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != pp.Generation {
-		why := "its status is not up to date yet"
-		if ready != nil && ready.ObservedGeneration == pp.Generation {
-			why = fmt.Sprintf("%s: %s", ready.Reason, ready.Message)
-		}
-		return nil, &progress{reason: ReasonProviderNotReady,
-			message: fmt.Sprintf("PaymentProvider %q is not ready: %s", name, why)}, nil
-	}
-	resolved, err := r.Providers.Resolve(ctx, &pp)
-	if err != nil {
-		return nil, &progress{reason: ReasonProviderNotReady,
-			message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", name, err)}, nil
-	}
-	timeout := r.ProviderTimeout
-	if pp.Spec.TimeoutSeconds != nil {
-		timeout = time.Duration(*pp.Spec.TimeoutSeconds) * time.Second
-	}
-	// A call must end before the claim can be taken over.
-	if limit := r.ClaimLease * 9 / 10; timeout > limit {
-		timeout = limit
-	}
-	// Asked once per provider configuration, then remembered.
-	id, err := resolved.identityWithin(ctx, timeout)
-	if err != nil {
-		return nil, &progress{reason: ReasonProviderNotReady, message: truncate(
-			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), maxMessageLength)}, nil
-	}
-	return &target{Resolved: resolved, id: id, timeout: timeout}, nil, nil
-}
-
 // finishTerminal touches a Completed or Failed job only to finish what a
 // crash interrupted (the finalizer, the finished label) or to acknowledge a
 // new generation. It never calls the provider.
@@ -401,77 +346,11 @@ func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *payments
 	return ctrl.Result{}, r.finish(ctx, job)
 }
 
-// sentKey is the key the job sends: the one derived from its namespace and
-// spec (checkRecordedKey stops a job whose status says otherwise).
-func sentKey(job *paymentsv1alpha1.PaymentJob) string {
-	return payment.SentKey(job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
-}
-
-// wakeupBuffer is how many answered lookups may wait for the controller.
-const wakeupBuffer = 1024
-
-// wake returns the function that brings the job back to a worker once its
-// lookup is answered. It never blocks the lookup: a wake-up that does not
-// fit is left to the job's backstop requeue.
-func (r *PaymentJobReconciler) wake(job *paymentsv1alpha1.PaymentJob) func() {
-	ref := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}
-	return func() {
-		select {
-		case r.wakeups <- event.GenericEvent{Object: ref}:
-		default:
-		}
-	}
-}
-
-// chargeRequest is the request the job sends, the same on every attempt.
-func chargeRequest(job *paymentsv1alpha1.PaymentJob) payment.ChargeRequest {
-	return payment.ChargeRequest{
-		Amount:        job.Spec.Amount,
-		Currency:      job.Spec.Currency,
-		Customer:      job.Spec.Customer,
-		PaymentMethod: job.Spec.PaymentMethod,
-		Description:   job.Spec.Description,
-		Metadata:      job.Spec.Metadata,
-	}
-}
-
-func refusalOutcome(r *payment.Refusal) string {
-	switch {
-	case errors.Is(r, payment.ErrDeclined):
-		return outcomeDeclined
-	case errors.Is(r, payment.ErrKeyReused):
-		return outcomeKeyReused
-	default:
-		return outcomeInvalid
-	}
-}
-
 func phaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
 	if p == "" {
 		return "New"
 	}
 	return string(p)
-}
-
-// truncate bounds s to n bytes, cut on a character boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "..."
-}
-
-// conditionReason is the API's pattern for condition reasons.
-var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
-
-// refusalReason is the refusal's reason if the API accepts it as a
-// condition reason, so that a provider's odd answer cannot make the outcome
-// write fail forever.
-func refusalReason(r *payment.Refusal) string {
-	if len(r.Reason) <= maxShortLength && conditionReason.MatchString(r.Reason) {
-		return r.Reason
-	}
-	return ReasonPaymentRefused
 }
 
 // SetupWithManager registers the reconciler. It refuses missing dependencies

@@ -30,6 +30,8 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -298,4 +300,55 @@ func lookupLimiterFor(spec paymentsv1alpha1.PaymentProviderSpec) *rate.Limiter {
 		perSecond = *spec.Lookup.RequestsPerSecond
 	}
 	return rate.NewLimiter(rate.Limit(perSecond), int(perSecond))
+}
+
+// target is the provider a job charges through, resolved for one pass.
+type target struct {
+	Resolved
+	// id is where the provider sends keys.
+	id      paymentsv1alpha1.ProviderIdentity
+	timeout time.Duration
+}
+
+// resolveProvider finds the job's PaymentProvider. It returns why the job
+// must wait when the provider is missing or not ready.
+func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (*target, *progress, error) {
+	name := job.Spec.ProviderRef.Name
+	var pp paymentsv1alpha1.PaymentProvider
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &pp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &progress{reason: ReasonProviderNotFound,
+				message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.Namespace)}, nil
+		}
+		return nil, nil, fmt.Errorf("cannot get PaymentProvider %q: %w", name, err)
+	}
+	ready := meta.FindStatusCondition(pp.Status.Conditions, paymentsv1alpha1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != pp.Generation {
+		why := "its status is not up to date yet"
+		if ready != nil && ready.ObservedGeneration == pp.Generation {
+			why = fmt.Sprintf("%s: %s", ready.Reason, ready.Message)
+		}
+		return nil, &progress{reason: ReasonProviderNotReady,
+			message: fmt.Sprintf("PaymentProvider %q is not ready: %s", name, why)}, nil
+	}
+	resolved, err := r.Providers.Resolve(ctx, &pp)
+	if err != nil {
+		return nil, &progress{reason: ReasonProviderNotReady,
+			message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", name, err)}, nil
+	}
+	timeout := r.ProviderTimeout
+	if pp.Spec.TimeoutSeconds != nil {
+		timeout = time.Duration(*pp.Spec.TimeoutSeconds) * time.Second
+	}
+	// A call must end before the claim can be taken over.
+	if limit := r.ClaimLease * 9 / 10; timeout > limit {
+		timeout = limit
+	}
+	// Asked once per provider configuration, then remembered.
+	id, err := resolved.identityWithin(ctx, timeout)
+	if err != nil {
+		return nil, &progress{reason: ReasonProviderNotReady, message: truncate(
+			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), maxMessageLength)}, nil
+	}
+	return &target{Resolved: resolved, id: id, timeout: timeout}, nil, nil
 }

@@ -38,17 +38,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -115,6 +110,9 @@ type Ledger struct {
 
 	loaded chan struct{}
 	kick   chan struct{}
+
+	// rereading lets one caller at a time read pages again.
+	rereading sync.Mutex
 
 	mu sync.Mutex
 	// pages indexes every page by name.
@@ -221,18 +219,16 @@ func (l *Ledger) Find(ctx context.Context, key string) (Entry, bool, error) {
 	}
 	h := l.hash(key)
 	for _, name := range l.pagesHolding(h) {
-		var p paymentsv1alpha1.PaymentLedger
-		if err := l.reader.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
-			if apierrors.IsNotFound(err) {
-				l.forget(name)
-				continue
-			}
-			return Entry{}, false, fmt.Errorf("cannot read ledger page %s: %w", name, err)
+		p, ok, err := l.readPage(ctx, name)
+		if err != nil {
+			return Entry{}, false, err
 		}
-		l.index(&p)
+		if !ok {
+			continue
+		}
 		for _, e := range p.Entries {
 			if e.Key == key {
-				return entryOf(&p, e), true, nil
+				return entryOf(p, e), true, nil
 			}
 		}
 	}
@@ -366,174 +362,6 @@ func (l *Ledger) failPending(err error) {
 	l.next = &batch{done: make(chan struct{})}
 }
 
-// append stores entries on the newest page, starting new pages as pages
-// fill. A conflict means another process appended first: its page is read
-// again and the append retried, without the entries it already holds.
-func (l *Ledger) append(ctx context.Context, entries []Entry) error {
-	for attempt := 1; ; attempt++ {
-		err := l.tryAppend(ctx, entries)
-		if err == nil {
-			appendsTotal.Inc()
-			return nil
-		}
-		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) || attempt == maxAppendAttempts {
-			return fmt.Errorf("cannot append to the outcome ledger: %w", err)
-		}
-		appendConflictsTotal.Inc()
-		l.mu.Lock()
-		l.head = nil
-		l.mu.Unlock()
-		// Many processes appending at once take turns: exponential
-		// backoff with full jitter, so that they do not collide again.
-		backoff := min(appendBackoff<<min(attempt, 6), maxAppendBackoff)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cannot append to the outcome ledger: %w", ctx.Err())
-		case <-time.After(time.Duration(rand.Int64N(int64(backoff)))):
-		}
-	}
-}
-
-// appendBackoff and maxAppendBackoff pace the retries of appends that
-// conflict.
-const (
-	appendBackoff    = 5 * time.Millisecond
-	maxAppendBackoff = 250 * time.Millisecond
-)
-
-func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
-	if err := l.refreshDirty(ctx); err != nil {
-		return err
-	}
-	head, err := l.newestPage(ctx)
-	if err != nil {
-		return err
-	}
-	todo := entries
-	for {
-		// Every page before this one is full, so final: one indexed
-		// before it filled is read again, or an outcome another process
-		// put there last could be appended a second time here.
-		if err := l.refreshUnfinished(ctx, pageSeq(head.Name)); err != nil {
-			return err
-		}
-		// Entries already on a page stay as they are: the first outcome
-		// wins. Checked again on each page written to, since another
-		// process may have put the same outcome there.
-		if todo = l.unrecorded(head, todo); len(todo) == 0 {
-			return nil
-		}
-		if full(head, l.opts.MaxEntriesPerPage) {
-			if head, err = l.startPage(ctx, head); err != nil {
-				return err
-			}
-			continue
-		}
-		updated := head.DeepCopy()
-		n := 0
-		for n < len(todo) && !full(updated, l.opts.MaxEntriesPerPage) {
-			addEntry(updated, todo[n])
-			n++
-		}
-		l.mu.Lock()
-		l.writing = updated.Name
-		l.mu.Unlock()
-		if head.ResourceVersion == "" {
-			err = l.writer.Create(ctx, updated)
-			if apierrors.IsAlreadyExists(err) {
-				// Another process started this page first: append to
-				// its copy on the next attempt.
-				var theirs paymentsv1alpha1.PaymentLedger
-				if getErr := l.reader.Get(ctx, client.ObjectKey{Name: updated.Name}, &theirs); getErr == nil {
-					l.index(&theirs)
-				}
-			}
-		} else {
-			err = l.writer.Update(ctx, updated)
-		}
-		if err != nil {
-			l.mu.Lock()
-			l.writing = ""
-			l.mu.Unlock()
-			return err
-		}
-		l.index(updated)
-		l.mu.Lock()
-		l.head = updated
-		l.writing = ""
-		l.mu.Unlock()
-		head, todo = updated, todo[n:]
-	}
-}
-
-// unrecorded is entries without the ones whose key is on page head or, as
-// far as the index knows, on another page, and without repeated keys.
-func (l *Ledger) unrecorded(head *paymentsv1alpha1.PaymentLedger, entries []Entry) []Entry {
-	seen := make(map[string]bool, len(head.Entries)+len(entries))
-	for _, e := range head.Entries {
-		seen[e.Key] = true
-	}
-	var todo []Entry
-	for _, e := range entries {
-		if seen[e.Key] || l.Has(e.Key) {
-			continue
-		}
-		seen[e.Key] = true
-		todo = append(todo, e)
-	}
-	return todo
-}
-
-// newestPage returns the page appends go to: this process's copy of it, or
-// the page with the highest sequence read from the API server, or a new
-// first page not created yet.
-func (l *Ledger) newestPage(ctx context.Context) (*paymentsv1alpha1.PaymentLedger, error) {
-	l.mu.Lock()
-	head := l.head
-	newest, seq := "", 0
-	for name, p := range l.pages {
-		if p.seq > seq {
-			newest, seq = name, p.seq
-		}
-	}
-	l.mu.Unlock()
-	if head != nil && head.Name == newest {
-		return head, nil
-	}
-	if newest == "" {
-		return newPage(1), nil
-	}
-	var p paymentsv1alpha1.PaymentLedger
-	if err := l.reader.Get(ctx, client.ObjectKey{Name: newest}, &p); err != nil {
-		if apierrors.IsNotFound(err) {
-			l.forget(newest)
-			// Retention never deletes the newest page; an administrator
-			// did. Append after it, so no sequence number is used twice.
-			return newPage(seq + 1), nil
-		}
-		return nil, fmt.Errorf("cannot read ledger page %s: %w", newest, err)
-	}
-	l.index(&p)
-	return &p, nil
-}
-
-// startPage returns the page after the full page head: created by another
-// process already, or new.
-func (l *Ledger) startPage(ctx context.Context, head *paymentsv1alpha1.PaymentLedger) (*paymentsv1alpha1.PaymentLedger, error) {
-	seq := pageSeq(head.Name) + 1
-	var p paymentsv1alpha1.PaymentLedger
-	err := l.reader.Get(ctx, client.ObjectKey{Name: pageName(seq)}, &p)
-	switch {
-	case err == nil:
-		l.index(&p)
-		return &p, nil
-	case apierrors.IsNotFound(err):
-		return newPage(seq), nil
-	default:
-		return nil, fmt.Errorf("cannot read ledger page %s: %w", pageName(seq), err)
-	}
-}
-
 // Prune deletes the pages whose newest entry is older than the retention,
 // except the newest page, which appends still go to.
 func (l *Ledger) Prune(ctx context.Context) error {
@@ -566,211 +394,4 @@ func (l *Ledger) Prune(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Observe tells the ledger that the watch saw page name at resourceVersion
-// rv; a page another process wrote is read again before the next Find or
-// append. A deleted page is passed with an empty rv.
-func (l *Ledger) Observe(name, rv string) {
-	if pageSeq(name) <= 0 {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	p, ok := l.pages[name]
-	if rv == "" {
-		delete(l.pages, name)
-		if l.head != nil && l.head.Name == name {
-			l.head = nil
-		}
-		return
-	}
-	if !ok {
-		l.pages[name] = &page{seq: pageSeq(name), seen: rv}
-		return
-	}
-	if newer(rv, p.seen) {
-		p.seen = rv
-	}
-}
-
-// WatchPages feeds Observe from an informer of the pages' metadata (the
-// manager's cache holds a few hundred bytes a page, never the entries).
-func (l *Ledger) WatchPages(ctx context.Context, informers cache.Informers) error {
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(paymentsv1alpha1.GroupVersion.WithKind("PaymentLedger"))
-	informer, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil {
-		return fmt.Errorf("cannot watch ledger pages: %w", err)
-	}
-	observe := func(o any, deleted bool) {
-		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-			o, deleted = d.Obj, true
-		}
-		m, ok := o.(metav1.Object)
-		if !ok {
-			return
-		}
-		rv := m.GetResourceVersion()
-		if deleted {
-			rv = ""
-		}
-		l.Observe(m.GetName(), rv)
-	}
-	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { observe(o, false) },
-		UpdateFunc: func(_, o any) { observe(o, false) },
-		DeleteFunc: func(o any) { observe(o, true) },
-	})
-	if err != nil {
-		return fmt.Errorf("cannot watch ledger pages: %w", err)
-	}
-	return nil
-}
-
-// refreshDirty reads again every page another process wrote since this one
-// read it.
-func (l *Ledger) refreshDirty(ctx context.Context) error {
-	l.mu.Lock()
-	var dirty []string
-	for name, p := range l.pages {
-		if p.seen != "" && newer(p.seen, p.indexed) && name != l.writing {
-			dirty = append(dirty, name)
-		}
-	}
-	l.mu.Unlock()
-	for _, name := range dirty {
-		var p paymentsv1alpha1.PaymentLedger
-		if err := l.reader.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
-			if apierrors.IsNotFound(err) {
-				l.forget(name)
-				continue
-			}
-			return fmt.Errorf("cannot read ledger page %s: %w", name, err)
-		}
-		pageRereadsTotal.Inc()
-		l.index(&p)
-	}
-	return nil
-}
-
-// refreshUnfinished reads again the pages before page seq that were not
-// full when indexed: a later page exists, so they are full now, and the
-// index may lack their last entries.
-func (l *Ledger) refreshUnfinished(ctx context.Context, seq int) error {
-	l.mu.Lock()
-	var stale []string
-	for name, p := range l.pages {
-		if p.seq < seq && !p.full {
-			stale = append(stale, name)
-		}
-	}
-	l.mu.Unlock()
-	for _, name := range stale {
-		var p paymentsv1alpha1.PaymentLedger
-		if err := l.reader.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
-			if apierrors.IsNotFound(err) {
-				l.forget(name)
-				continue
-			}
-			return fmt.Errorf("cannot read ledger page %s: %w", name, err)
-		}
-		pageRereadsTotal.Inc()
-		l.index(&p)
-		l.mu.Lock()
-		if ip, ok := l.pages[name]; ok && !ip.full {
-			// Not full by this process's measure (another process may
-			// fill pages to another size): final all the same, as a
-			// later page exists.
-			ip.full = true
-		}
-		l.mu.Unlock()
-	}
-	return nil
-}
-
-// newestSeq is the highest page sequence known.
-func (l *Ledger) newestSeq() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	seq := 0
-	for _, p := range l.pages {
-		seq = max(seq, p.seq)
-	}
-	return seq
-}
-
-// index takes the hashes of p's keys, unless this process holds a newer copy.
-func (l *Ledger) index(p *paymentsv1alpha1.PaymentLedger) {
-	seq := pageSeq(p.Name)
-	if seq <= 0 {
-		return
-	}
-	hashes := make([]uint64, len(p.Entries))
-	for i, e := range p.Entries {
-		hashes[i] = l.hash(e.Key)
-	}
-	slices.Sort(hashes)
-	var newest time.Time
-	for _, e := range p.Entries {
-		if e.At.After(newest) {
-			newest = e.At.Time
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	old, ok := l.pages[p.Name]
-	if ok && old.indexed != "" && !newer(p.ResourceVersion, old.indexed) {
-		return
-	}
-	seen := p.ResourceVersion
-	if ok && newer(old.seen, seen) {
-		seen = old.seen
-	}
-	l.pages[p.Name] = &page{seq: seq, indexed: p.ResourceVersion, seen: seen, hashes: hashes, newest: newest,
-		full: full(p, l.opts.MaxEntriesPerPage)}
-	if l.head != nil && l.head.Name == p.Name && newer(p.ResourceVersion, l.head.ResourceVersion) {
-		l.head = nil
-	}
-}
-
-// forget drops a page that is gone.
-func (l *Ledger) forget(name string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.pages, name)
-	if l.head != nil && l.head.Name == name {
-		l.head = nil
-	}
-}
-
-// pagesHolding names the pages on which a key with hash h may be.
-func (l *Ledger) pagesHolding(h uint64) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var names []string
-	for name, p := range l.pages {
-		if _, ok := slices.BinarySearch(p.hashes, h); ok {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
-}
-
-func (l *Ledger) hash(key string) uint64 {
-	return maphash.String(l.seed, key)
-}
-
-// newer reports whether resourceVersion a is newer than b. Versions that
-// cannot be compared count as newer, so the page is read again.
-func newer(a, b string) bool {
-	if b == "" {
-		return a != ""
-	}
-	c, err := resourceversion.CompareResourceVersion(a, b)
-	if err != nil {
-		return a != b
-	}
-	return c > 0
 }

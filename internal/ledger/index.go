@@ -1,0 +1,262 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package ledger keeps the operator's outcome ledger: the durable record of
+// every finished payment, "<namespace>/<key> → fingerprint, provider
+// account, charge, outcome, time", that outlives the PaymentJob, its
+// PaymentProvider, its Secret and its namespace.
+//
+// The ledger is a sequence of cluster-scoped PaymentLedger pages. Entries are
+// appended to the newest page with resourceVersion-guarded updates, so two
+// replicas never lose or overwrite each other's entries; concurrent appends
+// share one write (group commit). A full page is never written again, and
+// retention deletes whole pages once their newest entry is older than the
+// retention.
+//
+// The manager does not hold the entries: it keeps a 64-bit hash of every key
+// (8 bytes an entry) and reads a page only when a key's hash is on it. New
+// jobs are almost never in the ledger, so finding out costs no API request.
+// Pages written by another replica are re-read when their resourceVersion
+// moves past the one this process indexed.
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// The index: what the manager keeps of the pages (the hashes of their keys),
+// and how it stays current with what other processes write.
+
+// Observe tells the ledger that the watch saw page name at resourceVersion
+// rv; a page another process wrote is read again before the next Find or
+// append. A deleted page is passed with an empty rv.
+func (l *Ledger) Observe(name, rv string) {
+	if pageSeq(name) <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.pages[name]
+	if rv == "" {
+		delete(l.pages, name)
+		if l.head != nil && l.head.Name == name {
+			l.head = nil
+		}
+		return
+	}
+	if !ok {
+		l.pages[name] = &page{seq: pageSeq(name), seen: rv}
+		return
+	}
+	if newer(rv, p.seen) {
+		p.seen = rv
+	}
+}
+
+// WatchPages feeds Observe from an informer of the pages' metadata (the
+// manager's cache holds a few hundred bytes a page, never the entries).
+func (l *Ledger) WatchPages(ctx context.Context, informers cache.Informers) error {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(paymentsv1alpha1.GroupVersion.WithKind("PaymentLedger"))
+	informer, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("cannot watch ledger pages: %w", err)
+	}
+	observe := func(o any, deleted bool) {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o, deleted = d.Obj, true
+		}
+		m, ok := o.(metav1.Object)
+		if !ok {
+			return
+		}
+		rv := m.GetResourceVersion()
+		if deleted {
+			rv = ""
+		}
+		l.Observe(m.GetName(), rv)
+	}
+	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { observe(o, false) },
+		UpdateFunc: func(_, o any) { observe(o, false) },
+		DeleteFunc: func(o any) { observe(o, true) },
+	})
+	if err != nil {
+		return fmt.Errorf("cannot watch ledger pages: %w", err)
+	}
+	return nil
+}
+
+// refreshDirty reads again every page another process wrote since this one
+// read it.
+func (l *Ledger) refreshDirty(ctx context.Context) error {
+	return l.reread(ctx, func(name string, p *page) bool {
+		return p.seen != "" && newer(p.seen, p.indexed) && name != l.writing
+	}, false)
+}
+
+// refreshUnfinished reads again the pages before page seq that were not
+// full when indexed: a later page exists, so they are full now, and the
+// index may lack their last entries.
+func (l *Ledger) refreshUnfinished(ctx context.Context, seq int) error {
+	return l.reread(ctx, func(_ string, p *page) bool { return p.seq < seq && !p.full }, true)
+}
+
+// reread reads again the pages that stale picks (called with the lock
+// held). final marks them final: full, whatever size this process would
+// fill them to, as a later page exists.
+func (l *Ledger) reread(ctx context.Context, stale func(name string, p *page) bool, final bool) error {
+	// One caller at a time, and the pages are picked once the lock is
+	// held: the workers that ask at once read a page once, not each.
+	l.rereading.Lock()
+	defer l.rereading.Unlock()
+	l.mu.Lock()
+	var names []string
+	for name, p := range l.pages {
+		if stale(name, p) {
+			names = append(names, name)
+		}
+	}
+	l.mu.Unlock()
+	for _, name := range names {
+		if _, _, err := l.readPage(ctx, name); err != nil {
+			return err
+		}
+		pageRereadsTotal.Inc()
+		if final {
+			l.mu.Lock()
+			if p, ok := l.pages[name]; ok {
+				p.full = true
+			}
+			l.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// readPage reads page name from the API server and indexes it; false when
+// it is gone, and then forgotten.
+func (l *Ledger) readPage(ctx context.Context, name string) (*paymentsv1alpha1.PaymentLedger, bool, error) {
+	var p paymentsv1alpha1.PaymentLedger
+	if err := l.reader.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			l.forget(name)
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("cannot read ledger page %s: %w", name, err)
+	}
+	l.index(&p)
+	return &p, true, nil
+}
+
+// newestSeq is the highest page sequence known.
+func (l *Ledger) newestSeq() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seq := 0
+	for _, p := range l.pages {
+		seq = max(seq, p.seq)
+	}
+	return seq
+}
+
+// index takes the hashes of p's keys, unless this process holds a newer copy.
+func (l *Ledger) index(p *paymentsv1alpha1.PaymentLedger) {
+	seq := pageSeq(p.Name)
+	if seq <= 0 {
+		return
+	}
+	hashes := make([]uint64, len(p.Entries))
+	for i, e := range p.Entries {
+		hashes[i] = l.hash(e.Key)
+	}
+	slices.Sort(hashes)
+	var newest time.Time
+	for _, e := range p.Entries {
+		if e.At.After(newest) {
+			newest = e.At.Time
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.pages[p.Name]
+	if ok && old.indexed != "" && !newer(p.ResourceVersion, old.indexed) {
+		return
+	}
+	seen := p.ResourceVersion
+	if ok && newer(old.seen, seen) {
+		seen = old.seen
+	}
+	l.pages[p.Name] = &page{seq: seq, indexed: p.ResourceVersion, seen: seen, hashes: hashes, newest: newest,
+		full: full(p, l.opts.MaxEntriesPerPage)}
+	if l.head != nil && l.head.Name == p.Name && newer(p.ResourceVersion, l.head.ResourceVersion) {
+		l.head = nil
+	}
+}
+
+// forget drops a page that is gone.
+func (l *Ledger) forget(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.pages, name)
+	if l.head != nil && l.head.Name == name {
+		l.head = nil
+	}
+}
+
+// pagesHolding names the pages on which a key with hash h may be.
+func (l *Ledger) pagesHolding(h uint64) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var names []string
+	for name, p := range l.pages {
+		if _, ok := slices.BinarySearch(p.hashes, h); ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (l *Ledger) hash(key string) uint64 {
+	return maphash.String(l.seed, key)
+}
+
+// newer reports whether resourceVersion a is newer than b. Versions that
+// cannot be compared count as newer, so the page is read again.
+func newer(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	if err != nil {
+		return a != b
+	}
+	return c > 0
+}
