@@ -1,8 +1,9 @@
 # Image URL to use all building/pushing image targets.
 IMG ?= controller:latest
 
-# Kubernetes version of the local control plane (kube-apiserver, kubectl) and
-# the etcd version it runs on. Both are built from Go modules by hack/envtest.
+# Kubernetes version of the local control plane (kube-apiserver,
+# kube-controller-manager, kubectl) and the etcd version it runs on. Both are
+# built from Go modules by hack/envtest.
 ENVTEST_K8S_VERSION ?= 1.37.2
 ENVTEST_ETCD_VERSION ?= 3.6.16
 
@@ -156,11 +157,17 @@ ifndef ignore-not-found
 endif
 
 .PHONY: install
-install: manifests kustomize ## Install CRDs into the cluster of the current kubeconfig.
+install: manifests kustomize ## Install the CRDs and the admission policies (config/policy) into the cluster of the current kubeconfig.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply -f -
+	$(KUSTOMIZE) build config/policy | $(KUBECTL) apply -f -
+
+.PHONY: install-crds
+install-crds: manifests kustomize ## Install the CRDs only, without the admission policies (docs/security.md says what is lost).
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply -f -
 
 .PHONY: uninstall
-uninstall: manifests kustomize ## Uninstall CRDs. Call with ignore-not-found=true to ignore missing resources.
+uninstall: manifests kustomize ## Uninstall the admission policies and the CRDs. Call with ignore-not-found=true to ignore missing resources.
+	$(KUSTOMIZE) build config/policy | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: deploy
@@ -191,8 +198,10 @@ KUSTOMIZE_VERSION ?= v5.8.1
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 STRIPE_MOCK_VERSION ?= v0.203.0
 
-## The local control plane: kube-apiserver and kubectl from k8s.io/kubernetes,
-## etcd from go.etcd.io/etcd/server/v3. Built once; skipped when present.
+## The local control plane: kube-apiserver, kube-controller-manager (namespace
+## deletion and garbage collection in the e2e suite) and kubectl from
+## k8s.io/kubernetes, etcd from go.etcd.io/etcd/server/v3. Built once; skipped
+## when present.
 ENVTEST_MODULE := hack/envtest
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s/$(ENVTEST_K8S_VERSION)-$(GOOS)-$(GOARCH)
 ENVTEST_K8S_MINOR = $(word 2,$(subst ., ,$(ENVTEST_K8S_VERSION)))
@@ -206,12 +215,17 @@ ENVTEST_K8S_LDFLAGS = -s -w \
 	-X k8s.io/client-go/pkg/version.gitMinor=$(ENVTEST_K8S_MINOR)
 
 .PHONY: envtest-assets
-envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubectl ## Build kube-apiserver, etcd and kubectl into bin/k8s (only when missing).
+envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubectl ## Build kube-apiserver, kube-controller-manager, etcd and kubectl into bin/k8s (only when missing).
 
 $(ENVTEST_ASSETS)/kube-apiserver:
 	@echo "Building kube-apiserver v$(ENVTEST_K8S_VERSION) from Go modules (a few minutes, once)"
 	cd $(ENVTEST_MODULE) && GOOS=$(GOOS) GOARCH=$(GOARCH) CGO_ENABLED=0 go build -trimpath \
 		-ldflags "$(ENVTEST_K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+$(ENVTEST_ASSETS)/kube-controller-manager:
+	@echo "Building kube-controller-manager v$(ENVTEST_K8S_VERSION) from Go modules (a few minutes, once)"
+	cd $(ENVTEST_MODULE) && GOOS=$(GOOS) GOARCH=$(GOARCH) CGO_ENABLED=0 go build -trimpath \
+		-ldflags "$(ENVTEST_K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
 
 $(ENVTEST_ASSETS)/kubectl:
 	@echo "Building kubectl v$(ENVTEST_K8S_VERSION) from Go modules"

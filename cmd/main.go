@@ -46,6 +46,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 )
 
 var (
@@ -76,6 +77,8 @@ func main() {
 		useLedger            bool
 		ledgerRetention      time.Duration
 		defaultTTL           int
+		insecureHosts        string
+		auditInterval        time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -110,6 +113,13 @@ func main() {
 	flag.IntVar(&defaultTTL, "ttl-seconds-after-finished", -1,
 		"Delete Completed and Failed jobs this many seconds after they finished, unless spec.ttlSecondsAfterFinished says "+
 			"otherwise; their outcome stays in the ledger. Negative keeps them.")
+	flag.StringVar(&insecureHosts, egress.FlagName, "",
+		"Comma-separated provider hosts that may be reached over plain http and at loopback or private addresses "+
+			"(for example a payment service inside the cluster, or 127.0.0.1 for the sandbox). Every other provider URL "+
+			"must be https to a public address; link-local addresses (cloud metadata) are always refused.")
+	flag.DurationVar(&auditInterval, "audit-interval", controller.DefaultAuditInterval,
+		"How often the manager checks that its admission policies are installed and enforced, and lists "+
+			"PaymentJobs that carry the finished label without an outcome.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -128,6 +138,16 @@ func main() {
 	}
 	if ledgerRetention < 24*time.Hour {
 		setupLog.Error(errors.New("invalid flags"), "--ledger-retention must be at least 24h", "ledgerRetention", ledgerRetention)
+		os.Exit(1)
+	}
+	hosts, err := egress.ParseHosts(insecureHosts)
+	if err != nil {
+		setupLog.Error(err, "Invalid --"+egress.FlagName)
+		os.Exit(1)
+	}
+	egressPolicy := &egress.Policy{InsecureHosts: hosts}
+	if auditInterval <= 0 {
+		setupLog.Error(errors.New("invalid flags"), "--audit-interval must be positive", "auditInterval", auditInterval)
 		os.Exit(1)
 	}
 	holder, err := holderIdentity()
@@ -181,12 +201,16 @@ func main() {
 	}
 
 	// One adapter and one token bucket per PaymentProvider, shared by the
-	// two reconcilers. Secrets are read with get only, uncached.
-	adapters := &controller.ProviderCache{SecretReader: mgr.GetAPIReader(), Build: controller.NewAdapter}
+	// two reconcilers. Secrets come from the cache, which the API server
+	// fills with the Secrets labelled for the operator only.
+	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: controller.NewAdapterFactory(egressPolicy)}
 	if err := (&controller.PaymentProviderReconciler{
 		Client:       mgr.GetClient(),
-		SecretReader: mgr.GetAPIReader(),
+		SecretReader: mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
 		Adapters:     adapters,
+		Egress:       egressPolicy,
+		Recorder:     mgr.GetEventRecorder("paymentprovider-controller"),
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Unable to create controller", "controller", "PaymentProvider")
 		os.Exit(1)
@@ -238,6 +262,17 @@ func main() {
 		os.Exit(1)
 	}
 
+	// The admission policies, and the jobs that only they would have kept
+	// from going unseen.
+	if err := (&controller.Auditor{
+		Reader:   mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("paymentjob-audit"),
+		Interval: auditInterval,
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "Unable to set up the audit")
+		os.Exit(1)
+	}
+
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "Unable to set up health check")
 		os.Exit(1)
@@ -247,7 +282,8 @@ func main() {
 		os.Exit(1)
 	}
 
-	setupLog.Info("Starting manager", "holder", holder, "claimLease", claimLease, "providerTimeout", providerTimeout)
+	setupLog.Info("Starting manager", "holder", holder, "claimLease", claimLease, "providerTimeout", providerTimeout,
+		"insecureProviderHosts", hosts)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "Problem running manager")
 		os.Exit(1)

@@ -20,10 +20,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// LabelCredentials marks a Secret that PaymentProviders may use: the
+// operator reads only Secrets labelled with it set to "true", through a
+// cache that the API server fills with those Secrets alone, so a
+// PaymentProvider can never turn another Secret of its namespace into a
+// bearer token sent elsewhere.
+const LabelCredentials = "payments.idempotency.dev/credentials"
+
+// ProviderFinalizer is set on a PaymentProvider while unfinished jobs
+// reference it, so that the provider (and the adapter the operator keeps
+// for it) cannot disappear while a charge may be in flight. Once the
+// provider is being deleted, only its Processing jobs hold it: jobs that
+// were not claimed are never charged through a provider being deleted.
+const ProviderFinalizer = "payments.idempotency.dev/in-use"
+
 // SecretKeyReference selects one key of a Secret in the namespace of the
-// PaymentProvider. Secrets are never read from another namespace.
+// PaymentProvider. Secrets are never read from another namespace, and only
+// when labelled with LabelCredentials: "true".
 type SecretKeyReference struct {
-	// name of the Secret.
+	// name of the Secret. It must carry the label
+	// payments.idempotency.dev/credentials: "true".
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253

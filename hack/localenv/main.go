@@ -128,6 +128,21 @@ func run() error {
 		return err
 	}
 
+	// The admission policies, as `make install` installs them with the CRDs.
+	kubectl := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out), nil
+	}
+	if _, err := kubectl("apply", "-k", filepath.Join(root, "config", "policy")); err != nil {
+		return err
+	}
+	step("Installed the admission policies from config/policy")
+
 	sandboxLog := filepath.Join(work, "sandbox.log")
 	sandbox, err := startProcess("sandbox", filepath.Join(root, "bin", "sandbox"), sandboxLog, nil,
 		"--addr", sandboxAddr)
@@ -144,6 +159,8 @@ func run() error {
 	manager, err := startProcess("manager", filepath.Join(root, "bin", "manager"), managerLog,
 		[]string{"KUBECONFIG=" + kubeconfig},
 		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
+		// The sandbox listens on loopback over plain http.
+		"--insecure-provider-hosts=127.0.0.1",
 		"--zap-log-level=info")
 	if err != nil {
 		return err
@@ -151,15 +168,6 @@ func run() error {
 	defer stopProcess(manager)
 	step("Manager running (log: %s)", rel(root, managerLog))
 
-	kubectl := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out), nil
-	}
 	step("kubectl apply -k config/samples")
 	out, err := kubectl("apply", "-k", filepath.Join(root, "config", "samples"))
 	if err != nil {

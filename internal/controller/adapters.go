@@ -18,22 +18,41 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/httpprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
 )
 
-// NewAdapter is the AdapterFactory of the manager: the Stripe adapter for
-// spec.stripe, the generic HTTP provider for spec.http. The credential is the
+// ErrEndpointRefused says a provider's URL is not allowed by the manager's
+// egress policy.
+var ErrEndpointRefused = errors.New("endpoint refused by the egress policy")
+
+// NewAdapterFactory is the AdapterFactory of the manager: the Stripe adapter
+// for spec.stripe, the generic HTTP provider for spec.http, both calling out
+// through one HTTP client whose dialer enforces policy on every connection
+// (after DNS resolution). A URL the policy refuses (plain http to a host not
+// listed in --insecure-provider-hosts, a forbidden literal address) is
+// refused here already, wrapped in ErrEndpointRefused. The credential is the
 // Stripe secret key or the bearer token; it never appears in errors.
-func NewAdapter(spec paymentsv1alpha1.PaymentProviderSpec, credential string) (payment.Provider, error) {
-	switch {
-	case spec.Stripe != nil:
-		return stripe.New(stripe.Config{APIKey: credential, APIBase: spec.Stripe.APIBase})
-	case spec.HTTP != nil:
-		return httpprovider.New(httpprovider.Config{URL: spec.HTTP.URL, LookupURL: spec.HTTP.LookupURL, Token: credential})
+func NewAdapterFactory(policy *egress.Policy) AdapterFactory {
+	httpClient := policy.HTTPClient()
+	return func(spec paymentsv1alpha1.PaymentProviderSpec, credential string) (payment.Provider, error) {
+		for _, u := range providerURLs(spec) {
+			if err := policy.CheckURL(u.field, u.url); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrEndpointRefused, err)
+			}
+		}
+		switch {
+		case spec.Stripe != nil:
+			return stripe.New(stripe.Config{APIKey: credential, APIBase: spec.Stripe.APIBase, HTTPClient: httpClient})
+		case spec.HTTP != nil:
+			return httpprovider.New(httpprovider.Config{URL: spec.HTTP.URL, LookupURL: spec.HTTP.LookupURL,
+				Token: credential, HTTPClient: httpClient})
+		}
+		return nil, errors.New("exactly one of spec.stripe or spec.http must be set")
 	}
-	return nil, errors.New("exactly one of spec.stripe or spec.http must be set")
 }

@@ -340,6 +340,15 @@ func TestProviderIdentityIsPartOfThePayment(t *testing.T) {
 			var pp paymentsv1alpha1.PaymentProvider
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: providerName}, &pp)).To(Succeed())
 			g.Expect(k8sClient.Delete(ctx, &pp)).To(Succeed())
+			// The provider's finalizer keeps it while the job is
+			// Processing; an admin forces it out.
+			g.Eventually(func(g Gomega) {
+				var deleting paymentsv1alpha1.PaymentProvider
+				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pp), &deleting)).To(Succeed())
+				g.Expect(deleting.Finalizers).To(ContainElement(paymentsv1alpha1.ProviderFinalizer))
+				deleting.Finalizers = nil
+				g.Expect(k8sClient.Update(ctx, &deleting)).To(Succeed())
+			}, timeout).Should(Succeed())
 			g.Eventually(func() bool {
 				return k8sClient.Get(ctx, client.ObjectKeyFromObject(&pp), &paymentsv1alpha1.PaymentProvider{}) != nil
 			}, timeout).Should(BeTrue())
@@ -578,7 +587,7 @@ func TestRecreatedJobThroughEveryAdapter(t *testing.T) {
 			t.Cleanup(srv.Close)
 			ns := newNamespace(t, true)
 			updateProvider(g, ns, func(pp *paymentsv1alpha1.PaymentProvider) { pp.Spec = tt.spec(srv.URL) })
-			startManager(t, managerConfig{namespaces: []string{ns}, build: controller.NewAdapter, noLedger: true})
+			startManager(t, managerConfig{namespaces: []string{ns}, build: loopbackAdapters(), noLedger: true})
 
 			first, again := recreateAfterKeysForgotten(t, ns, "invoice", engine)
 			g.Expect(engine.Stats().Charges).To(Equal(tt.wantCharges))

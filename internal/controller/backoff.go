@@ -20,6 +20,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
 
@@ -65,4 +67,21 @@ func (r *PaymentJobReconciler) retryDelay(job *paymentsv1alpha1.PaymentJob) time
 		return r.Backoff.Max
 	}
 	return r.Backoff.after(job.Status.Attempts)
+}
+
+// pendingRecheck is when a job waiting before its claim on something
+// outside it (its provider) looks again, even if no event brings it back:
+// as long again as it has waited for this reason so far, between
+// Backoff.Initial and Backoff.Max, so the wait backs off without any state.
+// A deadline sooner than that comes first.
+func (r *PaymentJobReconciler) pendingRecheck(job *paymentsv1alpha1.PaymentJob, reason string, deadline time.Duration) time.Duration {
+	waited := time.Duration(0)
+	if c := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady); c != nil && c.Reason == reason {
+		waited = r.Clock.Since(c.LastTransitionTime.Time)
+	}
+	d := jitter(min(max(waited, r.Backoff.Initial), r.Backoff.Max))
+	if deadline > 0 && deadline < d {
+		return deadline
+	}
+	return d
 }

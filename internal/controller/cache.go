@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,11 +38,15 @@ import (
 // LabelFinished label) are filtered out by the API server, so the cache, and
 // the manager's memory, grow with active jobs only, however much history the
 // cluster keeps; managedFields, which the operator never reads, are dropped
-// from every cached object. namespaces, if any, restrict the cache to them.
+// from every cached object. Secrets are cached only when labelled
+// LabelCredentials=true: the API server never sends the manager any other
+// Secret, and a provider that names one finds nothing. namespaces, if any,
+// restrict the cache to them.
 func CacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&paymentsv1alpha1.PaymentJob{}: {Label: unfinished()},
+			&corev1.Secret{}:               {Label: credentials()},
 		},
 		// Writes of cached copies keep the server's managedFields: nil
 		// means unchanged.
@@ -63,6 +68,11 @@ func unfinished() labels.Selector {
 		panic(fmt.Sprintf("invalid finished-label requirement: %v", err))
 	}
 	return labels.NewSelector().Add(*req)
+}
+
+// credentials selects the Secrets marked for the operator.
+func credentials() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{paymentsv1alpha1.LabelCredentials: "true"})
 }
 
 // InformersSynced is a readiness check that passes once the cache holds

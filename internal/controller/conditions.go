@@ -36,6 +36,14 @@ const (
 	ReasonProviderNotFound = "ProviderNotFound"
 	// ReasonProviderNotReady: the referenced PaymentProvider is not Ready.
 	ReasonProviderNotReady = "ProviderNotReady"
+	// ReasonProviderDeleted: the referenced PaymentProvider is being
+	// deleted, so a job that was not claimed waits; or it is gone while the
+	// job was Processing and this process kept no adapter for it, so the
+	// job is Stalled until a person resolves it.
+	ReasonProviderDeleted = "ProviderDeleted"
+	// ReasonRateLimited: the job waits for a token of its provider's
+	// client-side rate limit (requestsPerSecond, burst).
+	ReasonRateLimited = "RateLimited"
 	// ReasonClaimed: this manager claimed the job and is charging it.
 	ReasonClaimed = "Claimed"
 	// ReasonClaimTakenOver: the previous claim expired and this manager took
@@ -101,10 +109,19 @@ const (
 	ReasonPaymentRefused = "PaymentRefused"
 
 	// ReasonReady, ReasonSecretNotFound and ReasonSecretKeyMissing are the
-	// reasons of a PaymentProvider's Ready condition.
+	// reasons of a PaymentProvider's Ready condition. SecretNotFound also
+	// covers a Secret without the label payments.idempotency.dev/credentials:
+	// "true", which the operator never reads.
 	ReasonReady            = "Ready"
 	ReasonSecretNotFound   = "SecretNotFound"
 	ReasonSecretKeyMissing = "SecretKeyMissing"
+	// ReasonSecretReadFailed: the Secret could not be read; retried with
+	// backoff.
+	ReasonSecretReadFailed = "SecretReadFailed"
+	// ReasonEndpointRefused: the provider's URL is not allowed by the
+	// manager's egress policy (https only, no link-local, loopback or
+	// private addresses unless its host is in --insecure-provider-hosts).
+	ReasonEndpointRefused = "EndpointRefused"
 	// ReasonInvalidConfiguration: the provider's adapter cannot be built
 	// from its spec and credential.
 	ReasonInvalidConfiguration = "InvalidConfiguration"

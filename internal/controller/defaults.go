@@ -48,3 +48,7 @@ const (
 	// the wake-up is lost.
 	lookupWakeBackstop = 10 * time.Second
 )
+
+// rateLimitNotice is the shortest wait for a provider's rate limit that the
+// job's status reports (ReasonRateLimited); shorter ones only requeue.
+const rateLimitNotice = 5 * time.Second

@@ -90,6 +90,26 @@ var (
 		Name: "paymentjob_skipped_terminal_total",
 		Help: "Reconciles of Completed or Failed jobs that returned without a provider call.",
 	})
+	strandedJobsGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "paymentjob_jobs_waiting_for_deleted_provider",
+		Help: "Processing jobs whose PaymentProvider was deleted (or is being deleted) while this process holds no adapter for it; each is Stalled (ProviderDeleted) until a person resolves it.",
+	})
+	rateLimitedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentjob_rate_limited_total",
+		Help: "Charges put off to wait for a token of their provider's client-side rate limit.",
+	})
+	admissionPoliciesMissing = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "paymentjob_admission_policies_missing",
+		Help: "Admission policies of config/policy that the last audit found missing or not enforced (no binding, a validating binding without Deny, type-checking warnings). Unchanged when the audit could not list them.",
+	})
+	finishedLabelWithoutOutcome = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "paymentjob_finished_label_without_outcome",
+		Help: "PaymentJobs that the last audit found with the finished label but neither Completed nor Failed: out of the operator's cache, they are never charged. Unchanged when the audit could not list them.",
+	})
+	auditErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentjob_audit_errors_total",
+		Help: "Audit checks that could not be completed (an API error, RBAC refused), by check: admission_policies, finished_label. The check's gauge keeps its last value.",
+	}, []string{"check"})
 	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "paymentjob_reconcile_duration_seconds",
 		Help:    "Duration of PaymentJob reconciles, by the phase the job was in when the reconcile started.",
@@ -100,5 +120,9 @@ var (
 func init() {
 	metrics.Registry.MustRegister(chargesTotal, replaysTotal, claimConflictsTotal, writeConflictsTotal, claimLostTotal,
 		lookupRequestsTotal, lookupKeysTotal, stalledTotal,
-		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal, ttlDeletionsTotal)
+		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal, ttlDeletionsTotal,
+		strandedJobsGauge, rateLimitedTotal, admissionPoliciesMissing, finishedLabelWithoutOutcome, auditErrorsTotal)
+	// Both series exist from the start, so that increase() sees the first error.
+	auditErrorsTotal.WithLabelValues(auditCheckAdmissionPolicies)
+	auditErrorsTotal.WithLabelValues(auditCheckFinishedLabel)
 }

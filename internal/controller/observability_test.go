@@ -293,6 +293,9 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"PaymentJobClaimConflictsHigh",
 		"PaymentJobDeclineRatioHigh",
 		"PaymentJobReconcileErrors",
+		"PaymentJobAdmissionPoliciesMissing",
+		"PaymentJobFinishedLabelWithoutOutcome",
+		"PaymentJobStuckBehindDeletedProvider",
 	))
 	for _, grp := range r.Spec.Groups {
 		for _, rule := range grp.Rules {

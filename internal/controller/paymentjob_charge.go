@@ -48,7 +48,17 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 		reservation := t.Limiter.ReserveN(now, 1)
 		if delay := reservation.DelayFrom(now); delay > 0 {
 			reservation.CancelAt(now)
-			return ctrl.Result{RequeueAfter: delay}, nil
+			rateLimitedTotal.Inc()
+			if delay < rateLimitNotice {
+				return ctrl.Result{RequeueAfter: delay}, nil
+			}
+			// A long wait is said in the job's status, once.
+			p := progress{reason: ReasonRateLimited, message: fmt.Sprintf(
+				"Waiting %s for the rate limit of PaymentProvider %q (requestsPerSecond)", delay.Round(time.Second), job.Spec.ProviderRef.Name)}
+			if job.Status.Phase == paymentsv1alpha1.PhaseProcessing {
+				return ctrl.Result{RequeueAfter: delay}, r.writeProgress(ctx, job, p)
+			}
+			return ctrl.Result{RequeueAfter: delay}, r.setPending(ctx, job, p)
 		}
 	}
 	key := sentKey(job)

@@ -24,6 +24,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -41,8 +42,6 @@ import (
 )
 
 const (
-	// providerRefIndex indexes PaymentJobs by the PaymentProvider they use.
-	providerRefIndex = ".spec.providerRef.name"
 	// defaultBackoffLimit applies when spec.backoffLimit is unset (the CRD
 	// defaults it, so only objects written around the schema lack it).
 	defaultBackoffLimit = 6
@@ -59,7 +58,12 @@ const (
 // that charges through it and the rate limit it shares. ProviderCache is the
 // one the manager uses.
 type ProviderResolver interface {
+	// Resolve returns the adapter of a ready provider.
 	Resolve(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (Resolved, error)
+	// Kept returns the adapter last used for the provider with uid, after
+	// the provider or its credentials are gone, for the jobs that were
+	// Processing through it.
+	Kept(uid types.UID) (Resolved, bool)
 }
 
 // PaymentJobReconciler charges each PaymentJob at its provider exactly once.
@@ -106,6 +110,8 @@ type PaymentJobReconciler struct {
 	// written remembers the resourceVersion of this process's latest write
 	// of each job, so that older cached copies are skipped.
 	written writtenVersions
+	// stranded counts the jobs stalled behind a deleted provider.
+	stranded strandedJobs
 }
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
@@ -120,6 +126,7 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if apierrors.IsNotFound(err) {
 			// Deleted, or finished and so out of the cache.
 			r.written.forget(req.NamespacedName)
+			r.stranded.set(req.NamespacedName, false)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -223,8 +230,12 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		return ctrl.Result{}, err
 	}
 	if waiting != nil {
-		// The PaymentProvider watch brings the job back when it changes.
-		return ctrl.Result{RequeueAfter: wait}, r.setPending(ctx, job, *waiting)
+		// The PaymentProvider watch brings the job back when it changes;
+		// the requeue does even if no event comes.
+		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.reason, wait)}, r.setPending(ctx, job, *waiting)
+	}
+	if err := r.guardProvider(ctx, target); err != nil {
+		return ctrl.Result{}, err
 	}
 	if !target.lookupFirst {
 		return r.claimAndAct(ctx, job, target, ReasonClaimed, payment.Verdict{Action: payment.ActionCharge})
@@ -295,9 +306,13 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.reason == ReasonProviderDeleted)
 	if waiting != nil {
 		// Money may have moved: stay Processing and come back.
 		delay := r.retryDelay(job)
+		if waiting.stalled {
+			return ctrl.Result{RequeueAfter: jitter(r.Backoff.Max)}, r.stall(ctx, job, *waiting)
+		}
 		return ctrl.Result{RequeueAfter: jitter(delay)}, r.writeProgress(ctx, job, *waiting)
 	}
 	if recorded := job.Status.Provider; recorded != nil {
@@ -366,11 +381,8 @@ func (r *PaymentJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	case r.Backoff.Initial <= 0 || r.Backoff.Max < r.Backoff.Initial:
 		return fmt.Errorf("invalid backoff %s..%s", r.Backoff.Initial, r.Backoff.Max)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &paymentsv1alpha1.PaymentJob{}, providerRefIndex,
-		func(o client.Object) []string {
-			return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
-		}); err != nil {
-		return fmt.Errorf("cannot index payment jobs by provider: %w", err)
+	if err := indexJobsByProvider(mgr); err != nil {
+		return err
 	}
 	r.wakeups = make(chan event.GenericEvent, wakeupBuffer)
 	return ctrl.NewControllerManagedBy(mgr).

@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,49 +29,94 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
 
 // DefaultSecretPollInterval is how often a PaymentProvider's Secret is
-// checked again. Secrets are read one at a time with get, never listed or
-// watched, so the manager needs no cluster-wide access to Secrets.
-const DefaultSecretPollInterval = 30 * time.Second
+// checked again, besides the watch of labelled Secrets that brings every
+// change at once.
+const DefaultSecretPollInterval = 5 * time.Minute
+
+// EndpointPolicy is the manager's egress policy (egress.Policy): which
+// provider URLs may be called at all.
+type EndpointPolicy interface {
+	// CheckURL refuses a URL whose scheme or literal address is not allowed.
+	CheckURL(field, raw string) error
+	// CheckHost refuses a host whose addresses are not allowed. It is
+	// advisory, for the Ready condition: the dialer decides again on every
+	// connection.
+	CheckHost(ctx context.Context, host string) error
+}
 
 // PaymentProviderReconciler reports whether a PaymentProvider can be used:
-// Ready is True when the credentials it references exist and are not empty
-// and its adapter could be built. It keeps the ProviderCache up to date.
+// Ready is True when the credentials it references exist, are labelled for
+// the operator and are not empty, its URLs are allowed by the egress policy
+// and its adapter could be built. It keeps the ProviderCache up to date, and
+// keeps ProviderFinalizer on the provider while Processing jobs use it.
 type PaymentProviderReconciler struct {
-	// Client reads PaymentProviders from the cache and writes their status.
+	// Client reads PaymentProviders and PaymentJobs from the cache and
+	// writes providers and their status.
 	Client client.Client
-	// SecretReader reads Secrets from the API server, uncached.
+	// SecretReader reads the Secrets labelled LabelCredentials=true: the
+	// manager's cached client, whose cache holds no other Secret.
 	SecretReader client.Reader
+	// APIReader lists jobs uncached before the finalizer comes off.
+	APIReader client.Reader
 	// Adapters is the cache the PaymentJob reconciler resolves providers from.
 	Adapters *ProviderCache
+	// Egress checks the provider's URLs; nil checks nothing here (the
+	// adapters' dialer still enforces its own policy).
+	Egress EndpointPolicy
+	// Recorder emits events about the provider.
+	Recorder events.EventRecorder
 	// SecretPollInterval is how often the Secret is checked again.
 	SecretPollInterval time.Duration
 }
 
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders,verbs=get;list;watch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 
-// Reconcile checks the provider's credentials and sets its Ready condition.
+// Reconcile checks the provider's credentials and endpoint, sets its Ready
+// condition and its finalizer.
 func (r *PaymentProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var pp paymentsv1alpha1.PaymentProvider
 	if err := r.Client.Get(ctx, req.NamespacedName, &pp); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Adapters.Forget(req.NamespacedName)
+			r.Adapters.Retire(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.guard(ctx, &pp); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: jitter(100 * time.Millisecond)}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !pp.DeletionTimestamp.IsZero() {
+		// Its Processing jobs go on with the adapter kept for it.
+		return ctrl.Result{}, nil
 	}
 
 	ready, err := r.checkCredentials(ctx, &pp)
 	if err != nil {
+		// The requeue with the workqueue's backoff retries the read.
+		r.Recorder.Eventf(&pp, nil, corev1.EventTypeWarning, ReasonSecretReadFailed, "ReadSecret", "%s", err.Error())
 		return ctrl.Result{}, err
+	}
+	if ready.Status != metav1.ConditionTrue {
+		// New jobs wait; the Processing ones keep the last good adapter.
+		r.Adapters.Retire(req.NamespacedName)
 	}
 	ready.Type = paymentsv1alpha1.ConditionReady
 	ready.ObservedGeneration = pp.Generation
@@ -88,8 +135,9 @@ func (r *PaymentProviderReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	return ctrl.Result{RequeueAfter: jitter(r.SecretPollInterval)}, nil
 }
 
-// checkCredentials returns the Ready condition for the provider's Secret and
-// refreshes its adapter. It never returns or logs the credential itself.
+// checkCredentials returns the Ready condition for the provider's endpoint
+// and Secret and refreshes its adapter. It never returns or logs the
+// credential itself.
 func (r *PaymentProviderReconciler) checkCredentials(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (metav1.Condition, error) {
 	if pp.Spec.Stripe == nil && pp.Spec.HTTP == nil {
 		// The CRD requires exactly one of them; this is an object written
@@ -97,47 +145,131 @@ func (r *PaymentProviderReconciler) checkCredentials(ctx context.Context, pp *pa
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonInvalidConfiguration,
 			Message: "exactly one of spec.stripe or spec.http must be set"}, nil
 	}
+	if refused := r.checkEndpoints(ctx, pp); refused != nil {
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonEndpointRefused,
+			Message: truncate(refused.Error(), maxMessageLength)}, nil
+	}
 	ref := secretRef(pp)
 	if ref == nil {
 		return r.refresh(pp, nil, "No credentials are needed")
 	}
 
-	var secret corev1.Secret
-	err := r.SecretReader.Get(ctx, types.NamespacedName{Namespace: pp.Namespace, Name: ref.Name}, &secret)
+	secret, err := readCredentials(ctx, r.SecretReader, pp)
 	switch {
-	case apierrors.IsNotFound(err):
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretNotFound,
-			Message: fmt.Sprintf("Secret %q not found in namespace %q", ref.Name, pp.Namespace)}, nil
+	case errors.Is(err, errNoCredentials):
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretNotFound, Message: fmt.Sprintf(
+			"Secret %q in namespace %q is not among the Secrets the operator may use: it does not exist, or it lacks the label %s: \"true\" "+
+				"(kubectl label secret %s -n %s %s=true)",
+			ref.Name, pp.Namespace, paymentsv1alpha1.LabelCredentials, ref.Name, pp.Namespace, paymentsv1alpha1.LabelCredentials)}, nil
 	case err != nil:
-		return metav1.Condition{}, fmt.Errorf("cannot get secret %q: %w", ref.Name, err)
+		return metav1.Condition{}, err
 	}
 	if len(secret.Data[ref.Key]) == 0 {
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretKeyMissing,
 			Message: fmt.Sprintf("Secret %q has no non-empty key %q", ref.Name, ref.Key)}, nil
 	}
-	return r.refresh(pp, &secret, fmt.Sprintf("Credentials found in Secret %q", ref.Name))
+	return r.refresh(pp, secret, fmt.Sprintf("Credentials found in Secret %q", ref.Name))
+}
+
+// checkEndpoints asks the egress policy about every URL of the provider. A
+// host that cannot be resolved is not refused here: the dial fails, and is
+// retried, when a job calls it.
+func (r *PaymentProviderReconciler) checkEndpoints(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) error {
+	if r.Egress == nil {
+		return nil
+	}
+	for _, u := range providerURLs(pp.Spec) {
+		if err := r.Egress.CheckURL(u.field, u.url); err != nil {
+			return err
+		}
+		parsed, err := url.Parse(u.url)
+		if err != nil {
+			continue
+		}
+		if err := r.Egress.CheckHost(ctx, parsed.Hostname()); err != nil {
+			var dnsErr *net.DNSError
+			if errors.As(err, &dnsErr) {
+				continue
+			}
+			return fmt.Errorf("%s: %w", u.field, err)
+		}
+	}
+	return nil
+}
+
+// providerURL is one URL of a provider's spec and the field it is in.
+type providerURL struct{ field, url string }
+
+// providerURLs lists the URLs a provider's adapter calls.
+func providerURLs(spec paymentsv1alpha1.PaymentProviderSpec) []providerURL {
+	switch {
+	case spec.Stripe != nil:
+		return []providerURL{{"spec.stripe.apiBase", endpointOf(spec)}}
+	case spec.HTTP != nil:
+		urls := []providerURL{{"spec.http.url", spec.HTTP.URL}}
+		if spec.HTTP.LookupURL != "" {
+			urls = append(urls, providerURL{"spec.http.lookupURL", spec.HTTP.LookupURL})
+		}
+		return urls
+	}
+	return nil
 }
 
 // refresh rebuilds the provider's adapter if needed and reports whether it
 // could be built.
 func (r *PaymentProviderReconciler) refresh(pp *paymentsv1alpha1.PaymentProvider, secret *corev1.Secret, ready string) (metav1.Condition, error) {
 	if _, err := r.Adapters.Refresh(pp, secret); err != nil {
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonInvalidConfiguration,
-			Message: err.Error()}, nil
+		reason := ReasonInvalidConfiguration
+		if errors.Is(err, ErrEndpointRefused) {
+			reason = ReasonEndpointRefused
+		}
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: truncate(err.Error(), maxMessageLength)}, nil
 	}
 	return metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonReady, Message: ready}, nil
 }
 
-// SetupWithManager registers the reconciler.
+// SetupWithManager registers the reconciler. Besides its PaymentProviders
+// it watches the labelled Secrets they reference and the PaymentJobs that
+// enter or leave Processing through them.
 func (r *PaymentProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.SecretReader == nil || r.Adapters == nil {
-		return errors.New("payment provider reconciler needs a client, a secret reader and a provider cache")
+	if r.Client == nil || r.SecretReader == nil || r.APIReader == nil || r.Adapters == nil || r.Recorder == nil {
+		return errors.New("payment provider reconciler needs a client, a secret reader, an API reader, a provider cache and an event recorder")
 	}
 	if r.SecretPollInterval <= 0 {
 		r.SecretPollInterval = DefaultSecretPollInterval
 	}
+	if err := indexJobsByProvider(mgr); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &paymentsv1alpha1.PaymentProvider{}, secretRefIndex,
+		func(o client.Object) []string {
+			if ref := secretRef(o.(*paymentsv1alpha1.PaymentProvider)); ref != nil {
+				return []string{ref.Name}
+			}
+			return nil
+		}); err != nil {
+		return fmt.Errorf("cannot index payment providers by secret: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&paymentsv1alpha1.PaymentProvider{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersOfSecret)).
+		Watches(&paymentsv1alpha1.PaymentJob{}, handler.EnqueueRequestsFromMapFunc(providerOfJob),
+			builder.WithPredicates(usageChanged())).
 		Named("paymentprovider").
 		Complete(r)
+}
+
+// providersOfSecret maps a labelled Secret to the providers that use it.
+func (r *PaymentProviderReconciler) providersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var providers paymentsv1alpha1.PaymentProviderList
+	if err := r.Client.List(ctx, &providers, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "Cannot list payment providers of secret", "secret", klog.KObj(o))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(providers.Items))
+	for _, p := range providers.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	}
+	return reqs
 }

@@ -30,9 +30,8 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -55,6 +54,8 @@ type Resolved struct {
 	lookupFirst bool
 	// identity names where the provider sends keys.
 	identity *identity
+	// timeout is the provider's spec.timeoutSeconds; zero when unset.
+	timeout time.Duration
 }
 
 // Identity returns the PaymentProvider's UID, its endpoint and, for
@@ -135,21 +136,37 @@ var errNoCredentials = errors.New("the provider's credentials are not available"
 // and so a new identity check. The PaymentProvider reconciler refreshes
 // entries as it checks the Secret, so jobs normally resolve their provider
 // without any API request.
+//
+// An entry outlives its provider for the jobs that were Processing through
+// it: when the provider is deleted or its credentials go away, the entry is
+// retired, not dropped, and Kept still returns it for KeptAdapterTTL after
+// its last use. It lives in this process's memory only.
 type ProviderCache struct {
-	// SecretReader reads Secrets from the API server, uncached.
+	// SecretReader reads the Secrets labelled LabelCredentials=true: the
+	// manager's cached client, whose cache holds no other Secret.
 	SecretReader client.Reader
 	// Build makes the adapter for a provider.
 	Build AdapterFactory
+	// Clock dates the last use of retired entries; nil is the real clock.
+	Clock clock.PassiveClock
 
 	mu      sync.Mutex
 	entries map[types.UID]*cacheEntry
 	byName  map[types.NamespacedName]types.UID
 }
 
+// KeptAdapterTTL is how long a retired adapter (its provider deleted, or
+// its credentials gone) stays in memory after a Processing job last used it.
+const KeptAdapterTTL = time.Hour
+
 type cacheEntry struct {
 	generation int64
 	hash       string
 	resolved   Resolved
+	// retired is set when the provider was deleted or its credentials went
+	// away; lastUsed is when a job last asked for the entry after that.
+	retired  bool
+	lastUsed time.Time
 }
 
 // Resolve returns the adapter and token bucket of a ready PaymentProvider. It
@@ -158,16 +175,31 @@ type cacheEntry struct {
 func (c *ProviderCache) Resolve(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (Resolved, error) {
 	c.mu.Lock()
 	e := c.entries[pp.UID]
-	current := e != nil && e.generation == pp.Generation
+	current := e != nil && !e.retired && e.generation == pp.Generation
 	c.mu.Unlock()
 	if current {
 		return e.resolved, nil
 	}
-	secret, err := c.readSecret(ctx, pp)
+	secret, err := readCredentials(ctx, c.SecretReader, pp)
 	if err != nil {
 		return Resolved{}, err
 	}
 	return c.Refresh(pp, secret)
+}
+
+// Kept returns the adapter this process last used for the PaymentProvider
+// with uid, retired or not, so that the jobs Processing through it can
+// finish after the provider or its Secret is gone.
+func (c *ProviderCache) Kept(uid types.UID) (Resolved, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pruneLocked()
+	e := c.entries[uid]
+	if e == nil {
+		return Resolved{}, false
+	}
+	e.lastUsed = c.now()
+	return e.resolved, true
 }
 
 // Refresh rebuilds the entry of a provider if its UID, spec or credential
@@ -176,7 +208,7 @@ func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, secret *co
 	ref := secretRef(pp)
 	credential := ""
 	if ref != nil {
-		if secret == nil || len(secret.Data[ref.Key]) == 0 {
+		if secret == nil || len(secret.Data[ref.Key]) == 0 || !labelledForUs(secret) {
 			return Resolved{}, errNoCredentials
 		}
 		credential = string(secret.Data[ref.Key])
@@ -186,17 +218,25 @@ func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, secret *co
 	name := client.ObjectKeyFromObject(pp)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.pruneLocked()
 	if e := c.entries[pp.UID]; e != nil && e.hash == hash {
 		e.generation = pp.Generation
+		e.retired = false
+		c.byName[name] = pp.UID
 		return e.resolved, nil
 	}
 	provider, err := c.Build(pp.Spec, credential)
 	if err != nil {
 		return Resolved{}, fmt.Errorf("cannot build the provider adapter: %w", err)
 	}
+	timeout := time.Duration(0)
+	if pp.Spec.TimeoutSeconds != nil {
+		timeout = time.Duration(*pp.Spec.TimeoutSeconds) * time.Second
+	}
 	resolved := Resolved{
 		Provider: provider,
 		Limiter:  limiterFor(pp.Spec),
+		timeout:  timeout,
 		identity: &identity{
 			id:           paymentsv1alpha1.ProviderIdentity{UID: string(pp.UID), Endpoint: endpointOf(pp.Spec)},
 			accountsOnly: pp.Spec.Stripe != nil,
@@ -211,21 +251,50 @@ func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, secret *co
 		c.byName = map[types.NamespacedName]types.UID{}
 	}
 	if old, ok := c.byName[name]; ok && old != pp.UID {
-		delete(c.entries, old)
+		c.retireLocked(old)
 	}
 	c.byName[name] = pp.UID
 	c.entries[pp.UID] = &cacheEntry{generation: pp.Generation, hash: hash, resolved: resolved}
 	return resolved, nil
 }
 
-// Forget drops the entry of a deleted provider.
-func (c *ProviderCache) Forget(key types.NamespacedName) {
+// Retire marks the entry of a provider that was deleted, or whose
+// credentials can no longer be read: new jobs cannot resolve it, and Kept
+// still returns it to the jobs already Processing through it, until
+// KeptAdapterTTL after their last use.
+func (c *ProviderCache) Retire(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if uid, ok := c.byName[key]; ok {
-		delete(c.entries, uid)
+		c.retireLocked(uid)
 		delete(c.byName, key)
 	}
+	c.pruneLocked()
+}
+
+func (c *ProviderCache) retireLocked(uid types.UID) {
+	if e := c.entries[uid]; e != nil && !e.retired {
+		e.retired = true
+		e.lastUsed = c.now()
+	}
+}
+
+// pruneLocked drops the retired entries that no job used for
+// KeptAdapterTTL, and with them the credentials they were built from.
+func (c *ProviderCache) pruneLocked() {
+	now := c.now()
+	for uid, e := range c.entries {
+		if e.retired && now.Sub(e.lastUsed) > KeptAdapterTTL {
+			delete(c.entries, uid)
+		}
+	}
+}
+
+func (c *ProviderCache) now() time.Time {
+	if c.Clock == nil {
+		return time.Now()
+	}
+	return c.Clock.Now()
 }
 
 // configHash is a fingerprint of what an adapter is built from. It stays in
@@ -252,20 +321,29 @@ func endpointOf(spec paymentsv1alpha1.PaymentProviderSpec) string {
 	}
 	return ""
 }
-func (c *ProviderCache) readSecret(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (*corev1.Secret, error) {
+
+// readCredentials reads the Secret a provider references, from reader (the
+// cache of labelled Secrets). A Secret without the label is treated as
+// absent, even if reader returned it: it was not marked for the operator.
+func readCredentials(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider) (*corev1.Secret, error) {
 	ref := secretRef(pp)
 	if ref == nil {
 		return nil, nil
 	}
 	var secret corev1.Secret
-	err := c.SecretReader.Get(ctx, types.NamespacedName{Namespace: pp.Namespace, Name: ref.Name}, &secret)
-	if apierrors.IsNotFound(err) {
+	err := reader.Get(ctx, types.NamespacedName{Namespace: pp.Namespace, Name: ref.Name}, &secret)
+	if apierrors.IsNotFound(err) || (err == nil && !labelledForUs(&secret)) {
 		return nil, errNoCredentials
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot get secret %q: %w", ref.Name, err)
 	}
 	return &secret, nil
+}
+
+// labelledForUs reports whether a Secret is marked for the operator.
+func labelledForUs(secret *corev1.Secret) bool {
+	return secret.Labels[paymentsv1alpha1.LabelCredentials] == "true"
 }
 
 // secretRef is the Secret key a provider's credential is read from, or nil.
@@ -300,55 +378,4 @@ func lookupLimiterFor(spec paymentsv1alpha1.PaymentProviderSpec) *rate.Limiter {
 		perSecond = *spec.Lookup.RequestsPerSecond
 	}
 	return rate.NewLimiter(rate.Limit(perSecond), int(perSecond))
-}
-
-// target is the provider a job charges through, resolved for one pass.
-type target struct {
-	Resolved
-	// id is where the provider sends keys.
-	id      paymentsv1alpha1.ProviderIdentity
-	timeout time.Duration
-}
-
-// resolveProvider finds the job's PaymentProvider. It returns why the job
-// must wait when the provider is missing or not ready.
-func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (*target, *progress, error) {
-	name := job.Spec.ProviderRef.Name
-	var pp paymentsv1alpha1.PaymentProvider
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &pp); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &progress{reason: ReasonProviderNotFound,
-				message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.Namespace)}, nil
-		}
-		return nil, nil, fmt.Errorf("cannot get PaymentProvider %q: %w", name, err)
-	}
-	ready := meta.FindStatusCondition(pp.Status.Conditions, paymentsv1alpha1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != pp.Generation {
-		why := "its status is not up to date yet"
-		if ready != nil && ready.ObservedGeneration == pp.Generation {
-			why = fmt.Sprintf("%s: %s", ready.Reason, ready.Message)
-		}
-		return nil, &progress{reason: ReasonProviderNotReady,
-			message: fmt.Sprintf("PaymentProvider %q is not ready: %s", name, why)}, nil
-	}
-	resolved, err := r.Providers.Resolve(ctx, &pp)
-	if err != nil {
-		return nil, &progress{reason: ReasonProviderNotReady,
-			message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", name, err)}, nil
-	}
-	timeout := r.ProviderTimeout
-	if pp.Spec.TimeoutSeconds != nil {
-		timeout = time.Duration(*pp.Spec.TimeoutSeconds) * time.Second
-	}
-	// A call must end before the claim can be taken over.
-	if limit := r.ClaimLease * 9 / 10; timeout > limit {
-		timeout = limit
-	}
-	// Asked once per provider configuration, then remembered.
-	id, err := resolved.identityWithin(ctx, timeout)
-	if err != nil {
-		return nil, &progress{reason: ReasonProviderNotReady, message: truncate(
-			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), maxMessageLength)}, nil
-	}
-	return &target{Resolved: resolved, id: id, timeout: timeout}, nil, nil
 }

@@ -20,10 +20,12 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -41,7 +43,8 @@ func TestProviderCacheRebuildsOnGenerationOrSecretChange(t *testing.T) {
 	g := NewWithT(t)
 	builds := 0
 	var credentials []string
-	cache := &ProviderCache{Build: func(_ paymentsv1alpha1.PaymentProviderSpec, credential string) (payment.Provider, error) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	cache := &ProviderCache{Clock: clk, Build: func(_ paymentsv1alpha1.PaymentProviderSpec, credential string) (payment.Provider, error) {
 		builds++
 		credentials = append(credentials, credential)
 		return countedProvider{build: builds}, nil
@@ -53,7 +56,8 @@ func TestProviderCacheRebuildsOnGenerationOrSecretChange(t *testing.T) {
 			RequestsPerSecond: ptr.To[int32](10),
 		},
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "100"}, Data: map[string][]byte{"apiKey": []byte("sk_test_a")}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "100",
+		Labels: map[string]string{paymentsv1alpha1.LabelCredentials: "true"}}, Data: map[string][]byte{"apiKey": []byte("sk_test_a")}}
 
 	first, err := cache.Refresh(pp, secret)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -98,5 +102,21 @@ func TestProviderCacheRebuildsOnGenerationOrSecretChange(t *testing.T) {
 	id, err := fresh.Identity(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(id.UID).To(Equal("another-uid"))
+	// The old entry is retired, not dropped: the jobs Processing through the
+	// provider that was deleted still find its adapter, until no job used
+	// it for KeptAdapterTTL.
+	kept, ok := cache.Kept(pp.UID)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(kept.Provider).To(Equal(changed.Provider))
+	_, err = cache.Resolve(context.Background(), recreated)
+	g.Expect(err).NotTo(HaveOccurred())
+	clk.SetTime(clk.Now().Add(KeptAdapterTTL / 2))
+	_, ok = cache.Kept(pp.UID)
+	g.Expect(ok).To(BeTrue(), "used again, so kept for another KeptAdapterTTL")
+	clk.SetTime(clk.Now().Add(KeptAdapterTTL + time.Second))
+	_, ok = cache.Kept(pp.UID)
+	g.Expect(ok).To(BeFalse(), "unused for KeptAdapterTTL: dropped with its credential")
+	_, ok = cache.Kept(recreated.UID)
+	g.Expect(ok).To(BeTrue(), "the live entry is never dropped for age")
 	g.Expect(cache.entries).To(HaveLen(1))
 }

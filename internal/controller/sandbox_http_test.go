@@ -161,7 +161,7 @@ func TestStripeAdapterThroughSandboxHTTP(t *testing.T) {
 	t.Cleanup(server.Close)
 	ns := newNamespace(t, true)
 	pointProviderAt(t, ns, server.URL)
-	startManager(t, managerConfig{namespaces: []string{ns}, build: controller.NewAdapter})
+	startManager(t, managerConfig{namespaces: []string{ns}, build: loopbackAdapters()})
 
 	createJob(t, ns, "paid")
 	createJob(t, ns, "declined", func(s *paymentsv1alpha1.PaymentJobSpec) { s.PaymentMethod = "pm_card_chargeDeclined" })
@@ -203,7 +203,7 @@ func TestSandboxProcessWithAfterCommitFaults(t *testing.T) {
 	base := startSandboxProcess(t)
 	ns := newNamespace(t, true)
 	pointProviderAt(t, ns, base)
-	startManager(t, managerConfig{namespaces: []string{ns}, build: controller.NewAdapter, concurrency: 8})
+	startManager(t, managerConfig{namespaces: []string{ns}, build: loopbackAdapters(), concurrency: 8})
 
 	createJob(t, ns, "first")
 	first := waitForPhase(t, ns, "first", paymentsv1alpha1.PhaseCompleted)

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -51,6 +52,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 	"github.com/idempotency-dev/paymentjob-operator/internal/testenv"
 )
 
@@ -209,6 +211,10 @@ type managerConfig struct {
 	ttl time.Duration
 	// sweep is the collector's sweep interval; an hour when zero.
 	sweep time.Duration
+	// egress checks the providers' URLs; nil checks nothing.
+	egress controller.EndpointPolicy
+	// transport wraps the manager's connection to the API server.
+	transport func(http.RoundTripper) http.RoundTripper
 }
 
 // ttlZero asks for a TTL of zero seconds in managerConfig.ttl.
@@ -252,7 +258,11 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		cfg.concurrency = 4
 	}
 	counter := &writeCounter{}
-	mgr, err := ctrl.NewManager(rest.CopyConfig(env.Config), ctrl.Options{
+	restConfig := rest.CopyConfig(env.Config)
+	if cfg.transport != nil {
+		restConfig.Wrap(cfg.transport)
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -275,11 +285,14 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		provider := cfg.provider
 		build = func(paymentsv1alpha1.PaymentProviderSpec, string) (payment.Provider, error) { return provider, nil }
 	}
-	adapters := &controller.ProviderCache{SecretReader: mgr.GetAPIReader(), Build: build}
+	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: build}
 	g.Expect((&controller.PaymentProviderReconciler{
 		Client:             mgr.GetClient(),
-		SecretReader:       mgr.GetAPIReader(),
+		SecretReader:       mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
 		Adapters:           adapters,
+		Egress:             cfg.egress,
+		Recorder:           mgr.GetEventRecorder("paymentprovider-controller"),
 		SecretPollInterval: 200 * time.Millisecond,
 	}).SetupWithManager(mgr)).To(Succeed())
 	var (
@@ -333,6 +346,13 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	return m
 }
 
+// loopbackAdapters is the manager's adapter factory with the egress policy
+// of `make demo` and the e2e suite: plain http and loopback allowed for
+// 127.0.0.1 only.
+func loopbackAdapters() controller.AdapterFactory {
+	return controller.NewAdapterFactory(&egress.Policy{InsecureHosts: []string{"127.0.0.1"}})
+}
+
 // newNamespace creates a namespace with a Secret and a Ready-able
 // PaymentProvider named "sandbox" in it.
 func newNamespace(t *testing.T, withSecret bool) string {
@@ -357,8 +377,9 @@ func newNamespace(t *testing.T, withSecret bool) string {
 func createSecret(t *testing.T, ns string) {
 	t.Helper()
 	NewWithT(t).Expect(k8sClient.Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-credentials", Namespace: ns},
-		Data:       map[string][]byte{"apiKey": []byte(testSecretValue)},
+		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-credentials", Namespace: ns,
+			Labels: map[string]string{paymentsv1alpha1.LabelCredentials: "true"}},
+		Data: map[string][]byte{"apiKey": []byte(testSecretValue)},
 	})).To(Succeed())
 }
 

@@ -17,6 +17,7 @@ limitations under the License.
 package payment
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -29,19 +30,41 @@ import (
 // MaxRetryAfter caps a provider's Retry-After hint.
 const MaxRetryAfter = 10 * time.Minute
 
+// DialFunc connects to addr on network, as net.Dialer's DialContext does.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// NewDialer is the dialer of NewHTTPClient: it bounds connecting, name
+// resolution included, and keeps connections alive. Each call returns a new
+// dialer, which the caller may change, for instance to set its Control hook.
+func NewDialer() *net.Dialer {
+	return &net.Dialer{
+		Timeout:   10 * time.Second,
+		KeepAlive: 30 * time.Second,
+	}
+}
+
 // NewHTTPClient is the HTTP client of the provider adapters. It bounds
 // connecting and the TLS handshake; each call is bounded by its context's
 // deadline. Redirects are returned, not followed: a payment endpoint that
 // redirects is a configuration to fix, and following it could resend the
-// request, or drop its Authorization header, elsewhere.
+// request, or drop its Authorization header, elsewhere. It connects with
+// NewDialer, through the proxy the environment names, if any
+// (http.ProxyFromEnvironment).
 func NewHTTPClient() *http.Client {
+	return NewHTTPClientWithDial(nil)
+}
+
+// NewHTTPClientWithDial is NewHTTPClient with its connections made by dial;
+// nil dial is NewDialer's DialContext. When the environment names a proxy,
+// dial connects to the proxy, not to the payment service.
+func NewHTTPClientWithDial(dial DialFunc) *http.Client {
+	if dial == nil {
+		dial = NewDialer().DialContext
+	}
 	return &http.Client{
 		Transport: &http.Transport{
-			Proxy: http.ProxyFromEnvironment,
-			DialContext: (&net.Dialer{
-				Timeout:   10 * time.Second,
-				KeepAlive: 30 * time.Second,
-			}).DialContext,
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           dial,
 			TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
 			ForceAttemptHTTP2:     true,
 			TLSHandshakeTimeout:   10 * time.Second,

@@ -17,7 +17,12 @@ limitations under the License.
 package payment_test
 
 import (
+	"context"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,4 +82,37 @@ func TestNewHTTPClientDoesNotFollowRedirects(t *testing.T) {
 	g := NewWithT(t)
 	c := payment.NewHTTPClient()
 	g.Expect(c.CheckRedirect(nil, nil)).To(MatchError(http.ErrUseLastResponse))
+}
+
+func TestNewHTTPClientWithDialConnectsThroughDial(t *testing.T) {
+	g := NewWithT(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	var dials atomic.Int32
+	c := payment.NewHTTPClientWithDial(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return payment.NewDialer().DialContext(ctx, network, addr)
+	})
+	t.Cleanup(c.CloseIdleConnections)
+
+	resp, err := c.Get(srv.URL)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(body)).To(Equal("ok"))
+	g.Expect(dials.Load()).To(BeEquivalentTo(1))
+	g.Expect(c.CheckRedirect(nil, nil)).To(MatchError(http.ErrUseLastResponse))
+}
+
+func TestNewDialerBoundsConnecting(t *testing.T) {
+	g := NewWithT(t)
+	d := payment.NewDialer()
+	g.Expect(d.Timeout).To(Equal(10 * time.Second))
+	g.Expect(d.KeepAlive).To(Equal(30 * time.Second))
+	d.Timeout = 0
+	g.Expect(payment.NewDialer().Timeout).To(Equal(10*time.Second), "each call returns a new dialer")
 }

@@ -278,7 +278,8 @@ func (c *cluster) setupNamespace(ctx context.Context, ns string, p *providerSetu
 		return nil
 	}
 	if err := c.creator.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns,
+			Labels: map[string]string{paymentsv1alpha1.LabelCredentials: "true"}},
 		StringData: map[string]string{"apiKey": p.secretValue},
 	}); err != nil {
 		return fmt.Errorf("cannot create the secret of %s: %w", ns, err)

@@ -91,6 +91,7 @@ func startManager(o managerOptions) (*manager, error) {
 	}
 	args := []string{
 		"--leader-elect=false",
+		"--insecure-provider-hosts=127.0.0.1",
 		"--metrics-bind-address=" + m.metrics,
 		"--metrics-secure=false",
 		"--health-probe-bind-address=" + m.probe,

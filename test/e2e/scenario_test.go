@@ -211,7 +211,8 @@ func (s *scenario) setUpNamespaces() {
 			recordNamespace(ns)
 		}
 		g.Expect(s.cluster.k8s.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns,
+				Labels: map[string]string{paymentsv1alpha1.LabelCredentials: "true"}},
 			StringData: map[string]string{"apiKey": suite.secretValue},
 		})).To(Succeed())
 	}
@@ -349,6 +350,8 @@ func (s *scenario) startManager(o managerOptions) *manager {
 		fmt.Sprintf("--leader-elect=%t", o.leaderElect),
 		fmt.Sprintf("--max-concurrent-reconciles=%d", o.concurrency),
 		"--claim-lease-duration=" + o.lease.String(),
+		// The sandbox listens on loopback over plain http.
+		"--insecure-provider-hosts=127.0.0.1",
 		"--provider-timeout=" + providerTimeout.String(),
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",

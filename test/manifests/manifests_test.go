@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package manifests_test renders the kustomize configuration of the operator
 // and checks what a cluster would receive: the manager Deployment and its
-// restricted security posture, the metrics endpoint, and least-privilege RBAC.
+// restricted security posture, the metrics endpoint, the optional
+// NetworkPolicies, and least-privilege RBAC, as docs/security.md tables it.
 //
 // It needs the kustomize binary named by the KUSTOMIZE environment variable
 // (`make kustomize` installs it into bin/). When INSTALLER names a rendered
@@ -30,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +44,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,9 +73,13 @@ const (
 	metricsReaderRoleName    = namePrefix + "metrics-reader"
 	serviceMonitorName       = namePrefix + "controller-manager-metrics-monitor"
 	metricsNetworkPolicyName = namePrefix + "allow-metrics-traffic"
+	egressNetworkPolicyName  = namePrefix + "allow-provider-egress"
 	podSecurityEnforceLabel  = "pod-security.kubernetes.io/enforce"
 	aggregateToEditLabel     = "rbac.authorization.k8s.io/aggregate-to-edit"
 	aggregateToAdminLabel    = "rbac.authorization.k8s.io/aggregate-to-admin"
+
+	// securityDoc holds the RBAC table, relative to the repository root.
+	securityDoc = "docs/security.md"
 
 	// kustomizeEnv names the kustomize binary; installerEnv a rendered
 	// installer to check too.
@@ -124,8 +131,9 @@ func TestConfigDefault(t *testing.T) {
 }
 
 // TestConfigDefaultWithOptIns renders config/default plus the opt-in
-// ServiceMonitor and NetworkPolicy, the way uncommenting them would, to prove
-// that they render, land in the operator's namespace and select the manager.
+// ServiceMonitor and NetworkPolicies (metrics ingress, provider egress), the
+// way uncommenting them would, to prove that they render, land in the
+// operator's namespace, select the manager and allow what they should.
 func TestConfigDefaultWithOptIns(t *testing.T) {
 	root := repoRoot(t)
 	dir := optInOverlay(t, root)
@@ -400,11 +408,17 @@ func baseCases() []testCase {
 				{group, "paymentjobs", []string{"get", "list", "watch", "update", "patch"}},
 				{group, "paymentjobs/status", []string{"update", "patch"}},
 				{group, "paymentjobs/finalizers", []string{"update"}},
-				{group, "paymentproviders", []string{"get", "list", "watch"}},
+				{group, "paymentproviders", []string{"get", "list", "watch", "update", "patch"}},
 				{group, "paymentproviders/status", []string{"update", "patch"}},
-				{"", "secrets", []string{"get"}},
+				{group, "paymentproviders/finalizers", []string{"update"}},
+				{group, "paymentledgers", []string{"get", "list", "watch", "create", "update", "delete"}},
+				{"", "secrets", []string{"get", "list", "watch"}},
 				{"", "events", []string{"create", "patch"}},
 				{"events.k8s.io", "events", []string{"create", "patch"}},
+				{"admissionregistration.k8s.io", "validatingadmissionpolicies", []string{"get", "list"}},
+				{"admissionregistration.k8s.io", "validatingadmissionpolicybindings", []string{"get", "list"}},
+				{"admissionregistration.k8s.io", "mutatingadmissionpolicies", []string{"get", "list"}},
+				{"admissionregistration.k8s.io", "mutatingadmissionpolicybindings", []string{"get", "list"}},
 			} {
 				for _, verb := range need.verbs {
 					g.Expect(grants(rules, need.group, need.resource, verb)).To(BeTrue(),
@@ -413,11 +427,20 @@ func baseCases() []testCase {
 				}
 			}
 		}},
-		{"manager ClusterRole reads Secrets with get only", func(g Gomega, m *manifest) {
+		// The manager reads Secrets through a cache that lists and watches
+		// only those labelled payments.idempotency.dev/credentials: "true".
+		// RBAC cannot restrict a list to a label, so get, list and watch on
+		// every Secret is the least it can be given; it must never write one.
+		{"manager ClusterRole reads Secrets with get, list and watch only", func(g Gomega, m *manifest) {
 			rules := m.clusterRoleRules(g, managerRoleName)
-			for _, verb := range append([]string{"list", "watch"}, writeVerbs...) {
-				g.Expect(grants(rules, "", "secrets", verb)).To(BeFalse(),
-					"%s: ClusterRole %s grants %s on secrets; the manager only gets Secrets one at a time", m.source, managerRoleName, verb)
+			g.Expect(grantedVerbs(rules, "", "secrets")).To(ConsistOf(readVerbs),
+				"%s: ClusterRole %s must grant exactly get, list and watch on secrets (the label-selected credentials cache)",
+				m.source, managerRoleName)
+			for _, r := range rules {
+				if slices.Contains(r.Resources, "secrets") {
+					g.Expect(r.ResourceNames).To(BeEmpty(), "%s: ClusterRole %s limits secrets to names %v; the cache lists them all",
+						m.source, managerRoleName, r.ResourceNames)
+				}
 			}
 		}},
 		{"manager ClusterRole is bound to the manager ServiceAccount", func(g Gomega, m *manifest) {
@@ -522,11 +545,13 @@ func baseCases() []testCase {
 				}
 			}
 		}},
-		{"no ClusterRole or Role grants list or watch on secrets", func(g Gomega, m *manifest) {
+		{"no role but the manager's grants anything on secrets", func(g Gomega, m *manifest) {
 			for name, rules := range m.allRoleRules(g) {
-				for _, verb := range []string{"list", "watch"} {
-					g.Expect(grants(rules, "", "secrets", verb)).To(BeFalse(), "%s: %s grants %s on secrets", m.source, name, verb)
+				if name == "ClusterRole "+managerRoleName {
+					continue
 				}
+				g.Expect(grantedVerbs(rules, "", "secrets")).To(BeEmpty(),
+					"%s: %s grants verbs on secrets; only the manager reads them, and only the labelled ones", m.source, name)
 			}
 		}},
 		{"no role grants * on *", func(g Gomega, m *manifest) {
@@ -538,6 +563,17 @@ func baseCases() []testCase {
 						"%s: %s grants * on *: %v", m.source, name, r)
 				}
 			}
+		}},
+		{"the RBAC table of docs/security.md matches the roles", func(g Gomega, m *manifest) {
+			root, err := findRepoRoot()
+			g.Expect(err).NotTo(HaveOccurred())
+			path := filepath.Join(root, securityDoc)
+			data, err := os.ReadFile(path)
+			g.Expect(err).NotTo(HaveOccurred(), "cannot read %s, which documents the RBAC of every shipped role", path)
+			table, err := parseRBACTable(string(data))
+			g.Expect(err).NotTo(HaveOccurred(), "%s: cannot read its RBAC table", path)
+			g.Expect(compareRBAC(m.roleGrants(g), table)).To(BeEmpty(),
+				"%s: the RBAC table of %s does not match the rendered roles; fix the table or config/rbac", m.source, securityDoc)
 		}},
 		{"every binding refers to a role in the output", func(g Gomega, m *manifest) {
 			for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
@@ -605,20 +641,179 @@ func optInCases() []testCase {
 				}
 			}
 		}},
+		{"egress NetworkPolicy selects the manager and limits its egress", func(g Gomega, m *manifest) {
+			np := m.egressPolicy(g)
+			g.Expect(np.Spec.PodSelector.MatchLabels).NotTo(BeEmpty(), "%s: NetworkPolicy %s selects every pod", m.source, np.Name)
+			labels := m.deployment(g).Spec.Template.Labels
+			for k, v := range np.Spec.PodSelector.MatchLabels {
+				g.Expect(labels).To(HaveKeyWithValue(k, v),
+					"%s: NetworkPolicy %s selects %s=%s, which the manager pod does not carry", m.source, np.Name, k, v)
+			}
+			g.Expect(np.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeEgress),
+				"%s: NetworkPolicy %s must be of policyTypes [Egress] (the metrics policy governs ingress)", m.source, np.Name)
+			g.Expect(np.Spec.Egress).NotTo(BeEmpty(), "%s: NetworkPolicy %s has no egress rule: the manager could reach nothing", m.source, np.Name)
+			for i, rule := range np.Spec.Egress {
+				g.Expect(rule.To).NotTo(BeEmpty(), "%s: egress rule %d of NetworkPolicy %s allows every destination", m.source, i, np.Name)
+				g.Expect(rule.Ports).NotTo(BeEmpty(), "%s: egress rule %d of NetworkPolicy %s allows every port", m.source, i, np.Name)
+			}
+		}},
+		{"egress NetworkPolicy allows cluster DNS", func(g Gomega, m *manifest) {
+			np := m.egressPolicy(g)
+			for _, proto := range []corev1.Protocol{corev1.ProtocolUDP, corev1.ProtocolTCP} {
+				g.Expect(slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+					return allowsPort(r, proto, 53) && slices.ContainsFunc(r.To, isKubeDNS)
+				})).To(BeTrue(), "%s: NetworkPolicy %s does not allow %s 53 to the kube-dns pods in kube-system", m.source, np.Name, proto)
+			}
+		}},
+		{"egress NetworkPolicy allows the API server and HTTPS to public addresses", func(g Gomega, m *manifest) {
+			np := m.egressPolicy(g)
+			for _, port := range []int32{443, 6443} {
+				g.Expect(slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+					return allowsPort(r, corev1.ProtocolTCP, port)
+				})).To(BeTrue(), "%s: NetworkPolicy %s does not allow TCP %d, an API server port", m.source, np.Name, port)
+			}
+			for _, addr := range []string{"203.0.113.10", "2001:db8::10"} { // documentation addresses stand for the internet
+				g.Expect(reaches(np, netip.MustParseAddr(addr), corev1.ProtocolTCP, 443)).To(BeTrue(),
+					"%s: NetworkPolicy %s does not allow HTTPS to the public address %s (the payment providers)", m.source, np.Name, addr)
+				g.Expect(reaches(np, netip.MustParseAddr(addr), corev1.ProtocolTCP, 80)).To(BeFalse(),
+					"%s: NetworkPolicy %s allows plain http to the public address %s", m.source, np.Name, addr)
+			}
+		}},
+		{"egress NetworkPolicy keeps link-local, private and shared addresses out of its internet rule", func(g Gomega, m *manifest) {
+			np := m.egressPolicy(g)
+			want := map[string][]string{
+				"0.0.0.0/0": {"169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"},
+				"::/0":      {"fe80::/10", "fc00::/7"},
+			}
+			found := false
+			for _, r := range np.Spec.Egress {
+				for _, peer := range r.To {
+					if peer.IPBlock == nil {
+						continue
+					}
+					prefix, err := netip.ParsePrefix(peer.IPBlock.CIDR)
+					g.Expect(err).NotTo(HaveOccurred(), "%s: NetworkPolicy %s has an invalid ipBlock %q", m.source, np.Name, peer.IPBlock.CIDR)
+					ranges, internet := want[prefix.Masked().String()]
+					if !internet {
+						continue
+					}
+					found = found || prefix.Addr().Is4()
+					for _, rng := range ranges {
+						g.Expect(excepted(peer.IPBlock, netip.MustParsePrefix(rng))).To(BeTrue(),
+							"%s: the ipBlock %s of NetworkPolicy %s does not except %s", m.source, peer.IPBlock.CIDR, np.Name, rng)
+					}
+				}
+			}
+			g.Expect(found).To(BeTrue(), "%s: NetworkPolicy %s has no internet rule (ipBlock 0.0.0.0/0 with exceptions)", m.source, np.Name)
+			// Whatever the other rules allow, the metadata services stay
+			// out of reach on every port.
+			for _, addr := range []string{"169.254.169.254", "100.100.100.200", "fd00:ec2::254", "fe80::a9fe:a9fe"} {
+				for _, port := range []int32{53, 80, 443, 6443} {
+					g.Expect(reaches(np, netip.MustParseAddr(addr), corev1.ProtocolTCP, port)).To(BeFalse(),
+						"%s: NetworkPolicy %s allows TCP %d to the metadata address %s", m.source, np.Name, port, addr)
+				}
+			}
+		}},
 	}
+}
+
+func (m *manifest) egressPolicy(g Gomega) *networkingv1.NetworkPolicy {
+	var np networkingv1.NetworkPolicy
+	m.typed(g, "NetworkPolicy", egressNetworkPolicyName, &np)
+	return &np
+}
+
+// allowsPort reports whether the egress rule names the port, by number.
+func allowsPort(r networkingv1.NetworkPolicyEgressRule, proto corev1.Protocol, port int32) bool {
+	if len(r.Ports) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(r.Ports, func(p networkingv1.NetworkPolicyPort) bool {
+		if p.Port == nil {
+			return protocolOf(p) == proto
+		}
+		if p.Port.Type != intstr.Int || protocolOf(p) != proto {
+			return false // a named port is a pod's, never an ipBlock's
+		}
+		end := p.Port.IntVal
+		if p.EndPort != nil {
+			end = *p.EndPort
+		}
+		return p.Port.IntVal <= port && port <= end
+	})
+}
+
+func protocolOf(p networkingv1.NetworkPolicyPort) corev1.Protocol {
+	if p.Protocol == nil {
+		return corev1.ProtocolTCP
+	}
+	return *p.Protocol
+}
+
+// reaches reports whether the policy lets the selected pods connect to addr
+// outside the cluster's pods: through an ipBlock, or a rule that allows
+// every destination. Peers that select pods or namespaces match pods only.
+func reaches(np *networkingv1.NetworkPolicy, addr netip.Addr, proto corev1.Protocol, port int32) bool {
+	for _, r := range np.Spec.Egress {
+		if !allowsPort(r, proto, port) {
+			continue
+		}
+		if len(r.To) == 0 {
+			return true
+		}
+		for _, peer := range r.To {
+			if peer.IPBlock == nil {
+				continue
+			}
+			cidr, err := netip.ParsePrefix(peer.IPBlock.CIDR)
+			if err != nil || !cidr.Contains(addr) {
+				continue
+			}
+			if !slices.ContainsFunc(peer.IPBlock.Except, func(e string) bool {
+				p, err := netip.ParsePrefix(e)
+				return err == nil && p.Contains(addr)
+			}) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// excepted reports whether the ipBlock's exceptions cover all of rng.
+func excepted(b *networkingv1.IPBlock, rng netip.Prefix) bool {
+	return slices.ContainsFunc(b.Except, func(e string) bool {
+		p, err := netip.ParsePrefix(e)
+		return err == nil && p.Bits() <= rng.Bits() && p.Contains(rng.Addr())
+	})
+}
+
+// isKubeDNS reports whether the peer selects the kube-dns pods of kube-system.
+func isKubeDNS(peer networkingv1.NetworkPolicyPeer) bool {
+	return peer.NamespaceSelector != nil && peer.PodSelector != nil &&
+		peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "kube-system" &&
+		peer.PodSelector.MatchLabels["k8s-app"] == "kube-dns"
 }
 
 // repoRoot is the module root, two levels above this package.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := findRepoRoot()
 	if err != nil {
-		t.Fatalf("cannot resolve the repository root: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "config", "default", "kustomization.yaml")); err != nil {
-		t.Fatalf("%s does not look like the repository root (no config/default/kustomization.yaml): %v", root, err)
+		t.Fatal(err)
 	}
 	return root
+}
+
+func findRepoRoot() (string, error) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return "", fmt.Errorf("cannot resolve the repository root: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "config", "default", "kustomization.yaml")); err != nil {
+		return "", fmt.Errorf("%s does not look like the repository root (no config/default/kustomization.yaml): %w", root, err)
+	}
+	return root, nil
 }
 
 // kustomize is the binary named by KUSTOMIZE. A missing binary fails the
@@ -862,6 +1057,21 @@ func (m *manifest) expectBinding(g Gomega, kind, name, roleKind, roleName string
 	}), "%s: %s %s is missing the subject ServiceAccount %s/%s", m.source, kind, name, namespace, serviceAccountName)
 }
 
+// allVerbs are the verbs that grantedVerbs tries.
+var allVerbs = slices.Concat(readVerbs, writeVerbs, []string{"escalate", "bind", "impersonate"})
+
+// grantedVerbs returns the verbs of allVerbs that rules allow on resource
+// in the API group, wildcards included.
+func grantedVerbs(rules []rbacv1.PolicyRule, apiGroup, resource string) []string {
+	var out []string
+	for _, verb := range allVerbs {
+		if grants(rules, apiGroup, resource, verb) {
+			out = append(out, verb)
+		}
+	}
+	return out
+}
+
 // grants reports whether rules allow verb on resource (which may be a
 // subresource such as paymentjobs/status) in the API group, following the
 // RBAC wildcards: "*" for groups, resources and verbs, "name/*" and "*/sub".
@@ -913,4 +1123,221 @@ func flagValue(args []string, name string, isBool bool) (value string, found boo
 		}
 	}
 	return value, found
+}
+
+// rbacTableHeader are the first columns of the RBAC table in docs/security.md;
+// further columns are prose.
+var rbacTableHeader = []string{"kind", "role", "API group", "resource", "verbs"}
+
+// rbacEntry is one resource (or non-resource URL, which starts with "/") of
+// one API group in one role: "ClusterRole paymentjob-operator-manager-role".
+type rbacEntry struct {
+	role, group, resource string
+}
+
+func (e rbacEntry) String() string {
+	switch {
+	case strings.HasPrefix(e.resource, "/"):
+		return fmt.Sprintf("%s on the URL %s", e.role, e.resource)
+	case e.group == "":
+		return fmt.Sprintf("%s on %s (core)", e.role, e.resource)
+	default:
+		return fmt.Sprintf("%s on %s (%s)", e.role, e.resource, e.group)
+	}
+}
+
+// rbacTable is what docs/security.md says: the roles it lists, and the
+// verbs of each entry (none for a row whose verbs are "—").
+type rbacTable struct {
+	roles map[string]bool
+	verbs map[rbacEntry][]string
+}
+
+// parseRBACTable reads the markdown table whose header starts with
+// rbacTableHeader. A row is `| kind | role | API group | resource | verbs | ... |`:
+// kind is Role or ClusterRole; role is the name in config/rbac, without the
+// name prefix; API group is a comma list of groups, "core" for the core
+// group, or "—" for non-resource URLs; resource a comma list of resources
+// or URLs; verbs a comma list, or "—" for none. Backticks are ignored.
+func parseRBACTable(doc string) (*rbacTable, error) {
+	lines := strings.Split(doc, "\n")
+	start := -1
+	for i, line := range lines {
+		cells := tableCells(line)
+		if len(cells) >= len(rbacTableHeader) && slices.Equal(cells[:len(rbacTableHeader)], rbacTableHeader) {
+			if start >= 0 {
+				return nil, fmt.Errorf("two tables start with the columns %v (lines %d and %d)", rbacTableHeader, start+1, i+1)
+			}
+			start = i
+		}
+	}
+	if start < 0 {
+		return nil, fmt.Errorf("no table starts with the columns %v", rbacTableHeader)
+	}
+	if start+1 >= len(lines) || !strings.HasPrefix(strings.TrimSpace(lines[start+1]), "|---") {
+		return nil, fmt.Errorf("line %d: the header of the table is not followed by its |---| line", start+1)
+	}
+	t := &rbacTable{roles: map[string]bool{}, verbs: map[rbacEntry][]string{}}
+	for i := start + 2; i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "|"); i++ {
+		cells := tableCells(lines[i])
+		if len(cells) < len(rbacTableHeader) {
+			return nil, fmt.Errorf("line %d: want at least %d cells, have %d", i+1, len(rbacTableHeader), len(cells))
+		}
+		kind, name := cells[0], cells[1]
+		if kind != "Role" && kind != "ClusterRole" {
+			return nil, fmt.Errorf("line %d: kind %q is neither Role nor ClusterRole", i+1, kind)
+		}
+		role := kind + " " + namePrefix + name
+		t.roles[role] = true
+		groups := []string{""}
+		if cells[2] != "—" {
+			groups = splitList(cells[2])
+			for j, grp := range groups {
+				if grp == "core" {
+					groups[j] = ""
+				}
+			}
+		}
+		var verbs []string
+		if cells[4] != "—" {
+			verbs = splitList(cells[4])
+		}
+		for _, grp := range groups {
+			for _, res := range splitList(cells[3]) {
+				if strings.HasPrefix(res, "/") != (cells[2] == "—") {
+					return nil, fmt.Errorf("line %d: %s: a URL goes with the API group —, a resource with a group", i+1, res)
+				}
+				e := rbacEntry{role: role, group: grp, resource: res}
+				if _, dup := t.verbs[e]; dup {
+					return nil, fmt.Errorf("line %d: a second row for %s", i+1, e)
+				}
+				t.verbs[e] = verbs
+			}
+		}
+	}
+	return t, nil
+}
+
+// tableCells splits a markdown table row into its trimmed cells, without
+// backticks; a line that is not a row has none.
+func tableCells(line string) []string {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "|") || !strings.HasSuffix(line, "|") || len(line) < 2 {
+		return nil
+	}
+	cells := strings.Split(line[1:len(line)-1], "|")
+	for i, c := range cells {
+		cells[i] = strings.TrimSpace(strings.ReplaceAll(c, "`", ""))
+	}
+	return cells
+}
+
+func splitList(cell string) []string {
+	var out []string
+	for item := range strings.SplitSeq(cell, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// roleGrants maps each rendered Role and ClusterRole ("Kind name") to the
+// verbs of each of its entries, as its rules write them.
+func (m *manifest) roleGrants(g Gomega) map[string]map[rbacEntry][]string {
+	out := map[string]map[rbacEntry][]string{}
+	for role, rules := range m.allRoleRules(g) {
+		entries := map[rbacEntry][]string{}
+		add := func(e rbacEntry, verbs []string) {
+			for _, v := range verbs {
+				if !slices.Contains(entries[e], v) {
+					entries[e] = append(entries[e], v)
+				}
+			}
+		}
+		for _, r := range rules {
+			g.Expect(r.ResourceNames).To(BeEmpty(),
+				"%s: %s limits a rule to resourceNames %v, which the RBAC table of %s cannot say; extend the table",
+				m.source, role, r.ResourceNames, securityDoc)
+			for _, url := range r.NonResourceURLs {
+				add(rbacEntry{role: role, resource: url}, r.Verbs)
+			}
+			for _, grp := range r.APIGroups {
+				for _, res := range r.Resources {
+					add(rbacEntry{role: role, group: grp, resource: res}, r.Verbs)
+				}
+			}
+		}
+		out[role] = entries
+	}
+	return out
+}
+
+// compareRBAC lists every difference between the rendered roles and the
+// table: a role missing from it or not shipped, an entry missing, verbs that
+// differ, and a "—" row that the rules do grant (through a wildcard too).
+func compareRBAC(rendered map[string]map[rbacEntry][]string, table *rbacTable) []string {
+	var problems []string
+	for role, entries := range rendered {
+		if !table.roles[role] {
+			problems = append(problems, fmt.Sprintf("%s is not in the table", role))
+			continue
+		}
+		for e, verbs := range entries {
+			documented, ok := table.verbs[e]
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("%s: no row; the role grants %s", e, verbList(verbs)))
+			case !sameVerbs(documented, verbs):
+				problems = append(problems, fmt.Sprintf("%s: the table says %s; the role grants %s", e, verbList(documented), verbList(verbs)))
+			}
+		}
+	}
+	rules := map[string][]rbacv1.PolicyRule{}
+	for role, entries := range rendered {
+		for e, verbs := range entries {
+			r := rbacv1.PolicyRule{Verbs: verbs}
+			if strings.HasPrefix(e.resource, "/") {
+				r.NonResourceURLs = []string{e.resource}
+			} else {
+				r.APIGroups, r.Resources = []string{e.group}, []string{e.resource}
+			}
+			rules[role] = append(rules[role], r)
+		}
+	}
+	for role := range table.roles {
+		if _, ok := rendered[role]; !ok {
+			problems = append(problems, fmt.Sprintf("%s is in the table but not shipped", role))
+		}
+	}
+	for e, documented := range table.verbs {
+		entries, shipped := rendered[e.role]
+		if !shipped {
+			continue
+		}
+		if _, ok := entries[e]; ok {
+			continue // compared above
+		}
+		var granted []string
+		if !strings.HasPrefix(e.resource, "/") {
+			granted = grantedVerbs(rules[e.role], e.group, e.resource)
+		}
+		if len(documented) > 0 || len(granted) > 0 {
+			problems = append(problems, fmt.Sprintf("%s: the table says %s; the role grants %s", e, verbList(documented), verbList(granted)))
+		}
+	}
+	slices.Sort(problems)
+	return problems
+}
+
+func sameVerbs(a, b []string) bool {
+	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+func verbList(verbs []string) string {
+	if len(verbs) == 0 {
+		return "nothing"
+	}
+	return strings.Join(slices.Sorted(slices.Values(verbs)), ", ")
 }

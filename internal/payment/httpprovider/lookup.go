@@ -289,10 +289,10 @@ func (p *LookupProvider) get(ctx context.Context, keys []string) (lookupResponse
 	case code == http.StatusOK:
 	case code == http.StatusTooManyRequests || (code >= 500 && code <= 599):
 		return lookupResponse{}, payment.Transient(
-			fmt.Errorf("payment service's lookup endpoint answered %s%s", line, p.serviceSaid(resp.Header, raw)), retryAfter)
+			fmt.Errorf("payment service's lookup endpoint answered %s%s", line, p.serviceSaid(raw)), retryAfter)
 	default:
 		return lookupResponse{}, payment.Transient(
-			fmt.Errorf("payment service's lookup endpoint answered %s: %s%s", line, lookupHint(code), p.serviceSaid(resp.Header, raw)), retryAfter)
+			fmt.Errorf("payment service's lookup endpoint answered %s: %s%s", line, lookupHint(code), p.serviceSaid(raw)), retryAfter)
 	}
 
 	var body lookupResponse

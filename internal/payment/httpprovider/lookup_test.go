@@ -355,6 +355,7 @@ func TestLookupTreatsEveryOtherAnswerAsTransient(t *testing.T) {
 		respond        http.HandlerFunc
 		wantRetryAfter time.Duration
 		wantMessage    string
+		notWant        string // never in the message
 	}{
 		// Status codes other than 200.
 		{name: "201", respond: answer(http.StatusCreated, nil, noCharges), wantMessage: "lookup endpoint answered 201 Created: the contract answers a lookup with 200 only"},
@@ -368,6 +369,18 @@ func TestLookupTreatsEveryOtherAnswerAsTransient(t *testing.T) {
 		{
 			name: "429 with Retry-After", respond: answer(http.StatusTooManyRequests, map[string]string{"Retry-After": "7"}, `{"message":"slow down"}`),
 			wantRetryAfter: 7 * time.Second, wantMessage: "429 Too Many Requests; the service said: slow down",
+		},
+		{
+			name: "404 with a text body keeps the hint only", respond: answer(http.StatusNotFound, map[string]string{"Content-Type": "text/plain"}, "no route to /internal/admin"),
+			wantMessage: "404 Not Found: check the PaymentProvider's lookup url (spec.http.lookupURL)", notWant: "admin",
+		},
+		{
+			name: "500 with an HTML body does not copy it", respond: answer(http.StatusInternalServerError, map[string]string{"Content-Type": "text/html"}, "<h1>db-0.internal: connection refused</h1>"),
+			wantMessage: "lookup endpoint answered 500 Internal Server Error", notWant: "db-0",
+		},
+		{
+			name: "503 with a long problem detail keeps 200 characters", respond: answer(http.StatusServiceUnavailable, map[string]string{"Content-Type": "application/problem+json"}, `{"detail":"`+strings.Repeat("d", 250)+`"}`),
+			wantMessage: "the service said: " + strings.Repeat("d", 200) + "...", notWant: strings.Repeat("d", 201),
 		},
 		{
 			name: "503 with Retry-After", respond: answer(http.StatusServiceUnavailable, map[string]string{"Retry-After": "3"}, ""),
@@ -438,6 +451,9 @@ func TestLookupTreatsEveryOtherAnswerAsTransient(t *testing.T) {
 			g.Expect(payment.RetryAfter(err)).To(Equal(tt.wantRetryAfter))
 			g.Expect(err.Error()).To(ContainSubstring(tt.wantMessage))
 			g.Expect(err.Error()).NotTo(ContainSubstring(testToken))
+			if tt.notWant != "" {
+				g.Expect(err.Error()).NotTo(ContainSubstring(tt.notWant))
+			}
 			g.Expect(err.Error()).NotTo(ContainSubstring("invoice-2026-0001"), "the keys asked are not repeated in errors")
 		})
 	}

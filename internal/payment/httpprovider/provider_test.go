@@ -228,6 +228,7 @@ func TestChargeMapsEveryAnswer(t *testing.T) {
 		wantReason     string
 		wantRetryAfter time.Duration
 		wantMessage    string
+		notWant        string // never in the message
 	}{
 		// Successes.
 		{
@@ -337,11 +338,24 @@ func TestChargeMapsEveryAnswer(t *testing.T) {
 			wantMessage: "card expired",
 		},
 		{
-			name: "402 with a text body", status: 402,
+			name: "402 with a text body does not copy it", status: 402,
 			header:    map[string]string{"Content-Type": "text/plain; charset=utf-8"},
-			body:      "card\ndeclined\n",
+			body:      "card\nrefused by the issuer\n",
 			wantClass: payment.ErrDeclined, wantRefusal: true, wantReason: payment.ReasonCardDeclined,
-			wantMessage: "card declined",
+			wantMessage: "payment service answered 402 Payment Required", notWant: "issuer",
+		},
+		{
+			name: "400 with an HTML body does not copy it", status: 400,
+			header:    map[string]string{"Content-Type": "text/html"},
+			body:      "<html><body>internal admin console</body></html>",
+			wantClass: payment.ErrInvalid, wantRefusal: true, wantReason: payment.ReasonInvalidRequest,
+			wantMessage: "payment service answered 400 Bad Request", notWant: "console",
+		},
+		{
+			name: "402 with a long message keeps 200 characters", status: 402,
+			body:      `{"message":"` + strings.Repeat("m", 200) + `tail"}`,
+			wantClass: payment.ErrDeclined, wantRefusal: true, wantReason: payment.ReasonCardDeclined,
+			wantMessage: strings.Repeat("m", 200) + "...", notWant: "tail",
 		},
 		{
 			name: "422 is a reused key", status: 422, body: `{"message":"key used with another body"}`,
@@ -360,6 +374,12 @@ func TestChargeMapsEveryAnswer(t *testing.T) {
 			body: `{"message":"slow down"}`, wantRetryAfter: 7 * time.Second, wantMessage: "429 Too Many Requests; the service said: slow down",
 		},
 		{name: "500", status: 500, wantMessage: "500 Internal Server Error"},
+		{
+			name: "502 with a text body does not copy it", status: 502,
+			header:      map[string]string{"Content-Type": "text/plain"},
+			body:        "upstream 10.0.0.7:8080 refused; redis_password=hunter2",
+			wantMessage: "payment service answered 502 Bad Gateway", notWant: "10.0.0.7",
+		},
 		{
 			name: "503 with a Retry-After over the cap", status: 503, header: map[string]string{"Retry-After": "86400"},
 			wantRetryAfter: 10 * time.Minute, wantMessage: "503 Service Unavailable",
@@ -383,6 +403,12 @@ func TestChargeMapsEveryAnswer(t *testing.T) {
 		},
 		{name: "403", status: 403, wantMessage: "403 Forbidden: check that the token"},
 		{name: "404", status: 404, wantMessage: "404 Not Found: check the PaymentProvider's url (spec.http.url)"},
+		{
+			name: "404 with a text body keeps the hint only", status: 404,
+			header:      map[string]string{"Content-Type": "text/plain"},
+			body:        "404 page not found: /admin/secrets",
+			wantMessage: "payment service answered 404 Not Found: check the PaymentProvider's url (spec.http.url)", notWant: "secrets",
+		},
 		{name: "405", status: 405, wantMessage: "405 Method Not Allowed: check the PaymentProvider's url"},
 		{name: "418, another 4xx", status: 418, wantMessage: "418 I'm a teapot: the contract does not use this status"},
 		{name: "304, a 3xx", status: 304, wantMessage: "304 Not Modified: redirects are not followed"},
@@ -415,6 +441,12 @@ func TestChargeMapsEveryAnswer(t *testing.T) {
 			g.Expect(payment.RetryAfter(err)).To(Equal(tt.wantRetryAfter))
 			g.Expect(err.Error()).To(ContainSubstring(tt.wantMessage))
 			g.Expect(err.Error()).NotTo(ContainSubstring(testToken))
+			if tt.notWant != "" {
+				g.Expect(err.Error()).NotTo(ContainSubstring(tt.notWant))
+				if tt.wantRefusal {
+					g.Expect(refusal.Message).NotTo(ContainSubstring(tt.notWant))
+				}
+			}
 		})
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -35,9 +34,9 @@ import (
 )
 
 const (
-	// maxMessageLength bounds, in characters, the text copied from the
-	// service into an error.
-	maxMessageLength = 500
+	// maxMessageLength bounds, in characters, each field of the service's
+	// JSON copied into an error, and any other text cleaned for one.
+	maxMessageLength = 200
 	// maxReasonLength bounds a reason taken from the service; longer ones
 	// are not used as a reason.
 	maxReasonLength = 64
@@ -88,22 +87,22 @@ func (p *Provider) interpret(code int, h http.Header, raw []byte, req payment.Ch
 	case code >= 200 && code <= 299:
 		return p.success(code, h, raw, req, retryAfter)
 	case code == http.StatusBadRequest:
-		_, msg := p.explain(code, h, raw)
+		_, msg := p.explain(code, raw)
 		return payment.Outcome{}, payment.Invalid(msg)
 	case code == http.StatusPaymentRequired:
-		reason, msg := p.explain(code, h, raw)
+		reason, msg := p.explain(code, raw)
 		return payment.Outcome{}, payment.Declined(reason, msg)
 	case code == http.StatusUnprocessableEntity:
-		_, msg := p.explain(code, h, raw)
+		_, msg := p.explain(code, raw)
 		return payment.Outcome{}, payment.KeyReused(msg)
 	case code == http.StatusConflict:
 		return payment.Outcome{}, payment.InFlight(retryAfter)
 	case code == http.StatusTooManyRequests || (code >= 500 && code <= 599):
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s%s", statusLine(code), p.serviceSaid(h, raw)), retryAfter)
+			fmt.Errorf("payment service answered %s%s", statusLine(code), p.serviceSaid(raw)), retryAfter)
 	default:
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s: %s%s", statusLine(code), configHint(code), p.serviceSaid(h, raw)), retryAfter)
+			fmt.Errorf("payment service answered %s: %s%s", statusLine(code), configHint(code), p.serviceSaid(raw)), retryAfter)
 	}
 }
 
@@ -179,16 +178,10 @@ func (p *Provider) declined(what, status, reason, message string) error {
 	return payment.Declined(reason, msg)
 }
 
-// explain returns the reason and message of a refusal: from the JSON body
-// when there is one, from a text/plain body, or the status line.
-func (p *Provider) explain(code int, h http.Header, raw []byte) (string, string) {
-	var body errorResponse
-	if err := json.Unmarshal(raw, &body); err != nil {
-		body = errorResponse{}
-		if isPlainText(h) {
-			body.Message = string(raw)
-		}
-	}
+// explain returns the reason and message of a refusal: from the fields of
+// the JSON body when it has them, or the status line.
+func (p *Provider) explain(code int, raw []byte) (string, string) {
+	body := parseError(raw)
 	msg := ""
 	for _, m := range []string{body.Message, body.Detail, body.Title} {
 		if msg = p.clean(m); msg != "" {
@@ -216,21 +209,28 @@ func (p *Provider) reason(raw, msg string) (string, string) {
 }
 
 // serviceSaid returns "; the service said: <message>", or nothing when the
-// body has no message.
-func (p *Provider) serviceSaid(h http.Header, raw []byte) string {
-	var body errorResponse
-	if err := json.Unmarshal(raw, &body); err != nil {
-		body = errorResponse{}
-		if isPlainText(h) {
-			body.Message = string(raw)
-		}
-	}
+// body is not JSON with a message.
+func (p *Provider) serviceSaid(raw []byte) string {
+	body := parseError(raw)
 	for _, m := range []string{body.Message, body.Detail, body.Title, body.Reason} {
 		if m = p.clean(m); m != "" {
 			return "; the service said: " + m
 		}
 	}
 	return ""
+}
+
+// parseError returns the fields of an error answer's JSON body. Any other
+// body, text or HTML, gives none: the operator may be pointed at a server
+// that is not a payment service, and what it answers must not reach a
+// PaymentJob's status, so nothing of a body but these fields, each cleaned,
+// is ever copied into an error.
+func parseError(raw []byte) errorResponse {
+	var body errorResponse
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return errorResponse{}
+	}
+	return body
 }
 
 // configHint says what to fix for a status code that the contract does not
@@ -325,12 +325,6 @@ func validReason(s string) bool {
 		}
 	}
 	return true
-}
-
-// isPlainText reports whether the body is declared as text/plain.
-func isPlainText(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/plain"
 }
 
 // statusLine is "402 Payment Required", or the bare code when it has no text.

@@ -17,9 +17,14 @@ limitations under the License.
 package stripe
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -56,7 +61,7 @@ const (
 func (p *Provider) classify(op string, err error) error {
 	var se *stripego.Error
 	if !errors.As(err, &se) {
-		// A network error, a deadline or a body that is not Stripe's
+		// A network error, a deadline or an answer that is not Stripe's
 		// JSON: the request may have been processed.
 		return payment.Transient(p.cause(op, err), 0)
 	}
@@ -155,11 +160,44 @@ func (p *Provider) apiCause(op string, e *stripego.Error) error {
 	return errors.New(op + ": Stripe answered " + p.clean(msg))
 }
 
-// cause is the cause of a transient error that is not Stripe's: its
-// message is cleaned, and it unwraps to err so that errors.Is still finds
-// context.DeadlineExceeded.
+// cause is the cause of a transient error that is not a Stripe API error.
+// A failure to send the request or to receive the answer (a network error,
+// a deadline, a refused connection) keeps its cleaned message and unwraps
+// to err, so that errors.Is still finds context.DeadlineExceeded. Any other
+// error is stripe-go's about an answer that is not the Stripe API's JSON,
+// and stripe-go quotes the answer's body in it; the API base may point at
+// any server, so the body never reaches the message: only the HTTP status
+// does.
 func (p *Provider) cause(op string, err error) error {
-	return &causeError{msg: op + ": " + p.clean(err.Error()), err: err}
+	if transport(err) {
+		return &causeError{msg: op + ": " + p.clean(err.Error()), err: err}
+	}
+	return errors.New(op + ": " + unreadable(err))
+}
+
+// transport reports whether err is a failure to send a request or to
+// receive its answer, whose message stripe-go does not build from the
+// answer's body.
+func transport(err error) bool {
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(err, &ue) || errors.As(err, &ne) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// deserializeStatus finds the HTTP status in stripe-go's error about an
+// answer that is not JSON.
+var deserializeStatus = regexp.MustCompile(`^Couldn't deserialize JSON \(response status: (\d{3})\b`)
+
+// unreadable describes, without its body, an answer that stripe-go could
+// not read as the Stripe API's JSON.
+func unreadable(err error) string {
+	const hint = "is not the Stripe API's JSON, so its body is not shown; check the PaymentProvider's API base (spec.stripe.apiBase)"
+	if m := deserializeStatus.FindStringSubmatch(err.Error()); m != nil {
+		return "the answer (HTTP " + m[1] + ") " + hint
+	}
+	return "the answer " + hint
 }
 
 // causeError is an error with a cleaned message that unwraps to its cause.

@@ -422,6 +422,9 @@ type errorCase struct {
 	retryAfter time.Duration
 	// contains are substrings of the error message.
 	contains []string
+	// excludes are never in the error message: the body of an answer that
+	// is not Stripe's JSON.
+	excludes []string
 }
 
 func jsonAnswer(status int, body any, headers ...string) func(w http.ResponseWriter, r *http.Request) {
@@ -544,21 +547,33 @@ var errorCases = []errorCase{
 		contains: []string{"HTTP 402"},
 	},
 	{
-		name:   "5xx HTML body",
-		answer: rawAnswer(http.StatusBadGateway, "text/html", "<html><body><h1>502 Bad Gateway</h1></body></html>"),
+		name:     "5xx HTML body",
+		answer:   rawAnswer(http.StatusBadGateway, "text/html", "<html><body><h1>502 Bad Gateway</h1></body></html>"),
+		contains: []string{"the answer (HTTP 502) is not the Stripe API's JSON, so its body is not shown", "spec.stripe.apiBase"},
+		excludes: []string{"<h1>", "Bad Gateway"},
 	},
 	{
-		name:   "malformed JSON",
-		answer: rawAnswer(http.StatusOK, "application/json", `{"id": "pi_1", "status": `),
+		name:     "4xx text body",
+		answer:   rawAnswer(http.StatusNotFound, "text/plain", "404: no route to internal-admin.svc.cluster.local"),
+		contains: []string{"HTTP 404"},
+		excludes: []string{"internal-admin"},
 	},
 	{
-		name:   "JSON that is not an intent",
-		answer: rawAnswer(http.StatusOK, "application/json", `[1, 2, 3]`),
+		name:     "malformed JSON",
+		answer:   rawAnswer(http.StatusOK, "application/json", `{"id": "pi_1", "status": `),
+		contains: []string{"HTTP 200"},
+		excludes: []string{"pi_1"},
+	},
+	{
+		name:     "JSON that is not an intent",
+		answer:   rawAnswer(http.StatusOK, "application/json", `[1, 2, 3]`),
+		excludes: []string{"[1, 2, 3]"},
 	},
 	{
 		name:     "error status without an error object",
 		answer:   rawAnswer(http.StatusBadRequest, "application/json", `{"detail": "nope"}`),
-		contains: []string{"nope"},
+		contains: []string{"the answer is not the Stripe API's JSON"},
+		excludes: []string{"nope"},
 	},
 	{
 		name:     "empty success body",
@@ -632,6 +647,9 @@ func TestChargeErrors(t *testing.T) {
 			g.Expect(payment.RetryAfter(err)).To(Equal(tt.retryAfter))
 			for _, s := range tt.contains {
 				g.Expect(err.Error()).To(ContainSubstring(s))
+			}
+			for _, s := range tt.excludes {
+				g.Expect(err.Error()).NotTo(ContainSubstring(s))
 			}
 			g.Expect(err.Error()).NotTo(ContainSubstring(testAPIKey))
 			g.Expect(err.Error()).NotTo(ContainSubstring("_secret_"), "client secrets stay out of messages")

@@ -1,0 +1,355 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;list
+
+const (
+	// AdmissionPolicyLabel is set on every policy and binding of
+	// config/policy. Its value is the policy's base name, the name before
+	// any prefix the installer gave it (config/default adds
+	// "paymentjob-operator-"), so the audit finds the policies by it.
+	AdmissionPolicyLabel = "payments.idempotency.dev/admission-policy"
+
+	// ReasonFinishedLabelWithoutOutcome: the job carries the finished label
+	// but is neither Completed nor Failed. The label keeps it out of the
+	// operator's cache: it is never charged until the label is removed.
+	ReasonFinishedLabelWithoutOutcome = "FinishedLabelWithoutOutcome"
+
+	// DefaultAuditInterval is the time between audits when
+	// Auditor.Interval is zero.
+	DefaultAuditInterval = 5 * time.Minute
+)
+
+// The checks of an audit, the label of paymentjob_audit_errors_total.
+const (
+	auditCheckAdmissionPolicies = "admission_policies"
+	auditCheckFinishedLabel     = "finished_label"
+)
+
+// auditPage is how many objects one list request of the audit returns.
+const auditPage = 500
+
+// Auditor looks, at start and then every Interval, for what would leave
+// PaymentJobs unseen without anyone knowing:
+//
+//   - the admission policies of config/policy missing or not enforced. Above
+//     all finished-label: without it, a PaymentJob created with the finished
+//     label (from a `kubectl get -o yaml` export, a restored backup) is left
+//     out of the operator's cache, and never charged.
+//   - PaymentJobs that carry the finished label without being finished: each
+//     gets a Warning event (ReasonFinishedLabelWithoutOutcome) once per
+//     process, saying how to remove the label.
+//
+// It reports through the gauges paymentjob_admission_policies_missing and
+// paymentjob_finished_label_without_outcome, and logs. A check that cannot
+// be completed leaves its gauge at its last value and increments
+// paymentjob_audit_errors_total. It only reads from the API server, through
+// Reader, since neither policies nor finished jobs are in the cache.
+type Auditor struct {
+	// Reader lists policies and finished jobs from the API server; the
+	// manager's API reader (mgr.GetAPIReader()), not its cache.
+	Reader client.Reader
+	// Recorder emits the Warning events on jobs with the finished label and
+	// no outcome.
+	Recorder events.EventRecorder
+	// Interval is the time between audits; DefaultAuditInterval when zero.
+	Interval time.Duration
+	// Namespaces, if any, restrict the audit of PaymentJobs to them, as
+	// CacheOptions restricts the manager; empty audits every namespace.
+	// Admission policies are cluster-scoped and always audited.
+	Namespaces []string
+	// Clock paces the audits; the real clock when nil.
+	Clock clock.WithTicker
+
+	// running serialises audits.
+	running sync.Mutex
+	// reported holds the jobs announced by an event, so each is announced
+	// once per process; jobs no longer found are forgotten.
+	reported map[types.UID]struct{}
+	// logged is the set of policy problems last logged; nil before the
+	// first successful check.
+	logged []string
+
+	mu   sync.Mutex
+	last AuditReport
+}
+
+var (
+	_ manager.Runnable               = &Auditor{}
+	_ manager.LeaderElectionRunnable = &Auditor{}
+)
+
+// AuditReport is what one audit found.
+type AuditReport struct {
+	// At is when the audit started; zero before the first audit.
+	At time.Time
+	// PolicyProblems lists, by base name, what is wrong with each expected
+	// admission policy that is missing or not enforced; empty when all are
+	// in place. Nil when PolicyError is set.
+	PolicyProblems map[string][]string
+	// PolicyError is why the admission policies could not be audited.
+	PolicyError error
+	// FinishedWithoutOutcome lists the PaymentJobs found with the finished
+	// label but neither Completed nor Failed, sorted. Partial when JobError
+	// is set.
+	FinishedWithoutOutcome []types.NamespacedName
+	// JobError is why the PaymentJobs could not all be audited.
+	JobError error
+}
+
+// PoliciesMissing is the number of expected admission policies that are
+// missing or not enforced, the value of paymentjob_admission_policies_missing.
+func (r AuditReport) PoliciesMissing() int { return len(r.PolicyProblems) }
+
+// SetupWithManager adds the audit to the manager. It refuses a missing
+// reader or recorder.
+func (a *Auditor) SetupWithManager(mgr manager.Manager) error {
+	if err := a.validate(); err != nil {
+		return err
+	}
+	if err := mgr.Add(a); err != nil {
+		return fmt.Errorf("cannot add the audit to the manager: %w", err)
+	}
+	return nil
+}
+
+func (a *Auditor) validate() error {
+	switch {
+	case a.Reader == nil, a.Recorder == nil:
+		return errors.New("audit needs a reader and an event recorder")
+	case a.Interval < 0:
+		return fmt.Errorf("invalid audit interval %s", a.Interval)
+	}
+	return nil
+}
+
+// NeedLeaderElection is false: the audit only reads, so every replica runs
+// it and exports the same gauges (alerts take their max). A job without an
+// outcome gets one event from each replica.
+func (a *Auditor) NeedLeaderElection() bool { return false }
+
+// Start audits, then audits again every Interval until ctx ends.
+func (a *Auditor) Start(ctx context.Context) error {
+	if err := a.validate(); err != nil {
+		return err
+	}
+	interval := a.Interval
+	if interval == 0 {
+		interval = DefaultAuditInterval
+	}
+	ticker := a.clock().NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		a.Audit(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+func (a *Auditor) clock() clock.WithTicker {
+	if a.Clock == nil {
+		return clock.RealClock{}
+	}
+	return a.Clock
+}
+
+// LastReport returns what the latest audit found.
+func (a *Auditor) LastReport() AuditReport {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.last
+}
+
+// Audit runs both checks once: it sets the gauges, logs the policy problems
+// when they changed since the last audit, announces the jobs with the
+// finished label and no outcome that were not announced yet, and returns
+// what it found.
+func (a *Auditor) Audit(ctx context.Context) AuditReport {
+	a.running.Lock()
+	defer a.running.Unlock()
+	logger := log.FromContext(ctx).WithName("audit")
+	ctx = log.IntoContext(ctx, logger)
+	report := AuditReport{At: a.clock().Now()}
+
+	report.PolicyProblems, report.PolicyError = a.auditPolicies(ctx)
+	switch {
+	case report.PolicyError != nil && ctx.Err() != nil:
+		// Shutting down: not a finding.
+	case report.PolicyError != nil:
+		auditErrorsTotal.WithLabelValues(auditCheckAdmissionPolicies).Inc()
+		logger.Error(report.PolicyError, "Cannot audit the admission policies; paymentjob_admission_policies_missing keeps its last value")
+	default:
+		admissionPoliciesMissing.Set(float64(len(report.PolicyProblems)))
+		a.logPolicies(ctx, report.PolicyProblems)
+	}
+
+	report.FinishedWithoutOutcome, report.JobError = a.auditFinishedLabels(ctx)
+	switch {
+	case report.JobError != nil && ctx.Err() != nil:
+		// Shutting down.
+	case report.JobError != nil:
+		auditErrorsTotal.WithLabelValues(auditCheckFinishedLabel).Inc()
+		logger.Error(report.JobError, "Cannot audit the payment jobs with the finished label; paymentjob_finished_label_without_outcome keeps its last value")
+	default:
+		finishedLabelWithoutOutcome.Set(float64(len(report.FinishedWithoutOutcome)))
+	}
+
+	a.mu.Lock()
+	a.last = report
+	a.mu.Unlock()
+	return report
+}
+
+// logPolicies logs every policy problem, or that there is none, the first
+// time and whenever the set of problems changed.
+func (a *Auditor) logPolicies(ctx context.Context, problems map[string][]string) {
+	var current []string
+	for name, ps := range problems {
+		for _, p := range ps {
+			current = append(current, name+": "+p)
+		}
+	}
+	slices.Sort(current)
+	if a.logged != nil && slices.Equal(current, a.logged) {
+		return
+	}
+	a.logged = append([]string{}, current...)
+	logger := log.FromContext(ctx)
+	if len(problems) == 0 {
+		names := make([]string, 0, len(expectedPolicies))
+		for _, p := range expectedPolicies {
+			names = append(names, p.name)
+		}
+		logger.Info("Admission policies present and enforced", "policies", names)
+		return
+	}
+	for _, want := range expectedPolicies {
+		for _, p := range problems[want.name] {
+			logger.Error(nil, "Admission policy missing or not enforced",
+				"policy", want.name, "problem", p, "consequence", want.consequence)
+		}
+	}
+}
+
+// auditFinishedLabels lists the jobs with the finished label, a page at a
+// time, and returns those that are neither Completed nor Failed. It
+// announces each once per process, and forgets the ones no longer found.
+func (a *Auditor) auditFinishedLabels(ctx context.Context) ([]types.NamespacedName, error) {
+	namespaces := a.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	found := map[types.UID]struct{}{}
+	var (
+		jobs []types.NamespacedName
+		errs []error
+	)
+	for _, ns := range namespaces {
+		err := listPages(ctx, a.Reader, func(list *paymentsv1alpha1.PaymentJobList) {
+			for i := range list.Items {
+				job := &list.Items[i]
+				if p := job.Status.Phase; p == paymentsv1alpha1.PhaseCompleted || p == paymentsv1alpha1.PhaseFailed {
+					continue
+				}
+				found[job.UID] = struct{}{}
+				jobs = append(jobs, client.ObjectKeyFromObject(job))
+				a.announce(ctx, job)
+			}
+		}, client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cannot list payment jobs with the finished label: %w", err))
+		}
+	}
+	slices.SortFunc(jobs, func(x, y types.NamespacedName) int {
+		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
+	})
+	if err := errors.Join(errs...); err != nil {
+		// Some jobs were not seen: forget none.
+		return jobs, err
+	}
+	for uid := range a.reported {
+		if _, ok := found[uid]; !ok {
+			delete(a.reported, uid)
+		}
+	}
+	return jobs, nil
+}
+
+// announce emits the Warning event and the log line of a job with the
+// finished label and no outcome, unless this process already did.
+func (a *Auditor) announce(ctx context.Context, job *paymentsv1alpha1.PaymentJob) {
+	if _, ok := a.reported[job.UID]; ok {
+		return
+	}
+	if a.reported == nil {
+		a.reported = map[types.UID]struct{}{}
+	}
+	a.reported[job.UID] = struct{}{}
+	log.FromContext(ctx).Error(nil, "Payment job has the finished label but no outcome; it is never charged",
+		"job", klog.KObj(job), "phase", phaseLabel(job.Status.Phase),
+		"remedy", fmt.Sprintf("kubectl label pj %s -n %s %s-", job.Name, job.Namespace, paymentsv1alpha1.LabelFinished))
+	a.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonFinishedLabelWithoutOutcome, "Audit",
+		"The label %s takes this job out of the operator's sight: it is %s, not Completed or Failed, and will not be charged. "+
+			"If it is to be charged, remove the label: kubectl label pj %s -n %s %s-",
+		paymentsv1alpha1.LabelFinished, phaseLabel(job.Status.Phase), job.Name, job.Namespace, paymentsv1alpha1.LabelFinished)
+}
+
+// listPages lists every object of a kind, auditPage at a time, and hands
+// each page to page. Every page is a new list, so no field of one object
+// carries over to the next.
+func listPages[T any, PT interface {
+	*T
+	client.ObjectList
+}](ctx context.Context, r client.Reader, page func(PT), opts ...client.ListOption) error {
+	cont := ""
+	for {
+		list := PT(new(T))
+		if err := r.List(ctx, list, append(slices.Clone(opts), client.Limit(auditPage), client.Continue(cont))...); err != nil {
+			return err
+		}
+		page(list)
+		if cont = list.GetContinue(); cont == "" {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,190 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// How a job reaches its PaymentProvider. A job that has not been claimed
+// needs a provider that exists, is Ready and is not being deleted, and makes
+// sure the provider carries ProviderFinalizer before its first claim. A
+// Processing job may have charged already: when its provider is gone, being
+// deleted or no longer Ready (its Secret deleted with the namespace), it
+// goes on with the adapter this process kept for the provider it was first
+// sent to, and stalls with ReasonProviderDeleted when there is none.
+
+// target is the provider a job charges through, resolved for one pass.
+type target struct {
+	Resolved
+	// id is where the provider sends keys.
+	id      paymentsv1alpha1.ProviderIdentity
+	timeout time.Duration
+	// provider is the PaymentProvider object; nil for a kept adapter whose
+	// object is gone.
+	provider *paymentsv1alpha1.PaymentProvider
+}
+
+// resolveProvider finds the job's PaymentProvider. It returns why the job
+// must wait when the provider is missing or not ready.
+func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (*target, *progress, error) {
+	processing := job.Status.Phase == paymentsv1alpha1.PhaseProcessing
+	name := job.Spec.ProviderRef.Name
+	var pp paymentsv1alpha1.PaymentProvider
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &pp); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("cannot get PaymentProvider %q: %w", name, err)
+		}
+		if processing {
+			return r.keptProvider(ctx, job, "was deleted")
+		}
+		return nil, &progress{reason: ReasonProviderNotFound,
+			message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.Namespace)}, nil
+	}
+	if !pp.DeletionTimestamp.IsZero() {
+		if processing {
+			return r.keptProvider(ctx, job, "is being deleted")
+		}
+		return nil, &progress{reason: ReasonProviderDeleted, message: fmt.Sprintf(
+			"PaymentProvider %q is being deleted; a job that was not claimed is never charged through it", name)}, nil
+	}
+	ready := meta.FindStatusCondition(pp.Status.Conditions, paymentsv1alpha1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != pp.Generation {
+		why := "its status is not up to date yet"
+		if ready != nil && ready.ObservedGeneration == pp.Generation {
+			why = fmt.Sprintf("%s: %s", ready.Reason, ready.Message)
+		}
+		if processing && job.Status.Provider != nil && job.Status.Provider.UID == string(pp.UID) {
+			if t, ok := r.kept(job); ok {
+				return t, nil, nil
+			}
+		}
+		return nil, &progress{reason: ReasonProviderNotReady,
+			message: fmt.Sprintf("PaymentProvider %q is not ready: %s", name, why)}, nil
+	}
+	resolved, err := r.Providers.Resolve(ctx, &pp)
+	if err != nil {
+		return nil, &progress{reason: ReasonProviderNotReady,
+			message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", name, err)}, nil
+	}
+	t, waiting := r.newTarget(ctx, name, resolved)
+	if t != nil {
+		t.provider = &pp
+	}
+	return t, waiting, nil
+}
+
+// newTarget bounds the provider's calls and asks for its identity.
+func (r *PaymentJobReconciler) newTarget(ctx context.Context, name string, resolved Resolved) (*target, *progress) {
+	timeout := r.ProviderTimeout
+	if resolved.timeout > 0 {
+		timeout = resolved.timeout
+	}
+	// A call must end before the claim can be taken over.
+	if limit := r.ClaimLease * 9 / 10; timeout > limit {
+		timeout = limit
+	}
+	// Asked once per provider configuration, then remembered.
+	id, err := resolved.identityWithin(ctx, timeout)
+	if err != nil {
+		return nil, &progress{reason: ReasonProviderNotReady, message: truncate(
+			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), maxMessageLength)}
+	}
+	return &target{Resolved: resolved, id: id, timeout: timeout}, nil
+}
+
+// kept is the adapter this process kept for the provider a Processing job
+// was first sent to.
+func (r *PaymentJobReconciler) kept(job *paymentsv1alpha1.PaymentJob) (*target, bool) {
+	if job.Status.Provider == nil {
+		return nil, false
+	}
+	resolved, ok := r.Providers.Kept(types.UID(job.Status.Provider.UID))
+	if !ok {
+		return nil, false
+	}
+	t, waiting := r.newTarget(context.Background(), job.Spec.ProviderRef.Name, resolved)
+	return t, waiting == nil
+}
+
+// keptProvider finishes a Processing job whose PaymentProvider is gone or
+// going with the adapter kept for it, or stalls it: without the adapter,
+// nothing can tell whether the charge happened.
+func (r *PaymentJobReconciler) keptProvider(_ context.Context, job *paymentsv1alpha1.PaymentJob, what string) (*target, *progress, error) {
+	if t, ok := r.kept(job); ok {
+		return t, nil, nil
+	}
+	return nil, &progress{reason: ReasonProviderDeleted, stalled: true, message: truncate(fmt.Sprintf(
+		"PaymentProvider %q %s while this payment was in flight, and this process holds no adapter for it "+
+			"(the operator restarted since): the payment may have happened under idempotency key %q. "+
+			"Check the charge at the provider and set the annotation %s to charged=<charge id> or not-charged",
+		job.Spec.ProviderRef.Name, what, job.Status.IdempotencyKey, paymentsv1alpha1.AnnotationResolve), maxMessageLength)}, nil
+}
+
+// guardProvider makes sure the job's PaymentProvider carries
+// ProviderFinalizer before the job's first claim, so the provider cannot
+// disappear while the charge may be in flight. A provider being deleted
+// takes no new claims (resolveProvider), and no new finalizer.
+func (r *PaymentJobReconciler) guardProvider(ctx context.Context, t *target) error {
+	pp := t.provider
+	if pp == nil || controllerutil.ContainsFinalizer(pp, paymentsv1alpha1.ProviderFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pp.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(pp, paymentsv1alpha1.ProviderFinalizer)
+	if err := r.Client.Patch(ctx, pp, patch); err != nil {
+		return fmt.Errorf("cannot add the finalizer to PaymentProvider %q: %w", pp.Name, err)
+	}
+	return nil
+}
+
+// strandedJobs counts the Processing jobs stalled behind a deleted provider
+// (ReasonProviderDeleted), for the jobs_waiting_for_deleted_provider gauge.
+type strandedJobs struct {
+	mu   sync.Mutex
+	jobs map[types.NamespacedName]struct{}
+}
+
+// set records whether the job is stranded after this pass.
+func (s *strandedJobs) set(key types.NamespacedName, stranded bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, was := s.jobs[key]
+	switch {
+	case stranded && !was:
+		if s.jobs == nil {
+			s.jobs = map[types.NamespacedName]struct{}{}
+		}
+		s.jobs[key] = struct{}{}
+		strandedJobsGauge.Inc()
+	case !stranded && was:
+		delete(s.jobs, key)
+		strandedJobsGauge.Dec()
+	}
+}

@@ -1,0 +1,166 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// A PaymentProvider carries ProviderFinalizer while unfinished jobs use it:
+// deleting the provider (alone, or with its namespace) then waits until its
+// Processing jobs have finished with the adapter kept for them; jobs that
+// were not claimed never block it, they wait (ProviderDeleted) and are never
+// charged through it. This reconciler adds the finalizer for the jobs it
+// sees in the cache, and removes it only after an uncached list: a job that
+// is about to be claimed is unfinished too, so the finalizer cannot come
+// off under its claim. The PaymentJob reconciler also adds it before a
+// job's first claim, in case the cache has not shown the job here yet.
+
+const (
+	// providerRefIndex indexes PaymentJobs by the PaymentProvider they use.
+	providerRefIndex = ".spec.providerRef.name"
+	// secretRefIndex indexes PaymentProviders by the Secret they reference.
+	secretRefIndex = ".spec.secretKeyRef.name"
+)
+
+// guard adds or removes the provider's finalizer after the jobs that use it.
+func (r *PaymentProviderReconciler) guard(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) error {
+	has := controllerutil.ContainsFinalizer(pp, paymentsv1alpha1.ProviderFinalizer)
+	deleting := !pp.DeletionTimestamp.IsZero()
+	// Being deleted, only the jobs that may have charged hold it.
+	holds := func(j *paymentsv1alpha1.PaymentJob) bool {
+		return !deleting || j.Status.Phase == paymentsv1alpha1.PhaseProcessing
+	}
+	inUse, err := jobsUsing(ctx, r.Client, pp, holds, false, client.MatchingFields{providerRefIndex: pp.Name}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return err
+	}
+	switch {
+	case inUse > 0 && !has && !deleting:
+		return r.patchFinalizer(ctx, pp, controllerutil.AddFinalizer)
+	case inUse == 0 && has:
+		// The cache may not have seen a job or a claim yet: ask the API server.
+		inUse, err = jobsUsing(ctx, r.APIReader, pp, holds, true, client.MatchingLabelsSelector{Selector: unfinished()})
+		if err != nil || inUse > 0 {
+			return err
+		}
+		log.FromContext(ctx).V(1).Info("Releasing payment provider: no job it holds uses it", "deleting", deleting)
+		return r.patchFinalizer(ctx, pp, controllerutil.RemoveFinalizer)
+	}
+	return nil
+}
+
+func (r *PaymentProviderReconciler) patchFinalizer(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider,
+	change func(client.Object, string) bool) error {
+	patch := client.MergeFromWithOptions(pp.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	change(pp, paymentsv1alpha1.ProviderFinalizer)
+	if err := r.Client.Patch(ctx, pp, patch); err != nil {
+		return fmt.Errorf("cannot update the finalizer of payment provider %q: %w", pp.Name, err)
+	}
+	return nil
+}
+
+// jobsUsing counts the unfinished jobs in the provider's namespace that
+// reference it and that hold reports, read with reader: the cache, or the
+// API server in pages.
+func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider,
+	hold func(*paymentsv1alpha1.PaymentJob) bool, paged bool, opts ...client.ListOption) (int, error) {
+	opts = append(opts, client.InNamespace(pp.Namespace))
+	if paged {
+		opts = append(opts, client.Limit(500))
+	}
+	n := 0
+	var jobs paymentsv1alpha1.PaymentJobList
+	for {
+		if err := reader.List(ctx, &jobs, opts...); err != nil {
+			return 0, fmt.Errorf("cannot list the payment jobs of provider %q: %w", pp.Name, err)
+		}
+		for i := range jobs.Items {
+			j := &jobs.Items[i]
+			if j.Spec.ProviderRef.Name == pp.Name && !finished(j) && hold(j) {
+				n++
+			}
+		}
+		if !paged || jobs.Continue == "" {
+			return n, nil
+		}
+		opts = append(opts, client.Continue(jobs.Continue))
+	}
+}
+
+// finished reports whether a job has its final outcome.
+func finished(j *paymentsv1alpha1.PaymentJob) bool {
+	return j.Status.Phase == paymentsv1alpha1.PhaseCompleted || j.Status.Phase == paymentsv1alpha1.PhaseFailed
+}
+
+// providerOfJob maps a job to the PaymentProvider it uses.
+func providerOfJob(_ context.Context, o client.Object) []reconcile.Request {
+	job, ok := o.(*paymentsv1alpha1.PaymentJob)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: job.Spec.ProviderRef.Name}}}
+}
+
+// usageChanged passes the job events that can change whether a provider
+// is in use: a job created or gone, and a job changing phase.
+func usageChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, ok1 := e.ObjectOld.(*paymentsv1alpha1.PaymentJob)
+			cur, ok2 := e.ObjectNew.(*paymentsv1alpha1.PaymentJob)
+			return ok1 && ok2 && old.Status.Phase != cur.Status.Phase
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// jobIndexes remembers the field indexers that already index PaymentJobs by
+// provider: both reconcilers need the index, and an informer refuses the
+// same index twice.
+var jobIndexes sync.Map
+
+// indexJobsByProvider indexes the manager's PaymentJobs by providerRef, once.
+func indexJobsByProvider(mgr ctrl.Manager) error {
+	indexer := mgr.GetFieldIndexer()
+	once, _ := jobIndexes.LoadOrStore(indexer, &sync.Once{})
+	var err error
+	once.(*sync.Once).Do(func() {
+		err = indexer.IndexField(context.Background(), &paymentsv1alpha1.PaymentJob{}, providerRefIndex,
+			func(o client.Object) []string {
+				return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
+			})
+	})
+	if err != nil {
+		jobIndexes.Delete(indexer)
+		return fmt.Errorf("cannot index payment jobs by provider: %w", err)
+	}
+	return nil
+}
