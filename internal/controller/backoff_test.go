@@ -21,6 +21,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -72,5 +74,42 @@ func TestRetryDelayUsesTheMaximumOnceExhausted(t *testing.T) {
 		job.Status.Attempts = tt.attempts
 		g.Expect(r.exhausted(job)).To(Equal(tt.wantExhausted), "attempts %d", tt.attempts)
 		g.Expect(r.retryDelay(job)).To(Equal(tt.wantDelay), "attempts %d", tt.attempts)
+	}
+}
+
+// TestPendingRecheckBacksOffWithoutAnEvent: a job waiting for its provider
+// looks again by itself, as long again as it has waited so far, between
+// Backoff.Initial and Backoff.Max, and never later than its deadline: it
+// never depends on a watch event or the informer's resync.
+func TestPendingRecheckBacksOffWithoutAnEvent(t *testing.T) {
+	now := time.Now()
+	r := &PaymentJobReconciler{Backoff: Backoff{Initial: time.Second, Max: 5 * time.Minute},
+		Clock: clocktesting.NewFakePassiveClock(now)}
+	waiting := func(reason string, since time.Duration) *paymentsv1alpha1.PaymentJob {
+		return &paymentsv1alpha1.PaymentJob{Status: paymentsv1alpha1.PaymentJobStatus{Conditions: []metav1.Condition{{
+			Type: paymentsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
+			LastTransitionTime: metav1.NewTime(now.Add(-since)),
+		}}}}
+	}
+	tests := []struct {
+		name     string
+		job      *paymentsv1alpha1.PaymentJob
+		deadline time.Duration
+		atLeast  time.Duration
+	}{
+		{"new job", &paymentsv1alpha1.PaymentJob{}, 0, time.Second},
+		{"just started waiting", waiting(ReasonProviderNotReady, 0), 0, time.Second},
+		{"waited 40s", waiting(ReasonProviderNotReady, 40*time.Second), 0, 40 * time.Second},
+		{"waited a day", waiting(ReasonProviderNotReady, 24*time.Hour), 0, 5 * time.Minute},
+		{"waited for something else", waiting(ReasonSuspended, time.Hour), 0, time.Second},
+		{"deadline first", waiting(ReasonProviderNotReady, time.Hour), 7 * time.Second, 7 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			d := r.pendingRecheck(tt.job, ReasonProviderNotReady, tt.deadline)
+			g.Expect(d).To(BeNumerically(">=", tt.atLeast))
+			g.Expect(d).To(BeNumerically("<=", tt.atLeast*6/5))
+		})
 	}
 }

@@ -49,6 +49,7 @@ const (
 	lookupWakeBackstop = 10 * time.Second
 )
 
-// rateLimitNotice is the shortest wait for a provider's rate limit that the
-// job's status reports (ReasonRateLimited); shorter ones only requeue.
+// rateLimitNotice is how long a job waits in all for its provider's rate
+// limit before its status says so (ReasonRateLimited); shorter waits only
+// requeue.
 const rateLimitNotice = 5 * time.Second

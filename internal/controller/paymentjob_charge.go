@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -49,17 +50,22 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 		if delay := reservation.DelayFrom(now); delay > 0 {
 			reservation.CancelAt(now)
 			rateLimitedTotal.Inc()
-			if delay < rateLimitNotice {
+			waited := r.rateWaits.waiting(client.ObjectKeyFromObject(job), now)
+			if waited < rateLimitNotice {
 				return ctrl.Result{RequeueAfter: delay}, nil
 			}
 			// A long wait is said in the job's status, once.
 			p := progress{reason: ReasonRateLimited, message: fmt.Sprintf(
-				"Waiting %s for the rate limit of PaymentProvider %q (requestsPerSecond)", delay.Round(time.Second), job.Spec.ProviderRef.Name)}
+				"Waiting for the rate limit of PaymentProvider %q (requestsPerSecond) for %s", job.Spec.ProviderRef.Name, waited.Round(time.Second))}
+			if readyReason(job) == ReasonRateLimited {
+				return ctrl.Result{RequeueAfter: delay}, nil
+			}
 			if job.Status.Phase == paymentsv1alpha1.PhaseProcessing {
 				return ctrl.Result{RequeueAfter: delay}, r.writeProgress(ctx, job, p)
 			}
 			return ctrl.Result{RequeueAfter: delay}, r.setPending(ctx, job, p)
 		}
+		r.rateWaits.done(client.ObjectKeyFromObject(job))
 	}
 	key := sentKey(job)
 	req := chargeRequest(job)

@@ -112,6 +112,8 @@ type PaymentJobReconciler struct {
 	written writtenVersions
 	// stranded counts the jobs stalled behind a deleted provider.
 	stranded strandedJobs
+	// rateWaits dates the jobs waiting for their provider's rate limit.
+	rateWaits rateWaits
 }
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
@@ -127,6 +129,7 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			// Deleted, or finished and so out of the cache.
 			r.written.forget(req.NamespacedName)
 			r.stranded.set(req.NamespacedName, false)
+			r.rateWaits.done(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -52,7 +52,8 @@ type target struct {
 }
 
 // resolveProvider finds the job's PaymentProvider. It returns why the job
-// must wait when the provider is missing or not ready.
+// must wait when the provider is missing or not ready; for a Processing
+// job, the adapter kept for its provider comes before waiting.
 func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (*target, *progress, error) {
 	processing := job.Status.Phase == paymentsv1alpha1.PhaseProcessing
 	name := job.Spec.ProviderRef.Name
@@ -62,42 +63,55 @@ func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *payment
 			return nil, nil, fmt.Errorf("cannot get PaymentProvider %q: %w", name, err)
 		}
 		if processing {
-			return r.keptProvider(ctx, job, "was deleted")
+			return r.keptProvider(job, "was deleted")
 		}
 		return nil, &progress{reason: ReasonProviderNotFound,
 			message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.Namespace)}, nil
 	}
-	if !pp.DeletionTimestamp.IsZero() {
-		if processing {
-			return r.keptProvider(ctx, job, "is being deleted")
-		}
+	deleting := !pp.DeletionTimestamp.IsZero()
+	if deleting && !processing {
 		return nil, &progress{reason: ReasonProviderDeleted, message: fmt.Sprintf(
 			"PaymentProvider %q is being deleted; a job that was not claimed is never charged through it", name)}, nil
 	}
+	t, waiting := r.usableProvider(ctx, &pp)
+	if waiting == nil || !processing {
+		return t, waiting, nil
+	}
+	// The provider, or its Secret, is going or gone: the adapter this
+	// process used for it finishes what it started.
+	if job.Status.Provider != nil && job.Status.Provider.UID == string(pp.UID) {
+		if t, ok := r.kept(job); ok {
+			return t, nil, nil
+		}
+	}
+	if deleting {
+		return r.keptProvider(job, "is being deleted")
+	}
+	return nil, waiting, nil
+}
+
+// usableProvider returns the adapter of a Ready provider, or why it cannot
+// be used.
+func (r *PaymentJobReconciler) usableProvider(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (*target, *progress) {
 	ready := meta.FindStatusCondition(pp.Status.Conditions, paymentsv1alpha1.ConditionReady)
 	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != pp.Generation {
 		why := "its status is not up to date yet"
 		if ready != nil && ready.ObservedGeneration == pp.Generation {
 			why = fmt.Sprintf("%s: %s", ready.Reason, ready.Message)
 		}
-		if processing && job.Status.Provider != nil && job.Status.Provider.UID == string(pp.UID) {
-			if t, ok := r.kept(job); ok {
-				return t, nil, nil
-			}
-		}
 		return nil, &progress{reason: ReasonProviderNotReady,
-			message: fmt.Sprintf("PaymentProvider %q is not ready: %s", name, why)}, nil
+			message: fmt.Sprintf("PaymentProvider %q is not ready: %s", pp.Name, why)}
 	}
-	resolved, err := r.Providers.Resolve(ctx, &pp)
+	resolved, err := r.Providers.Resolve(ctx, pp)
 	if err != nil {
 		return nil, &progress{reason: ReasonProviderNotReady,
-			message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", name, err)}, nil
+			message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", pp.Name, err)}
 	}
-	t, waiting := r.newTarget(ctx, name, resolved)
+	t, waiting := r.newTarget(ctx, pp.Name, resolved)
 	if t != nil {
-		t.provider = &pp
+		t.provider = pp
 	}
-	return t, waiting, nil
+	return t, waiting
 }
 
 // newTarget bounds the provider's calls and asks for its identity.
@@ -136,7 +150,7 @@ func (r *PaymentJobReconciler) kept(job *paymentsv1alpha1.PaymentJob) (*target, 
 // keptProvider finishes a Processing job whose PaymentProvider is gone or
 // going with the adapter kept for it, or stalls it: without the adapter,
 // nothing can tell whether the charge happened.
-func (r *PaymentJobReconciler) keptProvider(_ context.Context, job *paymentsv1alpha1.PaymentJob, what string) (*target, *progress, error) {
+func (r *PaymentJobReconciler) keptProvider(job *paymentsv1alpha1.PaymentJob, what string) (*target, *progress, error) {
 	if t, ok := r.kept(job); ok {
 		return t, nil, nil
 	}
@@ -187,4 +201,35 @@ func (s *strandedJobs) set(key types.NamespacedName, stranded bool) {
 		delete(s.jobs, key)
 		strandedJobsGauge.Dec()
 	}
+}
+
+// rateWaits remembers since when each job waits for a token of its
+// provider's rate limit: every requeue cancels its reservation, so one
+// wait is short, and only their sum says the job is held back.
+type rateWaits struct {
+	mu    sync.Mutex
+	since map[types.NamespacedName]time.Time
+}
+
+// waiting records that the job waits at now and returns for how long it
+// has been waiting.
+func (w *rateWaits) waiting(key types.NamespacedName, now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	since, ok := w.since[key]
+	if !ok {
+		if w.since == nil {
+			w.since = map[types.NamespacedName]time.Time{}
+		}
+		w.since[key] = now
+		return 0
+	}
+	return now.Sub(since)
+}
+
+// done forgets the job's wait: it got its token, or it is gone.
+func (w *rateWaits) done(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.since, key)
 }

@@ -160,6 +160,9 @@ func (w *writeCounter) funcs(next interceptor.Funcs) interceptor.Funcs {
 			if isJob(obj) {
 				w.gets.Add(1)
 			}
+			if next.Get != nil {
+				return next.Get(ctx, c, key, obj, opts...)
+			}
 			return c.Get(ctx, key, obj, opts...)
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {

@@ -1,0 +1,105 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+)
+
+// The waits on something outside a job are bounded and say so: nothing
+// depends on the informer's resync to make progress.
+
+// TestSecretReadErrorsAreRetriedAndReported: reading the provider's Secret
+// fails for a while (an API or cache error, not a missing Secret). The
+// provider gets a SecretReadFailed Warning event, the read is retried with
+// backoff, and the provider becomes Ready and charges once it works.
+func TestSecretReadErrorsAreRetriedAndReported(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, true)
+	var failures atomic.Int32
+	failures.Store(3)
+	engine := sandbox.NewEngine()
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine),
+		intercept: interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok && key.Namespace == ns && failures.Add(-1) >= 0 {
+				return errors.New("injected: the Secret cannot be read")
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}}})
+	createJob(t, ns, "after-errors")
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, providerName) }, timeout, 50*time.Millisecond).
+		Should(ContainElement(controller.ReasonSecretReadFailed))
+	waitForPhase(t, ns, "after-errors", paymentsv1alpha1.PhaseCompleted)
+	g.Expect(failures.Load()).To(BeNumerically("<", 0), "every injected error was hit and retried")
+	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+}
+
+// TestLongRateLimitWaitsAreReported: jobs behind a provider limited to one
+// charge a second; the ones that wait 5 seconds or more say so in their
+// Ready condition (RateLimited), and all are charged once in the end.
+func TestLongRateLimitWaitsAreReported(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, true)
+	updateProvider(g, ns, func(pp *paymentsv1alpha1.PaymentProvider) {
+		pp.Spec.RequestsPerSecond = ptr.To[int32](1)
+		pp.Spec.Burst = ptr.To[int32](1)
+	})
+	engine := sandbox.NewEngine()
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+	names := jobNames("limited", 9)
+	for _, name := range names {
+		createJob(t, ns, name)
+	}
+	g.Eventually(func(g Gomega) {
+		reported := 0
+		for _, name := range names {
+			if c := readyCondition(g, ns, name); c != nil && c.Reason == controller.ReasonRateLimited {
+				g.Expect(c.Message).To(ContainSubstring(providerName))
+				reported++
+			}
+		}
+		g.Expect(reported).To(BeNumerically(">", 0))
+	}, timeout, 50*time.Millisecond).Should(Succeed())
+	for _, name := range names {
+		job := waitForPhase(t, ns, name, paymentsv1alpha1.PhaseCompleted)
+		g.Expect(job.Status.Attempts).To(Equal(int32(1)))
+	}
+	g.Expect(engine.Stats().Charges).To(Equal(int64(len(names))))
+	g.Eventually(func(g Gomega) []string {
+		var reasons []string
+		for _, name := range names {
+			reasons = append(reasons, eventReasons(g, ns, name)...)
+		}
+		return reasons
+	}, timeout).Should(ContainElement(controller.ReasonRateLimited))
+}
