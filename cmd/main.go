@@ -204,6 +204,10 @@ func main() {
 	// two reconcilers. Secrets come from the cache, which the API server
 	// fills with the Secrets labelled for the operator only.
 	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: controller.NewAdapterFactory(egressPolicy)}
+	if err := mgr.Add(adapters); err != nil {
+		setupLog.Error(err, "Unable to set up the provider cache")
+		os.Exit(1)
+	}
 	if err := (&controller.PaymentProviderReconciler{
 		Client:       mgr.GetClient(),
 		SecretReader: mgr.GetClient(),

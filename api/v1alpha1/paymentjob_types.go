@@ -366,6 +366,7 @@ type ProviderIdentity struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pj,categories=payments
+// +kubebuilder:selectablefield:JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Amount",type=integer,JSONPath=`.spec.amount`
 // +kubebuilder:printcolumn:name="Currency",type=string,JSONPath=`.spec.currency`

@@ -24,9 +24,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -100,6 +102,9 @@ type Auditor struct {
 
 	// running serialises audits.
 	running sync.Mutex
+	// noSelectableFields is set once the API server refused a field
+	// selector on status.phase.
+	noSelectableFields atomic.Bool
 	// reported holds the jobs announced by an event, so each is announced
 	// once per process; jobs no longer found are forgotten.
 	reported map[types.UID]struct{}
@@ -284,18 +289,38 @@ func (a *Auditor) auditFinishedLabels(ctx context.Context) ([]types.NamespacedNa
 		jobs []types.NamespacedName
 		errs []error
 	)
-	for _, ns := range namespaces {
-		err := listPages(ctx, a.Reader, func(list *paymentsv1alpha1.PaymentJobList) {
-			for i := range list.Items {
-				job := &list.Items[i]
-				if p := job.Status.Phase; p == paymentsv1alpha1.PhaseCompleted || p == paymentsv1alpha1.PhaseFailed {
-					continue
-				}
-				found[job.UID] = struct{}{}
-				jobs = append(jobs, client.ObjectKeyFromObject(job))
-				a.announce(ctx, job)
+	collect := func(list *paymentsv1alpha1.PaymentJobList) {
+		for i := range list.Items {
+			job := &list.Items[i]
+			_, seen := found[job.UID]
+			if p := job.Status.Phase; seen || p == paymentsv1alpha1.PhaseCompleted || p == paymentsv1alpha1.PhaseFailed {
+				continue
 			}
-		}, client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished})
+			found[job.UID] = struct{}{}
+			jobs = append(jobs, client.ObjectKeyFromObject(job))
+			a.announce(ctx, job)
+		}
+	}
+	// The API server leaves the finished ones out (status.phase is a
+	// selectable field of the CRD), so a long history is not sent here
+	// every audit; one that cannot (before Kubernetes 1.31) sends every
+	// labelled job, filtered here.
+	unfinishedPhase := client.MatchingFieldsSelector{Selector: fields.AndSelectors(
+		fields.OneTermNotEqualSelector("status.phase", string(paymentsv1alpha1.PhaseCompleted)),
+		fields.OneTermNotEqualSelector("status.phase", string(paymentsv1alpha1.PhaseFailed)))}
+	for _, ns := range namespaces {
+		labelled := []client.ListOption{client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished}}
+		err := errors.New("no field selector")
+		if !a.noSelectableFields.Load() {
+			err = listPages(ctx, a.Reader, collect, append(labelled, unfinishedPhase)...)
+		}
+		if err != nil {
+			// Refused or failed with the field selector: without it, and
+			// never again with it once that works.
+			if err = listPages(ctx, a.Reader, collect, labelled...); err == nil {
+				a.noSelectableFields.Store(true)
+			}
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cannot list payment jobs with the finished label: %w", err))
 		}

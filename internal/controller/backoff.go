@@ -71,9 +71,10 @@ func (r *PaymentJobReconciler) retryDelay(job *paymentsv1alpha1.PaymentJob) time
 
 // pendingRecheck is when a job waiting before its claim on something
 // outside it (its provider) looks again, even if no event brings it back:
-// as long again as it has waited for this reason so far, between
-// Backoff.Initial and Backoff.Max, so the wait backs off without any state.
-// A deadline sooner than that comes first.
+// as long again as it has not been Ready so far (the Ready condition's
+// transition time, while its reason is this one), between Backoff.Initial
+// and Backoff.Max, so the wait backs off without any state. A deadline
+// sooner than that comes first.
 func (r *PaymentJobReconciler) pendingRecheck(job *paymentsv1alpha1.PaymentJob, reason string, deadline time.Duration) time.Duration {
 	waited := time.Duration(0)
 	if c := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady); c != nil && c.Reason == reason {

@@ -17,11 +17,15 @@ limitations under the License.
 package controller_test
 
 import (
-	"net/http/httptest"
+	"context"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
@@ -36,11 +40,7 @@ import (
 func TestProviderAndSecretDeletedWhileProcessing(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	engine := sandbox.NewEngine()
-	server := httptest.NewServer(sandbox.NewServer(engine, sandbox.ServerOptions{}))
-	t.Cleanup(server.Close)
-	ns := newNamespace(t, true)
-	pointProviderAt(t, ns, server.URL)
+	ns, engine := newSandboxNamespace(t)
 	startManager(t, managerConfig{namespaces: []string{ns}, build: loopbackAdapters()})
 
 	gate := engine.Hold()
@@ -79,11 +79,7 @@ func TestProviderAndSecretDeletedWhileProcessing(t *testing.T) {
 func TestProviderDeletedWhileProcessingStallsWithoutKeptAdapter(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	engine := sandbox.NewEngine()
-	server := httptest.NewServer(sandbox.NewServer(engine, sandbox.ServerOptions{}))
-	t.Cleanup(server.Close)
-	ns := newNamespace(t, true)
-	pointProviderAt(t, ns, server.URL)
+	ns, engine := newSandboxNamespace(t)
 	fast := managerConfig{namespaces: []string{ns}, build: loopbackAdapters(), lease: 2 * time.Second, timeout: time.Second}
 
 	gate := engine.Hold()
@@ -109,4 +105,47 @@ func TestProviderDeletedWhileProcessingStallsWithoutKeptAdapter(t *testing.T) {
 	g.Expect(done.Status.ProviderResponse.ID).To(Equal(intent.ID))
 	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
 	expectGone(g, ns)
+}
+
+// TestProviderDeletedBetweenTheLookAndTheClaimChargesNothing: a job reads
+// its provider (there, guarded), and before its first claim lands the
+// provider is deleted and, with no job Processing through it, let go. The
+// claim lands on a provider that is gone: the job takes it back, says so
+// (ProviderDeleted), stays Pending, and nothing is charged.
+func TestProviderDeletedBetweenTheLookAndTheClaimChargesNothing(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, true)
+	engine := sandbox.NewEngine()
+	claiming, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine),
+		intercept: interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if job, ok := obj.(*paymentsv1alpha1.PaymentJob); ok && job.Status.Phase == paymentsv1alpha1.PhaseProcessing && job.Status.Attempts == 1 {
+				once.Do(func() { close(claiming) })
+				<-release
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}}})
+	createJob(t, ns, "late-claim")
+	select {
+	case <-claiming:
+	case <-time.After(timeout):
+		t.Fatal("the job never tried to claim")
+	}
+	g.Expect(k8sClient.Delete(context.Background(), &paymentsv1alpha1.PaymentProvider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: providerName}})).To(Succeed())
+	expectGone(g, ns)
+	close(release)
+
+	g.Eventually(func(g Gomega) {
+		job := getJob(g, ns, "late-claim")
+		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
+		g.Expect(job.Status.Claim).To(BeNil())
+		// Then it waits for a provider of that name, like any job.
+		g.Expect(readyCondition(g, ns, "late-claim").Reason).To(BeElementOf(
+			controller.ReasonProviderDeleted, controller.ReasonProviderNotFound))
+		g.Expect(eventReasons(g, ns, "late-claim")).To(ContainElement(controller.ReasonProviderDeleted))
+	}, timeout, 50*time.Millisecond).Should(Succeed())
+	g.Consistently(func() int64 { return engine.Stats().Requests }, time.Second, 100*time.Millisecond).Should(BeZero())
 }

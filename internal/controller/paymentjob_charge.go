@@ -79,6 +79,7 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 		})
 	}
 
+	unclaimed := job.Status.DeepCopy()
 	now := r.Clock.Now()
 	job.Status.Phase = paymentsv1alpha1.PhaseProcessing
 	job.Status.IdempotencyKey = key
@@ -109,6 +110,16 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 			claimConflictsTotal.Inc()
 		}
 		return ctrl.Result{}, fmt.Errorf("cannot claim payment job: %w", err)
+	}
+	if unclaimed.Phase != paymentsv1alpha1.PhaseProcessing {
+		if why := r.providerWithdrawn(ctx, t); why != "" {
+			// Deleted between the look at it and the claim: nothing was
+			// sent, so the claim is taken back and nothing is charged.
+			job.Status = *unclaimed
+			return ctrl.Result{RequeueAfter: jitter(r.Backoff.Max)}, r.setPending(ctx, job, progress{
+				reason: ReasonProviderDeleted, message: fmt.Sprintf(
+					"PaymentProvider %q %s; a job that was not charged is never charged through it", job.Spec.ProviderRef.Name, why)})
+		}
 	}
 	if reason == ReasonClaimTakenOver || job.Status.Attempts > 1 {
 		// A first claim is announced by the outcome's event a few

@@ -178,6 +178,34 @@ func (r *PaymentJobReconciler) guardProvider(ctx context.Context, t *target) err
 	return nil
 }
 
+// providerWithdrawn says why the provider a first claim was made for may
+// no longer be charged through: deleted, being deleted, or replaced. It
+// reads the cache right after the claim write: the provider reconciler
+// removes the finalizer of a provider being deleted only after an uncached
+// list of jobs that came after this cache saw the deletion, so either that
+// list saw the claim (and the finalizer stays until the job is done) or
+// this read sees the deletion. Across processes, the other's cache may
+// lag; run one active manager (leader election).
+func (r *PaymentJobReconciler) providerWithdrawn(ctx context.Context, t *target) string {
+	if t.provider == nil {
+		return ""
+	}
+	var pp paymentsv1alpha1.PaymentProvider
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(t.provider), &pp)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "was deleted"
+	case err != nil:
+		// Not known to be withdrawn; the finalizer guards it.
+		return ""
+	case !pp.DeletionTimestamp.IsZero():
+		return "is being deleted"
+	case pp.UID != t.provider.UID:
+		return "was deleted and created again"
+	}
+	return ""
+}
+
 // strandedJobs counts the Processing jobs stalled behind a deleted provider
 // (ReasonProviderDeleted), for the jobs_waiting_for_deleted_provider gauge.
 type strandedJobs struct {

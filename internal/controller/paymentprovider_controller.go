@@ -34,6 +34,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -85,7 +86,7 @@ type PaymentProviderReconciler struct {
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
 
 // Reconcile checks the provider's credentials and endpoint, sets its Ready
 // condition and its finalizer.
@@ -103,10 +104,13 @@ func (r *PaymentProviderReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return ctrl.Result{}, err
 	}
-	if !pp.DeletionTimestamp.IsZero() {
-		// Its Processing jobs go on with the adapter kept for it.
+	if !pp.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(&pp, paymentsv1alpha1.ProviderFinalizer) {
+		// Released, or never used: gone in a moment.
 		return ctrl.Result{}, nil
 	}
+	// A provider being deleted is still checked: its Processing jobs go on
+	// through it while it works (its deletion moved its generation), and
+	// through the adapter kept for it once its Secret is gone.
 
 	ready, err := r.checkCredentials(ctx, &pp)
 	if err != nil {

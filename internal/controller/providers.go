@@ -218,11 +218,15 @@ func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, secret *co
 	name := client.ObjectKeyFromObject(pp)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[types.UID]*cacheEntry{}
+		c.byName = map[types.NamespacedName]types.UID{}
+	}
 	c.pruneLocked()
 	if e := c.entries[pp.UID]; e != nil && e.hash == hash {
 		e.generation = pp.Generation
 		e.retired = false
-		c.byName[name] = pp.UID
+		c.nameLocked(name, pp.UID)
 		return e.resolved, nil
 	}
 	provider, err := c.Build(pp.Spec, credential)
@@ -246,17 +250,40 @@ func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, secret *co
 		resolved.lookups = newLookupBatcher(looker, lookupLimiterFor(pp.Spec))
 		resolved.lookupFirst = pp.Spec.Lookup == nil || pp.Spec.Lookup.Policy != paymentsv1alpha1.LookupNever
 	}
-	if c.entries == nil {
-		c.entries = map[types.UID]*cacheEntry{}
-		c.byName = map[types.NamespacedName]types.UID{}
-	}
-	if old, ok := c.byName[name]; ok && old != pp.UID {
-		c.retireLocked(old)
-	}
-	c.byName[name] = pp.UID
 	c.entries[pp.UID] = &cacheEntry{generation: pp.Generation, hash: hash, resolved: resolved}
+	c.nameLocked(name, pp.UID)
 	return resolved, nil
 }
+
+// nameLocked makes uid the live entry of name: the entry of a provider
+// that had the name before (deleted and created again) is retired.
+func (c *ProviderCache) nameLocked(name types.NamespacedName, uid types.UID) {
+	if old, ok := c.byName[name]; ok && old != uid {
+		c.retireLocked(old)
+	}
+	c.byName[name] = uid
+}
+
+// Start drops, every KeptAdapterTTL/6 until ctx ends, the retired entries
+// that no job used for KeptAdapterTTL, even when no provider is left to
+// reconcile. Every replica runs it.
+func (c *ProviderCache) Start(ctx context.Context) error {
+	tick := time.NewTicker(KeptAdapterTTL / 6)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			c.mu.Lock()
+			c.pruneLocked()
+			c.mu.Unlock()
+		}
+	}
+}
+
+// NeedLeaderElection is false: every replica keeps its own adapters.
+func (c *ProviderCache) NeedLeaderElection() bool { return false }
 
 // Retire marks the entry of a provider that was deleted, or whose
 // credentials can no longer be read: new jobs cannot resolve it, and Kept

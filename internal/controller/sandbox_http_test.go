@@ -151,16 +151,25 @@ func pointProviderAt(t *testing.T, ns, apiBase string) {
 	g.Expect(k8sClient.Update(context.Background(), &pp)).To(Succeed())
 }
 
-// TestStripeAdapterThroughSandboxHTTP runs the real Stripe adapter against
-// the sandbox's HTTP server in this process.
-func TestStripeAdapterThroughSandboxHTTP(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
+// newSandboxNamespace starts the sandbox's HTTP server in this process, on
+// loopback until the test ends, and a namespace whose PaymentProvider
+// reaches it through the real Stripe adapter (with loopbackAdapters).
+func newSandboxNamespace(t *testing.T) (string, *sandbox.Engine) {
+	t.Helper()
 	engine := sandbox.NewEngine()
 	server := httptest.NewServer(sandbox.NewServer(engine, sandbox.ServerOptions{}))
 	t.Cleanup(server.Close)
 	ns := newNamespace(t, true)
 	pointProviderAt(t, ns, server.URL)
+	return ns, engine
+}
+
+// TestStripeAdapterThroughSandboxHTTP runs the real Stripe adapter against
+// the sandbox's HTTP server in this process.
+func TestStripeAdapterThroughSandboxHTTP(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns, engine := newSandboxNamespace(t)
 	startManager(t, managerConfig{namespaces: []string{ns}, build: loopbackAdapters()})
 
 	createJob(t, ns, "paid")

@@ -289,6 +289,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		build = func(paymentsv1alpha1.PaymentProviderSpec, string) (payment.Provider, error) { return provider, nil }
 	}
 	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: build}
+	g.Expect(mgr.Add(adapters)).To(Succeed())
 	g.Expect((&controller.PaymentProviderReconciler{
 		Client:             mgr.GetClient(),
 		SecretReader:       mgr.GetClient(),

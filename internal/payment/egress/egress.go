@@ -44,46 +44,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"syscall"
-	"time"
-
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // FlagName is the manager flag that lists the insecure provider hosts.
 const FlagName = "insecure-provider-hosts"
-
-// minDialTimeout is the least time given to connecting to one address when
-// a host has several, as the standard library's dialer gives.
-const minDialTimeout = 2 * time.Second
-
-var (
-	// nat64 is the well-known NAT64 prefix, whose addresses reach the IPv4
-	// address in their last 32 bits.
-	nat64 = netip.MustParsePrefix("64:ff9b::/96")
-	// shared is the shared address space of carrier-grade NAT.
-	shared = netip.MustParsePrefix("100.64.0.0/10")
-	// thisNetwork is "this host on this network"; Linux connects
-	// 0.0.0.0 to the host itself.
-	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
-	// siteLocal is IPv6's deprecated site-local range, private in use.
-	siteLocal = netip.MustParsePrefix("fec0::/10")
-	// broadcast is the limited broadcast address.
-	broadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
-	// metadata are the metadata services of clouds outside link-local
-	// space: AWS's and Google Cloud's over IPv6, Alibaba Cloud's. They are
-	// refused even to listed hosts, as 169.254.169.254 is.
-	metadata = []netip.Addr{
-		netip.MustParseAddr("fd00:ec2::254"),
-		netip.MustParseAddr("fd20:ce::254"),
-		netip.MustParseAddr("100.100.100.200"),
-	}
-)
 
 // Resolver looks host names up. *net.Resolver is one.
 type Resolver interface {
@@ -244,176 +213,6 @@ func (p *Policy) CheckHost(ctx context.Context, host string) error {
 	return nil
 }
 
-// DialContext connects to addr, a host and a port, on a TCP network. It
-// resolves the host with the Policy's resolver and connects to each address
-// in turn until one connection succeeds, with payment.NewDialer's timeouts.
-// Each address is judged in the dialer's Control hook, on the address about
-// to be connected to, so that nothing is sent to a refused one; when every
-// address fails and one was refused, the error is that *RefusedError.
-func (p *Policy) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	switch network {
-	case "tcp", "tcp4", "tcp6":
-	default:
-		return nil, fmt.Errorf("cannot connect to %s: network %q is not allowed", addr, network)
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot connect: %w", err)
-	}
-
-	dialer := payment.NewDialer()
-	deadline := time.Now().Add(dialer.Timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-
-	addrs, err := p.resolve(ctx, host)
-	if err != nil {
-		return nil, err
-	}
-	addrs = slices.DeleteFunc(addrs, func(a netip.Addr) bool {
-		return (network == "tcp4" && !a.Is4()) || (network == "tcp6" && !a.Is6())
-	})
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("cannot connect to %q: it has no address on network %s", host, network)
-	}
-
-	dialer.Timeout = 0
-	dialer.Control = p.control(host)
-	var refused, first error
-	for i, a := range addrs {
-		dialer.Deadline = partialDeadline(time.Now(), deadline, len(addrs)-i)
-		conn, err := dialer.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
-		if err == nil {
-			return conn, nil
-		}
-		var re *RefusedError
-		if refused == nil && errors.As(err, &re) {
-			refused = re
-		}
-		if first == nil {
-			first = err
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if refused != nil {
-		return nil, refused
-	}
-	return nil, first
-}
-
-// HTTPClient is payment.NewHTTPClient connecting through DialContext, and
-// refusing, before connecting, a URL whose scheme CheckURL refuses. When the
-// environment names a proxy (http.ProxyFromEnvironment), the client
-// connects to the proxy, and it is the proxy's address that is judged: a
-// proxy at a loopback or private address must be listed in InsecureHosts,
-// and the proxy alone decides where it forwards the request.
-//
-// Each call returns a client with its own connections; share one.
-func (p *Policy) HTTPClient() *http.Client {
-	c := payment.NewHTTPClientWithDial(p.DialContext)
-	c.Transport = &schemeGuard{next: c.Transport, policy: p}
-	return c
-}
-
-// schemeGuard refuses a request whose URL's scheme the policy refuses.
-type schemeGuard struct {
-	next   http.RoundTripper
-	policy *Policy
-}
-
-// RoundTrip sends req through the transport when its scheme is allowed.
-func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := g.policy.checkScheme(req.URL.Scheme, req.URL.Hostname()); err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, err
-	}
-	return g.next.RoundTrip(req)
-}
-
-// CloseIdleConnections closes the transport's idle connections, so that
-// http.Client's CloseIdleConnections reaches them.
-func (g *schemeGuard) CloseIdleConnections() {
-	if c, ok := g.next.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
-}
-
-// control is the Control hook of a dialer connecting to host: it refuses
-// the address, which the dialer gives as a literal IP and port, when the
-// policy does, and then runs the policy's Control hook.
-func (p *Policy) control(host string) func(network, address string, c syscall.RawConn) error {
-	return func(network, address string, c syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			// Fail closed: only literal addresses are judged.
-			return fmt.Errorf("egress to %q refused: cannot read the address %q", host, address)
-		}
-		if err := p.check(host, ap.Addr()); err != nil {
-			return err
-		}
-		if p.Control != nil {
-			return p.Control(network, address, c)
-		}
-		return nil
-	}
-}
-
-// check returns a *RefusedError when host may not be reached at addr.
-func (p *Policy) check(host string, addr netip.Addr) error {
-	reason, always := kind(addr)
-	switch {
-	case reason == "":
-		return nil
-	case always:
-		return &RefusedError{Host: host, Address: addr, Reason: reason}
-	case p.listed(host):
-		return nil
-	default:
-		return &RefusedError{Host: host, Address: addr,
-			Reason: fmt.Sprintf("%s, which only hosts listed in the manager's --%s may reach", reason, FlagName)}
-	}
-}
-
-// kind names the kind of addr when it is refused, and reports whether it is
-// refused even to listed hosts; a public address has no kind.
-func kind(addr netip.Addr) (reason string, always bool) {
-	a := addr.WithZone("").Unmap()
-	if nat64.Contains(a) {
-		b := a.As16()
-		v4 := netip.AddrFrom4([4]byte(b[12:]))
-		if reason, always = kind(v4); reason != "" {
-			reason = fmt.Sprintf("the NAT64 form of %s, %s", v4, reason)
-		}
-		return reason, always
-	}
-	switch {
-	case !a.IsValid():
-		return "not a valid address", true
-	case a.IsUnspecified() || thisNetwork.Contains(a):
-		return "an unspecified address", true
-	case a.IsLinkLocalUnicast():
-		return "a link-local address", true
-	case slices.Contains(metadata, a):
-		return "a cloud metadata address", true
-	case a.IsMulticast() || a == broadcast:
-		return "a multicast or broadcast address", true
-	case a.IsLoopback():
-		return "a loopback address", false
-	case a.IsPrivate() || siteLocal.Contains(a):
-		return "a private address", false
-	case shared.Contains(a):
-		return "a shared (carrier-grade NAT) address", false
-	}
-	return "", false
-}
-
 // listed reports whether host is one of InsecureHosts.
 func (p *Policy) listed(host string) bool {
 	return host != "" && slices.Contains(p.InsecureHosts, normalize(host))
@@ -456,16 +255,4 @@ func (p *Policy) resolve(ctx context.Context, host string) ([]netip.Addr, error)
 		return nil, fmt.Errorf("cannot resolve %q: it has no address", host)
 	}
 	return addrs, nil
-}
-
-// partialDeadline is the deadline of one of addrsRemaining connection
-// attempts that share what is left until deadline, but no less than
-// minDialTimeout while there is that much time left.
-func partialDeadline(now, deadline time.Time, addrsRemaining int) time.Time {
-	remaining := deadline.Sub(now)
-	timeout := remaining / time.Duration(addrsRemaining)
-	if timeout < minDialTimeout {
-		timeout = min(remaining, minDialTimeout)
-	}
-	return now.Add(timeout)
 }
