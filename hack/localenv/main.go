@@ -169,7 +169,22 @@ func run() error {
 	step("Manager running (log: %s)", rel(root, managerLog))
 
 	step("kubectl apply -k config/samples")
-	out, err := kubectl("apply", "-k", filepath.Join(root, "config", "samples"))
+	// The API server's admission policies learn a new CRD's kind a moment
+	// after the CRD is served; until then it answers 503 ("There can be a
+	// delay between when CustomResourceDefinitions are created and when
+	// they are available"). Applying again is harmless.
+	var out string
+	for attempt := 1; ; attempt++ {
+		out, err = kubectl("apply", "-k", filepath.Join(root, "config", "samples"))
+		if err == nil || attempt == 30 || !strings.Contains(out, "ServiceUnavailable") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 	if err != nil {
 		return err
 	}
