@@ -48,7 +48,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 const (

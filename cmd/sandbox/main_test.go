@@ -29,7 +29,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // timeout bounds every wait of these tests.

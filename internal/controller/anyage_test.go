@@ -35,7 +35,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // The tests of this file take "exactly once" beyond the provider's key

@@ -29,7 +29,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // TestProviderAndSecretDeletedWhileProcessing: the PaymentProvider and its

@@ -37,7 +37,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 func TestHappyPath(t *testing.T) {

@@ -38,7 +38,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // The tests of a cluster shared by tenants who may edit PaymentProviders

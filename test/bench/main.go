@@ -56,7 +56,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
-	psandbox "github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	psandbox "github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // config is the command line.

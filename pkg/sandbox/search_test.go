@@ -25,7 +25,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // ordersQuery is a query of n clauses on metadata['order'], joined by

@@ -29,7 +29,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/httpprovider"
 	stripeadapter "github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 func TestEngineLookupOff(t *testing.T) {

@@ -25,7 +25,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 func TestWriteRateLimit(t *testing.T) {

@@ -37,7 +37,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/stripe/stripe-go/v85"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // sandboxAPIKey is the test API key the tests send.

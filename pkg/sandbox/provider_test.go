@@ -28,7 +28,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/sandbox"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // chargeResult is the answer of a Provider.Charge run in a goroutine.
