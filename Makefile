@@ -43,8 +43,10 @@ help: ## Display this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs and RBAC ClusterRole from the markers.
+manifests: controller-gen ## Generate CRDs and RBAC ClusterRole from the markers; copy the CRDs into the envtest kit.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	@# pkg/paymentjobtest embeds the same CRDs, so users need no path to config/ (make verify catches drift).
+	rm -f pkg/paymentjobtest/crds/*.yaml && mkdir -p pkg/paymentjobtest/crds && cp config/crd/bases/*.yaml pkg/paymentjobtest/crds/
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods from the API types.

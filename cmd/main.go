@@ -19,13 +19,9 @@ limitations under the License.
 package main
 
 import (
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"flag"
-	"fmt"
-	"net/http"
 	"os"
 	"time"
 
@@ -36,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -47,6 +42,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
 
 var (
@@ -145,12 +141,11 @@ func main() {
 		setupLog.Error(err, "Invalid --"+egress.FlagName)
 		os.Exit(1)
 	}
-	egressPolicy := &egress.Policy{InsecureHosts: hosts}
 	if auditInterval <= 0 {
 		setupLog.Error(errors.New("invalid flags"), "--audit-interval must be positive", "auditInterval", auditInterval)
 		os.Exit(1)
 	}
-	holder, err := holderIdentity()
+	holder, err := operator.HolderIdentity()
 	if err != nil {
 		setupLog.Error(err, "Unable to derive the claim holder identity")
 		os.Exit(1)
@@ -193,96 +188,42 @@ func main() {
 		LeaderElectionReleaseOnCancel: true,
 		// Finished jobs stay out of the cache, and managedFields out of
 		// every cached object: memory grows with active jobs only.
-		Cache: controller.CacheOptions(),
+		Cache: operator.CacheOptions(),
 	})
 	if err != nil {
 		setupLog.Error(err, "Unable to create manager")
 		os.Exit(1)
 	}
 
-	// One adapter and one token bucket per PaymentProvider, shared by the
-	// two reconcilers. Secrets come from the cache, which the API server
-	// fills with the Secrets labelled for the operator only.
-	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: controller.NewAdapterFactory(egressPolicy)}
-	if err := mgr.Add(adapters); err != nil {
-		setupLog.Error(err, "Unable to set up the provider cache")
-		os.Exit(1)
-	}
-	if err := (&controller.PaymentProviderReconciler{
-		Client:       mgr.GetClient(),
-		SecretReader: mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Adapters:     adapters,
-		Egress:       egressPolicy,
-		Recorder:     mgr.GetEventRecorder("paymentprovider-controller"),
-	}).SetupWithManager(mgr); err != nil {
-		setupLog.Error(err, "Unable to create controller", "controller", "PaymentProvider")
-		os.Exit(1)
-	}
-	// The outcome ledger and the collector of finished jobs it makes safe.
-	var (
-		outcomes  controller.OutcomeLedger
-		collector *controller.FinishedJobCollector
-	)
-	if useLedger {
-		l, err := controller.NewLedger(mgr, ledgerRetention)
-		if err != nil {
-			setupLog.Error(err, "Unable to set up the outcome ledger")
-			os.Exit(1)
-		}
-		outcomes = l
-		collector = &controller.FinishedJobCollector{
-			Client:     mgr.GetClient(),
-			Reader:     mgr.GetAPIReader(),
-			Ledger:     l,
-			DefaultTTL: time.Duration(defaultTTL) * time.Second,
-			Clock:      clock.RealClock{},
-		}
-		if err := mgr.Add(collector); err != nil {
-			setupLog.Error(err, "Unable to set up the collector of finished jobs")
-			os.Exit(1)
-		}
-		if err := mgr.AddReadyzCheck("ledger", func(*http.Request) error { return l.Loaded() }); err != nil {
-			setupLog.Error(err, "Unable to set up ready check")
-			os.Exit(1)
-		}
-	}
-	if err := (&controller.PaymentJobReconciler{
-		Ledger:                  outcomes,
-		Collector:               collector,
-		APIReader:               mgr.GetAPIReader(),
-		Client:                  mgr.GetClient(),
-		Recorder:                mgr.GetEventRecorder("paymentjob-controller"),
-		Providers:               adapters,
-		Clock:                   clock.RealClock{},
+	// The reconcilers, the adapters behind the egress policy, the ledger,
+	// the collector of finished jobs and the audit.
+	operatorOpts := operator.Options{
 		Holder:                  holder,
 		ClaimLease:              claimLease,
 		ProviderTimeout:         providerTimeout,
-		Backoff:                 controller.DefaultBackoff,
-		KeyRetention:            keyRetention,
+		BackoffInitial:          controller.DefaultBackoff.Initial,
+		BackoffMax:              controller.DefaultBackoff.Max,
 		MaxConcurrentReconciles: concurrency,
-	}).SetupWithManager(mgr); err != nil {
-		setupLog.Error(err, "Unable to create controller", "controller", "PaymentJob")
-		os.Exit(1)
+		KeyRetention:            keyRetention,
+		InsecureProviderHosts:   hosts,
+		DisableLedger:           !useLedger,
+		LedgerRetention:         ledgerRetention,
+		AuditInterval:           auditInterval,
 	}
-
-	// The admission policies, and the jobs that only they would have kept
-	// from going unseen.
-	if err := (&controller.Auditor{
-		Reader:   mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("paymentjob-audit"),
-		Interval: auditInterval,
-	}).SetupWithManager(mgr); err != nil {
-		setupLog.Error(err, "Unable to set up the audit")
+	if keyRetention == 0 {
+		operatorOpts.KeyRetention = -1
+	}
+	if defaultTTL >= 0 {
+		ttl := time.Duration(defaultTTL) * time.Second
+		operatorOpts.TTLAfterFinished = &ttl
+	}
+	if err := operator.Setup(mgr, operatorOpts); err != nil {
+		setupLog.Error(err, "Unable to set up the operator")
 		os.Exit(1)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "Unable to set up health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("informers", controller.InformersSynced(mgr.GetCache())); err != nil {
-		setupLog.Error(err, "Unable to set up ready check")
 		os.Exit(1)
 	}
 
@@ -292,23 +233,4 @@ func main() {
 		setupLog.Error(err, "Problem running manager")
 		os.Exit(1)
 	}
-}
-
-// holderIdentity names this process in claims: the pod name (or host name)
-// and a random id, so a restarted process never mistakes an earlier
-// process's claim for its own.
-func holderIdentity() (string, error) {
-	name := os.Getenv("POD_NAME")
-	if name == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return "", fmt.Errorf("cannot read the host name: %w", err)
-		}
-		name = host
-	}
-	id := make([]byte, 4)
-	if _, err := rand.Read(id); err != nil {
-		return "", fmt.Errorf("cannot generate a process id: %w", err)
-	}
-	return name + "/" + hex.EncodeToString(id), nil
 }

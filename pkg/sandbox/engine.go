@@ -88,6 +88,28 @@ var testCards = map[string]testCard{
 	PaymentMethodInsufficientFunds: {declineCode: DeclineInsufficientFunds, message: "Your card has insufficient funds."},
 }
 
+// DeclinePaymentMethod makes the Engine decline paymentMethod from now on
+// with generic_decline, as it declines PaymentMethodChargeDeclined; a
+// payment method it did not know becomes one it knows.
+func (e *Engine) DeclinePaymentMethod(paymentMethod string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.declined == nil {
+		e.declined = map[string]testCard{}
+	}
+	e.declined[paymentMethod] = testCard{declineCode: DeclineGeneric, message: "Your card was declined."}
+}
+
+// cardLocked is what the Engine does with a payment method, and whether it
+// knows it.
+func (e *Engine) cardLocked(paymentMethod string) (testCard, bool) {
+	if card, ok := e.declined[paymentMethod]; ok {
+		return card, true
+	}
+	card, ok := testCards[paymentMethod]
+	return card, ok
+}
+
 // Intent is a PaymentIntent created and confirmed by the Engine.
 type Intent struct {
 	// ID is "pi_" followed by 24 letters and digits.
@@ -224,9 +246,11 @@ type Engine struct {
 	failNext    map[FaultKind]int
 	failNextAny map[FaultKind]int
 	gate        *Gate
-	keys        map[string]*keyState
-	intents     map[string]Intent
-	stats       Stats
+	// declined are payment methods declined on top of the test cards.
+	declined map[string]testCard
+	keys     map[string]*keyState
+	intents  map[string]Intent
+	stats    Stats
 }
 
 // NewEngine returns an Engine without faults, rate limits or search lag,
@@ -421,7 +445,7 @@ func (e *Engine) commit(key string, p payment.ChargeRequest, t *ticket) (a answe
 		e.stats.Faults++
 		return answer{err: apiError(FaultBeforeCommit)}, false
 	}
-	if err := validate(p); err != nil {
+	if err := e.validateLocked(p); err != nil {
 		e.release(key, t)
 		e.stats.InvalidRequests++
 		return answer{err: err}, false
@@ -432,7 +456,7 @@ func (e *Engine) commit(key string, p payment.ChargeRequest, t *ticket) (a answe
 	if t.remember {
 		e.keys[key] = s
 	}
-	if card := testCards[p.PaymentMethod]; card.declineCode != "" {
+	if card, _ := e.cardLocked(p.PaymentMethod); card.declineCode != "" {
 		s.err = cardError(card.declineCode, card.message)
 		e.stats.Declines++
 		return answer{err: s.err.clone()}, lost
@@ -466,7 +490,7 @@ func (e *Engine) release(key string, t *ticket) {
 }
 
 // validate returns the invalid_request_error Stripe answers for p, or nil.
-func validate(p payment.ChargeRequest) *StripeError {
+func (e *Engine) validateLocked(p payment.ChargeRequest) *StripeError {
 	switch {
 	case p.Amount <= 0:
 		return invalidRequest(CodeAmountTooSmall, "amount", "Amount must be greater than zero.")
@@ -477,7 +501,7 @@ func validate(p payment.ChargeRequest) *StripeError {
 		return invalidRequest(CodeParameterMissing, "payment_method",
 			"Missing required param: payment_method.")
 	}
-	if _, ok := testCards[p.PaymentMethod]; !ok {
+	if _, ok := e.cardLocked(p.PaymentMethod); !ok {
 		return invalidRequest(CodeResourceMissing, "payment_method",
 			fmt.Sprintf("No such PaymentMethod: '%s'", p.PaymentMethod))
 	}

@@ -1,0 +1,247 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package operator puts the paymentjob-operator into a controller-runtime
+// manager: the PaymentJob and PaymentProvider reconcilers, the provider
+// adapters behind the egress policy, the outcome ledger with the collector
+// of finished jobs, and the audit of the admission policies. The manager
+// binary (cmd/main.go) is this package and its flags; pkg/paymentjobtest
+// runs the same in a test process. The reconcilers themselves stay in
+// internal/: Options is the whole surface.
+package operator
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
+)
+
+// Defaults of Options, and of the manager's flags.
+const (
+	DefaultClaimLease      = 60 * time.Second
+	DefaultProviderTimeout = 30 * time.Second
+	DefaultConcurrency     = 10
+	DefaultBackoffInitial  = time.Second
+	DefaultBackoffMax      = 5 * time.Minute
+	// DefaultKeyRetention is how long providers are trusted to remember an
+	// idempotency key (Stripe: 24 hours).
+	DefaultKeyRetention = controller.DefaultKeyRetention
+	// DefaultLedgerRetention is how long outcomes stay in the ledger.
+	DefaultLedgerRetention = ledger.DefaultRetention
+	// DefaultAuditInterval is the time between audits of the admission
+	// policies and of the jobs with the finished label.
+	DefaultAuditInterval = controller.DefaultAuditInterval
+)
+
+// Options configure the operator in a manager. The zero value is the
+// manager's defaults, with the outcome ledger on.
+type Options struct {
+	// Holder names this process in claims; "" is the POD_NAME (or host
+	// name) and a random id.
+	Holder string
+	// ClaimLease is how long a claim is held before another process may
+	// take it over; it must be longer than ProviderTimeout.
+	ClaimLease time.Duration
+	// ProviderTimeout bounds one provider call unless a PaymentProvider
+	// sets timeoutSeconds.
+	ProviderTimeout time.Duration
+	// BackoffInitial and BackoffMax pace the retries after uncertain
+	// provider outcomes: BackoffInitial doubling up to BackoffMax.
+	BackoffInitial, BackoffMax time.Duration
+	// MaxConcurrentReconciles is the number of jobs worked on at once.
+	MaxConcurrentReconciles int
+	// KeyRetention is how long providers remember a key; a job Processing
+	// for longer is looked up before it is charged again. Zero is
+	// DefaultKeyRetention; negative never looks up.
+	KeyRetention time.Duration
+	// InsecureProviderHosts may be reached over plain http and at loopback
+	// and private addresses (--insecure-provider-hosts).
+	InsecureProviderHosts []string
+	// DisableLedger turns the outcome ledger off (--ledger=false).
+	DisableLedger bool
+	// LedgerRetention is how long outcomes stay in the ledger; zero is
+	// DefaultLedgerRetention.
+	LedgerRetention time.Duration
+	// TTLAfterFinished deletes finished jobs this long after they finished
+	// unless they say otherwise; nil keeps them. Needs the ledger.
+	TTLAfterFinished *time.Duration
+	// AuditInterval is the time between audits; zero is
+	// DefaultAuditInterval.
+	AuditInterval time.Duration
+	// Namespaces restrict the collector of finished jobs and the audit of
+	// finished labels, as CacheOptions restricts the cache; nil is every
+	// namespace.
+	Namespaces []string
+}
+
+// CacheOptions are the cache settings the operator needs from its
+// manager: finished jobs and managedFields left out, and only the Secrets
+// labelled payments.idempotency.dev/credentials=true. namespaces, if any,
+// restrict the cache to them.
+func CacheOptions(namespaces ...string) cache.Options {
+	return controller.CacheOptions(namespaces...)
+}
+
+// Setup adds the operator to mgr, whose cache must have been made with
+// CacheOptions. It refuses options that could charge twice, such as a
+// claim lease shorter than the provider timeout.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	opts, err := opts.complete()
+	if err != nil {
+		return err
+	}
+	policy := &egress.Policy{InsecureHosts: opts.InsecureProviderHosts}
+	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: controller.NewAdapterFactory(policy)}
+	if err := mgr.Add(adapters); err != nil {
+		return fmt.Errorf("cannot add the provider cache: %w", err)
+	}
+	if err := (&controller.PaymentProviderReconciler{
+		Client:       mgr.GetClient(),
+		SecretReader: mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Adapters:     adapters,
+		Egress:       policy,
+		Recorder:     mgr.GetEventRecorder("paymentprovider-controller"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("cannot set up the PaymentProvider controller: %w", err)
+	}
+
+	var (
+		outcomes  controller.OutcomeLedger
+		collector *controller.FinishedJobCollector
+	)
+	if !opts.DisableLedger {
+		l, err := controller.NewLedger(mgr, opts.LedgerRetention)
+		if err != nil {
+			return fmt.Errorf("cannot set up the outcome ledger: %w", err)
+		}
+		outcomes = l
+		ttl := time.Duration(-1)
+		if opts.TTLAfterFinished != nil {
+			ttl = *opts.TTLAfterFinished
+		}
+		collector = &controller.FinishedJobCollector{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
+			DefaultTTL: ttl, Clock: clock.RealClock{}, Namespaces: opts.Namespaces,
+		}
+		if err := mgr.Add(collector); err != nil {
+			return fmt.Errorf("cannot add the collector of finished jobs: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("ledger", func(*http.Request) error { return l.Loaded() }); err != nil {
+			return fmt.Errorf("cannot add the ledger's ready check: %w", err)
+		}
+	}
+	if err := (&controller.PaymentJobReconciler{
+		Ledger:                  outcomes,
+		Collector:               collector,
+		APIReader:               mgr.GetAPIReader(),
+		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorder("paymentjob-controller"),
+		Providers:               adapters,
+		Clock:                   clock.RealClock{},
+		Holder:                  opts.Holder,
+		ClaimLease:              opts.ClaimLease,
+		ProviderTimeout:         opts.ProviderTimeout,
+		Backoff:                 controller.Backoff{Initial: opts.BackoffInitial, Max: opts.BackoffMax},
+		KeyRetention:            opts.KeyRetention,
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("cannot set up the PaymentJob controller: %w", err)
+	}
+	if err := (&controller.Auditor{
+		Reader:     mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder("paymentjob-audit"),
+		Interval:   opts.AuditInterval,
+		Namespaces: opts.Namespaces,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("cannot set up the audit: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", controller.InformersSynced(mgr.GetCache())); err != nil {
+		return fmt.Errorf("cannot add the informers' ready check: %w", err)
+	}
+	return nil
+}
+
+// complete fills in the defaults and refuses what could charge twice.
+func (o Options) complete() (Options, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.ClaimLease, DefaultClaimLease)
+	def(&o.ProviderTimeout, DefaultProviderTimeout)
+	def(&o.BackoffInitial, DefaultBackoffInitial)
+	def(&o.BackoffMax, DefaultBackoffMax)
+	def(&o.KeyRetention, DefaultKeyRetention)
+	def(&o.LedgerRetention, DefaultLedgerRetention)
+	def(&o.AuditInterval, DefaultAuditInterval)
+	if o.KeyRetention < 0 {
+		o.KeyRetention = 0
+	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = DefaultConcurrency
+	}
+	switch {
+	case o.ProviderTimeout <= 0 || o.ClaimLease <= o.ProviderTimeout:
+		return o, fmt.Errorf("the claim lease (%s) must be longer than the provider timeout (%s)", o.ClaimLease, o.ProviderTimeout)
+	case o.DisableLedger && o.TTLAfterFinished != nil:
+		return o, errors.New("a TTL after finished needs the ledger: without it, deleting a finished job deletes the only record that it was paid")
+	case o.LedgerRetention < 24*time.Hour:
+		return o, fmt.Errorf("the ledger retention (%s) must be at least 24h", o.LedgerRetention)
+	case o.AuditInterval < 0:
+		return o, fmt.Errorf("the audit interval (%s) must be positive", o.AuditInterval)
+	}
+	if o.Holder == "" {
+		holder, err := HolderIdentity()
+		if err != nil {
+			return o, err
+		}
+		o.Holder = holder
+	}
+	return o, nil
+}
+
+// HolderIdentity names this process in claims: the pod name (POD_NAME, or
+// the host name) and a random id, so a restarted process never mistakes an
+// earlier process's claim for its own.
+func HolderIdentity() (string, error) {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("cannot read the host name: %w", err)
+		}
+		name = host
+	}
+	id := make([]byte, 4)
+	if _, err := rand.Read(id); err != nil {
+		return "", fmt.Errorf("cannot generate a process id: %w", err)
+	}
+	return name + "/" + hex.EncodeToString(id), nil
+}

@@ -1,0 +1,215 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package paymentjobtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
+)
+
+// Options configure Start. The zero value starts a control plane from
+// KUBEBUILDER_ASSETS and an operator that watches every namespace.
+type Options struct {
+	// Config reaches an API server that is already running, such as the
+	// one of the user's own envtest.Environment; the CRDs are installed
+	// on it. Nil starts etcd and kube-apiserver from KUBEBUILDER_ASSETS.
+	Config *rest.Config
+	// Namespaces the operator watches; nil is every namespace.
+	Namespaces []string
+	// Operator tunes the operator. The kit's defaults suit tests: a
+	// 10-second claim lease, 5-second provider calls, retries from 50 ms
+	// to 1 s. InsecureProviderHosts always includes 127.0.0.1, where the
+	// sandbox listens.
+	Operator operator.Options
+}
+
+// Env is a running test environment: the API server, the operator's
+// reconcilers in this process, and the payment sandbox on 127.0.0.1.
+type Env struct {
+	config  *rest.Config
+	client  client.Client
+	scheme  *runtime.Scheme
+	engine  *sandbox.Engine
+	server  *httptest.Server
+	testEnv *envtest.Environment
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// Start installs the CRDs, starts the sandbox and the operator, and
+// returns when the operator runs. Stop ends them. In a TestMain, call
+// Start once and Stop before os.Exit; in a test, StartT does both.
+func Start(opts Options) (*Env, error) {
+	e := &Env{engine: sandbox.NewEngine(), done: make(chan error, 1)}
+	e.scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(e.scheme); err != nil {
+		return nil, err
+	}
+	if err := paymentsv1alpha1.AddToScheme(e.scheme); err != nil {
+		return nil, err
+	}
+	crds, err := CRDs()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Config == nil {
+		assets := os.Getenv("KUBEBUILDER_ASSETS")
+		if assets == "" {
+			return nil, errors.New("paymentjobtest: no Options.Config and KUBEBUILDER_ASSETS is not set; " +
+				"point it at a folder with etcd and kube-apiserver (see docs/testing.md: build them with " +
+				"the operator's hack/envtest module, or download them with setup-envtest)")
+		}
+		e.testEnv = &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds,
+			ErrorIfCRDPathMissing: false, ControlPlaneStartTimeout: 90 * time.Second}
+		if e.config, err = e.testEnv.Start(); err != nil {
+			return nil, fmt.Errorf("paymentjobtest: cannot start the control plane from %s: %w", assets, err)
+		}
+	} else {
+		e.config = rest.CopyConfig(opts.Config)
+		if _, err := envtest.InstallCRDs(e.config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+			return nil, fmt.Errorf("paymentjobtest: cannot install the CRDs: %w", err)
+		}
+	}
+	if err := e.start(opts); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// StartT is Start for one test: it fails t if the environment cannot
+// start, and stops it when t ends.
+func StartT(t testing.TB, opts Options) *Env {
+	t.Helper()
+	e, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("paymentjobtest: %v", err)
+		}
+	})
+	return e
+}
+
+// start serves the sandbox on loopback and runs the operator.
+func (e *Env) start(opts Options) error {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("paymentjobtest: cannot listen on loopback: %w", err)
+	}
+	e.server = &httptest.Server{Listener: listener,
+		Config: &http.Server{Handler: sandbox.NewServer(e.engine, sandbox.ServerOptions{}), ReadHeaderTimeout: 10 * time.Second}}
+	e.server.Start()
+
+	if e.client, err = client.New(e.config, client.Options{Scheme: e.scheme}); err != nil {
+		return fmt.Errorf("paymentjobtest: cannot create a client: %w", err)
+	}
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.config), ctrl.Options{
+		Scheme:                 e.scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  operator.CacheOptions(opts.Namespaces...),
+		// Several environments may run in one test binary.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("paymentjobtest: cannot create the manager: %w", err)
+	}
+	o := opts.Operator
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.ClaimLease, 10*time.Second)
+	def(&o.ProviderTimeout, 5*time.Second)
+	def(&o.BackoffInitial, 50*time.Millisecond)
+	def(&o.BackoffMax, time.Second)
+	o.InsecureProviderHosts = append(o.InsecureProviderHosts, "127.0.0.1")
+	if o.Namespaces == nil {
+		o.Namespaces = opts.Namespaces
+	}
+	if err := operator.Setup(mgr, o); err != nil {
+		return fmt.Errorf("paymentjobtest: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() { e.done <- mgr.Start(ctx) }()
+	synced, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	if !mgr.GetCache().WaitForCacheSync(synced) {
+		return errors.New("paymentjobtest: the operator's cache did not sync within a minute")
+	}
+	return nil
+}
+
+// Stop stops the operator, the sandbox and, if Start started them, etcd
+// and kube-apiserver. It may be called more than once.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.cancel != nil {
+		e.cancel()
+		e.cancel = nil
+		if err := <-e.done; err != nil {
+			errs = append(errs, fmt.Errorf("the operator stopped with an error: %w", err))
+		}
+	}
+	if e.server != nil {
+		e.server.Close()
+		e.server = nil
+	}
+	if e.testEnv != nil {
+		if err := e.testEnv.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("cannot stop the control plane: %w", err))
+		}
+		e.testEnv = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Config reaches the API server as an administrator.
+func (e *Env) Config() *rest.Config { return rest.CopyConfig(e.config) }
+
+// Client is a client of the API server that knows the operator's types.
+func (e *Env) Client() client.Client { return e.client }
+
+// Sandbox is the payment sandbox the providers of CreateProvider charge
+// at, for what Faults does not cover.
+func (e *Env) Sandbox() *sandbox.Engine { return e.engine }
