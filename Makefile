@@ -71,6 +71,10 @@ test: manifests generate fmt vet envtest-assets build-sandbox build-installer ##
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SANDBOX_BIN="$(LOCALBIN)/sandbox" KUSTOMIZE="$(KUSTOMIZE)" \
 		INSTALLER="$(abspath dist/install.yaml)" go test -p $(TEST_P) $(TEST_FLAGS) ./...
 
+.PHONY: test-examples
+test-examples: envtest-assets ## Test examples/billing from its own module, as a user of pkg/paymentjobtest would.
+	cd examples/billing && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 ./...
+
 .PHONY: test-installer
 test-installer: build-installer ## Render dist/install.yaml and check its security settings.
 	KUSTOMIZE="$(KUSTOMIZE)" INSTALLER="$(abspath dist/install.yaml)" go test -count=1 -v ./test/manifests/...
