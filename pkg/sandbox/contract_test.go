@@ -27,6 +27,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/providertest"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -58,6 +59,32 @@ func contractBody(g *WithT, res apiResponse) map[string]any {
 	var body map[string]any
 	g.ExpectWithOffset(1, json.Unmarshal(res.body, &body)).To(Succeed(), string(res.body))
 	return body
+}
+
+// TestContractConformance runs the contract's conformance suite against the
+// sandbox's /http routes, with its fault switches keeping a charge in flight
+// and losing an answer after its commit. The tests below check what the
+// suite cannot see from outside: reasons, messages, metadata and counters.
+func TestContractConformance(t *testing.T) {
+	t.Parallel()
+	e := sandbox.NewEngine()
+	srv := startSandbox(t, e, sandbox.ServerOptions{})
+	providertest.Run(t, providertest.Options{
+		URL:       srv.URL + "/http/charges",
+		LookupURL: srv.URL + "/http/charges/lookup",
+		Timeout:   timeout,
+		InFlight: &providertest.InFlight{Hold: func() (<-chan string, func()) {
+			g := e.Hold()
+			return g.Entered(), g.Release
+		}},
+		LoseResponse: func() { e.FailNext(sandbox.FaultAfterCommit, 1) },
+	})
+	// Every key the suite sent was charged once at most.
+	for key, n := range e.Stats().ChargesByKey {
+		if n != 1 {
+			t.Errorf("key %q was charged %d times", key, n)
+		}
+	}
 }
 
 func TestContractChargesAndReplays(t *testing.T) {

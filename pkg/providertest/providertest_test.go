@@ -1,0 +1,264 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package providertest_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/idempotency-dev/paymentjob-operator/pkg/providertest"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
+)
+
+// timeout bounds each request, and ten times it a whole run.
+const timeout = 5 * time.Second
+
+// refToken is the reference service's bearer token.
+const refToken = "ref-secret-token"
+
+// allRules are the names of every rule, in the order they run.
+var allRules = []string{
+	providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
+	providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup,
+	providertest.RuleErrorBody, providertest.RuleCredentials, providertest.RuleKeyRequired,
+}
+
+// sandboxOptions serves a new sandbox Engine's HTTP contract on a loopback
+// server closed with the test, and returns Options that use its fault
+// switches for the in-flight and lost-response rules.
+func sandboxOptions(t *testing.T, opts ...sandbox.Option) (providertest.Options, *sandbox.Engine) {
+	t.Helper()
+	e := sandbox.NewEngine(opts...)
+	srv := httptest.NewServer(sandbox.NewServer(e, sandbox.ServerOptions{}))
+	t.Cleanup(srv.Close)
+	return providertest.Options{
+		URL:       srv.URL + "/http/charges",
+		LookupURL: srv.URL + "/http/charges/lookup",
+		Timeout:   timeout,
+		InFlight: &providertest.InFlight{Hold: func() (<-chan string, func()) {
+			g := e.Hold()
+			return g.Entered(), g.Release
+		}},
+		LoseResponse: func() { e.FailNext(sandbox.FaultAfterCommit, 1) },
+	}, e
+}
+
+// refOptions serves s and returns Options for every rule.
+func refOptions(t *testing.T, s *refService) providertest.Options {
+	t.Helper()
+	s.token = refToken
+	chargeURL, lookupURL := startRef(t, s)
+	return providertest.Options{
+		URL:          chargeURL,
+		LookupURL:    lookupURL,
+		Token:        refToken,
+		Timeout:      timeout,
+		InFlight:     &providertest.InFlight{Hold: s.holdNext},
+		LoseResponse: s.loseNextAnswer,
+	}
+}
+
+// check runs Check within a bounded context.
+func check(t *testing.T, opts providertest.Options) []providertest.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*timeout)
+	defer cancel()
+	results, err := providertest.Check(ctx, opts)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for _, r := range results {
+		t.Log(r)
+	}
+	return results
+}
+
+// statuses maps each rule's name to its status.
+func statuses(results []providertest.Result) map[string]providertest.Status {
+	m := map[string]providertest.Status{}
+	for _, r := range results {
+		m[r.Rule] = r.Status
+	}
+	return m
+}
+
+func TestSandboxPassesEveryRule(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	opts, e := sandboxOptions(t)
+
+	results := check(t, opts)
+
+	want := map[string]providertest.Status{}
+	for _, name := range allRules {
+		want[name] = providertest.Pass
+	}
+	// The sandbox's contract routes accept any token or none.
+	want[providertest.RuleCredentials] = providertest.Skip
+	g.Expect(statuses(results)).To(Equal(want))
+	g.Expect(providertest.Failed(results)).To(BeFalse())
+	// The sandbox is the oracle: no key the rules sent was charged twice.
+	for key, n := range e.Stats().ChargesByKey {
+		g.Expect(n).To(Equal(1), "charges under key %q", key)
+	}
+}
+
+func TestRunPassesConformingServices(t *testing.T) {
+	t.Parallel()
+	t.Run("sandbox", func(t *testing.T) {
+		t.Parallel()
+		opts, _ := sandboxOptions(t)
+		providertest.Run(t, opts)
+	})
+	t.Run("reference", func(t *testing.T) {
+		t.Parallel()
+		providertest.Run(t, refOptions(t, &refService{}))
+	})
+}
+
+func TestReferenceServicePassesEveryRule(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+
+	results := check(t, refOptions(t, &refService{}))
+
+	g.Expect(results).To(HaveLen(len(allRules)))
+	for i, r := range results {
+		g.Expect(r.Rule).To(Equal(allRules[i]))
+		g.Expect(r.Status).To(Equal(providertest.Pass), r.String())
+	}
+}
+
+func TestBrokenServicesFail(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// opts returns the Options of the broken service.
+		opts func(t *testing.T) providertest.Options
+		// wantFailed are the rules that must fail, at least.
+		wantFailed []string
+	}{
+		{
+			name:       "no replay: every request charges again",
+			opts:       func(t *testing.T) providertest.Options { return refOptions(t, &refService{noReplay: true}) },
+			wantFailed: []string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleDecline},
+		},
+		{
+			name:       "another request under a key accepted",
+			opts:       func(t *testing.T) providertest.Options { return refOptions(t, &refService{acceptOther: true}) },
+			wantFailed: []string{providertest.RuleKeyReuse},
+		},
+		{
+			name:       "a request in flight charged twice",
+			opts:       func(t *testing.T) providertest.Options { return refOptions(t, &refService{chargeInFlight: true}) },
+			wantFailed: []string{providertest.RuleInFlight},
+		},
+		{
+			name: "sandbox with idempotency off",
+			opts: func(t *testing.T) providertest.Options {
+				opts, _ := sandboxOptions(t, sandbox.WithIdempotency(false))
+				return opts
+			},
+			wantFailed: []string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
+				providertest.RuleInFlight, providertest.RuleDecline},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+
+			results := check(t, tt.opts(t))
+
+			g.Expect(providertest.Failed(results)).To(BeTrue())
+			byRule := map[string]providertest.Result{}
+			for _, r := range results {
+				byRule[r.Rule] = r
+			}
+			for _, name := range tt.wantFailed {
+				r := byRule[name]
+				g.Expect(r.Status).To(Equal(providertest.Fail), r.String())
+				g.Expect(r.String()).To(ContainSubstring(name))
+				g.Expect(r.Message).NotTo(BeEmpty())
+			}
+		})
+	}
+}
+
+func TestCheckSkipsWhatItCannotCheck(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	opts, _ := sandboxOptions(t)
+	opts.LookupURL, opts.InFlight, opts.LoseResponse = "", nil, nil
+
+	results := check(t, opts)
+
+	byRule := map[string]providertest.Result{}
+	for _, r := range results {
+		byRule[r.Rule] = r
+	}
+	g.Expect(byRule[providertest.RuleInFlight].Status).To(Equal(providertest.Skip))
+	g.Expect(byRule[providertest.RuleInFlight].Message).To(ContainSubstring("InFlight"))
+	g.Expect(byRule[providertest.RuleLookup].Status).To(Equal(providertest.Skip))
+	g.Expect(byRule[providertest.RuleLookup].Message).To(ContainSubstring("LookupURL"))
+	g.Expect(byRule[providertest.RuleCredentials].Status).To(Equal(providertest.Skip))
+	g.Expect(byRule[providertest.RuleReplay].Status).To(Equal(providertest.Pass))
+	g.Expect(byRule[providertest.RuleReplay].Message).To(ContainSubstring("no lookup endpoint"))
+	g.Expect(providertest.Failed(results)).To(BeFalse())
+}
+
+func TestCheckNeverReportsTheToken(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+
+	results := check(t, refOptions(t, &refService{echoAuth: true}))
+
+	g.Expect(providertest.Failed(results)).To(BeTrue())
+	for _, r := range results {
+		g.Expect(r.Message).NotTo(ContainSubstring(refToken))
+	}
+}
+
+func TestCheckRefusesInvalidOptions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		opts    providertest.Options
+		wantErr string
+	}{
+		{name: "no url", opts: providertest.Options{}, wantErr: "charge url"},
+		{name: "not http", opts: providertest.Options{URL: "ftp://127.0.0.1/charges"}, wantErr: "scheme must be http or https"},
+		{name: "negative timeout", opts: providertest.Options{URL: "http://127.0.0.1/charges", Timeout: -time.Second},
+			wantErr: "negative"},
+		{name: "key prefix too long", opts: providertest.Options{URL: "http://127.0.0.1/charges",
+			KeyPrefix: strings.Repeat("k", 250)}, wantErr: "key prefix"},
+		{name: "key prefix with a space", opts: providertest.Options{URL: "http://127.0.0.1/charges",
+			KeyPrefix: "my run/"}, wantErr: "key prefix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			results, err := providertest.Check(context.Background(), tt.opts)
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(results).To(BeNil())
+		})
+	}
+}
