@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -47,6 +48,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}
 	os.Exit(code)
@@ -140,7 +142,11 @@ func TestHeldInvoiceIsChargedOnlyAfterApproval(t *testing.T) {
 	if err := svc.Submit(ctx, inv); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.WaitForPhase(ctx, "billing-held", billing.JobName(inv), paymentsv1alpha1.PhasePending, time.Minute); err != nil {
+	held := func(job *paymentsv1alpha1.PaymentJob) (bool, error) {
+		ready := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady)
+		return job.Status.Phase == paymentsv1alpha1.PhasePending && ready != nil && ready.Reason == "Suspended", nil
+	}
+	if _, err := env.WaitFor(ctx, "billing-held", billing.JobName(inv), "Pending, Suspended", time.Minute, held); err != nil {
 		t.Fatal(err)
 	}
 	if n := env.Charges("billing-held/invoice/2026-0045"); n != 0 {

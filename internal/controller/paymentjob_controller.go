@@ -371,8 +371,9 @@ func phaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
 	return string(p)
 }
 
-// SetupWithManager registers the reconciler. It refuses missing dependencies
-// and a claim lease that a provider call could outlive.
+// SetupWithManager registers the reconciler; IndexFields must have run. It
+// refuses missing dependencies and a claim lease that a provider call could
+// outlive.
 func (r *PaymentJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	switch {
 	case r.Client == nil, r.Recorder == nil, r.Providers == nil, r.Clock == nil:
@@ -383,9 +384,6 @@ func (r *PaymentJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("the claim lease (%s) must be longer than the provider timeout (%s)", r.ClaimLease, r.ProviderTimeout)
 	case r.Backoff.Initial <= 0 || r.Backoff.Max < r.Backoff.Initial:
 		return fmt.Errorf("invalid backoff %s..%s", r.Backoff.Initial, r.Backoff.Max)
-	}
-	if err := indexJobsByProvider(mgr); err != nil {
-		return err
 	}
 	r.wakeups = make(chan event.GenericEvent, wakeupBuffer)
 	return ctrl.NewControllerManagedBy(mgr).

@@ -232,7 +232,8 @@ func (r *PaymentProviderReconciler) refresh(pp *paymentsv1alpha1.PaymentProvider
 	return metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonReady, Message: ready}, nil
 }
 
-// SetupWithManager registers the reconciler. Besides its PaymentProviders
+// SetupWithManager registers the reconciler; IndexFields must have run.
+// Besides its PaymentProviders
 // it watches the labelled Secrets they reference and the PaymentJobs that
 // enter or leave Processing through them.
 func (r *PaymentProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -241,18 +242,6 @@ func (r *PaymentProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.SecretPollInterval <= 0 {
 		r.SecretPollInterval = DefaultSecretPollInterval
-	}
-	if err := indexJobsByProvider(mgr); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &paymentsv1alpha1.PaymentProvider{}, secretRefIndex,
-		func(o client.Object) []string {
-			if ref := secretRef(o.(*paymentsv1alpha1.PaymentProvider)); ref != nil {
-				return []string{ref.Name}
-			}
-			return nil
-		}); err != nil {
-		return fmt.Errorf("cannot index payment providers by secret: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&paymentsv1alpha1.PaymentProvider{}).

@@ -19,7 +19,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -142,25 +141,25 @@ func usageChanged() predicate.Predicate {
 	}
 }
 
-// jobIndexes remembers the field indexers that already index PaymentJobs by
-// provider: both reconcilers need the index, and an informer refuses the
-// same index twice.
-var jobIndexes sync.Map
-
-// indexJobsByProvider indexes the manager's PaymentJobs by providerRef, once.
-func indexJobsByProvider(mgr ctrl.Manager) error {
+// IndexFields registers the cache indexes both reconcilers list by: jobs
+// by the provider they use, providers by the Secret they reference. Call it
+// once per manager, before setting up the reconcilers.
+func IndexFields(mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
-	once, _ := jobIndexes.LoadOrStore(indexer, &sync.Once{})
-	var err error
-	once.(*sync.Once).Do(func() {
-		err = indexer.IndexField(context.Background(), &paymentsv1alpha1.PaymentJob{}, providerRefIndex,
-			func(o client.Object) []string {
-				return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
-			})
-	})
-	if err != nil {
-		jobIndexes.Delete(indexer)
+	if err := indexer.IndexField(context.Background(), &paymentsv1alpha1.PaymentJob{}, providerRefIndex,
+		func(o client.Object) []string {
+			return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
+		}); err != nil {
 		return fmt.Errorf("cannot index payment jobs by provider: %w", err)
+	}
+	if err := indexer.IndexField(context.Background(), &paymentsv1alpha1.PaymentProvider{}, secretRefIndex,
+		func(o client.Object) []string {
+			if ref := secretRef(o.(*paymentsv1alpha1.PaymentProvider)); ref != nil {
+				return []string{ref.Name}
+			}
+			return nil
+		}); err != nil {
+		return fmt.Errorf("cannot index payment providers by secret: %w", err)
 	}
 	return nil
 }

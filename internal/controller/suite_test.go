@@ -288,6 +288,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		provider := cfg.provider
 		build = func(paymentsv1alpha1.PaymentProviderSpec, string) (payment.Provider, error) { return provider, nil }
 	}
+	g.Expect(controller.IndexFields(mgr)).To(Succeed())
 	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: build}
 	g.Expect(mgr.Add(adapters)).To(Succeed())
 	g.Expect((&controller.PaymentProviderReconciler{

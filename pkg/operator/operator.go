@@ -115,6 +115,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	if err := controller.IndexFields(mgr); err != nil {
+		return err
+	}
 	policy := &egress.Policy{InsecureHosts: opts.InsecureProviderHosts}
 	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: controller.NewAdapterFactory(policy)}
 	if err := mgr.Add(adapters); err != nil {

@@ -24,9 +24,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -51,11 +54,14 @@ type Options struct {
 	Config *rest.Config
 	// Namespaces the operator watches; nil is every namespace.
 	Namespaces []string
-	// Operator tunes the operator. The kit's defaults suit tests: a
-	// 10-second claim lease, 5-second provider calls, retries from 50 ms
-	// to 1 s. InsecureProviderHosts always includes 127.0.0.1, where the
-	// sandbox listens.
+	// Operator tunes the operator. The kit's defaults suit tests: 5-second
+	// provider calls, a claim lease of twice the provider timeout (10
+	// seconds at least), retries from 50 ms to 1 s. InsecureProviderHosts
+	// always includes 127.0.0.1, where the sandbox listens; Namespaces is
+	// always the Options' own.
 	Operator operator.Options
+	// Logger receives the operator's logs; the zero value discards them.
+	Logger logr.Logger
 }
 
 // Env is a running test environment: the API server, the operator's
@@ -69,6 +75,7 @@ type Env struct {
 	testEnv *envtest.Environment
 	cancel  context.CancelFunc
 	done    chan error
+	exited  atomic.Bool
 }
 
 // Start installs the CRDs, starts the sandbox and the operator, and
@@ -97,7 +104,8 @@ func Start(opts Options) (*Env, error) {
 		e.testEnv = &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds,
 			ErrorIfCRDPathMissing: false, ControlPlaneStartTimeout: 90 * time.Second}
 		if e.config, err = e.testEnv.Start(); err != nil {
-			return nil, fmt.Errorf("paymentjobtest: cannot start the control plane from %s: %w", assets, err)
+			// It may have started etcd and kube-apiserver before it failed.
+			return nil, errors.Join(fmt.Errorf("paymentjobtest: cannot start the control plane from %s: %w", assets, err), e.testEnv.Stop())
 		}
 	} else {
 		e.config = rest.CopyConfig(opts.Config)
@@ -106,8 +114,7 @@ func Start(opts Options) (*Env, error) {
 		}
 	}
 	if err := e.start(opts); err != nil {
-		_ = e.Stop()
-		return nil, err
+		return nil, errors.Join(err, e.Stop())
 	}
 	return e, nil
 }
@@ -146,6 +153,7 @@ func (e *Env) start(opts Options) error {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  operator.CacheOptions(opts.Namespaces...),
+		Logger:                 logger(opts.Logger),
 		// Several environments may run in one test binary.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -158,27 +166,42 @@ func (e *Env) start(opts Options) error {
 			*d = v
 		}
 	}
-	def(&o.ClaimLease, 10*time.Second)
 	def(&o.ProviderTimeout, 5*time.Second)
+	def(&o.ClaimLease, max(10*time.Second, 2*o.ProviderTimeout))
 	def(&o.BackoffInitial, 50*time.Millisecond)
 	def(&o.BackoffMax, time.Second)
-	o.InsecureProviderHosts = append(o.InsecureProviderHosts, "127.0.0.1")
-	if o.Namespaces == nil {
-		o.Namespaces = opts.Namespaces
-	}
+	o.InsecureProviderHosts = slices.Concat(o.InsecureProviderHosts, []string{"127.0.0.1"})
+	// The cache, the collector and the audit all watch the same namespaces.
+	o.Namespaces = opts.Namespaces
 	if err := operator.Setup(mgr, o); err != nil {
 		return fmt.Errorf("paymentjobtest: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	go func() { e.done <- mgr.Start(ctx) }()
+	go func() {
+		err := mgr.Start(ctx)
+		e.exited.Store(true)
+		e.done <- err
+	}()
 	synced, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
 	if !mgr.GetCache().WaitForCacheSync(synced) {
+		// Stop returns the manager's own error, if it ended with one.
 		return errors.New("paymentjobtest: the operator's cache did not sync within a minute")
 	}
 	return nil
 }
+
+// logger is l, or a logger that discards when l is the zero value.
+func logger(l logr.Logger) logr.Logger {
+	if l.GetSink() == nil {
+		return logr.Discard()
+	}
+	return l
+}
+
+// stopped reports whether the operator is no longer running.
+func (e *Env) stopped() bool { return e.exited.Load() }
 
 // Stop stops the operator, the sandbox and, if Start started them, etcd
 // and kube-apiserver. It may be called more than once.

@@ -93,7 +93,9 @@ func TestFaultSwitches(t *testing.T) {
 		fault         func(paymentjobtest.Faults) error
 		phase         paymentsv1alpha1.PaymentJobPhase
 		charges       int
-		check         func(g Gomega, job *paymentsv1alpha1.PaymentJob, took time.Duration)
+		// faults is how many injected faults the sandbox answered.
+		faults int64
+		check  func(g Gomega, job *paymentsv1alpha1.PaymentJob, took time.Duration)
 	}{
 		{name: "declined card", paymentMethod: paymentjobtest.PaymentMethodDeclined,
 			phase: paymentsv1alpha1.PhaseFailed, charges: 0,
@@ -105,14 +107,14 @@ func TestFaultSwitches(t *testing.T) {
 			phase: paymentsv1alpha1.PhaseFailed, charges: 0},
 		{name: "response lost after the charge", paymentMethod: paymentjobtest.PaymentMethodSucceeds,
 			fault: func(f paymentjobtest.Faults) error { f.LoseResponses(1); return nil },
-			phase: paymentsv1alpha1.PhaseCompleted, charges: 1,
+			phase: paymentsv1alpha1.PhaseCompleted, charges: 1, faults: 1,
 			check: func(g Gomega, job *paymentsv1alpha1.PaymentJob, _ time.Duration) {
 				g.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue())
 				g.Expect(job.Status.Attempts).To(BeNumerically(">=", 2))
 			}},
 		{name: "rate limited", paymentMethod: paymentjobtest.PaymentMethodSucceeds,
 			fault: func(f paymentjobtest.Faults) error { return f.RateLimit(2, time.Second) },
-			phase: paymentsv1alpha1.PhaseCompleted, charges: 1},
+			phase: paymentsv1alpha1.PhaseCompleted, charges: 1, faults: 2},
 		{name: "latency", paymentMethod: paymentjobtest.PaymentMethodSucceeds,
 			fault: func(f paymentjobtest.Faults) error { return f.Latency(200*time.Millisecond, 300*time.Millisecond) },
 			phase: paymentsv1alpha1.PhaseCompleted, charges: 1,
@@ -126,14 +128,16 @@ func TestFaultSwitches(t *testing.T) {
 			ns := namespace(t)
 			if tt.fault != nil {
 				g.Expect(tt.fault(env.Faults())).To(Succeed())
-				t.Cleanup(func() { _ = env.Faults().Reset() })
+				t.Cleanup(func() { g.Expect(env.Faults().Reset()).To(Succeed()) })
 			}
+			before := env.Sandbox().Stats().Faults
 			created := time.Now()
 			job(t, ns, "switched", tt.paymentMethod)
 			done, err := env.WaitForPhase(context.Background(), ns, "switched", tt.phase, time.Minute)
 			g.Expect(err).NotTo(HaveOccurred())
 			took := time.Since(created)
 			g.Expect(env.Charges(ns + "/switched")).To(Equal(tt.charges))
+			g.Expect(env.Sandbox().Stats().Faults-before).To(Equal(tt.faults), "faults the sandbox answered")
 			if tt.check != nil {
 				tt.check(g, done, took)
 			}
@@ -183,6 +187,36 @@ func TestReadableFailure(t *testing.T) {
 		ContainSubstring(`PaymentProvider "nowhere" not found`),
 		ContainSubstring("Warning ProviderNotFound"),
 	))
+}
+
+// TestResetTurnsEveryFaultOff: after Reset, a payment method Decline
+// added is charged again, and no lost response or rate limit is pending.
+func TestResetTurnsEveryFaultOff(t *testing.T) {
+	g := NewWithT(t)
+	f := env.Faults()
+	f.Decline("pm_card_mastercard")
+	f.LoseResponses(3)
+	g.Expect(f.RateLimit(3, time.Second)).To(Succeed())
+	g.Expect(f.Reset()).To(Succeed())
+	ns := namespace(t)
+	before := env.Sandbox().Stats().Faults
+	job(t, ns, "after-reset", "pm_card_mastercard")
+	done, err := env.WaitForPhase(context.Background(), ns, "after-reset", paymentsv1alpha1.PhaseCompleted, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(done.Status.Attempts).To(Equal(int32(1)))
+	g.Expect(env.Sandbox().Stats().Faults).To(Equal(before))
+}
+
+// TestWaitEndsAtTheOtherFinalPhase: waiting for Completed on a job that
+// Failed fails at once, saying so.
+func TestWaitEndsAtTheOtherFinalPhase(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	job(t, ns, "declined", paymentjobtest.PaymentMethodDeclined)
+	started := time.Now()
+	_, err := env.WaitForPhase(context.Background(), ns, "declined", paymentsv1alpha1.PhaseCompleted, time.Minute)
+	g.Expect(err).To(MatchError(And(ContainSubstring("it is Failed, which is final"), ContainSubstring("CardDeclined"))))
+	g.Expect(time.Since(started)).To(BeNumerically("<", 30*time.Second), "not the whole minute")
 }
 
 // TestOnTheUsersEnvtest: the kit runs on an envtest.Environment the test

@@ -82,21 +82,42 @@ func (e *Env) CreateProvider(ctx context.Context, namespace, name string) error 
 
 // WaitForPhase waits up to timeout until the job is in phase, and returns
 // it. Otherwise the error says where the job is: its phase, its
-// conditions and its events.
+// conditions and its events. A job that reached the other final phase
+// (Failed instead of Completed, or Completed instead of Failed) fails the
+// wait at once.
 func (e *Env) WaitForPhase(ctx context.Context, namespace, name string, phase paymentsv1alpha1.PaymentJobPhase,
 	timeout time.Duration) (*paymentsv1alpha1.PaymentJob, error) {
+	return e.WaitFor(ctx, namespace, name, string(phase), timeout, func(job *paymentsv1alpha1.PaymentJob) (bool, error) {
+		switch p := job.Status.Phase; {
+		case p == phase:
+			return true, nil
+		case p == paymentsv1alpha1.PhaseCompleted || p == paymentsv1alpha1.PhaseFailed:
+			return false, fmt.Errorf("it is %s, which is final", p)
+		}
+		return false, nil
+	})
+}
+
+// WaitFor waits up to timeout until done says the job is where the test
+// wants it (what names that, for the error), and returns it. done may
+// end the wait with an error. Otherwise the error says where the job is.
+func (e *Env) WaitFor(ctx context.Context, namespace, name, what string, timeout time.Duration,
+	done func(*paymentsv1alpha1.PaymentJob) (bool, error)) (*paymentsv1alpha1.PaymentJob, error) {
 	job := &paymentsv1alpha1.PaymentJob{}
 	key := client.ObjectKey{Namespace: namespace, Name: name}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := e.client.Get(ctx, key, job); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		return job.Status.Phase == phase, nil
+		return done(job)
 	})
 	if err == nil {
 		return job, nil
 	}
-	return job, fmt.Errorf("paymentjobtest: PaymentJob %s did not reach %s within %s: %s", key, phase, timeout, e.describe(job))
+	if e.stopped() {
+		err = fmt.Errorf("%w; the operator is not running", err)
+	}
+	return job, fmt.Errorf("paymentjobtest: PaymentJob %s did not reach %s within %s (%w): %s", key, what, timeout, err, e.describe(job))
 }
 
 // describe is the job's phase, conditions and events, for failures.
@@ -190,5 +211,14 @@ func (f Faults) Latency(least, most time.Duration) error {
 // after 24 hours; it returns how many it forgot. Charges stay.
 func (f Faults) ForgetKeys() int { return f.engine.ForgetKeys() }
 
-// Reset turns every random fault and latency off.
-func (f Faults) Reset() error { return f.engine.SetFaults(sandbox.Faults{}) }
+// Reset turns every fault off: latency, the pending LoseResponses and
+// RateLimit counts, and the payment methods Decline added. Faults belong to
+// the Env, not to a test: tests that switch them do not run in parallel.
+func (f Faults) Reset() error {
+	f.engine.ClearDeclines()
+	for _, kind := range []sandbox.FaultKind{sandbox.FaultBeforeCommit, sandbox.FaultAfterCommit, sandbox.FaultRateLimit} {
+		f.engine.FailNext(kind, 0)
+		f.engine.FailNextAny(kind, 0)
+	}
+	return f.engine.SetFaults(sandbox.Faults{})
+}

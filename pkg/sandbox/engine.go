@@ -100,6 +100,13 @@ func (e *Engine) DeclinePaymentMethod(paymentMethod string) {
 	e.declined[paymentMethod] = testCard{declineCode: DeclineGeneric, message: "Your card was declined."}
 }
 
+// ClearDeclines forgets the payment methods DeclinePaymentMethod added.
+func (e *Engine) ClearDeclines() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.declined = nil
+}
+
 // cardLocked is what the Engine does with a payment method, and whether it
 // knows it.
 func (e *Engine) cardLocked(paymentMethod string) (testCard, bool) {
