@@ -1,0 +1,47 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stripe_test
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
+)
+
+// TestProviderContract runs the payment.Provider contract against the
+// Stripe adapter talking to the sandbox's Stripe routes.
+func TestProviderContract(t *testing.T) {
+	e := sandbox.NewEngine()
+	srv := httptest.NewServer(sandbox.NewServer(e, sandbox.ServerOptions{}))
+	t.Cleanup(srv.Close)
+	p, err := stripe.New(stripe.Config{APIKey: "sk_test_x", APIBase: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paymenttest.Run(t, paymenttest.Harness{
+		Provider:       p,
+		LoseNextAnswer: func() { e.FailNext(sandbox.FaultAfterCommit, 1) },
+		Hold: func() (<-chan string, func()) {
+			gate := e.Hold()
+			return gate.Entered(), gate.Release
+		},
+		Charges: func(key string) int { return e.Stats().ChargesByKey[key] },
+	})
+}
