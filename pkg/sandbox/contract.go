@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"strings"
@@ -126,7 +127,13 @@ func (s *server) createCharge(w http.ResponseWriter, r *http.Request) {
 		Metadata:      body.Metadata,
 	}, key, body.Fingerprint)
 
-	in, replayed, err := s.engine.CreatePaymentIntent(key, req)
+	// The contract compares a retry with the first request without its
+	// fingerprint (docs/providers.md): a job charged by an operator that
+	// sent none, retried by one that does, is the same request.
+	compared := req
+	compared.Metadata = maps.Clone(req.Metadata)
+	delete(compared.Metadata, payment.MetadataKeyFingerprint)
+	in, replayed, err := s.engine.createPaymentIntent(key, req, payment.RequestHash("", compared))
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}

@@ -129,6 +129,33 @@ func TestContractChargesAndReplays(t *testing.T) {
 	g.Expect(s.ChargesByKey).To(Equal(map[string]int{key: 1}))
 }
 
+// TestContractLeavesTheFingerprintOutOfTheComparison: the same request with
+// another fingerprint, or none (a job charged by an operator that sent
+// none, retried by one that does), is a retry: replayed, not refused as a
+// reuse of the key; another amount still is.
+func TestContractLeavesTheFingerprintOutOfTheComparison(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine()
+	srv := startSandbox(t, e, sandbox.ServerOptions{})
+	const key = "billing/invoice-2026-0043"
+	post := func(body string) apiResponse {
+		return send(g, srv, apiRequest{method: http.MethodPost, path: "/http/charges", body: body,
+			contentType: "application/json", idempotencyKey: key, authorization: noAuth})
+	}
+	first := post(chargeJSON(g, key, 1999, sandbox.PaymentMethodVisa, func(b map[string]any) { delete(b, "fingerprint") }))
+	g.Expect(first.status).To(Equal(http.StatusCreated), string(first.body))
+	id := contractBody(g, first)["id"]
+	for _, fp := range []string{contractFingerprint, "sha256:ffff"} {
+		again := post(chargeJSON(g, key, 1999, sandbox.PaymentMethodVisa, func(b map[string]any) { b["fingerprint"] = fp }))
+		g.Expect(again.status).To(Equal(http.StatusOK), "fingerprint %s: %s", fp, again.body)
+		g.Expect(contractBody(g, again)).To(HaveKeyWithValue("id", id))
+	}
+	other := post(chargeJSON(g, key, 2000, sandbox.PaymentMethodVisa))
+	g.Expect(other.status).To(Equal(http.StatusUnprocessableEntity), string(other.body))
+	g.Expect(e.Stats().ChargesByKey).To(Equal(map[string]int{key: 1}))
+}
+
 func TestContractAnswersErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -352,7 +352,13 @@ type ticket struct {
 // (SetIdempotency) every request is treated as one with a new key and
 // nothing is remembered. Errors are always *StripeError.
 func (e *Engine) CreatePaymentIntent(key string, p payment.ChargeRequest) (Intent, bool, error) {
-	a, t, lose := e.admit(key, p)
+	return e.createPaymentIntent(key, p, payment.RequestHash("", p))
+}
+
+// createPaymentIntent is CreatePaymentIntent with the fingerprint that
+// tells a retry from a reuse of the key with another request.
+func (e *Engine) createPaymentIntent(key string, p payment.ChargeRequest, fp string) (Intent, bool, error) {
+	a, t, lose := e.admit(key, p, fp)
 	if t != nil {
 		t.wait(key)
 		var lost bool
@@ -375,7 +381,7 @@ func (e *Engine) CreatePaymentIntent(key string, p payment.ChargeRequest) (Inten
 // admit decides a request under the lock, or marks its new key in flight and
 // returns a ticket to commit it. lose is true when the answer must be
 // replaced by an after-commit fault.
-func (e *Engine) admit(key string, p payment.ChargeRequest) (a answer, t *ticket, lose bool) {
+func (e *Engine) admit(key string, p payment.ChargeRequest, fp string) (a answer, t *ticket, lose bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.stats.Requests++
@@ -397,7 +403,6 @@ func (e *Engine) admit(key string, p payment.ChargeRequest) (a answer, t *ticket
 	}
 	lose = e.take(e.failNextAny, FaultAfterCommit)
 
-	fp := payment.RequestHash("", p)
 	if s, ok := e.keys[key]; ok && e.idempotent {
 		switch {
 		case s.inFlight:
