@@ -60,6 +60,7 @@ func Example() {
 	// PASS same-key-replays
 	// PASS replay-after-lost-response
 	// PASS key-reuse-refused
+	// PASS fingerprint-not-compared
 	// PASS in-flight-conflict
 	// PASS decline-saved
 	// PASS lookup-by-key

@@ -161,6 +161,9 @@ const (
 	RuleLostResponse = "replay-after-lost-response"
 	// RuleKeyReuse: the same key with another request is refused with 422.
 	RuleKeyReuse = "key-reuse-refused"
+	// RuleFingerprint: the fingerprint is left out of that comparison: the
+	// same request with and without it is a retry, replayed.
+	RuleFingerprint = "fingerprint-not-compared"
 	// RuleInFlight: a second request while the first runs gets 409.
 	RuleInFlight = "in-flight-conflict"
 	// RuleDecline: a decline is a 402, saved and replayed, never a charge.
@@ -186,6 +189,7 @@ var rules = []rule{
 	{RuleReplay, checkReplay},
 	{RuleLostResponse, checkLostResponse},
 	{RuleKeyReuse, checkKeyReuse},
+	{RuleFingerprint, checkFingerprint},
 	{RuleInFlight, checkInFlight},
 	{RuleDecline, checkDecline},
 	{RuleLookup, checkLookup},

@@ -38,7 +38,7 @@ const refToken = "ref-secret-token"
 // allRules are the names of every rule, in the order they run.
 var allRules = []string{
 	providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
-	providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup,
+	providertest.RuleFingerprint, providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup,
 	providertest.RuleErrorBody, providertest.RuleCredentials, providertest.RuleKeyRequired,
 }
 
@@ -164,6 +164,13 @@ func TestBrokenServicesFail(t *testing.T) {
 			name:       "another request under a key accepted",
 			opts:       func(t *testing.T) providertest.Options { return refOptions(t, &refService{acceptOther: true}) },
 			wantFailed: []string{providertest.RuleKeyReuse},
+		},
+		{
+			name: "the fingerprint compared with the other fields",
+			opts: func(t *testing.T) providertest.Options {
+				return refOptions(t, &refService{compareFingerprint: true})
+			},
+			wantFailed: []string{providertest.RuleFingerprint},
 		},
 		{
 			name:       "a request in flight charged twice",

@@ -38,6 +38,9 @@ type refService struct {
 	acceptOther bool
 	// chargeInFlight processes a request whose key is in flight as a new one.
 	chargeInFlight bool
+	// compareFingerprint counts the fingerprint among the fields compared,
+	// as the sandbox once did.
+	compareFingerprint bool
 	// echoAuth answers every request with a 500 that quotes its
 	// Authorization header, as a careless service might.
 	echoAuth bool
@@ -140,6 +143,9 @@ func (s *refService) charge(w http.ResponseWriter, r *http.Request) {
 	}
 	// The fingerprint is left out of the comparison, as the contract says.
 	fields := fmt.Sprint(body.Amount, body.Currency, body.Customer, body.PaymentMethod, body.Description, body.Metadata)
+	if s.compareFingerprint {
+		fields += body.Fingerprint
+	}
 
 	s.mu.Lock()
 	saved, known := s.saved[key]

@@ -154,6 +154,24 @@ func checkKeyReuse(ctx context.Context, s *session) (Status, string) {
 		first.outcome.ID, note)
 }
 
+// checkFingerprint: the same request sent first without its fingerprint
+// (by an operator that sent none) and then with it is a retry: the
+// contract leaves the fingerprint out of the comparison of requests.
+func checkFingerprint(ctx context.Context, s *session) (Status, string) {
+	key, req := s.key(RuleFingerprint), s.succeeding()
+	first := s.charge(ctx, key, req, &exchange{withoutFingerprint: true})
+	if msg := notNewCharge(key, req.PaymentMethod, first); msg != "" {
+		return Fail, msg
+	}
+	second := s.charge(ctx, key, req, nil)
+	if msg := notReplayOf(fmt.Sprintf("the same request sent again with a fingerprint under key %q, first sent without one,", key),
+		first.outcome.ID, second); msg != "" {
+		return Fail, msg + "; the fingerprint is not part of the comparison of requests"
+	}
+	return Pass, fmt.Sprintf("the same request with and without a fingerprint replayed charge %q (%s)",
+		first.outcome.ID, replayMark(second))
+}
+
 // checkInFlight: a request whose key's first request is still running is
 // answered 409 at once, and nothing is charged twice.
 func checkInFlight(ctx context.Context, s *session) (Status, string) {

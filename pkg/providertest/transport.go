@@ -40,6 +40,9 @@ type exchange struct {
 	// withoutKey sends the request without its Idempotency-Key header and
 	// without the body's idempotencyKey and fingerprint.
 	withoutKey bool
+	// withoutFingerprint sends the request without the body's fingerprint,
+	// as an operator that sent none did.
+	withoutFingerprint bool
 	// throwAway reads the answer and then returns errAnswerThrownAway.
 	throwAway bool
 	// cancelAfterWrite cancels the request once its body is written,
@@ -68,9 +71,9 @@ func (rt recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	if x == nil {
 		return rt.next.RoundTrip(r)
 	}
-	if x.withoutKey {
+	if x.withoutKey || x.withoutFingerprint {
 		var err error
-		if r, err = withoutKey(r); err != nil {
+		if r, err = without(r, x.withoutKey); err != nil {
 			return nil, err
 		}
 	}
@@ -96,10 +99,10 @@ func (rt recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// withoutKey returns a copy of the charge request r without the
-// Idempotency-Key header and without the body's idempotencyKey and
-// fingerprint, which is derived from the key.
-func withoutKey(r *http.Request) (*http.Request, error) {
+// without returns a copy of the charge request r without the body's
+// fingerprint and, when key is set, without the Idempotency-Key header and
+// the body's idempotencyKey (the fingerprint is derived from the key).
+func without(r *http.Request, key bool) (*http.Request, error) {
 	var body map[string]json.RawMessage
 	if r.Body != nil {
 		raw, err := io.ReadAll(r.Body)
@@ -111,14 +114,18 @@ func withoutKey(r *http.Request) (*http.Request, error) {
 			return nil, fmt.Errorf("cannot decode the charge body: %w", err)
 		}
 	}
-	delete(body, "idempotencyKey")
 	delete(body, "fingerprint")
+	if key {
+		delete(body, "idempotencyKey")
+	}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the charge body: %w", err)
 	}
 	c := r.Clone(r.Context())
-	c.Header.Del("Idempotency-Key")
+	if key {
+		c.Header.Del("Idempotency-Key")
+	}
 	c.Body = io.NopCloser(bytes.NewReader(raw))
 	c.ContentLength = int64(len(raw))
 	c.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
