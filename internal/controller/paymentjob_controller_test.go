@@ -19,6 +19,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,6 +145,10 @@ func TestCompletedJobIsNeverChargedOrWrittenAgain(t *testing.T) {
 	g.Eventually(func() error {
 		return m.cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: "done"}, &paymentsv1alpha1.PaymentJob{})
 	}, timeout).Should(Satisfy(apierrors.IsNotFound))
+	// The manager counts its finishing write once its client has the
+	// answer, which may come after the test sees the label.
+	g.Eventually(m.counter.String, timeout).Should(MatchRegexp(
+		`write done phase=Completed .* finalizers=\[\] labels=map\[` + regexp.QuoteMeta(paymentsv1alpha1.LabelFinished)))
 	callsBefore, writesBefore := provider.Calls(), m.counter.writes.Load()
 
 	// 100 updates of the finished job reach no reconcile.
