@@ -56,66 +56,9 @@ var statuses = []string{
 	StatusRequiresCapture, StatusRequiresPaymentMethod, StatusCanceled,
 }
 
-// Test payment methods known to the sandbox, as in Stripe's test mode. Any
-// other payment method is answered with a resource_missing error.
-const (
-	// PaymentMethodVisa always succeeds.
-	PaymentMethodVisa = "pm_card_visa"
-	// PaymentMethodMastercard always succeeds.
-	PaymentMethodMastercard = "pm_card_mastercard"
-	// PaymentMethodChargeDeclined is always declined with generic_decline.
-	PaymentMethodChargeDeclined = "pm_card_chargeDeclined"
-	// PaymentMethodInsufficientFunds is always declined with
-	// insufficient_funds.
-	PaymentMethodInsufficientFunds = "pm_card_insufficientFunds"
-)
-
 // DefaultRetryAfter is the Retry-After of a rate limit when Faults.RetryAfter
 // is zero.
 const DefaultRetryAfter = time.Second
-
-// testCard is how a test payment method answers; an empty declineCode means
-// it succeeds.
-type testCard struct {
-	declineCode string
-	message     string
-}
-
-var testCards = map[string]testCard{
-	PaymentMethodVisa:              {},
-	PaymentMethodMastercard:        {},
-	PaymentMethodChargeDeclined:    {declineCode: DeclineGeneric, message: "Your card was declined."},
-	PaymentMethodInsufficientFunds: {declineCode: DeclineInsufficientFunds, message: "Your card has insufficient funds."},
-}
-
-// DeclinePaymentMethod makes the Engine decline paymentMethod from now on
-// with generic_decline, as it declines PaymentMethodChargeDeclined; a
-// payment method it did not know becomes one it knows.
-func (e *Engine) DeclinePaymentMethod(paymentMethod string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.declined == nil {
-		e.declined = map[string]testCard{}
-	}
-	e.declined[paymentMethod] = testCard{declineCode: DeclineGeneric, message: "Your card was declined."}
-}
-
-// ClearDeclines forgets the payment methods DeclinePaymentMethod added.
-func (e *Engine) ClearDeclines() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.declined = nil
-}
-
-// cardLocked is what the Engine does with a payment method, and whether it
-// knows it.
-func (e *Engine) cardLocked(paymentMethod string) (testCard, bool) {
-	if card, ok := e.declined[paymentMethod]; ok {
-		return card, true
-	}
-	card, ok := testCards[paymentMethod]
-	return card, ok
-}
 
 // Intent is a PaymentIntent created and confirmed by the Engine.
 type Intent struct {
