@@ -117,11 +117,18 @@ var (
 	}, []string{"phase"})
 )
 
-func init() {
-	metrics.Registry.MustRegister(chargesTotal, replaysTotal, claimConflictsTotal, writeConflictsTotal, claimLostTotal,
+// Collectors returns every collector this package registers in
+// controller-runtime's metrics registry: the names the dashboards, the
+// alerts and docs/observability.md may use.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{chargesTotal, replaysTotal, claimConflictsTotal, writeConflictsTotal, claimLostTotal,
 		lookupRequestsTotal, lookupKeysTotal, stalledTotal,
 		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal, ttlDeletionsTotal,
-		strandedJobsGauge, rateLimitedTotal, admissionPoliciesMissing, finishedLabelWithoutOutcome, auditErrorsTotal)
+		strandedJobsGauge, rateLimitedTotal, admissionPoliciesMissing, finishedLabelWithoutOutcome, auditErrorsTotal}
+}
+
+func init() {
+	metrics.Registry.MustRegister(Collectors()...)
 	// Both series exist from the start, so that increase() sees the first error.
 	auditErrorsTotal.WithLabelValues(auditCheckAdmissionPolicies)
 	auditErrorsTotal.WithLabelValues(auditCheckFinishedLabel)

@@ -24,7 +24,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -67,10 +66,8 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 		}
 		r.rateWaits.done(client.ObjectKeyFromObject(job))
 	}
-	key := sentKey(job)
-	req := chargeRequest(job)
-	hash := payment.RequestHash(key, req)
-	if job.Status.RequestHash != "" && job.Status.RequestHash != hash {
+	c := ChargeOf(job)
+	if job.Status.RequestHash != "" && job.Status.RequestHash != c.Fingerprint {
 		// The provider would refuse another request under this key, or worse,
 		// a changed key would charge again. Never charge; ask for attention.
 		return ctrl.Result{}, r.stall(ctx, job, progress{
@@ -80,31 +77,16 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 	}
 
 	unclaimed := job.Status.DeepCopy()
-	now := r.Clock.Now()
-	job.Status.Phase = paymentsv1alpha1.PhaseProcessing
-	job.Status.IdempotencyKey = key
-	job.Status.RequestHash = hash
-	job.Status.Attempts++
-	job.Status.Claim = &paymentsv1alpha1.Claim{
-		Holder:     r.Holder,
-		AcquiredAt: metav1.NewMicroTime(now),
-		ExpiresAt:  metav1.NewMicroTime(now.Add(r.ClaimLease)),
-	}
 	if job.Status.Provider == nil {
 		// The first claim, or one by a version that did not record it.
 		id := t.id
 		job.Status.Provider = &id
 	}
-	if job.Status.StartedAt == nil {
-		job.Status.StartedAt = &metav1.Time{Time: now}
-	}
 	if verdict.Action == payment.ActionSettle && job.Status.ProviderResponse == nil {
 		// Remembered, so that every later attempt settles this charge too.
 		job.Status.ProviderResponse = responseOf(verdict.Charge.Outcome)
 	}
-	note := fmt.Sprintf("Attempt %d claimed by %s until %s", job.Status.Attempts, r.Holder,
-		job.Status.Claim.ExpiresAt.UTC().Format(time.RFC3339))
-	setConditions(job, progress{reason: reason, message: note})
+	note := ClaimStatus(job, c, r.Holder, r.Clock.Now(), r.ClaimLease, reason)
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		if apierrors.IsConflict(err) {
 			claimConflictsTotal.Inc()
@@ -137,19 +119,19 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 		log.FromContext(ctx).Info("Found the charge by its idempotency key before charging", "charge", o.ID)
 		return r.recordOutcome(ctx, job, o, true, nil)
 	case payment.ActionSettle:
-		return r.settle(ctx, job, t, key, verdict.Charge.ID)
+		return r.settle(ctx, job, t, c.Key, verdict.Charge.ID)
 	}
-	return r.charge(ctx, job, t, key, req, hash)
+	return r.charge(ctx, job, t, c)
 }
 
 // charge calls the provider under the claim just written and records what it
 // answered.
-func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key string, req payment.ChargeRequest, hash string) (ctrl.Result, error) {
+func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, c Charge) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
-	logger.V(1).Info("Charging payment", "attempt", job.Status.Attempts, "amount", req.Amount, "currency", req.Currency)
+	logger.V(1).Info("Charging payment", "attempt", job.Status.Attempts, "amount", c.Request.Amount, "currency", c.Request.Currency)
 	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	outcome, found, err := r.chargeOrFind(callCtx, job, t, key, req, hash)
+	outcome, found, err := r.chargeOrFind(callCtx, job, t, c)
 	return r.recordOutcome(ctx, job, outcome, found, err)
 }
 
@@ -212,15 +194,15 @@ var errChargeMismatch = errors.New("charge made for another request")
 // than the provider remembers keys, it first looks the key up, so a provider
 // that forgot the key is not asked to charge a second time. found is true
 // when the outcome comes from the lookup.
-func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key string, req payment.ChargeRequest, hash string) (payment.Outcome, bool, error) {
+func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, c Charge) (payment.Outcome, bool, error) {
 	started := job.Status.StartedAt
 	if t.lookups != nil && r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
-		found, err := t.lookups.lookupNow(ctx, key)
+		found, err := t.lookups.lookupNow(ctx, c.Key)
 		if err != nil {
 			// Unsure whether it charged: never charge on a failed lookup.
 			return payment.Outcome{}, false, payment.Transient(fmt.Errorf("cannot look the charge up by its key: %w", err), payment.RetryAfter(err))
 		}
-		verdict := payment.Decide(found, hash, req)
+		verdict := payment.Decide(found, c.Fingerprint, c.Request)
 		switch verdict.Action {
 		case payment.ActionRecord:
 			log.FromContext(ctx).Info("Found the charge of a job older than the provider's key memory", "charge", verdict.Charge.ID)
@@ -228,13 +210,13 @@ func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1
 			o.Replayed = true
 			return o, true, nil
 		case payment.ActionSettle:
-			o, err := t.lookups.looker.Settle(ctx, key, verdict.Charge.ID)
+			o, err := t.lookups.looker.Settle(ctx, c.Key, verdict.Charge.ID)
 			o.Replayed = err == nil
 			return o, true, err
 		case payment.ActionStall:
 			return payment.Outcome{}, false, fmt.Errorf("%w: %s", errChargeMismatch, verdict.Reason)
 		}
 	}
-	o, err := t.Provider.Charge(ctx, key, req)
+	o, err := t.Provider.Charge(ctx, c.Key, c.Request)
 	return o, false, err
 }

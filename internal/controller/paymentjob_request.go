@@ -21,30 +21,11 @@ import (
 	"regexp"
 	"strings"
 
-	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // What a job sends (its key and request, the same on every attempt) and how
 // a provider's refusal and messages are bounded before they reach the status.
-
-// sentKey is the key the job sends: the one derived from its namespace and
-// spec (checkRecordedKey stops a job whose status says otherwise).
-func sentKey(job *paymentsv1alpha1.PaymentJob) string {
-	return payment.SentKey(job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
-}
-
-// chargeRequest is the request the job sends, the same on every attempt.
-func chargeRequest(job *paymentsv1alpha1.PaymentJob) payment.ChargeRequest {
-	return payment.ChargeRequest{
-		Amount:        job.Spec.Amount,
-		Currency:      job.Spec.Currency,
-		Customer:      job.Spec.Customer,
-		PaymentMethod: job.Spec.PaymentMethod,
-		Description:   job.Spec.Description,
-		Metadata:      job.Spec.Metadata,
-	}
-}
 
 func refusalOutcome(r *payment.Refusal) string {
 	switch {

@@ -43,45 +43,14 @@ import (
 // 409 Conflict and the pass ends quietly. The only write that retries a
 // conflict is the outcome, and only while the claim is still this attempt's.
 
-// responseOf is the status's record of a provider's answer, bounded
-// whatever the provider answers (see maxIDLength).
-func responseOf(o payment.Outcome) *paymentsv1alpha1.ProviderResponse {
-	resp := &paymentsv1alpha1.ProviderResponse{
-		ID:       truncate(o.ID, maxIDLength),
-		Status:   truncate(o.Status, maxShortLength),
-		Amount:   o.Amount,
-		Currency: truncate(o.Currency, maxShortLength),
-		Replayed: o.Replayed,
-	}
-	if !o.Created.IsZero() {
-		resp.Created = &metav1.Time{Time: o.Created}
-	}
-	return resp
-}
-
 // recordSuccess writes Completed with the provider's response, then removes
 // the finalizer. found marks a charge found at the provider (by a lookup or
 // a settle) rather than answered to this pass's charge request.
 func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv1alpha1.PaymentJob, o payment.Outcome, found bool) error {
-	now := metav1.NewTime(r.Clock.Now())
-	resp := responseOf(o)
-	msg := fmt.Sprintf("Charged %d %s as %s", resp.Amount, resp.Currency, resp.ID)
-	eventReason := ReasonSucceeded
-	switch {
-	case found:
-		msg += " (found at the provider under this job's idempotency key; no money moved again)"
-		eventReason = ReasonFoundAtProvider
-	case o.Replayed:
-		msg += " (the provider replayed the outcome of an earlier attempt; no money moved again)"
-		eventReason = ReasonReplayed
-	}
+	now := r.Clock.Now()
+	var eventReason, msg string
 	err := r.writeOutcome(ctx, job, func(j *paymentsv1alpha1.PaymentJob) {
-		j.Status.Phase = paymentsv1alpha1.PhaseCompleted
-		j.Status.ProviderResponse = resp
-		j.Status.Failure = nil
-		j.Status.Claim = nil
-		j.Status.CompletedAt = &now
-		setConditions(j, progress{reason: ReasonSucceeded, message: msg})
+		eventReason, msg = CompletedStatus(j, o, found, now)
 	})
 	if err != nil {
 		return fmt.Errorf("cannot record the charge outcome: %w", err)

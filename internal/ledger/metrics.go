@@ -40,6 +40,12 @@ var (
 	})
 )
 
+// Collectors returns every collector this package registers in
+// controller-runtime's metrics registry.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{appendsTotal, appendConflictsTotal, pageRereadsTotal, prunedPagesTotal}
+}
+
 func init() {
-	metrics.Registry.MustRegister(appendsTotal, appendConflictsTotal, pageRereadsTotal, prunedPagesTotal)
+	metrics.Registry.MustRegister(Collectors()...)
 }
