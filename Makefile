@@ -60,6 +60,18 @@ fmt: ## Run go fmt against the code.
 vet: ## Run go vet against the code.
 	go vet ./...
 
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint with .golangci.yml (make verify runs it too).
+	$(GOLANGCI_LINT) run
+
+.PHONY: lint-fix
+lint-fix: golangci-lint ## Run golangci-lint and apply the fixes it can make.
+	$(GOLANGCI_LINT) run --fix
+
+.PHONY: lint-config
+lint-config: golangci-lint ## Check .golangci.yml against golangci-lint's schema.
+	$(GOLANGCI_LINT) config verify
+
 .PHONY: tidy
 tidy: ## Run go mod tidy on the operator and the control plane tools modules.
 	go mod tidy
@@ -110,7 +122,7 @@ test-conformance: stripe-mock ## Prove every request of the Stripe adapter passe
 	STRIPE_MOCK="$(STRIPE_MOCK)" go test -tags conformance -count=1 -v -run Conformance ./internal/payment/stripe/...
 
 .PHONY: verify
-verify: manifests generate fmt tidy ## Regenerate code, manifests and go.sum, and fail if the tree changed.
+verify: manifests generate fmt tidy lint-config lint ## Regenerate code, manifests and go.sum, lint, and fail if the tree changed.
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree is not clean after regenerating; commit these changes:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; \
@@ -198,11 +210,13 @@ KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo $(ENVTEST_ASSETS)/kube
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 STRIPE_MOCK ?= $(LOCALBIN)/stripe-mock
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 
 ## Tool versions.
 KUSTOMIZE_VERSION ?= v5.8.1
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 STRIPE_MOCK_VERSION ?= v0.203.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
 
 ## The local control plane: kube-apiserver, kube-controller-manager (namespace
 ## deletion and garbage collection in the e2e suite) and kubectl from
@@ -252,6 +266,11 @@ $(KUSTOMIZE): $(LOCALBIN)
 stripe-mock: $(STRIPE_MOCK) ## Install stripe-mock (Stripe's official API mock) into bin/ if necessary.
 $(STRIPE_MOCK): $(LOCALBIN)
 	$(call go-install-tool,$(STRIPE_MOCK),github.com/stripe/stripe-mock,$(STRIPE_MOCK_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint into bin/ if necessary (from the module proxy, pinned).
+$(GOLANGCI_LINT): $(LOCALBIN)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/ if necessary.

@@ -40,7 +40,6 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
-	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
@@ -89,14 +88,14 @@ func main() {
 		"If set, the metrics endpoint is served securely via HTTPS, with authentication and authorization.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 is enabled for the metrics server.")
-	flag.IntVar(&concurrency, "max-concurrent-reconciles", 10,
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles,
 		"The number of PaymentJobs worked on at once. Provider calls are synchronous, so this bounds the calls in flight.")
 	flag.Float64Var(&qps, "kube-api-qps", controller.DefaultKubeAPIQPS,
 		"The client-side limit of requests per second to the API server. A job costs 4 writes; reads come from the cache.")
 	flag.IntVar(&burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "The client-side burst of requests to the API server.")
-	flag.DurationVar(&claimLease, "claim-lease-duration", 60*time.Second,
+	flag.DurationVar(&claimLease, "claim-lease-duration", controller.DefaultClaimLease,
 		"How long a claim on a PaymentJob is held before another manager may take it over, with the same idempotency key.")
-	flag.DurationVar(&providerTimeout, "provider-timeout", 30*time.Second,
+	flag.DurationVar(&providerTimeout, "provider-timeout", controller.DefaultProviderTimeout,
 		"The longest provider call, unless a PaymentProvider sets timeoutSeconds. Must be shorter than the claim lease.")
 	flag.DurationVar(&keyRetention, "provider-key-retention", controller.DefaultKeyRetention,
 		"How long providers remember idempotency keys. A job Processing for longer is looked up by its key "+
@@ -104,7 +103,7 @@ func main() {
 	flag.BoolVar(&useLedger, "ledger", true,
 		"Record every final outcome in the cluster-scoped outcome ledger (PaymentLedger pages) and finish re-created jobs "+
 			"from it with no provider call. Needed by --ttl-seconds-after-finished and spec.ttlSecondsAfterFinished.")
-	flag.DurationVar(&ledgerRetention, "ledger-retention", ledger.DefaultRetention,
+	flag.DurationVar(&ledgerRetention, "ledger-retention", controller.DefaultLedgerRetention,
 		"How long outcomes stay in the ledger at least; a page is deleted once its newest entry is older.")
 	flag.IntVar(&defaultTTL, "ttl-seconds-after-finished", -1,
 		"Delete Completed and Failed jobs this many seconds after they finished, unless spec.ttlSecondsAfterFinished says "+

@@ -23,8 +23,6 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/httpprovider"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
 )
 
 // ErrEndpointRefused says a provider's URL is not allowed by the manager's
@@ -46,13 +44,10 @@ func NewAdapterFactory(policy *egress.Policy) AdapterFactory {
 				return nil, fmt.Errorf("%w: %w", ErrEndpointRefused, err)
 			}
 		}
-		switch {
-		case spec.Stripe != nil:
-			return stripe.New(stripe.Config{APIKey: credential, APIBase: spec.Stripe.APIBase, HTTPClient: httpClient})
-		case spec.HTTP != nil:
-			return httpprovider.New(httpprovider.Config{URL: spec.HTTP.URL, LookupURL: spec.HTTP.LookupURL,
-				Token: credential, HTTPClient: httpClient})
+		kind, err := kindOf(spec)
+		if err != nil {
+			return nil, err
 		}
-		return nil, errors.New("exactly one of spec.stripe or spec.http must be set")
+		return kind.build(spec, credential, httpClient)
 	}
 }

@@ -49,14 +49,10 @@ const (
 	// "paymentjob-operator-"), so the audit finds the policies by it.
 	AdmissionPolicyLabel = "payments.idempotency.dev/admission-policy"
 
-	// ReasonFinishedLabelWithoutOutcome: the job carries the finished label
+	// ReasonFinishedLabelWithoutOutcome says the job carries the finished label
 	// but is neither Completed nor Failed. The label keeps it out of the
 	// operator's cache: it is never charged until the label is removed.
 	ReasonFinishedLabelWithoutOutcome = "FinishedLabelWithoutOutcome"
-
-	// DefaultAuditInterval is the time between audits when
-	// Auditor.Interval is zero.
-	DefaultAuditInterval = 5 * time.Minute
 )
 
 // The checks of an audit, the label of paymentjob_audit_errors_total.

@@ -152,7 +152,7 @@ func (k policyKind) policyProblems(p foundPolicy) []string {
 	case len(bindings) == 0:
 		problems = append(problems, fmt.Sprintf("%s %s has no %s (none has spec.policyName %s)", k.policy, p.name, k.binding, p.name))
 	case !slices.ContainsFunc(bindings, func(b foundBinding) bool { return b.enforces }):
-		var found []string
+		found := make([]string, 0, len(bindings))
 		for _, b := range bindings {
 			found = append(found, fmt.Sprintf("%s %v", b.name, b.actions))
 		}

@@ -32,9 +32,6 @@ type Backoff struct {
 	Max     time.Duration
 }
 
-// DefaultBackoff is 1 s doubling to 5 min.
-var DefaultBackoff = Backoff{Initial: time.Second, Max: 5 * time.Minute}
-
 // after returns the delay after the given number of failed attempts, without jitter.
 func (b Backoff) after(attempts int32) time.Duration {
 	d := b.Initial

@@ -49,8 +49,6 @@ const (
 	// ReasonClaimTakenOver: the previous claim expired and this manager took
 	// it over, with the same idempotency key.
 	ReasonClaimTakenOver = "ClaimTakenOver"
-	// ReasonClaimHeld: another manager holds an unexpired claim.
-	ReasonClaimHeld = "ClaimHeld"
 	// ReasonTransientError: the provider call had an uncertain outcome; it is
 	// retried with the same key.
 	ReasonTransientError = "TransientError"
@@ -96,8 +94,6 @@ const (
 	// ReasonReplayed: the provider answered with the saved outcome of an
 	// earlier request with the same key; no money moved again.
 	ReasonReplayed = "Replayed"
-	// ReasonProcessing: a claim is held and the charge is under way.
-	ReasonProcessing = "Processing"
 
 	// ReasonCardDeclined, ReasonInvalidRequest and ReasonKeyReused are the
 	// failure reasons of definitive refusals.

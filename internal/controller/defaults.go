@@ -16,7 +16,54 @@ limitations under the License.
 
 package controller
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+)
+
+// The manager's defaults: of its flags, of pkg/operator's Options, and of
+// the reconcilers' settings. cmd/main.go, pkg/operator and the tests take
+// them from here.
+const (
+	// DefaultClaimLease is how long a claim is held before another process
+	// may take it over (--claim-lease-duration); longer than
+	// DefaultProviderTimeout.
+	DefaultClaimLease = 60 * time.Second
+	// DefaultProviderTimeout bounds one provider call unless the
+	// PaymentProvider sets timeoutSeconds (--provider-timeout).
+	DefaultProviderTimeout = 30 * time.Second
+	// DefaultMaxConcurrentReconciles is the number of jobs worked on at
+	// once (--max-concurrent-reconciles).
+	DefaultMaxConcurrentReconciles = 10
+	// DefaultKeyRetention is how long providers are trusted to remember an
+	// idempotency key (--provider-key-retention): a day less than Stripe's
+	// 24 hours of key memory.
+	DefaultKeyRetention = 23 * time.Hour
+	// DefaultAuditInterval is the time between audits of the admission
+	// policies and of the finished labels (--audit-interval), and when
+	// Auditor.Interval is zero.
+	DefaultAuditInterval = 5 * time.Minute
+	// DefaultLedgerRetention is how long outcomes stay in the ledger at
+	// least (--ledger-retention).
+	DefaultLedgerRetention = ledger.DefaultRetention
+	// KeptAdapterTTL is how long a retired adapter (its provider deleted,
+	// or its credentials gone) stays in memory after a Processing job last
+	// used it.
+	KeptAdapterTTL = time.Hour
+)
+
+// DefaultBackoff paces the retries after uncertain provider outcomes:
+// DefaultBackoffInitial doubling to DefaultBackoffMax.
+var DefaultBackoff = Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax}
+
+// The bounds of DefaultBackoff: 1 s doubling to 5 min.
+const (
+	DefaultBackoffInitial = time.Second
+	DefaultBackoffMax     = 5 * time.Minute
+)
 
 // Client-side limits of the manager's requests to the API server, the
 // defaults of --kube-api-qps and --kube-api-burst. A job costs four writes
@@ -53,3 +100,37 @@ const (
 // limit before its status says so (ReasonRateLimited); shorter waits only
 // requeue.
 const rateLimitNotice = 5 * time.Second
+
+// Bounds of what the status records and the default of spec.backoffLimit.
+const (
+	// defaultBackoffLimit applies when spec.backoffLimit is unset (the CRD
+	// defaults it, so only objects written around the schema lack it).
+	defaultBackoffLimit = 6
+	// maxMessageLength bounds provider messages copied into the status.
+	maxMessageLength = 1024
+	// maxIDLength bounds the provider's charge id in the status; Stripe's
+	// ids are about 30 characters.
+	maxIDLength = 255
+	// maxShortLength bounds the provider's status and currency strings.
+	maxShortLength = 64
+)
+
+// conflictRequeue is the wait before a job whose write was refused with a
+// conflict is looked at again (with jitter).
+const conflictRequeue = 100 * time.Millisecond
+
+// checkSettings refuses missing dependencies, and a claim lease that a
+// provider call could outlive.
+func (r *PaymentJobReconciler) checkSettings() error {
+	switch {
+	case r.Client == nil, r.Recorder == nil, r.Providers == nil, r.Clock == nil:
+		return errors.New("payment job reconciler needs a client, an event recorder, a provider resolver and a clock")
+	case r.Holder == "":
+		return errors.New("payment job reconciler needs a claim holder identity")
+	case r.ProviderTimeout <= 0 || r.ClaimLease <= r.ProviderTimeout:
+		return fmt.Errorf("the claim lease (%s) must be longer than the provider timeout (%s)", r.ClaimLease, r.ProviderTimeout)
+	case r.Backoff.Initial <= 0 || r.Backoff.Max < r.Backoff.Initial:
+		return fmt.Errorf("invalid backoff %s..%s", r.Backoff.Initial, r.Backoff.Max)
+	}
+	return nil
+}

@@ -18,12 +18,14 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -271,4 +273,32 @@ func (r *PaymentJobReconciler) wake(job *paymentsv1alpha1.PaymentJob) func() {
 		default:
 		}
 	}
+}
+
+// admitAfterLookup asks the provider for charges under the key of a job
+// that was never claimed, before its first charge: the cluster may not
+// remember this payment (a manifest re-created from Git, a rebuilt cluster)
+// and the provider may have forgotten its key. It claims the job and
+// charges, or records the charge the lookup found.
+func (r *PaymentJobReconciler) admitAfterLookup(ctx context.Context, job *paymentsv1alpha1.PaymentJob, target *target, now time.Time) (ctrl.Result, error) {
+	c := ChargeOf(job)
+	found, ok := target.lookups.result(c.Key, job.UID)
+	if !ok {
+		// Batched with other jobs' keys; this job is woken when the answer
+		// is there and holds no worker meanwhile.
+		target.lookups.submit(c.Key, job.UID, r.wake(job))
+		return ctrl.Result{RequeueAfter: lookupWakeBackstop}, nil
+	}
+	if found.err != nil {
+		// Unsure whether it charged: never charge on a failed lookup.
+		return ctrl.Result{RequeueAfter: jitter(max(found.expires.Sub(now), lookupFailureTTL))},
+			r.setPending(ctx, job, progress{reason: ReasonLookupFailed, message: truncate(fmt.Sprintf(
+				"Cannot look the idempotency key up at the provider, so not charging yet: %v", found.err), maxMessageLength)})
+	}
+	verdict := payment.Decide(found.found, c.Fingerprint, c.Request)
+	if verdict.Action == payment.ActionStall {
+		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch,
+			message: "Not charging: " + verdict.Reason + "; delete this job, or use another idempotency key"})
+	}
+	return r.claimAndAct(ctx, job, target, ReasonClaimed, verdict)
 }

@@ -19,6 +19,8 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
 
 // Outcomes of a provider call, the label of paymentjob_charges_total.
@@ -116,6 +118,14 @@ var (
 		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 	}, []string{"phase"})
 )
+
+// phaseLabel is the phase label of paymentjob_reconcile_duration_seconds.
+func phaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
+	if p == "" {
+		return "New"
+	}
+	return string(p)
+}
 
 // Collectors returns every collector this package registers in
 // controller-runtime's metrics registry: the names the dashboards, the

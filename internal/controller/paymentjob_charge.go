@@ -42,29 +42,11 @@ import (
 // token from the provider's rate limit), settles the charge the provider
 // holds, or records the charge a lookup found.
 func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, reason string, verdict payment.Verdict) (ctrl.Result, error) {
-	if t.Limiter != nil && verdict.Action == payment.ActionCharge {
+	if verdict.Action == payment.ActionCharge {
 		// A job waiting for a token does not hold a worker, nor a claim.
-		now := r.Clock.Now()
-		reservation := t.Limiter.ReserveN(now, 1)
-		if delay := reservation.DelayFrom(now); delay > 0 {
-			reservation.CancelAt(now)
-			rateLimitedTotal.Inc()
-			waited := r.rateWaits.waiting(client.ObjectKeyFromObject(job), now)
-			if waited < rateLimitNotice {
-				return ctrl.Result{RequeueAfter: delay}, nil
-			}
-			// A long wait is said in the job's status, once.
-			p := progress{reason: ReasonRateLimited, message: fmt.Sprintf(
-				"Waiting for the rate limit of PaymentProvider %q (requestsPerSecond) for %s", job.Spec.ProviderRef.Name, waited.Round(time.Second))}
-			if readyReason(job) == ReasonRateLimited {
-				return ctrl.Result{RequeueAfter: delay}, nil
-			}
-			if job.Status.Phase == paymentsv1alpha1.PhaseProcessing {
-				return ctrl.Result{RequeueAfter: delay}, r.writeProgress(ctx, job, p)
-			}
-			return ctrl.Result{RequeueAfter: delay}, r.setPending(ctx, job, p)
+		if wait, err := r.waitForToken(ctx, job, t); wait > 0 || err != nil {
+			return ctrl.Result{RequeueAfter: wait}, err
 		}
-		r.rateWaits.done(client.ObjectKeyFromObject(job))
 	}
 	c := ChargeOf(job)
 	if job.Status.RequestHash != "" && job.Status.RequestHash != c.Fingerprint {
@@ -183,9 +165,6 @@ func (r *PaymentJobReconciler) recordOutcome(ctx context.Context, job *paymentsv
 	return r.recordUncertain(ctx, job, err)
 }
 
-// DefaultKeyRetention is a day less than Stripe's 24 hours of key memory.
-const DefaultKeyRetention = 23 * time.Hour
-
 // errChargeMismatch says the provider holds a charge under the key that was
 // made for another request.
 var errChargeMismatch = errors.New("charge made for another request")
@@ -219,4 +198,51 @@ func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1
 	}
 	o, err := t.Provider.Charge(ctx, c.Key, c.Request)
 	return o, false, err
+}
+
+// nextClaim is the reason of the next claim of a Processing job and the
+// earliest time it may be made: after the backoff of the last attempt and,
+// when another process holds the claim, after that claim expires (a
+// takeover, with the same key).
+func (r *PaymentJobReconciler) nextClaim(job *paymentsv1alpha1.PaymentJob) (reason string, notBefore time.Time) {
+	c := job.Status.Claim
+	if c == nil {
+		return ReasonClaimed, time.Time{}
+	}
+	notBefore = c.AcquiredAt.Add(r.retryDelay(job))
+	if c.Holder == r.Holder {
+		return ReasonClaimed, notBefore
+	}
+	if c.ExpiresAt.After(notBefore) {
+		notBefore = c.ExpiresAt.Time
+	}
+	return ReasonClaimTakenOver, notBefore
+}
+
+// waitForToken takes a token of the provider's client-side rate limit for
+// a charge, or says how long to wait for one. A long wait is said in the
+// job's status, once.
+func (r *PaymentJobReconciler) waitForToken(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target) (time.Duration, error) {
+	if t.Limiter == nil {
+		return 0, nil
+	}
+	now := r.Clock.Now()
+	reservation := t.Limiter.ReserveN(now, 1)
+	delay := reservation.DelayFrom(now)
+	if delay <= 0 {
+		r.rateWaits.done(client.ObjectKeyFromObject(job))
+		return 0, nil
+	}
+	reservation.CancelAt(now)
+	rateLimitedTotal.Inc()
+	waited := r.rateWaits.waiting(client.ObjectKeyFromObject(job), now)
+	if waited < rateLimitNotice || readyReason(job) == ReasonRateLimited {
+		return delay, nil
+	}
+	p := progress{reason: ReasonRateLimited, message: fmt.Sprintf(
+		"Waiting for the rate limit of PaymentProvider %q (requestsPerSecond) for %s", job.Spec.ProviderRef.Name, waited.Round(time.Second))}
+	if job.Status.Phase == paymentsv1alpha1.PhaseProcessing {
+		return delay, r.writeProgress(ctx, job, p)
+	}
+	return delay, r.setPending(ctx, job, p)
 }

@@ -24,9 +24,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,37 +32,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
-
-const (
-	// defaultBackoffLimit applies when spec.backoffLimit is unset (the CRD
-	// defaults it, so only objects written around the schema lack it).
-	defaultBackoffLimit = 6
-	// maxMessageLength bounds provider messages copied into the status.
-	maxMessageLength = 1024
-	// maxIDLength bounds the provider's charge id in the status; Stripe's
-	// ids are about 30 characters.
-	maxIDLength = 255
-	// maxShortLength bounds the provider's status and currency strings.
-	maxShortLength = 64
-)
-
-// ProviderResolver turns a ready PaymentProvider into the payment.Provider
-// that charges through it and the rate limit it shares. ProviderCache is the
-// one the manager uses.
-type ProviderResolver interface {
-	// Resolve returns the adapter of a ready provider.
-	Resolve(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (Resolved, error)
-	// Kept returns the adapter last used for the provider with uid, after
-	// the provider or its credentials are gone, for the jobs that were
-	// Processing through it.
-	Kept(uid types.UID) (Resolved, bool)
-}
 
 // PaymentJobReconciler charges each PaymentJob at its provider exactly once.
 // Every write that guards a charge carries the resourceVersion it was decided
@@ -127,9 +99,7 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Deleted, or finished and so out of the cache.
-			r.written.forget(req.NamespacedName)
-			r.stranded.set(req.NamespacedName, false)
-			r.rateWaits.done(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -153,25 +123,29 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		reconcileDuration.WithLabelValues(phaseLabel(phase)).Observe(time.Since(start).Seconds())
 	}()
 
-	var (
-		res ctrl.Result
-		err error
-	)
+	var res ctrl.Result
+	var err error
 	switch phase {
 	case paymentsv1alpha1.PhaseCompleted, paymentsv1alpha1.PhaseFailed:
 		skippedTerminalTotal.Inc()
-		res, err = r.finishTerminal(ctx, job)
+		err = r.finishTerminal(ctx, job)
 	case paymentsv1alpha1.PhaseProcessing:
 		res, err = r.resume(ctx, job)
 	default:
 		res, err = r.admit(ctx, job)
 	}
-	if apierrors.IsConflict(err) {
+	switch {
+	case errors.Is(err, errClaimLost):
+		// Another process took the claim over during the provider call; its
+		// call replays the outcome, which it writes.
+		log.FromContext(ctx).V(1).Info("Claim taken over during the provider call, requeueing", "phase", phase)
+		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, nil
+	case apierrors.IsConflict(err):
 		// A stale cache or another replica moved the job first. Nothing was
 		// charged on the strength of the stale copy; look again.
 		writeConflictsTotal.Inc()
 		log.FromContext(ctx).V(1).Info("Write conflict, requeueing", "phase", phase)
-		return ctrl.Result{RequeueAfter: jitter(100 * time.Millisecond)}, nil
+		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, nil
 	}
 	return res, err
 }
@@ -185,19 +159,8 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		// Never claimed, so nothing is in flight: let it go.
 		return ctrl.Result{}, r.removeFinalizer(ctx, job)
 	}
-	if r.Ledger != nil && job.Status.IdempotencyKey == "" {
-		// Never claimed here, but maybe paid before this object existed (a
-		// manifest re-created from Git, a TTL-deleted job coming back): the
-		// ledger is asked first, before any deadline, suspension or
-		// provider, and answers from memory unless it holds the key. A job
-		// finished from it needs no finalizer: nothing is in flight.
-		e, found, err := r.Ledger.Find(ctx, sentKey(job))
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if found {
-			return ctrl.Result{}, r.recordFromLedger(ctx, job, e)
-		}
+	if done, err := r.finishFromLedger(ctx, job); done || err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := r.ensureFinalizer(ctx, job); err != nil {
 		return ctrl.Result{}, err
@@ -208,22 +171,13 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 	}
 
 	now := r.Clock.Now()
-	var wait time.Duration
-	if d := job.Spec.ActiveDeadlineSeconds; d != nil {
-		deadline := job.CreationTimestamp.Add(time.Duration(*d) * time.Second)
-		if !now.Before(deadline) {
-			return ctrl.Result{}, r.setPending(ctx, job, progress{
-				reason:  ReasonDeadlineExceeded,
-				message: fmt.Sprintf("Not claimed within activeDeadlineSeconds (%ds); it will not be charged", *d),
-				stalled: true,
-			})
+	wait, held := heldBack(job, now)
+	if held != nil {
+		if held.stalled {
+			// Past its deadline: it will never be charged.
+			return ctrl.Result{}, r.setPending(ctx, job, *held)
 		}
-		wait = deadline.Sub(now)
-	}
-	if job.Spec.Suspend != nil && *job.Spec.Suspend {
-		return ctrl.Result{RequeueAfter: wait}, r.setPending(ctx, job, progress{
-			reason: ReasonSuspended, message: "spec.suspend is true; set it to false to charge",
-		})
+		return ctrl.Result{RequeueAfter: wait}, r.setPending(ctx, job, *held)
 	}
 	if stall := checkRecordedKey(job); stall != nil {
 		return ctrl.Result{}, r.stall(ctx, job, *stall)
@@ -244,29 +198,7 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		return r.claimAndAct(ctx, job, target, ReasonClaimed, payment.Verdict{Action: payment.ActionCharge})
 	}
 
-	// The cluster may not remember this payment (a manifest re-created
-	// from Git, a rebuilt cluster) and the provider may have forgotten its
-	// key: ask the provider for charges under the key before the first one.
-	key, req := sentKey(job), chargeRequest(job)
-	found, ok := target.lookups.result(key, job.UID)
-	if !ok {
-		// Batched with other jobs' keys; this job is woken when the answer
-		// is there and holds no worker meanwhile.
-		target.lookups.submit(key, job.UID, r.wake(job))
-		return ctrl.Result{RequeueAfter: lookupWakeBackstop}, nil
-	}
-	if found.err != nil {
-		// Unsure whether it charged: never charge on a failed lookup.
-		return ctrl.Result{RequeueAfter: jitter(max(found.expires.Sub(now), lookupFailureTTL))},
-			r.setPending(ctx, job, progress{reason: ReasonLookupFailed, message: truncate(fmt.Sprintf(
-				"Cannot look the idempotency key up at the provider, so not charging yet: %v", found.err), maxMessageLength)})
-	}
-	verdict := payment.Decide(found.found, payment.RequestHash(key, req), req)
-	if verdict.Action == payment.ActionStall {
-		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch,
-			message: "Not charging: " + verdict.Reason + "; delete this job, or use another idempotency key"})
-	}
-	return r.claimAndAct(ctx, job, target, ReasonClaimed, verdict)
+	return r.admitAfterLookup(ctx, job, target, now)
 }
 
 // resume handles a Processing job: the charge may already have happened. It
@@ -288,18 +220,9 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 			return res, err
 		}
 	}
-	reason := ReasonClaimed
-	if c := job.Status.Claim; c != nil {
-		notBefore := c.AcquiredAt.Add(r.retryDelay(job))
-		if c.Holder != r.Holder {
-			reason = ReasonClaimTakenOver
-			if c.ExpiresAt.After(notBefore) {
-				notBefore = c.ExpiresAt.Time
-			}
-		}
-		if now := r.Clock.Now(); now.Before(notBefore) {
-			return ctrl.Result{RequeueAfter: notBefore.Sub(now)}, nil
-		}
+	reason, notBefore := r.nextClaim(job)
+	if now := r.Clock.Now(); now.Before(notBefore) {
+		return ctrl.Result{RequeueAfter: notBefore.Sub(now)}, nil
 	}
 	if stall := checkRecordedKey(job); stall != nil {
 		return ctrl.Result{}, r.stall(ctx, job, *stall)
@@ -318,14 +241,9 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 		}
 		return ctrl.Result{RequeueAfter: jitter(delay)}, r.writeProgress(ctx, job, *waiting)
 	}
-	if recorded := job.Status.Provider; recorded != nil {
-		if same, why := sameProvider(*recorded, target.id, target.identity.accountsOnly); !same {
-			// The same key at another account is a new charge there.
-			return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonProviderChanged, message: truncate(fmt.Sprintf(
-				"Not charging: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
-					"Point the provider back at the first account, or resolve the payment there by hand",
-				describeIdentity(*recorded), job.Spec.ProviderRef.Name, describeIdentity(target.id), why), maxMessageLength)})
-		}
+	if moved := providerMoved(job, target); moved != nil {
+		// The same key at another account is a new charge there.
+		return ctrl.Result{}, r.stall(ctx, job, *moved)
 	}
 	verdict := payment.Verdict{Action: payment.ActionCharge}
 	if resp := job.Status.ProviderResponse; resp != nil && resp.ID != "" {
@@ -339,7 +257,7 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 // finishTerminal touches a Completed or Failed job only to finish what a
 // crash interrupted (the finalizer, the finished label) or to acknowledge a
 // new generation. It never calls the provider.
-func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
+func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
 	if v, ok := job.Annotations[paymentsv1alpha1.AnnotationResolve]; ok && (job.Status.Resolution == nil || job.Status.Resolution.Value != v) {
 		r.refuseResolution(ctx, job, fmt.Sprintf("the job is already %s; its outcome is final", job.Status.Phase))
 	}
@@ -354,36 +272,22 @@ func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *payments
 			p = progress{reason: ready.Reason, message: ready.Message}
 		}
 		if err := r.writeProgress(ctx, job, p); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 	}
 	// A crash may have come between the outcome and its ledger record.
 	if err := r.recordInLedger(ctx, job); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
-	return ctrl.Result{}, r.finish(ctx, job)
-}
-
-func phaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
-	if p == "" {
-		return "New"
-	}
-	return string(p)
+	return r.finish(ctx, job)
 }
 
 // SetupWithManager registers the reconciler; IndexFields must have run. It
 // refuses missing dependencies and a claim lease that a provider call could
 // outlive.
 func (r *PaymentJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	switch {
-	case r.Client == nil, r.Recorder == nil, r.Providers == nil, r.Clock == nil:
-		return errors.New("payment job reconciler needs a client, an event recorder, a provider resolver and a clock")
-	case r.Holder == "":
-		return errors.New("payment job reconciler needs a claim holder identity")
-	case r.ProviderTimeout <= 0 || r.ClaimLease <= r.ProviderTimeout:
-		return fmt.Errorf("the claim lease (%s) must be longer than the provider timeout (%s)", r.ClaimLease, r.ProviderTimeout)
-	case r.Backoff.Initial <= 0 || r.Backoff.Max < r.Backoff.Initial:
-		return fmt.Errorf("invalid backoff %s..%s", r.Backoff.Initial, r.Backoff.Max)
+	if err := r.checkSettings(); err != nil {
+		return err
 	}
 	r.wakeups = make(chan event.GenericEvent, wakeupBuffer)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -393,21 +297,4 @@ func (r *PaymentJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		Named("paymentjob").
 		Complete(r)
-}
-
-// jobsWaitingFor maps a PaymentProvider to the unfinished jobs that use it.
-func (r *PaymentJobReconciler) jobsWaitingFor(ctx context.Context, o client.Object) []reconcile.Request {
-	var jobs paymentsv1alpha1.PaymentJobList
-	if err := r.Client.List(ctx, &jobs, client.InNamespace(o.GetNamespace()),
-		client.MatchingFields{providerRefIndex: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "Cannot list payment jobs of provider", "provider", klog.KObj(o))
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, j := range jobs.Items {
-		if j.Status.Phase != paymentsv1alpha1.PhaseCompleted && j.Status.Phase != paymentsv1alpha1.PhaseFailed {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&j)})
-		}
-	}
-	return reqs
 }

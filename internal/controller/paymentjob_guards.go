@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -83,4 +84,44 @@ func readyReason(job *paymentsv1alpha1.PaymentJob) string {
 		return c.Reason
 	}
 	return ""
+}
+
+// heldBack says whether a job that was never claimed must wait: held is
+// Suspended while spec.suspend is true, or DeadlineExceeded (stalled, for
+// good) once activeDeadlineSeconds have passed since its creation. left is
+// the time until that deadline, zero without one.
+func heldBack(job *paymentsv1alpha1.PaymentJob, now time.Time) (left time.Duration, held *progress) {
+	if d := job.Spec.ActiveDeadlineSeconds; d != nil {
+		deadline := job.CreationTimestamp.Add(time.Duration(*d) * time.Second)
+		if !now.Before(deadline) {
+			return 0, &progress{
+				reason:  ReasonDeadlineExceeded,
+				message: fmt.Sprintf("Not claimed within activeDeadlineSeconds (%ds); it will not be charged", *d),
+				stalled: true,
+			}
+		}
+		left = deadline.Sub(now)
+	}
+	if job.Spec.Suspend != nil && *job.Spec.Suspend {
+		return left, &progress{reason: ReasonSuspended, message: "spec.suspend is true; set it to false to charge"}
+	}
+	return left, nil
+}
+
+// providerMoved stops a job whose key was first sent to another provider
+// account or endpoint than the one its PaymentProvider reaches now: the same
+// key there is a new charge.
+func providerMoved(job *paymentsv1alpha1.PaymentJob, t *target) *progress {
+	recorded := job.Status.Provider
+	if recorded == nil {
+		return nil
+	}
+	same, why := sameProvider(*recorded, t.id, t.identity.accountsOnly)
+	if same {
+		return nil
+	}
+	return &progress{reason: ReasonProviderChanged, message: truncate(fmt.Sprintf(
+		"Not charging: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
+			"Point the provider back at the first account, or resolve the payment there by hand",
+		describeIdentity(*recorded), job.Spec.ProviderRef.Name, describeIdentity(t.id), why), maxMessageLength)}
 }

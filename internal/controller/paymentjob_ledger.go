@@ -170,8 +170,25 @@ func ledgerEntry(job *paymentsv1alpha1.PaymentJob, now time.Time) ledger.Entry {
 		e.Reason = ReasonResolved
 		e.ResolvedBy = res.By
 		if e.ResolvedBy == "" {
-			e.ResolvedBy = "unknown"
+			e.ResolvedBy = unknownResolver
 		}
 	}
 	return e
+}
+
+// finishFromLedger finishes a job that was never claimed here but may have
+// been paid before this object existed (a manifest re-created from Git, a
+// TTL-deleted job coming back). The ledger is asked first, before any
+// deadline, suspension or provider, and answers from memory unless it
+// holds the key. A job finished from it needs no finalizer: nothing is in
+// flight. done reports that the job was finished (or the ledger failed).
+func (r *PaymentJobReconciler) finishFromLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (done bool, err error) {
+	if r.Ledger == nil || job.Status.IdempotencyKey != "" {
+		return false, nil
+	}
+	e, found, err := r.Ledger.Find(ctx, sentKey(job))
+	if err != nil || !found {
+		return err != nil, err
+	}
+	return true, r.recordFromLedger(ctx, job, e)
 }

@@ -188,7 +188,7 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 			return false, o, "", err
 		}
 		for _, f := range found[key] {
-			if f.Outcome.ID == want.id {
+			if f.ID == want.id {
 				return false, o, "", err
 			}
 		}
@@ -202,7 +202,7 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 	for _, f := range found[key] {
 		if f.State != payment.StateNotCharged {
 			return false, o, fmt.Sprintf("the provider holds charge %s under this job's idempotency key (%s); "+
-				"resolve it as %s%s instead", f.Outcome.ID, f.Outcome.Status, resolveChargedPrefix, f.Outcome.ID), nil
+				"resolve it as %s%s instead", f.ID, f.Status, resolveChargedPrefix, f.ID), nil
 		}
 	}
 	return true, o, "", nil
@@ -251,6 +251,10 @@ func (r *PaymentJobReconciler) recordResolution(ctx context.Context, job *paymen
 	return r.finish(ctx, job)
 }
 
+// unknownResolver stands for whoever set a resolve annotation when neither
+// the admission policy nor the managedFields name them.
+const unknownResolver = "unknown"
+
 // resolvedBy names who set the annotation: the user the admission policy
 // recorded, or else the field manager that wrote the annotation, as the API
 // server's managedFields say (the cache drops them, so they are read).
@@ -259,18 +263,18 @@ func (r *PaymentJobReconciler) resolvedBy(ctx context.Context, job *paymentsv1al
 		return truncate(by, maxShortLength*3)
 	}
 	if r.APIReader == nil {
-		return "unknown"
+		return unknownResolver
 	}
 	var fresh metav1.PartialObjectMetadata
 	fresh.SetGroupVersionKind(paymentsv1alpha1.GroupVersion.WithKind("PaymentJob"))
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), &fresh); err != nil {
-		return "unknown"
+		return unknownResolver
 	}
 	field := `"f:` + paymentsv1alpha1.AnnotationResolve + `"`
 	for _, m := range fresh.ManagedFields {
-		if m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), field) {
+		if m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), field) {
 			return truncate("field manager "+m.Manager, maxShortLength*3)
 		}
 	}
-	return "unknown"
+	return unknownResolver
 }

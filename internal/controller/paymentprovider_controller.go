@@ -143,11 +143,10 @@ func (r *PaymentProviderReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 // and Secret and refreshes its adapter. It never returns or logs the
 // credential itself.
 func (r *PaymentProviderReconciler) checkCredentials(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (metav1.Condition, error) {
-	if pp.Spec.Stripe == nil && pp.Spec.HTTP == nil {
-		// The CRD requires exactly one of them; this is an object written
+	if _, err := kindOf(pp.Spec); err != nil {
+		// The CRD requires exactly one kind; this is an object written
 		// around the schema.
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonInvalidConfiguration,
-			Message: "exactly one of spec.stripe or spec.http must be set"}, nil
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonInvalidConfiguration, Message: err.Error()}, nil
 	}
 	if refused := r.checkEndpoints(ctx, pp); refused != nil {
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonEndpointRefused,
@@ -155,24 +154,23 @@ func (r *PaymentProviderReconciler) checkCredentials(ctx context.Context, pp *pa
 	}
 	ref := secretRef(pp)
 	if ref == nil {
-		return r.refresh(pp, nil, "No credentials are needed")
+		return r.refresh(pp, "", "No credentials are needed")
 	}
 
-	secret, err := readCredentials(ctx, r.SecretReader, pp)
+	credential, err := readCredential(ctx, r.SecretReader, pp)
 	switch {
 	case errors.Is(err, errNoCredentials):
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretNotFound, Message: fmt.Sprintf(
 			"Secret %q in namespace %q is not among the Secrets the operator may use: it does not exist, or it lacks the label %s: \"true\" "+
 				"(kubectl label secret %s -n %s %s=true)",
 			ref.Name, pp.Namespace, paymentsv1alpha1.LabelCredentials, ref.Name, pp.Namespace, paymentsv1alpha1.LabelCredentials)}, nil
+	case errors.Is(err, errCredentialKeyMissing):
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretKeyMissing,
+			Message: fmt.Sprintf("Secret %q has no non-empty key %q", ref.Name, ref.Key)}, nil
 	case err != nil:
 		return metav1.Condition{}, err
 	}
-	if len(secret.Data[ref.Key]) == 0 {
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretKeyMissing,
-			Message: fmt.Sprintf("Secret %q has no non-empty key %q", ref.Name, ref.Key)}, nil
-	}
-	return r.refresh(pp, secret, fmt.Sprintf("Credentials found in Secret %q", ref.Name))
+	return r.refresh(pp, credential, fmt.Sprintf("Credentials found in Secret %q", ref.Name))
 }
 
 // checkEndpoints asks the egress policy about every URL of the provider. A
@@ -201,28 +199,10 @@ func (r *PaymentProviderReconciler) checkEndpoints(ctx context.Context, pp *paym
 	return nil
 }
 
-// providerURL is one URL of a provider's spec and the field it is in.
-type providerURL struct{ field, url string }
-
-// providerURLs lists the URLs a provider's adapter calls.
-func providerURLs(spec paymentsv1alpha1.PaymentProviderSpec) []providerURL {
-	switch {
-	case spec.Stripe != nil:
-		return []providerURL{{"spec.stripe.apiBase", endpointOf(spec)}}
-	case spec.HTTP != nil:
-		urls := []providerURL{{"spec.http.url", spec.HTTP.URL}}
-		if spec.HTTP.LookupURL != "" {
-			urls = append(urls, providerURL{"spec.http.lookupURL", spec.HTTP.LookupURL})
-		}
-		return urls
-	}
-	return nil
-}
-
 // refresh rebuilds the provider's adapter if needed and reports whether it
 // could be built.
-func (r *PaymentProviderReconciler) refresh(pp *paymentsv1alpha1.PaymentProvider, secret *corev1.Secret, ready string) (metav1.Condition, error) {
-	if _, err := r.Adapters.Refresh(pp, secret); err != nil {
+func (r *PaymentProviderReconciler) refresh(pp *paymentsv1alpha1.PaymentProvider, credential string, ready string) (metav1.Condition, error) {
+	if _, err := r.Adapters.Refresh(pp, credential); err != nil {
 		reason := ReasonInvalidConfiguration
 		if errors.Is(err, ErrEndpointRefused) {
 			reason = ReasonEndpointRefused

@@ -23,21 +23,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
 )
+
+// ProviderResolver turns a ready PaymentProvider into the payment.Provider
+// that charges through it and the rate limit it shares. ProviderCache is the
+// one the manager uses.
+type ProviderResolver interface {
+	// Resolve returns the adapter of a ready provider.
+	Resolve(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (Resolved, error)
+	// Kept returns the adapter last used for the provider with uid, after
+	// the provider or its credentials are gone, for the jobs that were
+	// Processing through it.
+	Kept(uid types.UID) (Resolved, bool)
+}
 
 // Resolved is a provider ready to charge, with the rate limit that all the
 // jobs using it share.
@@ -114,7 +122,7 @@ func sameProvider(recorded, current paymentsv1alpha1.ProviderIdentity, accountsO
 		return false, fmt.Sprintf("the PaymentProvider object was replaced (uid %s, now %s)", recorded.UID, current.UID)
 	case recorded.Account != current.Account && (recorded.Account != "" || !accountsOnly):
 		return false, fmt.Sprintf("the account changed from %q to %q", recorded.Account, current.Account)
-	case recorded.Endpoint != current.Endpoint && !(accountsOnly && recorded.Account != ""):
+	case recorded.Endpoint != current.Endpoint && (!accountsOnly || recorded.Account == ""):
 		return false, fmt.Sprintf("the endpoint changed from %q to %q", recorded.Endpoint, current.Endpoint)
 	}
 	return true, ""
@@ -123,10 +131,6 @@ func sameProvider(recorded, current paymentsv1alpha1.ProviderIdentity, accountsO
 // AdapterFactory builds the payment.Provider for a PaymentProvider's spec and
 // the credential read from its Secret ("" when it references none).
 type AdapterFactory func(spec paymentsv1alpha1.PaymentProviderSpec, credential string) (payment.Provider, error)
-
-// errNoCredentials says a provider's Secret cannot be used; the
-// PaymentProvider reconciler reports the details in its Ready condition.
-var errNoCredentials = errors.New("the provider's credentials are not available")
 
 // ProviderCache keeps one adapter, one token bucket and one lookup batcher
 // per PaymentProvider configuration, shared by all its jobs across workers.
@@ -155,10 +159,6 @@ type ProviderCache struct {
 	byName  map[types.NamespacedName]types.UID
 }
 
-// KeptAdapterTTL is how long a retired adapter (its provider deleted, or
-// its credentials gone) stays in memory after a Processing job last used it.
-const KeptAdapterTTL = time.Hour
-
 type cacheEntry struct {
 	generation int64
 	hash       string
@@ -180,11 +180,11 @@ func (c *ProviderCache) Resolve(ctx context.Context, pp *paymentsv1alpha1.Paymen
 	if current {
 		return e.resolved, nil
 	}
-	secret, err := readCredentials(ctx, c.SecretReader, pp)
+	credential, err := readCredential(ctx, c.SecretReader, pp)
 	if err != nil {
 		return Resolved{}, err
 	}
-	return c.Refresh(pp, secret)
+	return c.Refresh(pp, credential)
 }
 
 // Kept returns the adapter this process last used for the PaymentProvider
@@ -203,15 +203,14 @@ func (c *ProviderCache) Kept(uid types.UID) (Resolved, bool) {
 }
 
 // Refresh rebuilds the entry of a provider if its UID, spec or credential
-// changed, and returns it. secret is nil for providers without credentials.
-func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, secret *corev1.Secret) (Resolved, error) {
-	ref := secretRef(pp)
-	credential := ""
-	if ref != nil {
-		if secret == nil || len(secret.Data[ref.Key]) == 0 || !labelledForUs(secret) {
-			return Resolved{}, errNoCredentials
-		}
-		credential = string(secret.Data[ref.Key])
+// changed, and returns it. credential is "" for providers without one.
+func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, credential string) (Resolved, error) {
+	kind, err := kindOf(pp.Spec)
+	if err != nil {
+		return Resolved{}, err
+	}
+	if kind.secretRef(pp.Spec) != nil && credential == "" {
+		return Resolved{}, errNoCredentials
 	}
 	hash := configHash(pp.Spec, credential)
 
@@ -243,7 +242,7 @@ func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, secret *co
 		timeout:  timeout,
 		identity: &identity{
 			id:           paymentsv1alpha1.ProviderIdentity{UID: string(pp.UID), Endpoint: endpointOf(pp.Spec)},
-			accountsOnly: pp.Spec.Stripe != nil,
+			accountsOnly: kind.accountsOnly,
 		},
 	}
 	if looker, ok := provider.(payment.Looker); ok {
@@ -334,54 +333,6 @@ func configHash(spec paymentsv1alpha1.PaymentProviderSpec, credential string) st
 	h.Write([]byte{0})
 	h.Write([]byte(credential))
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// endpointOf is where a provider sends its requests.
-func endpointOf(spec paymentsv1alpha1.PaymentProviderSpec) string {
-	switch {
-	case spec.Stripe != nil && spec.Stripe.APIBase != "":
-		return strings.TrimSuffix(spec.Stripe.APIBase, "/")
-	case spec.Stripe != nil:
-		return stripe.DefaultAPIBase
-	case spec.HTTP != nil:
-		return spec.HTTP.URL
-	}
-	return ""
-}
-
-// readCredentials reads the Secret a provider references, from reader (the
-// cache of labelled Secrets). A Secret without the label is treated as
-// absent, even if reader returned it: it was not marked for the operator.
-func readCredentials(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider) (*corev1.Secret, error) {
-	ref := secretRef(pp)
-	if ref == nil {
-		return nil, nil
-	}
-	var secret corev1.Secret
-	err := reader.Get(ctx, types.NamespacedName{Namespace: pp.Namespace, Name: ref.Name}, &secret)
-	if apierrors.IsNotFound(err) || (err == nil && !labelledForUs(&secret)) {
-		return nil, errNoCredentials
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot get secret %q: %w", ref.Name, err)
-	}
-	return &secret, nil
-}
-
-// labelledForUs reports whether a Secret is marked for the operator.
-func labelledForUs(secret *corev1.Secret) bool {
-	return secret.Labels[paymentsv1alpha1.LabelCredentials] == "true"
-}
-
-// secretRef is the Secret key a provider's credential is read from, or nil.
-func secretRef(pp *paymentsv1alpha1.PaymentProvider) *paymentsv1alpha1.SecretKeyReference {
-	switch {
-	case pp.Spec.Stripe != nil:
-		return &pp.Spec.Stripe.SecretKeyRef
-	case pp.Spec.HTTP != nil:
-		return pp.Spec.HTTP.SecretKeyRef
-	}
-	return nil
 }
 
 // limiterFor is the token bucket of requestsPerSecond and burst (which

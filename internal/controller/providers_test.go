@@ -27,9 +27,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
 )
 
 // countedProvider is a distinct payment.Provider per build.
@@ -56,8 +59,7 @@ func TestProviderCacheRebuildsOnGenerationOrSecretChange(t *testing.T) {
 			RequestsPerSecond: ptr.To[int32](10),
 		},
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "100",
-		Labels: map[string]string{paymentsv1alpha1.LabelCredentials: "true"}}, Data: map[string][]byte{"apiKey": []byte("sk_test_a")}}
+	secret := "sk_test_a"
 
 	first, err := cache.Refresh(pp, secret)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -72,9 +74,7 @@ func TestProviderCacheRebuildsOnGenerationOrSecretChange(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resolved.Provider).To(Equal(first.Provider))
 
-	rotated := secret.DeepCopy()
-	rotated.ResourceVersion = "101"
-	rotated.Data["apiKey"] = []byte("sk_test_b")
+	rotated := "sk_test_b"
 	_, err = cache.Refresh(pp, rotated)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(builds).To(Equal(2), "a rotated secret rebuilds the adapter")
@@ -88,7 +88,7 @@ func TestProviderCacheRebuildsOnGenerationOrSecretChange(t *testing.T) {
 	g.Expect(changed.Limiter.Burst()).To(Equal(20), "burst defaults to requestsPerSecond")
 	g.Expect(credentials).To(Equal([]string{"sk_test_a", "sk_test_b", "sk_test_b"}))
 
-	_, err = cache.Refresh(pp, &corev1.Secret{Data: map[string][]byte{"apiKey": nil}})
+	_, err = cache.Refresh(pp, "")
 	g.Expect(err).To(MatchError(errNoCredentials))
 
 	// Deleted and created again under the same name: a new UID, a new
@@ -119,4 +119,71 @@ func TestProviderCacheRebuildsOnGenerationOrSecretChange(t *testing.T) {
 	_, ok = cache.Kept(recreated.UID)
 	g.Expect(ok).To(BeTrue(), "the live entry is never dropped for age")
 	g.Expect(cache.entries).To(HaveLen(1))
+}
+
+func TestReadCredential(t *testing.T) {
+	pp := &paymentsv1alpha1.PaymentProvider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: "stripe"},
+		Spec: paymentsv1alpha1.PaymentProviderSpec{
+			Stripe: &paymentsv1alpha1.StripeProvider{SecretKeyRef: paymentsv1alpha1.SecretKeyReference{Name: "s", Key: "apiKey"}},
+		},
+	}
+	secret := func(labelled bool, value string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: "s"},
+			Data: map[string][]byte{"apiKey": []byte(value)}}
+		if labelled {
+			s.Labels = map[string]string{paymentsv1alpha1.LabelCredentials: "true"}
+		}
+		return s
+	}
+	tests := []struct {
+		name    string
+		objects []client.Object
+		want    string
+		wantErr error
+	}{
+		{name: "labelled with a value", objects: []client.Object{secret(true, "sk_test_a")}, want: "sk_test_a"},
+		{name: "missing", wantErr: errNoCredentials},
+		{name: "not labelled for the operator", objects: []client.Object{secret(false, "sk_test_a")}, wantErr: errNoCredentials},
+		{name: "labelled, the key empty", objects: []client.Object{secret(true, "")}, wantErr: errCredentialKeyMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			reader := fake.NewClientBuilder().WithObjects(tt.objects...).Build()
+			got, err := readCredential(context.Background(), reader, pp)
+			if tt.wantErr != nil {
+				g.Expect(err).To(MatchError(tt.wantErr))
+				g.Expect(got).To(BeEmpty())
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+
+	g := NewWithT(t)
+	none := &paymentsv1alpha1.PaymentProvider{Spec: paymentsv1alpha1.PaymentProviderSpec{
+		HTTP: &paymentsv1alpha1.HTTPProvider{URL: "https://pay.example.com/charges"}}}
+	got, err := readCredential(context.Background(), fake.NewClientBuilder().Build(), none)
+	g.Expect(err).NotTo(HaveOccurred(), "a provider without a secretKeyRef needs no Secret")
+	g.Expect(got).To(BeEmpty())
+}
+
+func TestProviderKinds(t *testing.T) {
+	g := NewWithT(t)
+	stripeSpec := paymentsv1alpha1.PaymentProviderSpec{Stripe: &paymentsv1alpha1.StripeProvider{APIBase: "https://stripe.example.com/"}}
+	httpSpec := paymentsv1alpha1.PaymentProviderSpec{HTTP: &paymentsv1alpha1.HTTPProvider{
+		URL: "https://pay.example.com/charges", LookupURL: "https://pay.example.com/lookup"}}
+
+	g.Expect(endpointOf(stripeSpec)).To(Equal("https://stripe.example.com"))
+	g.Expect(endpointOf(paymentsv1alpha1.PaymentProviderSpec{Stripe: &paymentsv1alpha1.StripeProvider{}})).To(Equal(stripe.DefaultAPIBase))
+	g.Expect(providerURLs(httpSpec)).To(Equal([]providerURL{
+		{"spec.http.url", "https://pay.example.com/charges"}, {"spec.http.lookupURL", "https://pay.example.com/lookup"}}))
+
+	for _, spec := range []paymentsv1alpha1.PaymentProviderSpec{{}, {Stripe: stripeSpec.Stripe, HTTP: httpSpec.HTTP}} {
+		_, err := kindOf(spec)
+		g.Expect(err).To(MatchError(errNoKind), "none or both kinds: an object written around the CRD")
+		g.Expect(providerURLs(spec)).To(BeEmpty())
+	}
 }

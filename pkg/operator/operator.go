@@ -37,22 +37,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
-	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 )
 
-// Defaults of Options, and of the manager's flags.
+// Defaults of Options, and of the manager's flags (internal/controller's
+// defaults.go holds them all).
 const (
-	DefaultClaimLease      = 60 * time.Second
-	DefaultProviderTimeout = 30 * time.Second
-	DefaultConcurrency     = 10
-	DefaultBackoffInitial  = time.Second
-	DefaultBackoffMax      = 5 * time.Minute
+	DefaultClaimLease      = controller.DefaultClaimLease
+	DefaultProviderTimeout = controller.DefaultProviderTimeout
+	DefaultConcurrency     = controller.DefaultMaxConcurrentReconciles
+	DefaultBackoffInitial  = controller.DefaultBackoffInitial
+	DefaultBackoffMax      = controller.DefaultBackoffMax
 	// DefaultKeyRetention is how long providers are trusted to remember an
 	// idempotency key (Stripe: 24 hours).
 	DefaultKeyRetention = controller.DefaultKeyRetention
 	// DefaultLedgerRetention is how long outcomes stay in the ledger.
-	DefaultLedgerRetention = ledger.DefaultRetention
+	DefaultLedgerRetention = controller.DefaultLedgerRetention
 	// DefaultAuditInterval is the time between audits of the admission
 	// policies and of the jobs with the finished label.
 	DefaultAuditInterval = controller.DefaultAuditInterval

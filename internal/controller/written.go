@@ -1,0 +1,88 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// writtenVersions remembers, per job, the resourceVersion that this
+// process's latest accepted write returned. A watch event can trail a write:
+// a reconcile that reads an older copy from the cache would only make a
+// write that the API server refuses with a conflict, so it is skipped, and
+// the event of the write itself brings the job back. Entries are dropped
+// when the job leaves the cache (deleted or finished), so the map holds
+// active jobs only. An entry is trusted for writtenVersionTTL: a watch never
+// lags that long, and resourceVersions that went backwards (an etcd restored
+// from a backup) must not hold a job back for longer.
+type writtenVersions struct {
+	mu       sync.Mutex
+	versions map[types.NamespacedName]writtenVersion
+}
+
+type writtenVersion struct {
+	uid             types.UID
+	resourceVersion string
+	at              time.Time
+}
+
+// writtenVersionTTL is how long a remembered write can hold back older
+// cached copies.
+const writtenVersionTTL = time.Minute
+
+// record remembers job's resourceVersion as this process's latest write.
+func (w *writtenVersions) record(job client.Object, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.versions == nil {
+		w.versions = map[types.NamespacedName]writtenVersion{}
+	}
+	w.versions[client.ObjectKeyFromObject(job)] = writtenVersion{
+		uid: job.GetUID(), resourceVersion: job.GetResourceVersion(), at: now,
+	}
+}
+
+// stale reports whether job is an older copy than this process's latest
+// write of it. Versions that are not comparable integers are never stale:
+// the resourceVersion guard of every write still catches the stale copy.
+func (w *writtenVersions) stale(job client.Object, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.versions[client.ObjectKeyFromObject(job)]
+	if !ok {
+		return false
+	}
+	if v.uid != job.GetUID() || now.Sub(v.at) > writtenVersionTTL {
+		// Deleted and created again under the same name, or too old to trust.
+		delete(w.versions, client.ObjectKeyFromObject(job))
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(job.GetResourceVersion(), v.resourceVersion)
+	return err == nil && cmp < 0
+}
+
+// forget drops the entry of a job that left the cache.
+func (w *writtenVersions) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.versions, key)
+}
