@@ -88,10 +88,10 @@ func (e *Env) CreateProvider(ctx context.Context, namespace, name string) error 
 func (e *Env) WaitForPhase(ctx context.Context, namespace, name string, phase paymentsv1alpha1.PaymentJobPhase,
 	timeout time.Duration) (*paymentsv1alpha1.PaymentJob, error) {
 	return e.WaitFor(ctx, namespace, name, string(phase), timeout, func(job *paymentsv1alpha1.PaymentJob) (bool, error) {
-		switch p := job.Status.Phase; {
-		case p == phase:
+		switch p := job.Status.Phase; p {
+		case phase:
 			return true, nil
-		case p == paymentsv1alpha1.PhaseCompleted || p == paymentsv1alpha1.PhaseFailed:
+		case paymentsv1alpha1.PhaseCompleted, paymentsv1alpha1.PhaseFailed:
 			return false, fmt.Errorf("it is %s, which is final", p)
 		}
 		return false, nil

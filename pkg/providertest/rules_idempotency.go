@@ -301,9 +301,9 @@ func chargeID(a answer) string {
 
 // snippet is the start of a body, for a message.
 func snippet(body []byte) string {
-	const max = 120
-	if len(body) > max {
-		return string(body[:max]) + "..."
+	const longest = 120
+	if len(body) > longest {
+		return string(body[:longest]) + "..."
 	}
 	return strings.TrimSpace(string(body))
 }

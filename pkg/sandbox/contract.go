@@ -118,7 +118,7 @@ func (s *server) createCharge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Idempotency-Key", key)
-	req := withLookupMetadata(payment.ChargeRequest{
+	req := withLookupMetadata(PaymentIntentParams{
 		Amount:        body.Amount,
 		Currency:      body.Currency,
 		Customer:      body.Customer,
@@ -133,7 +133,7 @@ func (s *server) createCharge(w http.ResponseWriter, r *http.Request) {
 	compared := req
 	compared.Metadata = maps.Clone(req.Metadata)
 	delete(compared.Metadata, payment.MetadataKeyFingerprint)
-	in, replayed, err := s.engine.createPaymentIntent(key, req, payment.RequestHash("", compared))
+	in, replayed, err := s.engine.createPaymentIntent(key, req, compared.fingerprint())
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
@@ -153,6 +153,19 @@ func (s *server) createCharge(w http.ResponseWriter, r *http.Request) {
 		Created:  in.Created.Unix(),
 		Replayed: replayed,
 	})
+}
+
+// withLookupMetadata returns a copy of p whose metadata also holds key and,
+// when it is not empty, fingerprint.
+func withLookupMetadata(p PaymentIntentParams, key, fingerprint string) PaymentIntentParams {
+	metadata := make(map[string]string, len(p.Metadata)+2)
+	maps.Copy(metadata, p.Metadata)
+	metadata[payment.MetadataKeyIdempotencyKey] = key
+	if fingerprint != "" {
+		metadata[payment.MetadataKeyFingerprint] = fingerprint
+	}
+	p.Metadata = metadata
+	return p
 }
 
 // readContractCharge decodes the JSON body of a charge; unknown fields are

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
@@ -34,13 +35,14 @@ import (
 // contractFingerprint is the fingerprint the contract's charges send.
 const contractFingerprint = "sha256:0123abcd"
 
-// chargeJSON is a charge body of the HTTP contract, changed by the edits.
-func chargeJSON(g *WithT, key string, amount int64, paymentMethod string, edits ...func(map[string]any)) string {
+// chargeJSON is a charge body of the HTTP contract paid with
+// PaymentMethodVisa, changed by the edits.
+func chargeJSON(g *WithT, key string, amount int64, edits ...func(map[string]any)) string {
 	body := map[string]any{
 		"amount":         amount,
 		"currency":       "eur",
 		"customer":       "cus_123",
-		"paymentMethod":  paymentMethod,
+		"paymentMethod":  sandbox.PaymentMethodVisa,
 		"description":    "order 42",
 		"metadata":       map[string]string{"paymentjob": "default/order-42"},
 		"idempotencyKey": key,
@@ -52,6 +54,13 @@ func chargeJSON(g *WithT, key string, amount int64, paymentMethod string, edits 
 	b, err := json.Marshal(body)
 	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return string(b)
+}
+
+// postCharge posts a charge body of the contract under key, without an API
+// key.
+func postCharge(g *WithT, srv *httptest.Server, key, body string) apiResponse {
+	return send(g, srv, apiRequest{method: http.MethodPost, path: "/http/charges", body: body,
+		contentType: "application/json", idempotencyKey: key, authorization: noAuth})
 }
 
 // contractBody decodes a JSON body of the contract.
@@ -94,10 +103,9 @@ func TestContractChargesAndReplays(t *testing.T) {
 	e := sandbox.NewEngine(sandbox.WithClock(clock.Now))
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
 	const key = "billing/invoice-2026-0042"
-	body := chargeJSON(g, key, 1999, sandbox.PaymentMethodVisa)
+	body := chargeJSON(g, key, 1999)
 
-	first := send(g, srv, apiRequest{method: http.MethodPost, path: "/http/charges", body: body,
-		contentType: "application/json", idempotencyKey: key, authorization: noAuth})
+	first := postCharge(g, srv, key, body)
 	g.Expect(first.status).To(Equal(http.StatusCreated), string(first.body))
 	g.Expect(first.header.Get("Idempotent-Replayed")).To(BeEmpty())
 	charge := contractBody(g, first)
@@ -139,19 +147,15 @@ func TestContractLeavesTheFingerprintOutOfTheComparison(t *testing.T) {
 	e := sandbox.NewEngine()
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
 	const key = "billing/invoice-2026-0043"
-	post := func(body string) apiResponse {
-		return send(g, srv, apiRequest{method: http.MethodPost, path: "/http/charges", body: body,
-			contentType: "application/json", idempotencyKey: key, authorization: noAuth})
-	}
-	first := post(chargeJSON(g, key, 1999, sandbox.PaymentMethodVisa, func(b map[string]any) { delete(b, "fingerprint") }))
+	first := postCharge(g, srv, key, chargeJSON(g, key, 1999, func(b map[string]any) { delete(b, "fingerprint") }))
 	g.Expect(first.status).To(Equal(http.StatusCreated), string(first.body))
 	id := contractBody(g, first)["id"]
 	for _, fp := range []string{contractFingerprint, "sha256:ffff"} {
-		again := post(chargeJSON(g, key, 1999, sandbox.PaymentMethodVisa, func(b map[string]any) { b["fingerprint"] = fp }))
+		again := postCharge(g, srv, key, chargeJSON(g, key, 1999, func(b map[string]any) { b["fingerprint"] = fp }))
 		g.Expect(again.status).To(Equal(http.StatusOK), "fingerprint %s: %s", fp, again.body)
 		g.Expect(contractBody(g, again)).To(HaveKeyWithValue("id", id))
 	}
-	other := post(chargeJSON(g, key, 2000, sandbox.PaymentMethodVisa))
+	other := postCharge(g, srv, key, chargeJSON(g, key, 2000))
 	g.Expect(other.status).To(Equal(http.StatusUnprocessableEntity), string(other.body))
 	g.Expect(e.Stats().ChargesByKey).To(Equal(map[string]int{key: 1}))
 }
@@ -283,8 +287,7 @@ func TestContractLookup(t *testing.T) {
 			path: "/http/charges/lookup?" + url.Values{"key": keys}.Encode()})
 	}
 
-	created := send(g, srv, apiRequest{method: http.MethodPost, path: "/http/charges", authorization: noAuth,
-		body: chargeJSON(g, "ns/a", 1999, sandbox.PaymentMethodVisa), contentType: "application/json", idempotencyKey: "ns/a"})
+	created := postCharge(g, srv, "ns/a", chargeJSON(g, "ns/a", 1999))
 	g.Expect(created.status).To(Equal(http.StatusCreated), string(created.body))
 	id := contractBody(g, created)["id"].(string)
 	// Made two days ago and still processing, without a fingerprint.
@@ -319,12 +322,12 @@ func TestContractLookup(t *testing.T) {
 	g.Expect(res.body).To(MatchJSON(`{"account": "acct_contract", "charges": []}`))
 	g.Expect(e.Stats().Searches).To(Equal(searches))
 
-	ten := make([]string, payment.MaxLookupKeys)
-	for i := range ten {
-		ten[i] = fmt.Sprint("ns/k", i)
+	eleven := make([]string, payment.MaxLookupKeys+1)
+	for i := range eleven {
+		eleven[i] = fmt.Sprint("ns/k", i)
 	}
-	g.Expect(lookup(ten...).status).To(Equal(http.StatusOK))
-	res = lookup(append(ten, "ns/k10")...)
+	g.Expect(lookup(eleven[:payment.MaxLookupKeys]...).status).To(Equal(http.StatusOK))
+	res = lookup(eleven...)
 	g.Expect(res.status).To(Equal(http.StatusBadRequest))
 	g.Expect(contractBody(g, res)).To(And(HaveKeyWithValue("reason", "InvalidRequest"),
 		HaveKeyWithValue("message", ContainSubstring("at most 10"))))

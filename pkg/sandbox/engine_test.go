@@ -27,7 +27,6 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -35,8 +34,8 @@ import (
 const timeout = 5 * time.Second
 
 // request returns a valid charge of amount paid with the payment method.
-func request(amount int64, paymentMethod string) payment.ChargeRequest {
-	return payment.ChargeRequest{
+func request(amount int64, paymentMethod string) sandbox.PaymentIntentParams {
+	return sandbox.PaymentIntentParams{
 		Amount:        amount,
 		Currency:      "eur",
 		Customer:      "cus_123",
@@ -86,7 +85,7 @@ type result struct {
 }
 
 // createAsync runs CreatePaymentIntent in a goroutine.
-func createAsync(e *sandbox.Engine, key string, p payment.ChargeRequest) <-chan result {
+func createAsync(e *sandbox.Engine, key string, p sandbox.PaymentIntentParams) <-chan result {
 	done := make(chan result, 1)
 	go func() {
 		in, replayed, err := e.CreatePaymentIntent(key, p)
@@ -153,14 +152,14 @@ func TestCreatePaymentIntentKeyReusedWithOtherParams(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		change func(*payment.ChargeRequest)
+		change func(*sandbox.PaymentIntentParams)
 	}{
-		{name: "amount", change: func(p *payment.ChargeRequest) { p.Amount++ }},
-		{name: "currency", change: func(p *payment.ChargeRequest) { p.Currency = "usd" }},
-		{name: "customer", change: func(p *payment.ChargeRequest) { p.Customer = "cus_456" }},
-		{name: "payment method", change: func(p *payment.ChargeRequest) { p.PaymentMethod = sandbox.PaymentMethodMastercard }},
-		{name: "description", change: func(p *payment.ChargeRequest) { p.Description = "order 43" }},
-		{name: "metadata", change: func(p *payment.ChargeRequest) { p.Metadata = nil }},
+		{name: "amount", change: func(p *sandbox.PaymentIntentParams) { p.Amount++ }},
+		{name: "currency", change: func(p *sandbox.PaymentIntentParams) { p.Currency = "usd" }},
+		{name: "customer", change: func(p *sandbox.PaymentIntentParams) { p.Customer = "cus_456" }},
+		{name: "payment method", change: func(p *sandbox.PaymentIntentParams) { p.PaymentMethod = sandbox.PaymentMethodMastercard }},
+		{name: "description", change: func(p *sandbox.PaymentIntentParams) { p.Description = "order 43" }},
+		{name: "metadata", change: func(p *sandbox.PaymentIntentParams) { p.Metadata = nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,24 +236,24 @@ func TestCreatePaymentIntentInvalidRequestsAreNotSaved(t *testing.T) {
 	tests := []struct {
 		name        string
 		key         string
-		change      func(*payment.ChargeRequest)
+		change      func(*sandbox.PaymentIntentParams)
 		wantCode    string
 		wantMessage string
 	}{
 		{name: "no key", key: "", wantCode: sandbox.CodeParameterMissing, wantMessage: "idempotency key"},
-		{name: "no payment method", key: "k", change: func(p *payment.ChargeRequest) { p.PaymentMethod = "" },
+		{name: "no payment method", key: "k", change: func(p *sandbox.PaymentIntentParams) { p.PaymentMethod = "" },
 			wantCode: sandbox.CodeParameterMissing, wantMessage: "payment_method"},
-		{name: "unknown payment method", key: "k", change: func(p *payment.ChargeRequest) { p.PaymentMethod = "pm_card_unknown" },
+		{name: "unknown payment method", key: "k", change: func(p *sandbox.PaymentIntentParams) { p.PaymentMethod = "pm_card_unknown" },
 			wantCode: sandbox.CodeResourceMissing, wantMessage: "No such PaymentMethod"},
-		{name: "zero amount", key: "k", change: func(p *payment.ChargeRequest) { p.Amount = 0 },
+		{name: "zero amount", key: "k", change: func(p *sandbox.PaymentIntentParams) { p.Amount = 0 },
 			wantCode: sandbox.CodeAmountTooSmall, wantMessage: "Amount"},
-		{name: "negative amount", key: "k", change: func(p *payment.ChargeRequest) { p.Amount = -5 },
+		{name: "negative amount", key: "k", change: func(p *sandbox.PaymentIntentParams) { p.Amount = -5 },
 			wantCode: sandbox.CodeAmountTooSmall, wantMessage: "Amount"},
-		{name: "upper-case currency", key: "k", change: func(p *payment.ChargeRequest) { p.Currency = "EUR" },
+		{name: "upper-case currency", key: "k", change: func(p *sandbox.PaymentIntentParams) { p.Currency = "EUR" },
 			wantCode: sandbox.CodeParameterInvalid, wantMessage: "currency"},
-		{name: "short currency", key: "k", change: func(p *payment.ChargeRequest) { p.Currency = "eu" },
+		{name: "short currency", key: "k", change: func(p *sandbox.PaymentIntentParams) { p.Currency = "eu" },
 			wantCode: sandbox.CodeParameterInvalid, wantMessage: "currency"},
-		{name: "no currency", key: "k", change: func(p *payment.ChargeRequest) { p.Currency = "" },
+		{name: "no currency", key: "k", change: func(p *sandbox.PaymentIntentParams) { p.Currency = "" },
 			wantCode: sandbox.CodeParameterInvalid, wantMessage: "currency"},
 	}
 	for _, tt := range tests {
@@ -298,7 +297,7 @@ func TestCreatePaymentIntentKeyInFlight(t *testing.T) {
 	g.Eventually(gate.Entered()).WithTimeout(timeout).Should(Receive(Equal("key")))
 
 	// Same or other parameters: the key is in use either way.
-	for _, p := range []payment.ChargeRequest{req, request(1, sandbox.PaymentMethodVisa)} {
+	for _, p := range []sandbox.PaymentIntentParams{req, request(1, sandbox.PaymentMethodVisa)} {
 		_, replayed, err := e.CreatePaymentIntent("key", p)
 		se := stripeError(g, err)
 		g.Expect(replayed).To(BeFalse())
@@ -346,25 +345,32 @@ func TestLatencyKeepsKeyInFlightWithoutLockingEngine(t *testing.T) {
 	g.Expect(e.Stats().Charges).To(BeEquivalentTo(1))
 }
 
-func TestFaultBeforeCommitChargesNothing(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name   string
-		inject func(*sandbox.Engine) error
-	}{
+// injection is a way to make the next request fail with a fault.
+type injection struct {
+	name   string
+	inject func(*sandbox.Engine) error
+}
+
+// injections are the three ways to fail the next request with kind: the
+// switch for requests with a new key, the switch for any request, and the
+// random faults certain, which draw kind every time.
+func injections(kind sandbox.FaultKind, certain sandbox.Faults) []injection {
+	return []injection{
 		{name: "next request", inject: func(e *sandbox.Engine) error {
-			e.FailNext(sandbox.FaultBeforeCommit, 1)
+			e.FailNext(kind, 1)
 			return nil
 		}},
 		{name: "next request of any key", inject: func(e *sandbox.Engine) error {
-			e.FailNextAny(sandbox.FaultBeforeCommit, 1)
+			e.FailNextAny(kind, 1)
 			return nil
 		}},
-		{name: "random", inject: func(e *sandbox.Engine) error {
-			return e.SetFaults(sandbox.Faults{ErrorBeforeCommit: 1})
-		}},
+		{name: "random", inject: func(e *sandbox.Engine) error { return e.SetFaults(certain) }},
 	}
-	for _, tt := range tests {
+}
+
+func TestFaultBeforeCommitChargesNothing(t *testing.T) {
+	t.Parallel()
+	for _, tt := range injections(sandbox.FaultBeforeCommit, sandbox.Faults{ErrorBeforeCommit: 1}) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := NewWithT(t)
@@ -394,23 +400,7 @@ func TestFaultBeforeCommitChargesNothing(t *testing.T) {
 
 func TestFaultAfterCommitChargesAndReplays(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name   string
-		inject func(*sandbox.Engine) error
-	}{
-		{name: "next request", inject: func(e *sandbox.Engine) error {
-			e.FailNext(sandbox.FaultAfterCommit, 1)
-			return nil
-		}},
-		{name: "next request of any key", inject: func(e *sandbox.Engine) error {
-			e.FailNextAny(sandbox.FaultAfterCommit, 1)
-			return nil
-		}},
-		{name: "random", inject: func(e *sandbox.Engine) error {
-			return e.SetFaults(sandbox.Faults{ErrorAfterCommit: 1})
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range injections(sandbox.FaultAfterCommit, sandbox.Faults{ErrorAfterCommit: 1}) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := NewWithT(t)

@@ -51,6 +51,10 @@ func (k FaultKind) String() string {
 	}
 }
 
+// DefaultRetryAfter is the Retry-After of a rate limit when Faults.RetryAfter
+// is zero.
+const DefaultRetryAfter = time.Second
+
 // Faults are random faults, drawn for each request from the Engine's random
 // source. The zero value injects nothing.
 type Faults struct {

@@ -18,7 +18,6 @@ package sandbox_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"testing"
@@ -49,8 +48,7 @@ func TestEngineLookupOff(t *testing.T) {
 	searches := e.Stats().Searches
 	found, err := e.SearchPaymentIntents(query)
 	g.Expect(found).To(BeEmpty())
-	var se *sandbox.StripeError
-	g.Expect(errors.As(err, &se)).To(BeTrue(), "want a *StripeError, got %v", err)
+	se := stripeError(g, err)
 	g.Expect(se.HTTPStatus).To(Equal(http.StatusNotFound))
 	g.Expect(se.Type).To(Equal(sandbox.ErrorTypeInvalidRequest))
 	// The in-process provider cannot tell whether it charged: an error, not
@@ -81,17 +79,16 @@ func TestServerTurnsLookupOff(t *testing.T) {
 	e := sandbox.NewEngine(sandbox.WithAccount("acct_lookup"))
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
 	created := createIntent(g, srv, "k1", paymentForm("100", sandbox.PaymentMethodVisa)).intentOf(g)
-	searchPath := "/v1/payment_intents/search?" + url.Values{"query": {`metadata['paymentjob']:'default/order-42'`}}.Encode()
+	search := searchPath(`metadata['paymentjob']:'default/order-42'`)
 	lookupPath := "/http/charges/lookup?" + url.Values{"key": {"k1"}}.Encode()
 	control := func(method, body string) apiResponse {
-		return send(g, srv, apiRequest{method: method, path: "/_sandbox/lookup", authorization: noAuth,
-			body: body, contentType: "application/json"})
+		return sendControl(g, srv, method, "/_sandbox/lookup", body)
 	}
 
 	res := control(http.MethodGet, "")
 	g.Expect(res.status).To(Equal(http.StatusOK))
 	g.Expect(res.body).To(MatchJSON(`{"enabled": true}`))
-	g.Expect(send(g, srv, apiRequest{method: http.MethodGet, path: searchPath}).status).To(Equal(http.StatusOK))
+	g.Expect(send(g, srv, apiRequest{method: http.MethodGet, path: search}).status).To(Equal(http.StatusOK))
 
 	res = control(http.MethodPut, `{"enabled": false}`)
 	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
@@ -102,7 +99,7 @@ func TestServerTurnsLookupOff(t *testing.T) {
 
 	// Every search and lookup is answered as by a route that does not
 	// exist, whatever its parameters; probes of the lookup endpoint too.
-	for _, path := range []string{searchPath, "/v1/payment_intents/search"} {
+	for _, path := range []string{search, "/v1/payment_intents/search"} {
 		res := send(g, srv, apiRequest{method: http.MethodGet, path: path})
 		g.Expect(res.status).To(Equal(http.StatusNotFound), string(res.body))
 		g.Expect(res.errorOf(g).Type).To(Equal(sandbox.ErrorTypeInvalidRequest))
@@ -136,7 +133,7 @@ func TestServerTurnsLookupOff(t *testing.T) {
 	res = control(http.MethodPut, `{"enabled": true}`)
 	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
 	g.Expect(res.body).To(MatchJSON(`{"enabled": true}`))
-	res = send(g, srv, apiRequest{method: http.MethodGet, path: searchPath})
+	res = send(g, srv, apiRequest{method: http.MethodGet, path: search})
 	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
 	g.Expect(res.intentOf(g)["data"]).To(ConsistOf(HaveKeyWithValue("id", created["id"])))
 	g.Expect(control(http.MethodPost, "").status).To(Equal(http.StatusMethodNotAllowed))
@@ -162,8 +159,7 @@ func TestServerRefusesInvalidLookupSwitch(t *testing.T) {
 			g := NewWithT(t)
 			e := sandbox.NewEngine()
 			srv := startSandbox(t, e, sandbox.ServerOptions{})
-			res := send(g, srv, apiRequest{method: http.MethodPut, path: "/_sandbox/lookup", authorization: noAuth,
-				body: tt.body, contentType: "application/json"})
+			res := sendControl(g, srv, http.MethodPut, "/_sandbox/lookup", tt.body)
 			g.Expect(res.status).To(Equal(http.StatusBadRequest), string(res.body))
 			g.Expect(res.errorOf(g).Type).To(Equal(sandbox.ErrorTypeInvalidRequest))
 			g.Expect(res.errorOf(g).Message).To(ContainSubstring(tt.wantMessage))

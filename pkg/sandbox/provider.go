@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +42,10 @@ var (
 // Provider is an in-process payment.Provider, payment.Looker and
 // payment.Identifier backed by an Engine. It behaves like a remote server:
 // a call whose context ends first returns a transient error while the Engine
-// goes on, and may charge, in the background.
+// goes on, and may charge, in the background. Its Charge, Lookup and Settle
+// take and return the operator's internal payment types: it serves the
+// operator's own tests. Code outside this module reaches an Engine through
+// its methods or over HTTP with NewServer.
 type Provider struct {
 	engine         *Engine
 	settleInterval time.Duration
@@ -86,29 +88,6 @@ func (p *Provider) Lookups() int64 { return p.lookups.Load() }
 // Settles returns how many times Settle was called.
 func (p *Provider) Settles() int64 { return p.settles.Load() }
 
-// TaggedRequest returns a copy of req whose metadata also holds key under
-// payment.MetadataKeyIdempotencyKey and payment.RequestHash(key, req) under
-// payment.MetadataKeyFingerprint: what the operator's adapters send, so that
-// a lookup finds the charge by its key. req's map is not changed. Tests use
-// it to PutIntent a charge as the operator would have made it.
-func TaggedRequest(key string, req payment.ChargeRequest) payment.ChargeRequest {
-	req.Metadata = payment.LookupMetadata(key, req)
-	return req
-}
-
-// withLookupMetadata returns a copy of req whose metadata also holds key
-// and, when it is not empty, fingerprint.
-func withLookupMetadata(req payment.ChargeRequest, key, fingerprint string) payment.ChargeRequest {
-	metadata := make(map[string]string, len(req.Metadata)+2)
-	maps.Copy(metadata, req.Metadata)
-	metadata[payment.MetadataKeyIdempotencyKey] = key
-	if fingerprint != "" {
-		metadata[payment.MetadataKeyFingerprint] = fingerprint
-	}
-	req.Metadata = metadata
-	return req
-}
-
 // Charge creates a PaymentIntent at the Engine under key, with the metadata
 // of TaggedRequest, and maps its answer to the payment package's outcome and
 // error classes. A context that is already done sends nothing; one that ends
@@ -119,7 +98,7 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	if err := ctx.Err(); err != nil {
 		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot send charge: %w", err), 0)
 	}
-	tagged := TaggedRequest(key, req)
+	tagged := TaggedRequest(key, PaymentIntentParams(req))
 
 	type result struct {
 		intent   Intent

@@ -53,11 +53,11 @@ func TestSearchQueries(t *testing.T) {
 	e := sandbox.NewEngine(sandbox.WithClock(clock.Now))
 	// Orders 0 to 11, one a second; order 11 is matched by no query of
 	// at most 11 clauses.
-	var orders []sandbox.Intent
-	for i := range 12 {
+	orders := make([]sandbox.Intent, 12)
+	for i := range orders {
 		clock.Add(time.Second)
-		orders = append(orders, e.PutIntent(sandbox.Intent{Amount: 1, Currency: "eur",
-			Metadata: map[string]string{"order": fmt.Sprint(i), "tenant": "acme"}}))
+		orders[i] = e.PutIntent(sandbox.Intent{Amount: 1, Currency: "eur",
+			Metadata: map[string]string{"order": fmt.Sprint(i), "tenant": "acme"}})
 	}
 	newestFirst := func(from, to int) []string {
 		var want []string

@@ -152,9 +152,26 @@ func paymentForm(amount, paymentMethod string, edits ...func(url.Values)) string
 	return form.Encode()
 }
 
+// intentRequest creates a PaymentIntent from a payment form under the key.
+func intentRequest(key, form string) apiRequest {
+	return apiRequest{method: http.MethodPost, path: "/v1/payment_intents", body: form, idempotencyKey: key}
+}
+
 // createIntent posts a payment form under the key.
 func createIntent(g *WithT, srv *httptest.Server, key, form string) apiResponse {
-	return send(g, srv, apiRequest{method: http.MethodPost, path: "/v1/payment_intents", body: form, idempotencyKey: key})
+	return send(g, srv, intentRequest(key, form))
+}
+
+// searchPath is the search route with the query.
+func searchPath(query string) string {
+	return "/v1/payment_intents/search?" + url.Values{"query": {query}}.Encode()
+}
+
+// sendControl sends a request to a /_sandbox route: without an API key, and
+// with a JSON body, if any.
+func sendControl(g *WithT, srv *httptest.Server, method, path, body string) apiResponse {
+	return send(g, srv, apiRequest{method: method, path: path, body: body, contentType: "application/json",
+		authorization: noAuth})
 }
 
 func TestServerCreatesAndReplaysPaymentIntent(t *testing.T) {
@@ -243,84 +260,76 @@ func TestServerAnswersStripeErrors(t *testing.T) {
 		wantHeaders map[string]string
 	}{
 		{
-			name: "card declined",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1999", sandbox.PaymentMethodChargeDeclined)},
+			name:       "card declined",
+			req:        intentRequest("k", paymentForm("1999", sandbox.PaymentMethodChargeDeclined)),
 			wantStatus: http.StatusPaymentRequired,
 			wantError: apiError{Type: "card_error", Code: "card_declined", DeclineCode: "generic_decline",
 				Param: "payment_method", Message: "Your card was declined.",
 				DocURL: "https://docs.stripe.com/error-codes/card-declined"},
 		},
 		{
-			name: "insufficient funds",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1999", sandbox.PaymentMethodInsufficientFunds)},
+			name:       "insufficient funds",
+			req:        intentRequest("k", paymentForm("1999", sandbox.PaymentMethodInsufficientFunds)),
 			wantStatus: http.StatusPaymentRequired,
 			wantError: apiError{Type: "card_error", Code: "card_declined", DeclineCode: "insufficient_funds",
 				Param: "payment_method", DocURL: "https://docs.stripe.com/error-codes/card-declined"},
 		},
 		{
-			name: "amount not an integer",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("19.99", sandbox.PaymentMethodVisa)},
+			name:       "amount not an integer",
+			req:        intentRequest("k", paymentForm("19.99", sandbox.PaymentMethodVisa)),
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "parameter_invalid_integer", Param: "amount",
 				DocURL: "https://docs.stripe.com/error-codes/parameter-invalid-integer"},
 		},
 		{
-			name: "amount missing",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) { f.Del("amount") })},
+			name:       "amount missing",
+			req:        intentRequest("k", paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) { f.Del("amount") })),
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "parameter_missing", Param: "amount",
 				DocURL: "https://docs.stripe.com/error-codes/parameter-missing"},
 		},
 		{
-			name: "amount zero",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("0", sandbox.PaymentMethodVisa)},
+			name:       "amount zero",
+			req:        intentRequest("k", paymentForm("0", sandbox.PaymentMethodVisa)),
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "amount_too_small", Param: "amount",
 				DocURL: "https://docs.stripe.com/error-codes/amount-too-small"},
 		},
 		{
-			name: "not confirmed",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) { f.Del("confirm") })},
+			name:       "not confirmed",
+			req:        intentRequest("k", paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) { f.Del("confirm") })),
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "parameter_invalid", Param: "confirm",
 				Message: "confirm=true", DocURL: "https://docs.stripe.com/error-codes/parameter-invalid"},
 		},
 		{
 			name: "manual capture",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) { f.Set("capture_method", "manual") })},
+			req: intentRequest("k", paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) {
+				f.Set("capture_method", "manual")
+			})),
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "parameter_invalid", Param: "capture_method",
 				DocURL: "https://docs.stripe.com/error-codes/parameter-invalid"},
 		},
 		{
 			name: "metadata key too long",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) {
-					f.Set("metadata["+strings.Repeat("m", 41)+"]", "v")
-				})},
+			req: intentRequest("k", paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) {
+				f.Set("metadata["+strings.Repeat("m", 41)+"]", "v")
+			})),
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "parameter_invalid", Param: "metadata",
 				DocURL: "https://docs.stripe.com/error-codes/parameter-invalid"},
 		},
 		{
-			name: "unknown payment method",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1", "pm_card_nope")},
+			name:       "unknown payment method",
+			req:        intentRequest("k", paymentForm("1", "pm_card_nope")),
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "resource_missing", Param: "payment_method",
 				Message: "No such PaymentMethod", DocURL: "https://docs.stripe.com/error-codes/resource-missing"},
 		},
 		{
-			name: "idempotency key too long",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: longKey,
-				body: paymentForm("1", sandbox.PaymentMethodVisa)},
+			name:       "idempotency key too long",
+			req:        intentRequest(longKey, paymentForm("1", sandbox.PaymentMethodVisa)),
 			wantStatus: http.StatusBadRequest,
 			wantError:  apiError{Type: "invalid_request_error", Message: "at most 255"},
 		},
@@ -333,10 +342,9 @@ func TestServerAnswersStripeErrors(t *testing.T) {
 		},
 		{
 			name: "body over the limit",
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) {
-					f.Set("description", strings.Repeat("d", sandbox.MaxRequestBodyBytes))
-				})},
+			req: intentRequest("k", paymentForm("1", sandbox.PaymentMethodVisa, func(f url.Values) {
+				f.Set("description", strings.Repeat("d", sandbox.MaxRequestBodyBytes))
+			})),
 			wantStatus: http.StatusRequestEntityTooLarge,
 			wantError:  apiError{Type: "invalid_request_error", Message: "larger than"},
 		},
@@ -346,8 +354,7 @@ func TestServerAnswersStripeErrors(t *testing.T) {
 				e.FailNext(sandbox.FaultRateLimit, 1)
 				return e.SetFaults(sandbox.Faults{RetryAfter: 1500 * time.Millisecond})
 			},
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1", sandbox.PaymentMethodVisa)},
+			req:        intentRequest("k", paymentForm("1", sandbox.PaymentMethodVisa)),
 			wantStatus: http.StatusTooManyRequests,
 			wantError: apiError{Type: "invalid_request_error", Code: "rate_limit",
 				DocURL: "https://docs.stripe.com/error-codes/rate-limit"},
@@ -359,8 +366,7 @@ func TestServerAnswersStripeErrors(t *testing.T) {
 				e.FailNext(sandbox.FaultBeforeCommit, 1)
 				return nil
 			},
-			req: apiRequest{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-				body: paymentForm("1", sandbox.PaymentMethodVisa)},
+			req:        intentRequest("k", paymentForm("1", sandbox.PaymentMethodVisa)),
 			wantStatus: http.StatusInternalServerError,
 			wantError:  apiError{Type: "api_error", Message: "injected fault before-commit"},
 		},
@@ -373,7 +379,7 @@ func TestServerAnswersStripeErrors(t *testing.T) {
 		},
 		{
 			name:       "unsupported search query",
-			req:        apiRequest{method: http.MethodGet, path: "/v1/payment_intents/search?query=" + url.QueryEscape("status:'succeeded'")},
+			req:        apiRequest{method: http.MethodGet, path: searchPath("status:'succeeded'")},
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "parameter_invalid", Param: "query",
 				Message: "metadata['key']:'value'", DocURL: "https://docs.stripe.com/error-codes/parameter-invalid"},
@@ -387,14 +393,14 @@ func TestServerAnswersStripeErrors(t *testing.T) {
 		},
 		{
 			name:       "search limit out of range",
-			req:        apiRequest{method: http.MethodGet, path: "/v1/payment_intents/search?limit=101&query=" + url.QueryEscape("metadata['a']:'b'")},
+			req:        apiRequest{method: http.MethodGet, path: searchPath("metadata['a']:'b'") + "&limit=101"},
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "parameter_invalid", Param: "limit",
 				DocURL: "https://docs.stripe.com/error-codes/parameter-invalid"},
 		},
 		{
 			name:       "unknown search page",
-			req:        apiRequest{method: http.MethodGet, path: "/v1/payment_intents/search?page=pi_nope&query=" + url.QueryEscape("metadata['a']:'b'")},
+			req:        apiRequest{method: http.MethodGet, path: searchPath("metadata['a']:'b'") + "&page=pi_nope"},
 			wantStatus: http.StatusBadRequest,
 			wantError: apiError{Type: "invalid_request_error", Code: "parameter_invalid", Param: "page",
 				DocURL: "https://docs.stripe.com/error-codes/parameter-invalid"},
@@ -514,9 +520,8 @@ func TestServerAuthenticates(t *testing.T) {
 			srv := startSandbox(t, e, sandbox.ServerOptions{})
 
 			for _, req := range []apiRequest{
-				{method: http.MethodPost, path: "/v1/payment_intents", idempotencyKey: "k",
-					body: paymentForm("1", sandbox.PaymentMethodVisa)},
-				{method: http.MethodGet, path: "/v1/payment_intents/search?query=" + url.QueryEscape("metadata['a']:'b'")},
+				intentRequest("k", paymentForm("1", sandbox.PaymentMethodVisa)),
+				{method: http.MethodGet, path: searchPath("metadata['a']:'b'")},
 			} {
 				req.authorization = tt.authorization
 				res := send(g, srv, req)
@@ -639,8 +644,7 @@ func TestServerSearchesByMetadata(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			res := send(g, srv, apiRequest{method: http.MethodGet,
-				path: "/v1/payment_intents/search?" + url.Values{"query": {tt.query}}.Encode()})
+			res := send(g, srv, apiRequest{method: http.MethodGet, path: searchPath(tt.query)})
 			g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
 			var body struct {
 				Object   string           `json:"object"`
@@ -655,7 +659,7 @@ func TestServerSearchesByMetadata(t *testing.T) {
 			g.Expect(body.HasMore).To(BeFalse())
 			g.Expect(body.NextPage).To(BeNil())
 			g.Expect(body.Data).NotTo(BeNil())
-			got := []string{}
+			got := make([]string, 0, len(body.Data))
 			for _, in := range body.Data {
 				g.Expect(in).To(HaveKeyWithValue("object", "payment_intent"))
 				got = append(got, in["id"].(string))
@@ -681,8 +685,7 @@ func TestServerSearchesByMetadata(t *testing.T) {
 		`metadata['tenant']:'acme' AND`,
 	}
 	for _, query := range unsupported {
-		res := send(g, srv, apiRequest{method: http.MethodGet,
-			path: "/v1/payment_intents/search?" + url.Values{"query": {query}}.Encode()})
+		res := send(g, srv, apiRequest{method: http.MethodGet, path: searchPath(query)})
 		g.Expect(res.status).To(Equal(http.StatusBadRequest), query)
 		g.Expect(res.errorOf(g).Param).To(Equal("query"), query)
 	}
@@ -698,33 +701,31 @@ func TestServerServesStatsAndFaults(t *testing.T) {
 	g.Expect(createIntent(g, srv, "k2", paymentForm("100", sandbox.PaymentMethodChargeDeclined)).status).
 		To(Equal(http.StatusPaymentRequired))
 
-	stats := send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/stats", authorization: noAuth})
+	stats := sendControl(g, srv, http.MethodGet, "/_sandbox/stats", "")
 	g.Expect(stats.status).To(Equal(http.StatusOK))
 	g.Expect(stats.body).To(MatchJSON(`{"account": "acct_stats", "requests": 3, "charges": 1, "replays": 1,
 		"inFlightConflicts": 0, "declines": 1, "keyReusedErrors": 0, "invalidRequests": 0, "faults": 0,
 		"rateLimited": 0, "searches": 0, "retrieves": 0, "keysForgotten": 0, "chargesByKey": {"k1": 1}}`))
 
-	faults := send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/faults", authorization: noAuth})
+	faults := sendControl(g, srv, http.MethodGet, "/_sandbox/faults", "")
 	g.Expect(faults.status).To(Equal(http.StatusOK))
 	g.Expect(faults.body).To(MatchJSON(`{"errorBeforeCommit": 0, "errorAfterCommit": 0, "rateLimit": 0,
 		"retryAfter": "0s", "latencyMin": "0s", "latencyMax": "0s"}`))
 
 	const want = `{"errorBeforeCommit": 0.1, "errorAfterCommit": 0.2, "rateLimit": 0.05,
 		"retryAfter": "1s", "latencyMin": "5ms", "latencyMax": "100ms"}`
-	put := send(g, srv, apiRequest{method: http.MethodPut, path: "/_sandbox/faults", authorization: noAuth,
-		body: want, contentType: "application/json"})
+	put := sendControl(g, srv, http.MethodPut, "/_sandbox/faults", want)
 	g.Expect(put.status).To(Equal(http.StatusOK), string(put.body))
 	g.Expect(put.body).To(MatchJSON(want))
 	g.Expect(e.Faults()).To(Equal(sandbox.Faults{
 		ErrorBeforeCommit: 0.1, ErrorAfterCommit: 0.2, RateLimit: 0.05,
 		RetryAfter: time.Second, LatencyMin: 5 * time.Millisecond, LatencyMax: 100 * time.Millisecond,
 	}))
-	got := send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/faults", authorization: noAuth})
+	got := sendControl(g, srv, http.MethodGet, "/_sandbox/faults", "")
 	g.Expect(got.body).To(MatchJSON(want))
 
 	// The GET body is a valid PUT body; fields left out are zero.
-	put = send(g, srv, apiRequest{method: http.MethodPut, path: "/_sandbox/faults", authorization: noAuth,
-		body: `{"rateLimit": 0.5}`, contentType: "application/json"})
+	put = sendControl(g, srv, http.MethodPut, "/_sandbox/faults", `{"rateLimit": 0.5}`)
 	g.Expect(put.status).To(Equal(http.StatusOK), string(put.body))
 	g.Expect(e.Faults()).To(Equal(sandbox.Faults{RateLimit: 0.5}))
 }
@@ -763,8 +764,7 @@ func TestServerRefusesInvalidFaults(t *testing.T) {
 			g.Expect(e.SetFaults(sandbox.Faults{RateLimit: 0.25})).To(Succeed())
 			srv := startSandbox(t, e, sandbox.ServerOptions{})
 
-			res := send(g, srv, apiRequest{method: http.MethodPut, path: "/_sandbox/faults", authorization: noAuth,
-				body: tt.body, contentType: "application/json"})
+			res := sendControl(g, srv, http.MethodPut, "/_sandbox/faults", tt.body)
 			g.Expect(res.status).To(Equal(tt.wantStatus), string(res.body))
 			g.Expect(res.errorOf(g).Type).To(Equal("invalid_request_error"))
 			g.Expect(res.errorOf(g).Message).To(ContainSubstring(tt.wantMessage))
@@ -818,10 +818,16 @@ func TestServerLogsOneLinePerRequestWithoutSecrets(t *testing.T) {
 // newStripeClient returns a stripe-go client of srv that sends each call
 // once, as the tests count requests.
 func newStripeClient(srv *httptest.Server) *stripe.Client {
+	return newRetryingStripeClient(srv, 0)
+}
+
+// newRetryingStripeClient returns a stripe-go client of srv that retries a
+// call at most retries times, as stripe-go decides.
+func newRetryingStripeClient(srv *httptest.Server, retries int64) *stripe.Client {
 	backends := stripe.NewBackendsWithConfig(&stripe.BackendConfig{
 		URL:               stripe.String(srv.URL),
 		HTTPClient:        srv.Client(),
-		MaxNetworkRetries: stripe.Int64(0),
+		MaxNetworkRetries: stripe.Int64(retries),
 		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
 	})
 	return stripe.NewClient(sandboxAPIKey, stripe.WithBackends(backends))
@@ -976,13 +982,7 @@ func TestStripeGoRetriesOnlyTransportErrors(t *testing.T) {
 	g := NewWithT(t)
 	e := sandbox.NewEngine()
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
-	backends := stripe.NewBackendsWithConfig(&stripe.BackendConfig{
-		URL:               stripe.String(srv.URL),
-		HTTPClient:        srv.Client(),
-		MaxNetworkRetries: stripe.Int64(2),
-		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
-	})
-	sc := stripe.NewClient(sandboxAPIKey, stripe.WithBackends(backends))
+	sc := newRetryingStripeClient(srv, 2)
 
 	// stripe-go v85 does not retry a Stripe error body, not even a 500: the
 	// caller retries with the same key.
@@ -1020,18 +1020,17 @@ func TestServerForgetsKeys(t *testing.T) {
 	g.Expect(first.status).To(Equal(http.StatusOK))
 	g.Expect(createIntent(g, srv, "k1", form).header.Get("Idempotent-Replayed")).To(Equal("true"))
 
-	res := send(g, srv, apiRequest{method: http.MethodPost, path: "/_sandbox/forget-keys", authorization: noAuth})
+	res := sendControl(g, srv, http.MethodPost, "/_sandbox/forget-keys", "")
 	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
 	g.Expect(res.body).To(MatchJSON(`{"forgotten": 1}`))
-	g.Expect(send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/forget-keys", authorization: noAuth}).status).
-		To(Equal(http.StatusMethodNotAllowed))
+	g.Expect(sendControl(g, srv, http.MethodGet, "/_sandbox/forget-keys", "").status).To(Equal(http.StatusMethodNotAllowed))
 
 	second := createIntent(g, srv, "k1", form)
 	g.Expect(second.status).To(Equal(http.StatusOK))
 	g.Expect(second.header.Get("Idempotent-Replayed")).To(BeEmpty())
 	g.Expect(second.intentOf(g)["id"]).NotTo(Equal(first.intentOf(g)["id"]))
 
-	stats := send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/stats", authorization: noAuth}).intentOf(g)
+	stats := sendControl(g, srv, http.MethodGet, "/_sandbox/stats", "").intentOf(g)
 	g.Expect(stats).To(HaveKeyWithValue("keysForgotten", BeEquivalentTo(1)))
 	g.Expect(stats).To(HaveKeyWithValue("chargesByKey", HaveKeyWithValue("k1", BeEquivalentTo(2))))
 }
@@ -1055,14 +1054,14 @@ func TestServerAnswersRateLimits(t *testing.T) {
 	clock := newFakeClock()
 	e := sandbox.NewEngine(sandbox.WithClock(clock.Now), sandbox.WithRateLimits(sandbox.RateLimits{Writes: 1, Searches: 1}))
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
-	searchPath := "/v1/payment_intents/search?" + url.Values{"query": {`metadata['paymentjob']:'default/order-42'`}}.Encode()
+	search := apiRequest{method: http.MethodGet, path: searchPath(`metadata['paymentjob']:'default/order-42'`)}
 
 	g.Expect(createIntent(g, srv, "k1", paymentForm("100", sandbox.PaymentMethodVisa)).status).To(Equal(http.StatusOK))
-	g.Expect(send(g, srv, apiRequest{method: http.MethodGet, path: searchPath}).status).To(Equal(http.StatusOK))
+	g.Expect(send(g, srv, search).status).To(Equal(http.StatusOK))
 
 	for _, res := range []apiResponse{
 		createIntent(g, srv, "k2", paymentForm("100", sandbox.PaymentMethodVisa)),
-		send(g, srv, apiRequest{method: http.MethodGet, path: searchPath}),
+		send(g, srv, search),
 	} {
 		g.Expect(res.status).To(Equal(http.StatusTooManyRequests), string(res.body))
 		g.Expect(res.header.Get("Retry-After")).To(Equal("1"))
@@ -1087,8 +1086,7 @@ func TestServerSearchLagsBehindWrites(t *testing.T) {
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
 	created := createIntent(g, srv, "k1", paymentForm("100", sandbox.PaymentMethodVisa)).intentOf(g)
 	search := func() []any {
-		res := send(g, srv, apiRequest{method: http.MethodGet,
-			path: "/v1/payment_intents/search?" + url.Values{"query": {`metadata['paymentjob']:'default/order-42'`}}.Encode()})
+		res := send(g, srv, apiRequest{method: http.MethodGet, path: searchPath(`metadata['paymentjob']:'default/order-42'`)})
 		g.ExpectWithOffset(1, res.status).To(Equal(http.StatusOK), string(res.body))
 		return res.intentOf(g)["data"].([]any)
 	}

@@ -1,0 +1,224 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sandbox
+
+import (
+	"fmt"
+	"time"
+)
+
+// Creating a PaymentIntent: a request is admitted under the lock, waits
+// without it while its key is in flight, and is committed under the lock.
+
+// answer is the outcome of one request before faults replace it.
+type answer struct {
+	intent   Intent
+	replayed bool
+	err      *StripeError
+}
+
+// ticket is a request with a new key, admitted and in flight.
+type ticket struct {
+	fingerprint      string
+	remember         bool
+	failBeforeCommit bool
+	latency          time.Duration
+	gate             *Gate
+}
+
+// CreatePaymentIntent creates and confirms a PaymentIntent for p under the
+// idempotency key, with Stripe's idempotency semantics. A new key is held in
+// flight for the configured latency and then charged, declined or refused; a
+// saved key with the same parameters replays its outcome (replayed is true,
+// also for a replayed card error) and moves no money. A request beyond the
+// write rate limit is refused with a 429 first; with idempotency off
+// (SetIdempotency) every request is treated as one with a new key and
+// nothing is remembered. Errors are always *StripeError.
+func (e *Engine) CreatePaymentIntent(key string, p PaymentIntentParams) (Intent, bool, error) {
+	return e.createPaymentIntent(key, p, p.fingerprint())
+}
+
+// createPaymentIntent is CreatePaymentIntent with the fingerprint that
+// tells a retry from a reuse of the key with another request.
+func (e *Engine) createPaymentIntent(key string, p PaymentIntentParams, fp string) (Intent, bool, error) {
+	a, t, lose := e.admit(key, fp)
+	if t != nil {
+		t.wait(key)
+		var lost bool
+		a, lost = e.commit(key, p, t)
+		lose = lose || lost
+	}
+	// A request that already failed with a 500 keeps its answer.
+	if lose && (a.err == nil || a.err.Type != ErrorTypeAPI) {
+		e.mu.Lock()
+		e.stats.Faults++
+		e.mu.Unlock()
+		return Intent{}, false, apiError(FaultAfterCommit)
+	}
+	if a.err != nil {
+		return Intent{}, a.replayed, a.err
+	}
+	return a.intent, a.replayed, nil
+}
+
+// admit decides a request under the lock, or marks its new key in flight and
+// returns a ticket to commit it. lose is true when the answer must be
+// replaced by an after-commit fault.
+func (e *Engine) admit(key, fp string) (a answer, t *ticket, lose bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stats.Requests++
+	if !e.allow(e.writes) {
+		return answer{err: rateLimitError(RateLimitRetryAfter, false)}, nil, false
+	}
+	if key == "" {
+		e.stats.InvalidRequests++
+		return answer{err: invalidRequest(CodeParameterMissing, "",
+			"An idempotency key is required.")}, nil, false
+	}
+	if e.take(e.failNextAny, FaultBeforeCommit) {
+		e.stats.Faults++
+		return answer{err: apiError(FaultBeforeCommit)}, nil, false
+	}
+	if e.take(e.failNextAny, FaultRateLimit) || e.chance(e.faults.RateLimit) {
+		e.stats.Faults++
+		return answer{err: rateLimitError(e.retryAfter(), true)}, nil, false
+	}
+	lose = e.take(e.failNextAny, FaultAfterCommit)
+
+	if s, ok := e.keys[key]; ok && e.idempotent {
+		switch {
+		case s.inFlight:
+			e.stats.InFlightConflicts++
+			return answer{err: keyInUseError()}, nil, lose
+		case s.fingerprint != fp:
+			e.stats.KeyReusedErrors++
+			return answer{err: keyReusedError()}, nil, lose
+		}
+		e.stats.Replays++
+		if s.err != nil {
+			return answer{err: s.err.clone(), replayed: true}, nil, lose
+		}
+		return answer{intent: e.intents[s.intentID].clone(), replayed: true}, nil, lose
+	}
+
+	if e.take(e.failNext, FaultRateLimit) {
+		e.stats.Faults++
+		return answer{err: rateLimitError(e.retryAfter(), true)}, nil, lose
+	}
+	if e.idempotent {
+		e.keys[key] = &keyState{fingerprint: fp, inFlight: true}
+	}
+	return answer{}, &ticket{
+		fingerprint:      fp,
+		remember:         e.idempotent,
+		failBeforeCommit: e.take(e.failNext, FaultBeforeCommit) || e.chance(e.faults.ErrorBeforeCommit),
+		latency:          e.latency(),
+		gate:             e.gate,
+	}, lose
+}
+
+// wait keeps the key in flight for the ticket's latency and gate, without
+// the lock.
+func (t *ticket) wait(key string) {
+	if t.latency > 0 {
+		time.Sleep(t.latency)
+	}
+	if t.gate != nil {
+		t.gate.wait(key)
+	}
+}
+
+// commit decides a request whose key is in flight: it releases the key on a
+// before-commit fault or a malformed request, and otherwise saves the
+// outcome. lost is true when an after-commit fault must replace the answer.
+func (e *Engine) commit(key string, p PaymentIntentParams, t *ticket) (a answer, lost bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t.failBeforeCommit {
+		e.release(key, t)
+		e.stats.Faults++
+		return answer{err: apiError(FaultBeforeCommit)}, false
+	}
+	if err := e.validateLocked(p); err != nil {
+		e.release(key, t)
+		e.stats.InvalidRequests++
+		return answer{err: err}, false
+	}
+
+	lost = e.take(e.failNext, FaultAfterCommit) || e.chance(e.faults.ErrorAfterCommit)
+	s := &keyState{fingerprint: t.fingerprint}
+	if t.remember {
+		e.keys[key] = s
+	}
+	if card, _ := e.cardLocked(p.PaymentMethod); card.declineCode != "" {
+		s.err = cardError(card.declineCode, card.message)
+		e.stats.Declines++
+		return answer{err: s.err.clone()}, lost
+	}
+
+	in := Intent{
+		ID:             e.newID(),
+		Amount:         p.Amount,
+		Currency:       p.Currency,
+		Customer:       p.Customer,
+		PaymentMethod:  p.PaymentMethod,
+		Description:    p.Description,
+		Metadata:       p.Metadata,
+		Status:         StatusSucceeded,
+		Created:        e.now(),
+		IdempotencyKey: key,
+	}.clone()
+	e.intents[in.ID] = in
+	s.intentID = in.ID
+	e.stats.Charges++
+	e.stats.ChargesByKey[key]++
+	return answer{intent: in.clone()}, lost
+}
+
+// validateLocked returns the invalid_request_error Stripe answers for p, or
+// nil. The caller holds the lock.
+func (e *Engine) validateLocked(p PaymentIntentParams) *StripeError {
+	switch {
+	case p.Amount <= 0:
+		return invalidRequest(CodeAmountTooSmall, "amount", "Amount must be greater than zero.")
+	case !isCurrency(p.Currency):
+		return invalidRequest(CodeParameterInvalid, "currency",
+			fmt.Sprintf("Invalid currency: %q. Use a lower-case three-letter ISO code.", p.Currency))
+	case p.PaymentMethod == "":
+		return invalidRequest(CodeParameterMissing, "payment_method",
+			"Missing required param: payment_method.")
+	}
+	if _, ok := e.cardLocked(p.PaymentMethod); !ok {
+		return invalidRequest(CodeResourceMissing, "payment_method",
+			fmt.Sprintf("No such PaymentMethod: '%s'", p.PaymentMethod))
+	}
+	return nil
+}
+
+// isCurrency reports whether s is three lower-case ASCII letters.
+func isCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
