@@ -90,10 +90,10 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 func (p *Process) Exited() bool {
 	select {
 	case <-p.done:
-		return true
 	default:
 		return false
 	}
+	return true
 }
 
 // ExitError describes an end nobody asked for, with the last lines of the

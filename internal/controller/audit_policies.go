@@ -29,6 +29,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // expectedPolicy is an admission policy of config/policy and what a cluster
@@ -159,7 +161,7 @@ func (k policyKind) policyProblems(p foundPolicy) []string {
 		problems = append(problems, fmt.Sprintf("no %s of %s has validationActions Deny (%s)", k.binding, p.name, strings.Join(found, ", ")))
 	}
 	if len(p.warnings) > 0 {
-		problems = append(problems, truncate(fmt.Sprintf("%s %s has type-checking warnings: %s", k.policy, p.name, strings.Join(p.warnings, "; ")), maxMessageLength))
+		problems = append(problems, payment.CleanMessage(fmt.Sprintf("%s %s has type-checking warnings: %s", k.policy, p.name, strings.Join(p.warnings, "; ")), maxMessageLength))
 	}
 	return problems
 }

@@ -18,9 +18,13 @@ package controller
 
 import (
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
@@ -82,4 +86,44 @@ func (r *PaymentJobReconciler) pendingRecheck(job *paymentsv1alpha1.PaymentJob, 
 		return deadline
 	}
 	return d
+}
+
+// retryTimes remembers, per job, the earliest time of its next attempt
+// when a pass put it off beyond its backoff (a provider's Retry-After, a
+// stall's longest interval) or with jitter. The watch event of that pass's
+// own status write brings the job back at once, and that pass must not
+// claim it early. It lives in this process's memory only: after a restart a
+// job is retried after its backoff, with the same key.
+type retryTimes struct {
+	mu sync.Mutex
+	at map[types.NamespacedName]time.Time
+}
+
+func (w *retryTimes) set(key types.NamespacedName, t time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at == nil {
+		w.at = map[types.NamespacedName]time.Time{}
+	}
+	w.at[key] = t
+}
+
+// get is the remembered time of key's next attempt; zero when none.
+func (w *retryTimes) get(key types.NamespacedName) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.at[key]
+}
+
+func (w *retryTimes) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.at, key)
+}
+
+// retryIn puts the job's next attempt d from now, remembered for the passes
+// that its own writes bring, and returns the requeue.
+func (r *PaymentJobReconciler) retryIn(job *paymentsv1alpha1.PaymentJob, d time.Duration) ctrl.Result {
+	r.retries.set(client.ObjectKeyFromObject(job), r.Clock.Now().Add(d))
+	return ctrl.Result{RequeueAfter: d}
 }

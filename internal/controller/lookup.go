@@ -292,7 +292,7 @@ func (r *PaymentJobReconciler) admitAfterLookup(ctx context.Context, job *paymen
 	if found.err != nil {
 		// Unsure whether it charged: never charge on a failed lookup.
 		return ctrl.Result{RequeueAfter: jitter(max(found.expires.Sub(now), lookupFailureTTL))},
-			r.setPending(ctx, job, progress{reason: ReasonLookupFailed, message: truncate(fmt.Sprintf(
+			r.setPending(ctx, job, progress{reason: ReasonLookupFailed, message: payment.CleanMessage(fmt.Sprintf(
 				"Cannot look the idempotency key up at the provider, so not charging yet: %v", found.err), maxMessageLength)})
 	}
 	verdict := payment.Decide(found.found, c.Fingerprint, c.Request)

@@ -17,10 +17,13 @@ limitations under the License.
 package controller
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // Outcomes of a provider call, the label of paymentjob_charges_total.
@@ -31,6 +34,18 @@ const (
 	outcomeKeyReused = "key_reused"
 	outcomeTransient = "transient"
 )
+
+// refusalOutcome is the outcome label of a definitive refusal.
+func refusalOutcome(r *payment.Refusal) string {
+	switch {
+	case errors.Is(r, payment.ErrDeclined):
+		return outcomeDeclined
+	case errors.Is(r, payment.ErrKeyReused):
+		return outcomeKeyReused
+	default:
+		return outcomeInvalid
+	}
+}
 
 // Results of a key's lookup, the label of paymentjob_lookup_keys_total.
 const (

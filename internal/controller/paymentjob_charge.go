@@ -140,7 +140,7 @@ func (r *PaymentJobReconciler) settle(ctx context.Context, job *paymentsv1alpha1
 // retry. found marks an outcome that no charge of this pass produced.
 func (r *PaymentJobReconciler) recordOutcome(ctx context.Context, job *paymentsv1alpha1.PaymentJob, outcome payment.Outcome, found bool, err error) (ctrl.Result, error) {
 	if errors.Is(err, errChargeMismatch) {
-		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: truncate("Not charging: "+err.Error(), maxMessageLength)})
+		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: payment.CleanMessage("Not charging: "+err.Error(), maxMessageLength)})
 	}
 	if err == nil {
 		chargesTotal.WithLabelValues(outcomeSucceeded).Inc()
@@ -154,8 +154,8 @@ func (r *PaymentJobReconciler) recordOutcome(ctx context.Context, job *paymentsv
 		if job.Status.Attempts > 1 && !errors.Is(refusal, payment.ErrDeclined) {
 			// An earlier attempt had no answer and may have charged; this
 			// refusal speaks for this request only. Never write Failed.
-			return ctrl.Result{RequeueAfter: jitter(r.Backoff.Max)}, r.stall(ctx, job, progress{
-				reason: ReasonUncertainRefusal, message: truncate(fmt.Sprintf(
+			return r.retryIn(job, jitter(r.Backoff.Max)), r.stall(ctx, job, progress{
+				reason: ReasonUncertainRefusal, message: payment.CleanMessage(fmt.Sprintf(
 					"The provider refused attempt %d (%s: %s), but an earlier attempt had no answer and may have charged; "+
 						"not failing the payment. Check it at the provider", job.Status.Attempts, refusal.Reason, refusal.Message), maxMessageLength)})
 		}
@@ -201,7 +201,8 @@ func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1
 }
 
 // nextClaim is the reason of the next claim of a Processing job and the
-// earliest time it may be made: after the backoff of the last attempt and,
+// earliest time it may be made: after the backoff of the last attempt (or
+// the later time a pass of this process put it off to) and,
 // when another process holds the claim, after that claim expires (a
 // takeover, with the same key).
 func (r *PaymentJobReconciler) nextClaim(job *paymentsv1alpha1.PaymentJob) (reason string, notBefore time.Time) {
@@ -210,6 +211,10 @@ func (r *PaymentJobReconciler) nextClaim(job *paymentsv1alpha1.PaymentJob) (reas
 		return ReasonClaimed, time.Time{}
 	}
 	notBefore = c.AcquiredAt.Add(r.retryDelay(job))
+	if at := r.retries.get(client.ObjectKeyFromObject(job)); at.After(notBefore) {
+		// Put off further by the pass that wrote the last outcome.
+		notBefore = at
+	}
 	if c.Holder == r.Holder {
 		return ReasonClaimed, notBefore
 	}

@@ -86,6 +86,8 @@ type PaymentJobReconciler struct {
 	stranded strandedJobs
 	// rateWaits dates the jobs waiting for their provider's rate limit.
 	rateWaits rateWaits
+	// retries dates the next attempt of jobs put off beyond their backoff.
+	retries retryTimes
 }
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
@@ -237,9 +239,9 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 		// Money may have moved: stay Processing and come back.
 		delay := r.retryDelay(job)
 		if waiting.stalled {
-			return ctrl.Result{RequeueAfter: jitter(r.Backoff.Max)}, r.stall(ctx, job, *waiting)
+			return r.retryIn(job, jitter(r.Backoff.Max)), r.stall(ctx, job, *waiting)
 		}
-		return ctrl.Result{RequeueAfter: jitter(delay)}, r.writeProgress(ctx, job, *waiting)
+		return r.retryIn(job, jitter(delay)), r.writeProgress(ctx, job, *waiting)
 	}
 	if moved := providerMoved(job, target); moved != nil {
 		// The same key at another account is a new charge there.

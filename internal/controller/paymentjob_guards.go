@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // The guards of this file stop a job, without a provider call, whenever a
@@ -42,7 +43,7 @@ func checkRecordedKey(job *paymentsv1alpha1.PaymentJob) *progress {
 	if recorded == "" || recorded == derived {
 		return nil
 	}
-	return &progress{reason: ReasonKeyMismatch, message: truncate(fmt.Sprintf(
+	return &progress{reason: ReasonKeyMismatch, message: payment.CleanMessage(fmt.Sprintf(
 		"Not charging: status.idempotencyKey %q is not the key derived from the namespace and spec (%q); "+
 			"something other than the operator wrote it", recorded, derived), maxMessageLength)}
 }
@@ -120,7 +121,7 @@ func providerMoved(job *paymentsv1alpha1.PaymentJob, t *target) *progress {
 	if same {
 		return nil
 	}
-	return &progress{reason: ReasonProviderChanged, message: truncate(fmt.Sprintf(
+	return &progress{reason: ReasonProviderChanged, message: payment.CleanMessage(fmt.Sprintf(
 		"Not charging: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
 			"Point the provider back at the first account, or resolve the payment there by hand",
 		describeIdentity(*recorded), job.Spec.ProviderRef.Name, describeIdentity(t.id), why), maxMessageLength)}

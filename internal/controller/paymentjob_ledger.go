@@ -80,7 +80,7 @@ func (r *PaymentJobReconciler) recordFromLedger(ctx context.Context, job *paymen
 	hash := payment.RequestHash(key, req)
 	when := e.At.UTC().Format(time.RFC3339)
 	if e.Fingerprint != hash {
-		return r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: truncate(fmt.Sprintf(
+		return r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: payment.CleanMessage(fmt.Sprintf(
 			"Not charging: the operator's ledger records a payment under this idempotency key for another request "+
 				"(%s %s on %s); delete this job, or use another idempotency key", e.Outcome, e.Charge, when), maxMessageLength)})
 	}
@@ -107,7 +107,7 @@ func (r *PaymentJobReconciler) recordFromLedger(ctx context.Context, job *paymen
 		eventType = corev1.EventTypeNormal
 	} else {
 		reason := e.Reason
-		if !conditionReason.MatchString(reason) || len(reason) > maxShortLength {
+		if !payment.ValidReason(reason) {
 			reason = ReasonPaymentRefused
 		}
 		job.Status.Phase = paymentsv1alpha1.PhaseFailed

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // How a job reaches its PaymentProvider. A job that has not been claimed
@@ -130,7 +131,7 @@ func (r *PaymentJobReconciler) newTarget(ctx context.Context, name string, resol
 	// Asked once per provider configuration, then remembered.
 	id, err := resolved.identityWithin(ctx, timeout)
 	if err != nil {
-		return nil, &progress{reason: ReasonProviderNotReady, message: truncate(
+		return nil, &progress{reason: ReasonProviderNotReady, message: payment.CleanMessage(
 			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), maxMessageLength)}
 	}
 	return &target{Resolved: resolved, id: id, timeout: timeout}, nil
@@ -157,7 +158,7 @@ func (r *PaymentJobReconciler) keptProvider(job *paymentsv1alpha1.PaymentJob, wh
 	if t, ok := r.kept(job); ok {
 		return t, nil, nil
 	}
-	return nil, &progress{reason: ReasonProviderDeleted, stalled: true, message: truncate(fmt.Sprintf(
+	return nil, &progress{reason: ReasonProviderDeleted, stalled: true, message: payment.CleanMessage(fmt.Sprintf(
 		"PaymentProvider %q %s while this payment was in flight, and this process holds no adapter for it "+
 			"(the operator restarted since): the payment may have happened under idempotency key %q. "+
 			"Check the charge at the provider and set the annotation %s to charged=<charge id> or not-charged",
@@ -288,4 +289,5 @@ func (r *PaymentJobReconciler) forget(key types.NamespacedName) {
 	r.written.forget(key)
 	r.stranded.set(key, false)
 	r.rateWaits.done(key)
+	r.retries.forget(key)
 }

@@ -103,7 +103,7 @@ func (r *PaymentJobReconciler) refuseResolutionAs(ctx context.Context, job *paym
 	resolutionsTotal.WithLabelValues("refused").Inc()
 	log.FromContext(ctx).Info("Refusing a resolution", "value", value, "why", why)
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonResolutionRefused, "Resolve",
-		"%s", truncate(fmt.Sprintf("Not honouring %s=%q: %s", paymentsv1alpha1.AnnotationResolve, value, why), maxMessageLength))
+		"%s", payment.CleanMessage(fmt.Sprintf("Not honouring %s=%q: %s", paymentsv1alpha1.AnnotationResolve, value, why), maxMessageLength))
 }
 
 // resolve handles the resolve annotation of a Processing job. handled is
@@ -177,7 +177,7 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 		case err == nil:
 			return true, got, "", nil
 		case errors.As(err, &refusal):
-			return false, o, truncate(fmt.Sprintf("the provider does not hold a succeeded charge %s under this job's idempotency key: %s",
+			return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not hold a succeeded charge %s under this job's idempotency key: %s",
 				want.id, refusal.Message), maxMessageLength), nil
 		}
 		// No answer about the charge: an unknown id, one made under
@@ -192,7 +192,7 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 				return false, o, "", err
 			}
 		}
-		return false, o, truncate(fmt.Sprintf("the provider does not know a charge %s under this job's idempotency key (%v)",
+		return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not know a charge %s under this job's idempotency key (%v)",
 			want.id, err), maxMessageLength), nil
 	}
 	found, err := looker.Lookup(callCtx, []string{key})
@@ -243,7 +243,7 @@ func (r *PaymentJobReconciler) recordResolution(ctx context.Context, job *paymen
 		result = "charged"
 	}
 	resolutionsTotal.WithLabelValues(result).Inc()
-	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolved, "Resolve", "%s", truncate(msg, maxMessageLength))
+	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolved, "Resolve", "%s", payment.CleanMessage(msg, maxMessageLength))
 	log.FromContext(ctx).Info("Payment resolved by hand", "value", want.value, "by", by, "verified", verified)
 	if err := r.recordInLedger(ctx, job); err != nil {
 		return err
@@ -260,7 +260,7 @@ const unknownResolver = "unknown"
 // server's managedFields say (the cache drops them, so they are read).
 func (r *PaymentJobReconciler) resolvedBy(ctx context.Context, job *paymentsv1alpha1.PaymentJob) string {
 	if by := job.Annotations[paymentsv1alpha1.AnnotationResolvedBy]; by != "" {
-		return truncate(by, maxShortLength*3)
+		return payment.CleanMessage(by, maxShortLength*3)
 	}
 	if r.APIReader == nil {
 		return unknownResolver
@@ -273,7 +273,7 @@ func (r *PaymentJobReconciler) resolvedBy(ctx context.Context, job *paymentsv1al
 	field := `"f:` + paymentsv1alpha1.AnnotationResolve + `"`
 	for _, m := range fresh.ManagedFields {
 		if m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), field) {
-			return truncate("field manager "+m.Manager, maxShortLength*3)
+			return payment.CleanMessage("field manager "+m.Manager, maxShortLength*3)
 		}
 	}
 	return unknownResolver

@@ -120,10 +120,10 @@ func CompletedStatus(job *paymentsv1alpha1.PaymentJob, o payment.Outcome, found 
 // whatever the provider answers (see maxIDLength).
 func responseOf(o payment.Outcome) *paymentsv1alpha1.ProviderResponse {
 	resp := &paymentsv1alpha1.ProviderResponse{
-		ID:       truncate(o.ID, maxIDLength),
-		Status:   truncate(o.Status, maxShortLength),
+		ID:       payment.CleanMessage(o.ID, maxIDLength),
+		Status:   payment.CleanMessage(o.Status, maxShortLength),
 		Amount:   o.Amount,
-		Currency: truncate(o.Currency, maxShortLength),
+		Currency: payment.CleanMessage(o.Currency, maxShortLength),
 		Replayed: o.Replayed,
 	}
 	if !o.Created.IsZero() {

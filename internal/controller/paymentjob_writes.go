@@ -66,7 +66,7 @@ func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv
 // recordRefusal writes Failed: the provider definitively did not charge.
 func (r *PaymentJobReconciler) recordRefusal(ctx context.Context, job *paymentsv1alpha1.PaymentJob, refusal *payment.Refusal) error {
 	now := metav1.NewTime(r.Clock.Now())
-	msg := truncate(refusal.Message, maxMessageLength)
+	msg := payment.CleanMessage(refusal.Message, maxMessageLength)
 	reason := refusalReason(refusal)
 	err := r.writeOutcome(ctx, job, func(j *paymentsv1alpha1.PaymentJob) {
 		j.Status.Phase = paymentsv1alpha1.PhaseFailed
@@ -84,6 +84,16 @@ func (r *PaymentJobReconciler) recordRefusal(ctx context.Context, job *paymentsv
 		return err
 	}
 	return r.finish(ctx, job)
+}
+
+// refusalReason is the refusal's reason if the API accepts it as a
+// condition reason, so that a provider's odd answer cannot make the outcome
+// write fail forever.
+func refusalReason(r *payment.Refusal) string {
+	if payment.ValidReason(r.Reason) {
+		return r.Reason
+	}
+	return ReasonPaymentRefused
 }
 
 // writeOutcome writes a final outcome to the job's status. A conflict means
@@ -132,7 +142,7 @@ var errClaimLost = errors.New("the claim was taken over during the provider call
 // and keeps retrying at the longest interval. It never writes Failed.
 func (r *PaymentJobReconciler) recordUncertain(ctx context.Context, job *paymentsv1alpha1.PaymentJob, callErr error) (ctrl.Result, error) {
 	delay := max(r.retryDelay(job), payment.RetryAfter(callErr))
-	msg := truncate(fmt.Sprintf("Attempt %d had an uncertain outcome (%v); retrying in %s with the same idempotency key",
+	msg := payment.CleanMessage(fmt.Sprintf("Attempt %d had an uncertain outcome (%v); retrying in %s with the same idempotency key",
 		job.Status.Attempts, callErr, delay.Round(time.Millisecond)), maxMessageLength)
 	p := progress{reason: ReasonTransientError, message: msg}
 	if r.exhausted(job) {
@@ -144,7 +154,7 @@ func (r *PaymentJobReconciler) recordUncertain(ctx context.Context, job *payment
 	if err := r.writeProgress(ctx, job, p); err != nil && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: jitter(delay)}, nil
+	return r.retryIn(job, jitter(delay)), nil
 }
 
 // setPending writes phase Pending with the reason, if that changes anything.

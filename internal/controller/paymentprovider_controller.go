@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // DefaultSecretPollInterval is how often a PaymentProvider's Secret is
@@ -150,7 +151,7 @@ func (r *PaymentProviderReconciler) checkCredentials(ctx context.Context, pp *pa
 	}
 	if refused := r.checkEndpoints(ctx, pp); refused != nil {
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonEndpointRefused,
-			Message: truncate(refused.Error(), maxMessageLength)}, nil
+			Message: payment.CleanMessage(refused.Error(), maxMessageLength)}, nil
 	}
 	ref := secretRef(pp)
 	if ref == nil {
@@ -207,7 +208,7 @@ func (r *PaymentProviderReconciler) refresh(pp *paymentsv1alpha1.PaymentProvider
 		if errors.Is(err, ErrEndpointRefused) {
 			reason = ReasonEndpointRefused
 		}
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: truncate(err.Error(), maxMessageLength)}, nil
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: payment.CleanMessage(err.Error(), maxMessageLength)}, nil
 	}
 	return metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonReady, Message: ready}, nil
 }

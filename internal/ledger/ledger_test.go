@@ -80,19 +80,19 @@ func newClient(t *testing.T, n *counts) client.WithWatch {
 			n.reads.Add(1)
 			return c.List(ctx, list, opts...)
 		},
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			n.writes.Add(1)
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			n.writes.Add(1)
-			return c.Update(ctx, obj, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			n.writes.Add(1)
-			return c.Delete(ctx, obj, opts...)
-		},
+		Create: countWrite(n, client.WithWatch.Create),
+		Update: countWrite(n, client.WithWatch.Update),
+		Delete: countWrite(n, client.WithWatch.Delete),
 	})
+}
+
+// countWrite is an interceptor of write, a client's write of one object
+// with options of type O, that counts each call in n.writes.
+func countWrite[O any](n *counts, write func(client.WithWatch, context.Context, client.Object, ...O) error) func(context.Context, client.WithWatch, client.Object, ...O) error {
+	return func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...O) error {
+		n.writes.Add(1)
+		return write(c, ctx, obj, opts...)
+	}
 }
 
 // start runs a ledger, as one manager process would, watching the pages
@@ -396,9 +396,10 @@ func TestLedgerSurvivesBackupAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var backup []paymentsv1alpha1.PaymentLedger
+	pages := pagesOf(t)
+	backup := make([]paymentsv1alpha1.PaymentLedger, 0, len(pages))
 	bytes, entries := 0, 0
-	for _, p := range pagesOf(t) {
+	for _, p := range pages {
 		raw, _ := json.Marshal(p.Entries)
 		bytes, entries = bytes+len(raw), entries+len(p.Entries)
 		backup = append(backup, paymentsv1alpha1.PaymentLedger{

@@ -22,23 +22,20 @@ import (
 )
 
 var (
-	appendsTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "paymentjob_ledger_appends_total",
-		Help: "Writes that appended outcomes to the ledger; one write carries every outcome waiting for it.",
-	})
-	appendConflictsTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "paymentjob_ledger_append_conflicts_total",
-		Help: "Ledger appends retried because another process wrote the page first.",
-	})
-	pageRereadsTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "paymentjob_ledger_page_rereads_total",
-		Help: "Ledger pages read again because another process wrote them.",
-	})
-	prunedPagesTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "paymentjob_ledger_pruned_pages_total",
-		Help: "Ledger pages deleted by the retention.",
-	})
+	appendsTotal = counter("paymentjob_ledger_appends_total",
+		"Writes that appended outcomes to the ledger; one write carries every outcome waiting for it.")
+	appendConflictsTotal = counter("paymentjob_ledger_append_conflicts_total",
+		"Ledger appends retried because another process wrote the page first.")
+	pageRereadsTotal = counter("paymentjob_ledger_page_rereads_total",
+		"Ledger pages read again because another process wrote them.")
+	prunedPagesTotal = counter("paymentjob_ledger_pruned_pages_total",
+		"Ledger pages deleted by the retention.")
 )
+
+// counter is a counter of the ledger, not registered yet.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
 
 // Collectors returns every collector this package registers in
 // controller-runtime's metrics registry.

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
 )
 
 func BenchmarkSentKey(b *testing.B) {
@@ -42,7 +43,7 @@ func BenchmarkSentKey(b *testing.B) {
 }
 
 func BenchmarkRequestHash(b *testing.B) {
-	req := baseRequest()
+	req := paymenttest.FullRequest()
 	b.ReportAllocs()
 	for b.Loop() {
 		payment.RequestHash("payments/invoice-42", req)

@@ -51,7 +51,8 @@ const (
 type Refusal struct {
 	// Class is ErrDeclined, ErrInvalid or ErrKeyReused.
 	Class error
-	// Reason is a CamelCase code for the job's status, such as CardDeclined.
+	// Reason is a code for the job's status, such as CardDeclined: a
+	// Kubernetes condition reason, as ValidReason checks.
 	Reason string
 	// Message is the provider's explanation. It must not contain secrets or
 	// card data.

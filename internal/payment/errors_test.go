@@ -38,11 +38,8 @@ var allClasses = []error{
 
 func TestRefusalsCarryTheirClassReasonAndMessage(t *testing.T) {
 	tests := []struct {
-		name        string
-		err         error
-		wantClass   error
-		wantReason  string
-		wantMessage string
+		name, wantReason, wantMessage string
+		err, wantClass                error
 	}{
 		{
 			name:        "declined with a reason keeps the reason",
@@ -87,7 +84,7 @@ func TestRefusalsCarryTheirClassReasonAndMessage(t *testing.T) {
 
 				r, ok := payment.IsRefusal(err)
 				g.Expect(ok).To(BeTrue(), "a refusal must let the job be marked Failed")
-				g.Expect(r).NotTo(BeNil())
+				g.Expect(r).To(HaveOccurred())
 				g.Expect(r.Class).To(BeIdenticalTo(tt.wantClass))
 				g.Expect(r.Reason).To(Equal(tt.wantReason))
 				g.Expect(r.Message).To(Equal(tt.wantMessage))
@@ -174,7 +171,7 @@ func TestUncertainOutcomesAreNotRefusals(t *testing.T) {
 
 			r, ok := payment.IsRefusal(tt.err)
 			g.Expect(ok).To(BeFalse(), "an uncertain outcome must never mark the job Failed")
-			g.Expect(r).To(BeNil())
+			g.Expect(r).NotTo(HaveOccurred())
 
 			g.Expect(errors.Is(tt.err, payment.ErrInFlight)).To(Equal(tt.wantInFlight))
 			for _, class := range []error{payment.ErrDeclined, payment.ErrInvalid, payment.ErrKeyReused} {
@@ -190,7 +187,7 @@ func TestNilErrorIsNeitherRefusalNorHint(t *testing.T) {
 
 	r, ok := payment.IsRefusal(nil)
 	g.Expect(ok).To(BeFalse())
-	g.Expect(r).To(BeNil())
+	g.Expect(r).NotTo(HaveOccurred())
 	g.Expect(payment.RetryAfter(nil)).To(BeZero())
 }
 

@@ -104,13 +104,5 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 // ValidKey reports whether key can be sent as it is in an Idempotency-Key
 // header: 1 to MaxKeyLength visible ASCII characters, no spaces.
 func ValidKey(key string) bool {
-	if key == "" || len(key) > MaxKeyLength {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c <= ' ' || c > '~' {
-			return false
-		}
-	}
-	return true
+	return key != "" && len(key) <= MaxKeyLength && VisibleASCII(key)
 }

@@ -28,6 +28,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
 )
 
 // hashFormat is the format of a RequestHash and of the hashed part of a
@@ -36,10 +37,7 @@ var hashFormat = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 func TestEffectiveKey(t *testing.T) {
 	tests := []struct {
-		name    string
-		jobName string
-		specKey string
-		want    string
+		name, jobName, specKey, want string
 	}{
 		{name: "defaults to the job name", jobName: "invoice-42", specKey: "", want: "invoice-42"},
 		{name: "spec key wins over the name", jobName: "invoice-42", specKey: "order-7f3a", want: "order-7f3a"},
@@ -139,25 +137,13 @@ func TestSentKeyNeverCollidesAcrossNamespaces(t *testing.T) {
 	}
 }
 
-// baseRequest returns a fresh request, so that tests can change it.
-func baseRequest() payment.ChargeRequest {
-	return payment.ChargeRequest{
-		Amount:        1999,
-		Currency:      "eur",
-		Customer:      "cus_123",
-		PaymentMethod: "pm_card_visa",
-		Description:   "Invoice 42",
-		Metadata:      map[string]string{"invoice": "42", "tenant": "team-a"},
-	}
-}
-
 func TestRequestHashIsStableAndWellFormed(t *testing.T) {
 	g := NewWithT(t)
 
-	first := payment.RequestHash("payments/invoice-42", baseRequest())
+	first := payment.RequestHash("payments/invoice-42", paymenttest.FullRequest())
 	g.Expect(first).To(MatchRegexp(hashFormat.String()))
 	for range 10 {
-		g.Expect(payment.RequestHash("payments/invoice-42", baseRequest())).To(Equal(first))
+		g.Expect(payment.RequestHash("payments/invoice-42", paymenttest.FullRequest())).To(Equal(first))
 	}
 }
 
@@ -167,7 +153,7 @@ func TestRequestHashIsStableAndWellFormed(t *testing.T) {
 func TestRequestHashIsStableAcrossVersions(t *testing.T) {
 	g := NewWithT(t)
 
-	// The canonical encoding of baseRequest under the key: fields in a
+	// The canonical encoding of paymenttest.FullRequest under the key: fields in a
 	// fixed order, empty optional fields left out, map keys sorted.
 	const canonical = `{"v":"1","key":"payments/invoice-42","request":{"amount":1999,"currency":"eur",` +
 		`"customer":"cus_123","paymentMethod":"pm_card_visa","description":"Invoice 42",` +
@@ -176,7 +162,7 @@ func TestRequestHashIsStableAcrossVersions(t *testing.T) {
 	const golden = "sha256:19c6134a3346652e13813e2f4d817bb178ea2fd3d7d16109fb67f37abb7da84c"
 	g.Expect("sha256:" + hex.EncodeToString(sum[:])).To(Equal(golden))
 
-	g.Expect(payment.RequestHash("payments/invoice-42", baseRequest())).To(Equal(golden))
+	g.Expect(payment.RequestHash("payments/invoice-42", paymenttest.FullRequest())).To(Equal(golden))
 }
 
 func TestRequestHashIgnoresMapInsertionOrder(t *testing.T) {
@@ -187,7 +173,7 @@ func TestRequestHashIgnoresMapInsertionOrder(t *testing.T) {
 		keys[i] = fmt.Sprintf("key-%02d", i)
 	}
 	hashFor := func(order []int) string {
-		req := baseRequest()
+		req := paymenttest.FullRequest()
 		req.Metadata = make(map[string]string, len(order))
 		for _, i := range order {
 			req.Metadata[keys[i]] = "value-" + keys[i]
@@ -208,7 +194,7 @@ func TestRequestHashIgnoresMapInsertionOrder(t *testing.T) {
 
 func TestRequestHashChangesWithAnyField(t *testing.T) {
 	const key = "payments/invoice-42"
-	base := payment.RequestHash(key, baseRequest())
+	base := payment.RequestHash(key, paymenttest.FullRequest())
 
 	tests := []struct {
 		name   string
@@ -234,7 +220,7 @@ func TestRequestHashChangesWithAnyField(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 
-			req := baseRequest()
+			req := paymenttest.FullRequest()
 			tt.change(&req)
 			g.Expect(payment.RequestHash(tt.key, req)).NotTo(Equal(base))
 		})
@@ -259,9 +245,9 @@ func TestRequestHashFieldBoundariesAreUnambiguous(t *testing.T) {
 func TestRequestHashTreatsNilAndEmptyMetadataAlike(t *testing.T) {
 	g := NewWithT(t)
 
-	withNil := baseRequest()
+	withNil := paymenttest.FullRequest()
 	withNil.Metadata = nil
-	withEmpty := baseRequest()
+	withEmpty := paymenttest.FullRequest()
 	withEmpty.Metadata = map[string]string{}
 
 	g.Expect(payment.RequestHash("payments/invoice-42", withEmpty)).

@@ -107,13 +107,13 @@ const MaxLookupKeys = 10
 type ChargeState string
 
 const (
-	// StateSucceeded: money moved (Stripe: succeeded, requires_capture).
+	// StateSucceeded means money moved (Stripe: succeeded, requires_capture).
 	StateSucceeded ChargeState = "Succeeded"
-	// StatePending: the charge is not final and may still move money
+	// StatePending means the charge is not final and may still move money
 	// (Stripe: processing, requires_action, requires_confirmation). It is
 	// settled by its id, never charged around.
 	StatePending ChargeState = "Pending"
-	// StateNotCharged: the charge ended without moving money (Stripe:
+	// StateNotCharged means the charge ended without moving money (Stripe:
 	// requires_payment_method, canceled).
 	StateNotCharged ChargeState = "NotCharged"
 )

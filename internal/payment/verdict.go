@@ -22,17 +22,17 @@ import "fmt"
 type Action int
 
 const (
-	// ActionCharge: nothing found moved or may move money; a new charge may
-	// be requested under the key.
+	// ActionCharge means nothing found moved or may move money; a new
+	// charge may be requested under the key.
 	ActionCharge Action = iota
-	// ActionRecord: a charge of this request succeeded; record it, never
-	// charge again.
+	// ActionRecord means a charge of this request succeeded; record it,
+	// never charge again.
 	ActionRecord
-	// ActionSettle: a charge of this request is not final; settle it by its
-	// id and never create another.
+	// ActionSettle means a charge of this request is not final; settle it
+	// by its id and never create another.
 	ActionSettle
-	// ActionStall: a charge under the key was made for another request; it is
-	// not this job's and this job must not charge.
+	// ActionStall means a charge under the key was made for another
+	// request; it is not this job's and this job must not charge.
 	ActionStall
 )
 

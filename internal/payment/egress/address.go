@@ -29,6 +29,22 @@ import (
 	"slices"
 )
 
+// check returns a *RefusedError when host may not be reached at addr.
+func (p *Policy) check(host string, addr netip.Addr) error {
+	reason, always := kind(addr)
+	switch {
+	case reason == "":
+		return nil
+	case always:
+		return &RefusedError{Host: host, Address: addr, Reason: reason}
+	case p.listed(host):
+		return nil
+	default:
+		return &RefusedError{Host: host, Address: addr,
+			Reason: fmt.Sprintf("%s, which only hosts listed in the manager's --%s may reach", reason, FlagName)}
+	}
+}
+
 var (
 	// nat64 is the well-known NAT64 prefix, whose addresses reach the IPv4
 	// address in their last 32 bits.
@@ -51,22 +67,6 @@ var (
 		netip.MustParseAddr("100.100.100.200"),
 	}
 )
-
-// check returns a *RefusedError when host may not be reached at addr.
-func (p *Policy) check(host string, addr netip.Addr) error {
-	reason, always := kind(addr)
-	switch {
-	case reason == "":
-		return nil
-	case always:
-		return &RefusedError{Host: host, Address: addr, Reason: reason}
-	case p.listed(host):
-		return nil
-	default:
-		return &RefusedError{Host: host, Address: addr,
-			Reason: fmt.Sprintf("%s, which only hosts listed in the manager's --%s may reach", reason, FlagName)}
-	}
-}
 
 // kind names the kind of addr when it is refused, and reports whether it is
 // refused even to listed hosts; a public address has no kind.

@@ -22,20 +22,15 @@ package egress_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
-
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 )
 
 func TestDialContextRefusesAddressesBeforeConnecting(t *testing.T) {
 	tests := []struct {
-		name     string
-		ip       string
-		insecure []string
-		want     string
+		name, ip, want string
+		insecure       []string
 	}{
 		{name: "metadata", ip: "169.254.169.254", want: "169.254.169.254 is a link-local address"},
 		{name: "metadata for a listed host", ip: "169.254.169.254", insecure: []string{"evil.test"}, want: "is a link-local address"},
@@ -65,8 +60,7 @@ func TestDialContextRefusesAddressesBeforeConnecting(t *testing.T) {
 			conn, err := p.DialContext(context.Background(), "tcp", "evil.test:443")
 
 			g.Expect(conn).To(BeNil())
-			var refused *egress.RefusedError
-			g.Expect(errors.As(err, &refused)).To(BeTrue(), "error %v is not a *RefusedError", err)
+			refused := refusal(g, err)
 			g.Expect(refused.Host).To(Equal("evil.test"))
 			g.Expect(err.Error()).To(HavePrefix(`egress to "evil.test" refused: `))
 			g.Expect(err.Error()).To(ContainSubstring(tt.want))

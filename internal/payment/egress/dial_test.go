@@ -53,6 +53,7 @@ func newLoopbackServer(t *testing.T) string {
 	t.Cleanup(srv.Close)
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
+
 func TestDialContextReachesListedHostsOnLoopback(t *testing.T) {
 	g := NewWithT(t)
 	port := newLoopbackServer(t)
@@ -60,9 +61,7 @@ func TestDialContextReachesListedHostsOnLoopback(t *testing.T) {
 
 	conn, err := p.DialContext(context.Background(), "tcp", net.JoinHostPort("Payments.Test", port))
 
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = conn.Close() })
-	g.Expect(conn.RemoteAddr().String()).To(Equal("127.0.0.1:" + port))
+	expectConnected(t, g, conn, err, port)
 	g.Expect(calls.Load()).To(BeEquivalentTo(1))
 }
 
@@ -75,12 +74,19 @@ func TestDialContextTriesEachAddressInOrder(t *testing.T) {
 
 	conn, err := p.DialContext(context.Background(), "tcp", "payments.test:"+port)
 
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = conn.Close() })
-	g.Expect(conn.RemoteAddr().String()).To(Equal("127.0.0.1:" + port))
+	expectConnected(t, g, conn, err, port)
 	// The metadata address was refused by the policy; nothing listens on
 	// 127.0.0.2; 127.0.0.3 was never tried.
 	g.Expect(calls.Load()).To(BeEquivalentTo(2))
+}
+
+// expectConnected asserts that DialContext answered conn, err: a connection
+// to the loopback server on port, closed when the test ends.
+func expectConnected(t *testing.T, g Gomega, conn net.Conn, err error, port string) {
+	t.Helper()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = conn.Close() })
+	g.Expect(conn.RemoteAddr().String()).To(Equal("127.0.0.1:" + port))
 }
 
 func TestDialContextFailsWithTheRefusalWhenNoAddressConnects(t *testing.T) {
@@ -94,9 +100,7 @@ func TestDialContextFailsWithTheRefusalWhenNoAddressConnects(t *testing.T) {
 
 	_, err = p.DialContext(context.Background(), "tcp", "payments.test:"+port)
 
-	var refused *egress.RefusedError
-	g.Expect(errors.As(err, &refused)).To(BeTrue(), "error %v is not a *RefusedError", err)
-	g.Expect(refused.Address).To(Equal(netip.MustParseAddr("169.254.169.254")))
+	g.Expect(refusal(g, err).Address).To(Equal(netip.MustParseAddr("169.254.169.254")))
 }
 
 func TestDialContextRefusesUnlistedHostsOnLoopback(t *testing.T) {
@@ -109,18 +113,15 @@ func TestDialContextRefusesUnlistedHostsOnLoopback(t *testing.T) {
 
 	_, err := p.DialContext(context.Background(), "tcp", "other.test:"+port)
 
-	var refused *egress.RefusedError
-	g.Expect(errors.As(err, &refused)).To(BeTrue(), "error %v is not a *RefusedError", err)
-	g.Expect(err.Error()).To(ContainSubstring("127.0.0.1 is a loopback address, which only hosts listed"))
+	g.Expect(refusal(g, err).Error()).To(ContainSubstring("127.0.0.1 is a loopback address, which only hosts listed"))
 	g.Expect(calls.Load()).To(BeZero())
 }
 
 func TestDialContextChecksTheAddressesOfTheDialNotOfTheCheck(t *testing.T) {
 	tests := []struct {
-		name     string
-		insecure []string
-		check    string // the address CheckHost sees
-		dial     string // the address DialContext sees
+		name        string
+		insecure    []string
+		check, dial string // the addresses CheckHost, then DialContext, see
 	}{
 		{name: "public, then private", check: "203.0.113.7", dial: "10.0.0.1"},
 		{name: "public, then loopback", check: "203.0.113.7", dial: "127.0.0.1"},
@@ -140,8 +141,7 @@ func TestDialContextChecksTheAddressesOfTheDialNotOfTheCheck(t *testing.T) {
 			g.Expect(p.CheckHost(context.Background(), "rebind.test")).To(Succeed())
 			_, err := p.DialContext(context.Background(), "tcp", "rebind.test:443")
 
-			var refused *egress.RefusedError
-			g.Expect(errors.As(err, &refused)).To(BeTrue(), "error %v is not a *RefusedError", err)
+			refused := refusal(g, err)
 			g.Expect(refused.Address).To(Equal(netip.MustParseAddr(tt.dial)))
 			g.Expect(calls.Load()).To(BeZero())
 		})
@@ -177,8 +177,7 @@ func TestDialContextRefusesLiteralAddresses(t *testing.T) {
 
 	_, err := p.DialContext(context.Background(), "tcp", "[::ffff:169.254.169.254]:80")
 
-	var refused *egress.RefusedError
-	g.Expect(errors.As(err, &refused)).To(BeTrue(), "error %v is not a *RefusedError", err)
+	g.Expect(refusal(g, err).Address).To(Equal(netip.MustParseAddr("169.254.169.254")), "judged by the IPv4 address it carries")
 	g.Expect(calls.Load()).To(BeZero())
 	g.Expect(r.lookups).To(BeZero(), "an IP address is not looked up")
 }

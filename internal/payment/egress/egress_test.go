@@ -92,6 +92,13 @@ func newPolicy(t *testing.T, r egress.Resolver, insecure ...string) (*egress.Pol
 	return &egress.Policy{InsecureHosts: insecure, Resolver: r, Control: loopbackOnly(t, &calls)}, &calls
 }
 
+// refusal asserts that err is a *egress.RefusedError and returns it.
+func refusal(g Gomega, err error) *egress.RefusedError {
+	var refused *egress.RefusedError
+	g.Expect(errors.As(err, &refused)).To(BeTrue(), "error %v is not a *RefusedError", err)
+	return refused
+}
+
 func TestCheckHost(t *testing.T) {
 	r := &stubResolver{hosts: map[string][]string{
 		"api.payments.test": {"203.0.113.7", "2001:db8::7"},

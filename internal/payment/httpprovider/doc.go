@@ -59,8 +59,10 @@ limitations under the License.
 // not followed by the default client, for the same reason.
 //
 // Retry-After is read as seconds or as an HTTP date and capped at ten minutes.
-// Messages copied from the service are cut to about 500 characters, made one
-// line, and never contain the bearer token.
+// Messages copied from the service are cleaned by payment.CleanMessage: cut
+// to 200 bytes, made one line, and never containing the bearer token. A
+// reason is used only when payment.ValidReason accepts it as a condition
+// reason; any other is kept at the front of the message.
 //
 // Every charge request carries "fingerprint", payment.RequestHash of the key
 // and the request, for the service to store with the charge.

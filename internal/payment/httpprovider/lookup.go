@@ -160,7 +160,7 @@ func (p *LookupProvider) Account(ctx context.Context) (string, error) {
 		return "", err
 	}
 	account := strings.TrimSpace(body.Account)
-	if len(account) > maxAccountLength || !validHeaderValue(account) {
+	if len(account) > maxAccountLength || !payment.PrintableASCII(account) {
 		return "", payment.Transient(fmt.Errorf(
 			"payment service's lookup endpoint named an account that is longer than %d characters or not printable ASCII", maxAccountLength), 0)
 	}
@@ -292,7 +292,7 @@ func (p *LookupProvider) get(ctx context.Context, keys []string) (lookupResponse
 			fmt.Errorf("payment service's lookup endpoint answered %s%s", line, p.serviceSaid(raw)), retryAfter)
 	default:
 		return lookupResponse{}, payment.Transient(
-			fmt.Errorf("payment service's lookup endpoint answered %s: %s%s", line, lookupHint(code), p.serviceSaid(raw)), retryAfter)
+			fmt.Errorf("payment service's lookup endpoint answered %s: %s%s", line, lookupHints.hint(code), p.serviceSaid(raw)), retryAfter)
 	}
 
 	var body lookupResponse
@@ -326,23 +326,6 @@ func (p *LookupProvider) requestURL(keys []string) string {
 		u.RawQuery += q.Encode()
 	}
 	return u.String()
-}
-
-// lookupHint says what to fix for a status code of the lookup endpoint that
-// the contract does not use.
-func lookupHint(code int) string {
-	switch {
-	case code == http.StatusUnauthorized:
-		return "check the PaymentProvider's secret (spec.http.secretKeyRef)"
-	case code == http.StatusForbidden:
-		return "check that the token in the PaymentProvider's secret (spec.http.secretKeyRef) may look charges up"
-	case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
-		return "check the PaymentProvider's lookup url (spec.http.lookupURL)"
-	case code >= 300 && code <= 399:
-		return "redirects are not followed; set the PaymentProvider's lookup url (spec.http.lookupURL) to the lookup endpoint itself"
-	default:
-		return "the contract answers a lookup with 200 only; check the PaymentProvider and the payment service"
-	}
 }
 
 // settleError is err, a failed lookup, said of the charge with id; it keeps

@@ -20,12 +20,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,19 +33,8 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/httpprovider"
 )
 
-const (
-	otherKey     = "billing/invoice-2026-0002"
-	testPoll     = time.Millisecond
-	testCharge   = `{"idempotencyKey":"billing/invoice-2026-0001","id":"ch_1","status":"%s","amount":1999,"currency":"eur"}`
-	noCharges    = `{"charges":[]}`
-	testAccount  = "acct_42"
-	lookupPath   = "/v1/charges/lookup"
-	chargePath   = "/v1/charges"
-	jsonType     = "application/json"
-	testFinger   = "sha256:0123abcd"
-	otherFinger  = "sha256:ffff0000"
-	createdEpoch = 1772368200
-)
+// testPoll is the poll interval of the lookup providers the tests build.
+const testPoll = time.Millisecond
 
 // newLooker returns the provider New builds for a service at srv with a
 // lookup endpoint, as a *httpprovider.LookupProvider.
@@ -66,34 +53,6 @@ func newLooker(t *testing.T, srv *httptest.Server, cfg httpprovider.Config) *htt
 		t.Fatalf("New with a LookupURL returned %T, want *httpprovider.LookupProvider", p)
 	}
 	return lp
-}
-
-// sequence returns a handler that writes the i-th body with 200 to the i-th
-// request, and the last body to every later one.
-func sequence(bodies ...string) http.HandlerFunc {
-	var n atomic.Int64
-	return func(w http.ResponseWriter, r *http.Request) {
-		i := min(int(n.Add(1))-1, len(bodies)-1)
-		answer(http.StatusOK, nil, bodies[i])(w, r)
-	}
-}
-
-// charges is a lookup answer holding the charges, each a JSON object.
-func charges(c ...string) string {
-	return `{"charges":[` + strings.Join(c, ",") + `]}`
-}
-
-// drain returns every request received so far.
-func drain(requests <-chan received) []received {
-	var got []received
-	for {
-		select {
-		case r := <-requests:
-			got = append(got, r)
-		default:
-			return got
-		}
-	}
 }
 
 func TestNewGivesALookerOnlyWithALookupURL(t *testing.T) {
@@ -228,80 +187,26 @@ func TestLookupSendsOneContractRequest(t *testing.T) {
 	}
 }
 
-func TestLookupRefusesKeysItCannotSend(t *testing.T) {
-	eleven := make([]string, payment.MaxLookupKeys+1)
-	for i := range eleven {
-		eleven[i] = fmt.Sprintf("billing/k%d", i)
-	}
-	tests := []struct {
-		name string
-		keys []string
-	}{
-		{name: "no keys", keys: nil},
-		{name: "more than MaxLookupKeys", keys: eleven},
-		{name: "an empty key", keys: []string{testKey, ""}},
-		{name: "a key with a space", keys: []string{"billing/a b"}},
-		{name: "a key longer than 255 characters", keys: []string{"billing/" + strings.Repeat("k", 248)}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			srv, requests := newServer(t, answer(http.StatusOK, nil, noCharges))
-			p := newLooker(t, srv, httpprovider.Config{})
-
-			found, err := p.Lookup(context.Background(), tt.keys)
-
-			g.Expect(found).To(BeNil())
-			expectTransient(g, err)
-			g.Expect(requests).To(BeEmpty())
-		})
-	}
-
-	t.Run("exactly MaxLookupKeys", func(t *testing.T) {
-		g := NewWithT(t)
-		srv, requests := newServer(t, answer(http.StatusOK, nil, noCharges))
-		p := newLooker(t, srv, httpprovider.Config{})
-
-		_, err := p.Lookup(context.Background(), eleven[:payment.MaxLookupKeys])
-
-		g.Expect(err).NotTo(HaveOccurred())
-		got := drain(requests)
-		g.Expect(got).To(HaveLen(1))
-		g.Expect(got[0].query["key"]).To(Equal(eleven[:payment.MaxLookupKeys]))
-	})
-}
-
 func TestLookupMapsTheChargeStatus(t *testing.T) {
-	tests := []struct {
-		status string
-		want   payment.ChargeState
-	}{
-		{status: "succeeded", want: payment.StateSucceeded},
-		{status: "paid", want: payment.StateSucceeded},
-		{status: " Completed ", want: payment.StateSucceeded},
-		{status: "processing", want: payment.StatePending},
-		{status: "PENDING", want: payment.StatePending},
-		{status: "failed", want: payment.StateNotCharged},
-		{status: "declined", want: payment.StateNotCharged},
-		{status: "canceled", want: payment.StateNotCharged},
-		{status: "Cancelled", want: payment.StateNotCharged},
-		{status: "rejected", want: payment.StateNotCharged},
-		{status: "requires_action", want: payment.StatePending},
-		{status: "refunded", want: payment.StatePending},
-		{status: "", want: payment.StatePending},
+	statuses := map[payment.ChargeState][]string{
+		payment.StateSucceeded:  {"succeeded", "paid", " Completed "},
+		payment.StatePending:    {"processing", "PENDING", "requires_action", "refunded", ""},
+		payment.StateNotCharged: {"failed", "declined", "canceled", "Cancelled", "rejected"},
 	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("status %q", tt.status), func(t *testing.T) {
-			g := NewWithT(t)
-			srv, _ := newServer(t, answer(http.StatusOK, nil, charges(fmt.Sprintf(testCharge, tt.status))))
-			p := newLooker(t, srv, httpprovider.Config{})
+	for want, all := range statuses {
+		for _, status := range all {
+			t.Run(fmt.Sprintf("status %q", status), func(t *testing.T) {
+				g := NewWithT(t)
+				srv, _ := newServer(t, answer(http.StatusOK, nil, charges(fmt.Sprintf(testCharge, status))))
+				p := newLooker(t, srv, httpprovider.Config{})
 
-			found, err := p.Lookup(context.Background(), []string{testKey})
+				found, err := p.Lookup(context.Background(), []string{testKey})
 
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(found).To(HaveKeyWithValue(testKey, ConsistOf(HaveField("State", tt.want))))
-			g.Expect(found[testKey][0].Status).To(Equal(tt.status), "the service's own word is kept")
-		})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(found).To(HaveKeyWithValue(testKey, ConsistOf(HaveField("State", want))))
+				g.Expect(found[testKey][0].Status).To(Equal(status), "the service's own word is kept")
+			})
+		}
 	}
 }
 
@@ -348,7 +253,6 @@ func TestLookupReturnsTheChargesOfTheAskedKeys(t *testing.T) {
 }
 
 func TestLookupTreatsEveryOtherAnswerAsTransient(t *testing.T) {
-	const tenMiB = 10 << 20
 	tests := []struct {
 		name           string
 		maxBytes       int64
@@ -403,39 +307,14 @@ func TestLookupTreatsEveryOtherAnswerAsTransient(t *testing.T) {
 		{name: "a malformed created", respond: answer(http.StatusOK, nil, charges(`{"idempotencyKey":"billing/invoice-2026-0001","id":"ch_1","amount":1999,"currency":"eur","created":"yesterday"}`)), wantMessage: "created is neither"},
 
 		// Answers that cannot be read.
-		{
-			name: "10 MiB over the default 1 MiB limit",
-			respond: func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set("Content-Type", jsonType)
-				_, _ = io.WriteString(w, `{"charges":[],"padding":"`+strings.Repeat("x", tenMiB)+`"}`)
-			},
-			wantMessage: "larger than 1048576 bytes",
-		},
+		{name: "10 MiB over the default 1 MiB limit", respond: huge(`{"charges":[],`), wantMessage: "larger than 1048576 bytes"},
 		{name: "one byte over a configured limit", maxBytes: int64(len(noCharges)) - 1, respond: answer(http.StatusOK, nil, noCharges), wantMessage: "larger than 13 bytes"},
 		{
-			name: "connection closed in the middle of the body",
-			respond: func(w http.ResponseWriter, _ *http.Request) {
-				conn, buf, err := http.NewResponseController(w).Hijack()
-				if err != nil {
-					panic(err)
-				}
-				_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n{\"charges\":[")
-				_ = buf.Flush()
-				_ = conn.Close()
-			},
+			name:        "connection closed in the middle of the body",
+			respond:     hangUp("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n{\"charges\":["),
 			wantMessage: "could not be read in full",
 		},
-		{
-			name: "connection closed before any answer",
-			respond: func(w http.ResponseWriter, _ *http.Request) {
-				conn, _, err := http.NewResponseController(w).Hijack()
-				if err != nil {
-					panic(err)
-				}
-				_ = conn.Close()
-			},
-			wantMessage: "cannot reach the payment service's lookup endpoint",
-		},
+		{name: "connection closed before any answer", respond: hangUp(""), wantMessage: "cannot reach the payment service's lookup endpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -481,33 +360,23 @@ func TestLookupTreatsEveryOtherAnswerAsTransient(t *testing.T) {
 
 		_, err := p.Lookup(ctx, []string{testKey})
 
-		expectTransient(g, err)
-		g.Expect(err).To(MatchError(context.Canceled))
-		g.Expect(requests).To(BeEmpty())
+		expectCanceledBeforeSending(g, err, requests)
 	})
 }
 
 func TestLookupNeverPutsTheTokenInAnError(t *testing.T) {
-	echo := func(status int, contentType, format string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			w.Header().Set("Content-Type", contentType)
-			w.WriteHeader(status)
-			_, _ = io.WriteString(w, strings.ReplaceAll(format, "TOKEN", token))
-		}
-	}
 	tests := []struct {
 		name    string
 		respond http.HandlerFunc
 	}{
-		{name: "401 message", respond: echo(401, jsonType, `{"message":"TOKEN is not a valid token"}`)},
-		{name: "404 text", respond: echo(404, "text/plain", "Authorization: Bearer TOKEN")},
-		{name: "500 problem detail", respond: echo(500, "application/problem+json", `{"title":"TOKEN","detail":"Bearer TOKEN"}`)},
-		{name: "200 malformed", respond: echo(200, jsonType, `{"charges":[{"id":"TOKEN`)},
-		{name: "200 wrong type", respond: echo(200, jsonType, `{"charges":[{"id":["TOKEN"]}]}`)},
-		{name: "200 malformed created", respond: echo(200, jsonType, charges(`{"idempotencyKey":"billing/invoice-2026-0001","id":"ch_1","amount":1,"currency":"eur","created":"TOKEN"}`))},
-		{name: "200 charge id without an amount", respond: echo(200, jsonType, charges(`{"idempotencyKey":"billing/invoice-2026-0001","id":"TOKEN"}`))},
-		{name: "message split across lines", respond: echo(503, jsonType, `{"message":"a TOKEN\nb"}`)},
+		{name: "401 message", respond: echoToken(401, jsonType, `{"message":"TOKEN is not a valid token"}`)},
+		{name: "404 text", respond: echoToken(404, "text/plain", "Authorization: Bearer TOKEN")},
+		{name: "500 problem detail", respond: echoToken(500, "application/problem+json", `{"title":"TOKEN","detail":"Bearer TOKEN"}`)},
+		{name: "200 malformed", respond: echoToken(200, jsonType, `{"charges":[{"id":"TOKEN`)},
+		{name: "200 wrong type", respond: echoToken(200, jsonType, `{"charges":[{"id":["TOKEN"]}]}`)},
+		{name: "200 malformed created", respond: echoToken(200, jsonType, charges(`{"idempotencyKey":"billing/invoice-2026-0001","id":"ch_1","amount":1,"currency":"eur","created":"TOKEN"}`))},
+		{name: "200 charge id without an amount", respond: echoToken(200, jsonType, charges(`{"idempotencyKey":"billing/invoice-2026-0001","id":"TOKEN"}`))},
+		{name: "message split across lines", respond: echoToken(503, jsonType, `{"message":"a TOKEN\nb"}`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -518,8 +387,7 @@ func TestLookupNeverPutsTheTokenInAnError(t *testing.T) {
 			_, err := p.Lookup(context.Background(), []string{testKey})
 
 			expectTransient(g, err)
-			g.Expect(err.Error()).NotTo(ContainSubstring(testToken))
-			g.Expect(err.Error()).NotTo(ContainSubstring(testToken[:12]), "no recognisable part of the token either")
+			expectNoToken(g, err)
 		})
 	}
 }
@@ -703,34 +571,4 @@ func TestSettleLooksTheChargeUpUntilItIsFinal(t *testing.T) {
 		expectTransient(g, err)
 		g.Expect(requests).To(BeEmpty())
 	})
-}
-
-// cancelAfterAnswer is a transport that calls cancel when the body of an
-// answer is closed, after the caller read it.
-type cancelAfterAnswer struct {
-	next   http.RoundTripper
-	cancel context.CancelFunc
-}
-
-// RoundTrip sends r with the next transport.
-func (c cancelAfterAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: c.cancel}
-	return resp, nil
-}
-
-// cancelOnClose calls cancel when it is closed.
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-// Close closes the body, then calls cancel.
-func (c cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
 }

@@ -36,11 +36,11 @@ const DefaultMaxResponseBytes int64 = 1 << 20
 
 // DefaultPollInterval is the first wait between two lookups of a charge that
 // Settle reads until it is final, when Config.PollInterval is zero.
-const DefaultPollInterval = 500 * time.Millisecond
+const DefaultPollInterval = payment.DefaultPollInterval
 
 // DefaultMaxPollInterval is the longest wait between two lookups of a charge,
 // when Config.MaxPollInterval is zero.
-const DefaultMaxPollInterval = 5 * time.Second
+const DefaultMaxPollInterval = payment.DefaultMaxPollInterval
 
 // UserAgent is the User-Agent header of every request.
 const UserAgent = "paymentjob-operator"
@@ -107,25 +107,15 @@ func New(cfg Config) (payment.Provider, error) {
 		}
 	}
 	token := strings.TrimSpace(cfg.Token)
-	if !validHeaderValue(token) {
+	if !payment.PrintableASCII(token) {
 		return nil, errors.New("cannot use the payment service token: it contains characters that are not allowed in an HTTP header")
 	}
 	if cfg.MaxResponseBytes < 0 {
 		return nil, fmt.Errorf("cannot use a maximum response size of %d bytes", cfg.MaxResponseBytes)
 	}
-	if cfg.PollInterval < 0 || cfg.MaxPollInterval < 0 {
-		return nil, errors.New("cannot use a negative poll interval")
-	}
-	poll := cfg.PollInterval
-	if poll == 0 {
-		poll = DefaultPollInterval
-	}
-	maxPoll := cfg.MaxPollInterval
-	switch {
-	case maxPoll == 0:
-		maxPoll = max(DefaultMaxPollInterval, poll)
-	case maxPoll < poll:
-		return nil, fmt.Errorf("cannot use a maximum poll interval of %s, shorter than the poll interval of %s", maxPoll, poll)
+	poll, maxPoll, err := payment.PollIntervals(cfg.PollInterval, cfg.MaxPollInterval)
+	if err != nil {
+		return nil, err
 	}
 
 	p := &Provider{
@@ -154,18 +144,9 @@ func New(cfg Config) (payment.Provider, error) {
 // endpoint validates the url of the field named name: absolute, http or
 // https, without user information.
 func endpoint(name, raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
+	u, err := payment.ParseEndpoint(raw, "the token")
 	if err != nil {
-		// url.Parse quotes the input, which might hold credentials.
-		return nil, fmt.Errorf("cannot use the payment service %s: it is not a valid URL", name)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("cannot use the payment service %s: scheme must be http or https, not %q", name, u.Scheme)
-	case u.User != nil:
-		return nil, fmt.Errorf("cannot use the payment service %s: it must not contain user information; use the token", name)
-	case u.Host == "" || u.Opaque != "":
-		return nil, fmt.Errorf("cannot use the payment service %s: it must be absolute, with a host", name)
+		return nil, fmt.Errorf("cannot use the payment service %s: %w", name, err)
 	}
 	return u, nil
 }
@@ -176,16 +157,12 @@ func (p *Provider) Account(context.Context) (string, error) {
 	return "", nil
 }
 
-// chargeBody is the JSON body of a charge request.
+// chargeBody is the JSON body of a charge request: the request's fields, as
+// payment.ChargeRequest encodes them, then the key and the fingerprint.
 type chargeBody struct {
-	Amount         int64             `json:"amount"`
-	Currency       string            `json:"currency"`
-	Customer       string            `json:"customer,omitempty"`
-	PaymentMethod  string            `json:"paymentMethod,omitempty"`
-	Description    string            `json:"description,omitempty"`
-	Metadata       map[string]string `json:"metadata,omitempty"`
-	IdempotencyKey string            `json:"idempotencyKey"`
-	Fingerprint    string            `json:"fingerprint"`
+	payment.ChargeRequest
+	IdempotencyKey string `json:"idempotencyKey"`
+	Fingerprint    string `json:"fingerprint"`
 }
 
 // Charge sends req to the payment service under key and maps the answer to an
@@ -197,12 +174,7 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 		return payment.Outcome{}, payment.Invalid("the idempotency key must be 1 to 255 visible ASCII characters")
 	}
 	body, err := json.Marshal(chargeBody{
-		Amount:         req.Amount,
-		Currency:       req.Currency,
-		Customer:       req.Customer,
-		PaymentMethod:  req.PaymentMethod,
-		Description:    req.Description,
-		Metadata:       req.Metadata,
+		ChargeRequest:  req,
 		IdempotencyKey: key,
 		Fingerprint:    payment.RequestHash(key, req),
 	})
@@ -239,15 +211,4 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 			fmt.Errorf("payment service answered %s, but %w", statusLine(resp.StatusCode), err), retryAfter)
 	}
 	return p.interpret(resp.StatusCode, resp.Header, raw, req, retryAfter)
-}
-
-// validHeaderValue reports whether s holds only visible ASCII and spaces, so
-// that it can be sent as a header value as it is.
-func validHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c > '~' {
-			return false
-		}
-	}
-	return true
 }

@@ -27,22 +27,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-const (
-	// maxMessageLength bounds, in characters, each field of the service's
-	// JSON copied into an error, and any other text cleaned for one.
-	maxMessageLength = 200
-	// maxReasonLength bounds a reason taken from the service; longer ones
-	// are not used as a reason.
-	maxReasonLength = 64
-	// redacted replaces the token wherever the service repeats it.
-	redacted = "[redacted]"
-)
+// maxMessageLength bounds, in bytes, each field of the service's JSON
+// copied into an error, and any other text cleaned for one.
+const maxMessageLength = 200
 
 // chargeResponse is the JSON body of a 2xx answer.
 type chargeResponse struct {
@@ -102,7 +93,7 @@ func (p *Provider) interpret(code int, h http.Header, raw []byte, req payment.Ch
 			fmt.Errorf("payment service answered %s%s", statusLine(code), p.serviceSaid(raw)), retryAfter)
 	default:
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s: %s%s", statusLine(code), configHint(code), p.serviceSaid(raw)), retryAfter)
+			fmt.Errorf("payment service answered %s: %s%s", statusLine(code), chargeHints.hint(code), p.serviceSaid(raw)), retryAfter)
 	}
 }
 
@@ -194,15 +185,16 @@ func (p *Provider) explain(code int, raw []byte) (string, string) {
 	return p.reason(body.Reason, msg)
 }
 
-// reason returns raw when it can be a Kubernetes condition reason (CamelCase,
-// at most 64 characters). Otherwise it returns no reason, so the class's
-// default applies, and keeps raw at the front of the message.
+// reason returns raw when it can be a Kubernetes condition reason
+// (payment.ValidReason) and does not hold the token. Otherwise it returns no
+// reason, so the class's default applies, and keeps raw, cleaned, at the
+// front of the message.
 func (p *Provider) reason(raw, msg string) (string, string) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return "", msg
 	}
-	if validReason(raw) {
+	if payment.ValidReason(raw) && p.clean(raw) == raw {
 		return raw, msg
 	}
 	return "", p.clean(raw + ": " + msg)
@@ -233,52 +225,58 @@ func parseError(raw []byte) errorResponse {
 	return body
 }
 
-// configHint says what to fix for a status code that the contract does not
-// use: the service did not process the request, and will not until someone
-// changes the configuration.
-func configHint(code int) string {
+// endpointHints say what to fix when one endpoint of the service answers a
+// status code that the contract does not use: the service did not process
+// the request, and will not until someone changes the configuration.
+type endpointHints struct {
+	// url names the PaymentProvider's field that holds the endpoint.
+	url string
+	// may is what the token must allow.
+	may string
+	// endpoint names the endpoint a redirect should be replaced with.
+	endpoint string
+	// other says why any other status code is unexpected.
+	other string
+}
+
+var (
+	// chargeHints are the hints of the charge endpoint.
+	chargeHints = endpointHints{
+		url:      "url (spec.http.url)",
+		may:      "create charges",
+		endpoint: "the charge endpoint",
+		other:    "the contract does not use this status",
+	}
+	// lookupHints are the hints of the lookup endpoint.
+	lookupHints = endpointHints{
+		url:      "lookup url (spec.http.lookupURL)",
+		may:      "look charges up",
+		endpoint: "the lookup endpoint",
+		other:    "the contract answers a lookup with 200 only",
+	}
+)
+
+// hint says what to fix for code.
+func (e endpointHints) hint(code int) string {
 	switch {
 	case code == http.StatusUnauthorized:
 		return "check the PaymentProvider's secret (spec.http.secretKeyRef)"
 	case code == http.StatusForbidden:
-		return "check that the token in the PaymentProvider's secret (spec.http.secretKeyRef) may create charges"
+		return "check that the token in the PaymentProvider's secret (spec.http.secretKeyRef) may " + e.may
 	case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
-		return "check the PaymentProvider's url (spec.http.url)"
+		return "check the PaymentProvider's " + e.url
 	case code >= 300 && code <= 399:
-		return "redirects are not followed; set the PaymentProvider's url (spec.http.url) to the charge endpoint itself"
+		return "redirects are not followed; set the PaymentProvider's " + e.url + " to " + e.endpoint + " itself"
 	default:
-		return "the contract does not use this status; check the PaymentProvider and the payment service"
+		return e.other + "; check the PaymentProvider and the payment service"
 	}
 }
 
-// clean makes text from the service fit for an error: the token redacted,
-// one line, at most maxMessageLength characters.
+// clean makes text from the service fit for an error with
+// payment.CleanMessage: the token redacted, one line, cut to
+// maxMessageLength bytes.
 func (p *Provider) clean(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = oneLine(p.redact(s))
-	// Making one line may have formed the token, or the token with its
-	// spaces collapsed, out of its parts.
-	s = p.redact(s)
-	if utf8.RuneCountInString(s) > maxMessageLength {
-		s = string([]rune(s)[:maxMessageLength]) + "..."
-	}
-	return s
-}
-
-// redact replaces the token, as it is and with its spaces collapsed.
-func (p *Provider) redact(s string) string {
-	if p.token == "" {
-		return s
-	}
-	s = strings.ReplaceAll(s, p.token, redacted)
-	return strings.ReplaceAll(s, oneLine(p.token), redacted)
-}
-
-// oneLine replaces every run of spaces and control characters with one space.
-func oneLine(s string) string {
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r)
-	}), " ")
+	return payment.CleanMessage(s, maxMessageLength, p.token)
 }
 
 // parseCreated reads unix seconds or an RFC 3339 time; null, "", 0 and an
@@ -310,21 +308,6 @@ func parseCreated(raw json.RawMessage) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	return time.Unix(secs, 0).UTC(), nil
-}
-
-// validReason reports whether s is CamelCase: a capital letter, then letters
-// and digits, at most maxReasonLength characters.
-func validReason(s string) bool {
-	if s == "" || len(s) > maxReasonLength || s[0] < 'A' || s[0] > 'Z' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // statusLine is "402 Payment Required", or the bare code when it has no text.

@@ -18,6 +18,7 @@ package paymenttest_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -110,11 +111,12 @@ type uncertainProvider struct {
 	*sandbox.Provider
 }
 
-// Charge charges through the wrapped provider and hides its refusals.
+// Charge charges through the wrapped provider and hides its refusals in
+// uncertain errors.
 func (p uncertainProvider) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
 	out, err := p.Provider.Charge(ctx, key, req)
 	if _, refused := payment.IsRefusal(err); refused {
-		return out, payment.Transient(err, 0)
+		return out, payment.Transient(fmt.Errorf("the provider hides the refusal %w", err), 0)
 	}
 	return out, err
 }

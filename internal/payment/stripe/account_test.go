@@ -25,22 +25,18 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
 )
 
 func TestAccount(t *testing.T) {
 	g := NewWithT(t)
-	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, map[string]any{"id": "acct_1Test", "object": "account", "country": "US"})
-	})
+	f := newFakeAnswering(t, map[string]any{"id": "acct_1Test", "object": "account", "country": "US"})
 	id, err := f.provider(t).Account(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(id).To(Equal("acct_1Test"))
 
-	reqs := f.received()
-	g.Expect(reqs).To(HaveLen(1))
-	g.Expect(reqs[0].Method).To(Equal(http.MethodGet))
-	g.Expect(reqs[0].Path).To(Equal("/v1/account"))
-	g.Expect(reqs[0].Header.Get("Authorization")).To(Equal("Bearer " + testAPIKey))
+	f.single(g, http.MethodGet, "/v1/account")
 }
 
 func TestAccountErrorsAreUncertain(t *testing.T) {
@@ -85,7 +81,7 @@ func TestAccountErrorsAreUncertain(t *testing.T) {
 			g := NewWithT(t)
 			f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, _ int) { tt.answer(w, r) })
 			id, err := f.provider(t).Account(context.Background())
-			expectUncertain(g, err)
+			g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
 			g.Expect(id).To(BeEmpty())
 			g.Expect(err.Error()).NotTo(ContainSubstring(testAPIKey))
 			for _, s := range tt.contains {
@@ -98,13 +94,11 @@ func TestAccountErrorsAreUncertain(t *testing.T) {
 
 func TestAccountWithDoneContextSendsNothing(t *testing.T) {
 	g := NewWithT(t)
-	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, map[string]any{"id": "acct_1Test", "object": "account"})
-	})
+	f := newFakeAnswering(t, map[string]any{"id": "acct_1Test", "object": "account"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := f.provider(t).Account(ctx)
-	expectUncertain(g, err)
+	g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
 	g.Expect(errors.Is(err, context.Canceled)).To(BeTrue())
 	g.Expect(f.received()).To(BeEmpty())
 }

@@ -56,15 +56,12 @@ func TestConformance(t *testing.T) {
 	base := startStripeMock(t)
 
 	t.Run("Charge with every field", func(t *testing.T) {
-		g := NewWithT(t)
-		p, rec := conformanceProvider(t, base)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+		c := newConformanceCall(t, base)
 
 		// stripe-mock answers with a fixture in requires_payment_method,
 		// which Charge reports as declined; any other answer is fine as
 		// long as stripe-mock accepted every parameter.
-		out, err := p.Charge(ctx, "conformance/charge-1", payment.ChargeRequest{
+		out, err := c.p.Charge(c.ctx, "conformance/charge-1", payment.ChargeRequest{
 			Amount:        2000,
 			Currency:      "usd",
 			Customer:      "cus_123",
@@ -73,57 +70,44 @@ func TestConformance(t *testing.T) {
 			Metadata:      map[string]string{"invoice": "42", "team": "billing"},
 		})
 		t.Logf("Charge answered: outcome %+v, error %v", out, err)
-		rec.expectAccepted(g)
-		g.Expect(errors.Is(err, payment.ErrInvalid)).To(BeFalse(), "stripe-mock refused the request: %v", err)
-		g.Expect(rec.count(http.MethodPost, "/v1/payment_intents")).To(Equal(1))
+		c.expectCreateAccepted(err)
+		c.g.Expect(c.rec.count(http.MethodPost, "/v1/payment_intents")).To(Equal(1))
 		// Our metadata entries went with the user's, and were accepted.
-		form := rec.form(http.MethodPost, "/v1/payment_intents")
-		g.Expect(form.Get("metadata[" + payment.MetadataKeyIdempotencyKey + "]")).To(Equal("conformance/charge-1"))
-		g.Expect(form.Get("metadata[" + payment.MetadataKeyFingerprint + "]")).To(HavePrefix("sha256:"))
-		g.Expect(form.Get("metadata[invoice]")).To(Equal("42"))
+		form := c.rec.form(http.MethodPost, "/v1/payment_intents")
+		c.g.Expect(form.Get("metadata[" + payment.MetadataKeyIdempotencyKey + "]")).To(Equal("conformance/charge-1"))
+		c.g.Expect(form.Get("metadata[" + payment.MetadataKeyFingerprint + "]")).To(HavePrefix("sha256:"))
+		c.g.Expect(form.Get("metadata[invoice]")).To(Equal("42"))
 	})
 
 	t.Run("Charge with required fields only", func(t *testing.T) {
-		g := NewWithT(t)
-		p, rec := conformanceProvider(t, base)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+		c := newConformanceCall(t, base)
 
-		_, err := p.Charge(ctx, "conformance/charge-2", payment.ChargeRequest{Amount: 150, Currency: "eur"})
-		rec.expectAccepted(g)
-		g.Expect(errors.Is(err, payment.ErrInvalid)).To(BeFalse(), "stripe-mock refused the request: %v", err)
+		_, err := c.p.Charge(c.ctx, "conformance/charge-2", payment.ChargeRequest{Amount: 150, Currency: "eur"})
+		c.expectCreateAccepted(err)
 	})
 
 	t.Run("polling reads the intent", func(t *testing.T) {
-		g := NewWithT(t)
-		p, rec := conformanceProvider(t, base)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+		c := newConformanceCall(t, base)
 
-		in, err := p.retrieve(ctx, "pi_123")
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(in.ID).NotTo(BeEmpty())
+		in, err := c.p.retrieve(c.ctx, "pi_123")
+		c.g.Expect(err).NotTo(HaveOccurred())
+		c.g.Expect(in.ID).NotTo(BeEmpty())
 
 		// An intent seen processing is read again with GET, never created
 		// again; the fixture it reads is final.
-		_, err = p.settle(ctx, &stripego.PaymentIntent{ID: "pi_123", Status: stripego.PaymentIntentStatusProcessing}, false)
+		_, err = c.p.settle(c.ctx, &stripego.PaymentIntent{ID: "pi_123", Status: stripego.PaymentIntentStatusProcessing}, false)
 		if err != nil {
 			var te *payment.TransientError
-			g.Expect(errors.As(err, &te)).To(BeFalse(), "polling failed: %v", err)
+			c.g.Expect(errors.As(err, &te)).To(BeFalse(), "polling failed: %v", err)
 		}
-		rec.expectAccepted(g)
-		g.Expect(rec.count(http.MethodGet, "/v1/payment_intents/pi_123")).To(Equal(2))
-		g.Expect(rec.count(http.MethodPost, "")).To(Equal(0))
+		c.expectReadsOnly("/v1/payment_intents/pi_123", 2)
 	})
 
 	t.Run("Lookup searches by the keys and follows pages", func(t *testing.T) {
-		g := NewWithT(t)
-		p, rec := conformanceProvider(t, base)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+		c := newConformanceCall(t, base)
 		// stripe-mock answers one page; the first answer is made to say
 		// there is another, so that the request for it is checked too.
-		rec.rewrite = func(req *http.Request, n int, body map[string]any) {
+		c.rec.rewrite = func(req *http.Request, n int, body map[string]any) {
 			if req.URL.Path == "/v1/payment_intents/search" && n == 0 {
 				body["has_more"] = true
 				body["next_page"] = "page_2"
@@ -132,47 +116,71 @@ func TestConformance(t *testing.T) {
 
 		// The fixtures carry none of our metadata, so nothing is found;
 		// the quote must be escaped for the query to be valid.
-		found, err := p.Lookup(ctx, []string{"conformance/lookup-1", "conformance/o'brien-2", "conformance/lookup-3"})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(found).To(BeEmpty())
-		rec.expectAccepted(g)
-		g.Expect(rec.count(http.MethodGet, "/v1/payment_intents/search")).To(Equal(2))
-		g.Expect(rec.count(http.MethodPost, "")).To(Equal(0))
+		found, err := c.p.Lookup(c.ctx, []string{"conformance/lookup-1", "conformance/o'brien-2", "conformance/lookup-3"})
+		c.g.Expect(err).NotTo(HaveOccurred())
+		c.g.Expect(found).To(BeEmpty())
+		c.expectReadsOnly("/v1/payment_intents/search", 2)
 	})
 
 	t.Run("Settle reads the intent", func(t *testing.T) {
-		g := NewWithT(t)
-		p, rec := conformanceProvider(t, base)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+		c := newConformanceCall(t, base)
 		// The fixture carries no key; it is given the one it is settled
 		// under, so that Settle goes on to its status.
 		const key = "conformance/settle-1"
-		rec.rewrite = func(_ *http.Request, _ int, body map[string]any) {
+		c.rec.rewrite = func(_ *http.Request, _ int, body map[string]any) {
 			body["metadata"] = map[string]any{payment.MetadataKeyIdempotencyKey: key}
 		}
 
-		out, err := p.Settle(ctx, key, "pi_123")
+		out, err := c.p.Settle(c.ctx, key, "pi_123")
 		t.Logf("Settle answered: outcome %+v, error %v", out, err)
-		rec.expectAccepted(g)
 		// The fixture is in requires_payment_method: declined.
-		g.Expect(errors.Is(err, payment.ErrDeclined)).To(BeTrue(), "Settle failed: %v", err)
-		g.Expect(rec.count(http.MethodGet, "/v1/payment_intents/pi_123")).To(Equal(1))
-		g.Expect(rec.count(http.MethodPost, "")).To(Equal(0))
+		c.g.Expect(errors.Is(err, payment.ErrDeclined)).To(BeTrue(), "Settle failed: %v", err)
+		c.expectReadsOnly("/v1/payment_intents/pi_123", 1)
 	})
 
 	t.Run("Account reads the account of the key", func(t *testing.T) {
-		g := NewWithT(t)
-		p, rec := conformanceProvider(t, base)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+		c := newConformanceCall(t, base)
 
-		id, err := p.Account(ctx)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(id).To(HavePrefix("acct_"))
-		rec.expectAccepted(g)
-		g.Expect(rec.count(http.MethodGet, "/v1/account")).To(Equal(1))
+		id, err := c.p.Account(c.ctx)
+		c.g.Expect(err).NotTo(HaveOccurred())
+		c.g.Expect(id).To(HavePrefix("acct_"))
+		c.expectReadsOnly("/v1/account", 1)
 	})
+}
+
+// conformanceCall is what one subtest of TestConformance works with: a
+// provider for stripe-mock whose exchanges rec records, the subtest's
+// assertions, and a context that bounds its calls.
+type conformanceCall struct {
+	g   *WithT
+	ctx context.Context
+	p   *Provider
+	rec *recorder
+}
+
+// newConformanceCall is a conformanceCall for stripe-mock at base, whose
+// context ends after 30 seconds or with the subtest.
+func newConformanceCall(t *testing.T, base string) conformanceCall {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	p, rec := conformanceProvider(t, base)
+	return conformanceCall{g: NewWithT(t), ctx: ctx, p: p, rec: rec}
+}
+
+// expectCreateAccepted asserts that stripe-mock accepted every request of
+// a Charge that answered err: none is refused as invalid.
+func (c conformanceCall) expectCreateAccepted(err error) {
+	c.rec.expectAccepted(c.g)
+	c.g.Expect(errors.Is(err, payment.ErrInvalid)).To(BeFalse(), "stripe-mock refused the request: %v", err)
+}
+
+// expectReadsOnly asserts that stripe-mock accepted every request, that n
+// of them were GETs of path, and that nothing was created.
+func (c conformanceCall) expectReadsOnly(path string, n int) {
+	c.rec.expectAccepted(c.g)
+	c.g.Expect(c.rec.count(http.MethodGet, path)).To(Equal(n))
+	c.g.Expect(c.rec.count(http.MethodPost, "")).To(Equal(0))
 }
 
 // startStripeMock starts the stripe-mock binary named by STRIPE_MOCK on
@@ -201,7 +209,7 @@ func startStripeMock(t *testing.T) string {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		t.Logf("stripe-mock stopped: %v", <-exited)
 	})
 
 	var addr string

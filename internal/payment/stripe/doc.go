@@ -105,7 +105,7 @@ limitations under the License.
 //
 // Nothing is logged: stripe-go's logger is silenced, since its debug and
 // error lines may hold whole responses. The API key and card data never
-// appear in errors or messages: messages copied from Stripe are cut to about
-// 500 characters, made one line, and any occurrence of the API key is
-// replaced.
+// appear in errors or messages: messages copied from Stripe are cleaned by
+// payment.CleanMessage, cut to 500 bytes, made one line, and any occurrence
+// of the API key is replaced.
 package stripe

@@ -27,7 +27,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	stripego "github.com/stripe/stripe-go/v85"
 
@@ -49,11 +48,8 @@ const (
 	// inFlightRetryAfter is the wait for a key in flight when Stripe does
 	// not send Retry-After.
 	inFlightRetryAfter = time.Second
-	// maxMessageLength is about how many bytes of a message from Stripe are
-	// kept.
+	// maxMessageLength is how many bytes of a message from Stripe are kept.
 	maxMessageLength = 500
-	// redacted replaces the API key wherever it appears in a message.
-	redacted = "[REDACTED]"
 )
 
 // classify maps an error of a stripe-go call to one of package payment's
@@ -212,21 +208,10 @@ func (e *causeError) Error() string { return e.msg }
 // Unwrap returns the cause.
 func (e *causeError) Unwrap() error { return e.err }
 
-// clean makes s safe to show: the API key replaced, one line, and cut to
-// about maxMessageLength bytes on a character boundary.
+// clean makes s safe to show with payment.CleanMessage: the API key
+// redacted, one line, cut to maxMessageLength bytes.
 func (p *Provider) clean(s string) string {
-	if p.apiKey != "" {
-		s = strings.ReplaceAll(s, p.apiKey, redacted)
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= maxMessageLength {
-		return s
-	}
-	cut := maxMessageLength
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + " ..."
+	return payment.CleanMessage(s, maxMessageLength, p.apiKey)
 }
 
 // retryAfterOf reads the Retry-After header of a Stripe error response.

@@ -201,7 +201,7 @@ func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome,
 	switch {
 	case !payment.ValidKey(key):
 		return payment.Outcome{}, payment.Transient(errors.New("cannot settle a payment intent under an idempotency key that is not 1 to 255 visible ASCII characters"), 0)
-	case id == "" || !visibleASCII(id):
+	case id == "" || !payment.VisibleASCII(id):
 		return payment.Outcome{}, payment.Transient(errors.New("cannot settle a payment intent without a valid id"), 0)
 	}
 	if err := ctx.Err(); err != nil {

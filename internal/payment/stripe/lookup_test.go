@@ -28,45 +28,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
 )
-
-// charged is an intent made by Charge under key for a request with
-// fingerprint, created at the Unix time created.
-func charged(id, status, key, fingerprint string, created int64) map[string]any {
-	in := intent(id, status)
-	metadata := map[string]string{payment.MetadataKeyIdempotencyKey: key}
-	if fingerprint != "" {
-		metadata[payment.MetadataKeyFingerprint] = fingerprint
-	}
-	in["metadata"] = metadata
-	in["created"] = created
-	return in
-}
-
-// searchPage is the JSON of one page of search results.
-func searchPage(hasMore bool, next string, data ...map[string]any) map[string]any {
-	page := map[string]any{
-		"object":    "search_result",
-		"url":       "/v1/payment_intents/search",
-		"has_more":  hasMore,
-		"next_page": nil,
-		"data":      append([]map[string]any{}, data...),
-	}
-	if next != "" {
-		page["next_page"] = next
-	}
-	return page
-}
-
-// expectUncertain asserts that err is a payment.TransientError and no
-// refusal.
-func expectUncertain(g Gomega, err error) {
-	g.Expect(err).To(HaveOccurred())
-	_, refusal := payment.IsRefusal(err)
-	g.Expect(refusal).To(BeFalse(), "error %q is a refusal", err)
-	var te *payment.TransientError
-	g.Expect(errors.As(err, &te)).To(BeTrue(), "error %q is not transient", err)
-}
 
 func TestLookupSendsOneSearchForAllKeys(t *testing.T) {
 	g := NewWithT(t)
@@ -85,18 +48,13 @@ func TestLookupSendsOneSearchForAllKeys(t *testing.T) {
 	found, err := f.provider(t).Lookup(context.Background(), keys)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	reqs := f.received()
-	g.Expect(reqs).To(HaveLen(1))
-	r := reqs[0]
-	g.Expect(r.Method).To(Equal(http.MethodGet))
-	g.Expect(r.Path).To(Equal("/v1/payment_intents/search"))
+	r := f.single(g, http.MethodGet, "/v1/payment_intents/search")
 	g.Expect(r.Query.Get("query")).To(Equal(
 		`metadata['paymentjob_idempotency_key']:'billing/invoice-1'` +
 			` OR metadata['paymentjob_idempotency_key']:'billing/o\'brien'` +
 			` OR metadata['paymentjob_idempotency_key']:'billing/invoice-3'`))
 	g.Expect(r.Query.Get("limit")).To(Equal("100"))
 	g.Expect(r.Query.Has("page")).To(BeFalse())
-	g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer " + testAPIKey))
 
 	g.Expect(found).To(HaveLen(2))
 	g.Expect(found).NotTo(HaveKey(keys[1]))
@@ -108,15 +66,6 @@ func TestLookupSendsOneSearchForAllKeys(t *testing.T) {
 			g.Expect(c.Key).To(Equal(key))
 		}
 	}
-}
-
-// ids are the ids of found, in order.
-func ids(found []payment.Found) []string {
-	out := make([]string, 0, len(found))
-	for _, f := range found {
-		out = append(out, f.ID)
-	}
-	return out
 }
 
 func TestLookupReportsEveryStatus(t *testing.T) {
@@ -142,9 +91,7 @@ func TestLookupReportsEveryStatus(t *testing.T) {
 			g := NewWithT(t)
 			in := charged("pi_1", tt.status, testKey, tt.fingerprint, created.Unix())
 			in["amount_received"] = tt.received
-			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, searchPage(false, "", in))
-			})
+			f := newFakeAnswering(t, searchPage(false, "", in))
 			found, err := f.provider(t).Lookup(context.Background(), []string{testKey})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(found).To(Equal(map[string][]payment.Found{testKey: {{
@@ -223,7 +170,7 @@ func TestLookupPagesAreBounded(t *testing.T) {
 			g := NewWithT(t)
 			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, n int) { tt.answer(w, n) })
 			found, err := f.provider(t).Lookup(context.Background(), []string{testKey})
-			expectUncertain(g, err)
+			g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
 			g.Expect(err.Error()).To(ContainSubstring(tt.contains))
 			g.Expect(found).To(BeNil())
 			g.Expect(f.received()).To(HaveLen(tt.wantCalls))
@@ -232,28 +179,22 @@ func TestLookupPagesAreBounded(t *testing.T) {
 }
 
 func TestLookupRefusesKeysWithoutSending(t *testing.T) {
-	eleven := make([]string, payment.MaxLookupKeys+1)
-	for i := range eleven {
-		eleven[i] = fmt.Sprintf("billing/invoice-%d", i)
-	}
-	tests := []struct {
-		name     string
+	type lookupCase struct {
 		keys     []string
 		contains string
-	}{
-		{name: "more than MaxLookupKeys", keys: eleven, contains: "at most 10"},
-		{name: "an empty key", keys: []string{testKey, ""}, contains: "visible ASCII"},
-		{name: "a key with a space", keys: []string{"billing/invoice 42"}, contains: "visible ASCII"},
-		{name: "a key too long", keys: []string{strings.Repeat("k", payment.MaxKeyLength+1)}, contains: "visible ASCII"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	tests := map[string]lookupCase{
+		"more than MaxLookupKeys": {keys: paymenttest.Keys(payment.MaxLookupKeys + 1), contains: "at most 10"},
+	}
+	for name, key := range paymenttest.InvalidKeys() {
+		tests["a key "+name] = lookupCase{keys: []string{testKey, key}, contains: "visible ASCII"}
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, searchPage(false, ""))
-			})
+			f := newFakeAnswering(t, searchPage(false, ""))
 			found, err := f.provider(t).Lookup(context.Background(), tt.keys)
-			expectUncertain(g, err)
+			g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
 			g.Expect(err.Error()).To(ContainSubstring(tt.contains))
 			g.Expect(found).To(BeNil())
 			g.Expect(f.received()).To(BeEmpty())
@@ -263,9 +204,7 @@ func TestLookupRefusesKeysWithoutSending(t *testing.T) {
 
 func TestLookupOfNoKeysSendsNothing(t *testing.T) {
 	g := NewWithT(t)
-	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, searchPage(false, ""))
-	})
+	f := newFakeAnswering(t, searchPage(false, ""))
 	found, err := f.provider(t).Lookup(context.Background(), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(BeEmpty())
@@ -274,31 +213,23 @@ func TestLookupOfNoKeysSendsNothing(t *testing.T) {
 
 func TestLookupOfTenKeysSendsOneRequest(t *testing.T) {
 	g := NewWithT(t)
-	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, searchPage(false, ""))
-	})
-	keys := make([]string, payment.MaxLookupKeys)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("billing/invoice-%d", i)
-	}
+	f := newFakeAnswering(t, searchPage(false, ""))
+	keys := paymenttest.Keys(payment.MaxLookupKeys)
 	// A key given twice is searched once.
 	keys[9] = keys[0]
 	_, err := f.provider(t).Lookup(context.Background(), keys)
 	g.Expect(err).NotTo(HaveOccurred())
-	reqs := f.received()
-	g.Expect(reqs).To(HaveLen(1))
-	g.Expect(strings.Count(reqs[0].Query.Get("query"), " OR ")).To(Equal(8))
+	r := f.single(g, http.MethodGet, "/v1/payment_intents/search")
+	g.Expect(strings.Count(r.Query.Get("query"), " OR ")).To(Equal(8))
 }
 
 func TestLookupWithDoneContextSendsNothing(t *testing.T) {
 	g := NewWithT(t)
-	f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, searchPage(false, ""))
-	})
+	f := newFakeAnswering(t, searchPage(false, ""))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := f.provider(t).Lookup(ctx, []string{testKey})
-	expectUncertain(g, err)
+	g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
 	g.Expect(errors.Is(err, context.Canceled)).To(BeTrue())
 	g.Expect(f.received()).To(BeEmpty())
 }
@@ -352,7 +283,7 @@ func TestLookupErrorsAreUncertain(t *testing.T) {
 			g := NewWithT(t)
 			f := newFakeStripe(t, tt.answer)
 			found, err := f.provider(t).Lookup(context.Background(), []string{testKey, "billing/invoice-43"})
-			expectUncertain(g, err)
+			g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
 			g.Expect(found).To(BeNil(), "nothing is known about any key")
 			if tt.class != nil {
 				g.Expect(errors.Is(err, tt.class)).To(BeTrue())
@@ -361,11 +292,6 @@ func TestLookupErrorsAreUncertain(t *testing.T) {
 			g.Expect(f.received()).To(HaveLen(tt.wantCalls))
 		})
 	}
-}
-
-// first adapts an answer to every request to a fakeStripe handler.
-func first(answer func(w http.ResponseWriter, r *http.Request)) func(w http.ResponseWriter, r *http.Request, n int) {
-	return func(w http.ResponseWriter, r *http.Request, _ int) { answer(w, r) }
 }
 
 func TestSearchQuery(t *testing.T) {
@@ -391,86 +317,25 @@ func TestSearchQuery(t *testing.T) {
 }
 
 func TestSettlePollsUntilFinal(t *testing.T) {
-	tests := []struct {
-		name string
-		// first is the status of the intent while pending GETs answer.
-		first   string
-		pending int
-		// final is the intent the next GET answers with.
-		final map[string]any
-		check func(g Gomega, out payment.Outcome, err error)
-	}{
-		{
-			name:    "processing until succeeded",
-			first:   "processing",
-			pending: 2,
-			final:   succeeded("pi_1"),
-			check: func(g Gomega, out payment.Outcome, err error) {
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(out).To(Equal(payment.Outcome{ID: "pi_1", Status: "succeeded", Amount: 2000, Currency: "usd",
-					Created: time.Unix(1767225600, 0).UTC()}))
-			},
-		},
-		{
-			name:  "already succeeded",
-			final: intent("pi_1", "requires_capture"),
-			check: func(g Gomega, out payment.Outcome, err error) {
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(out.Status).To(Equal("requires_capture"))
-				g.Expect(out.Replayed).To(BeFalse())
-			},
-		},
-		{
-			name:    "requires_action until the attempt failed",
-			first:   "requires_action",
-			pending: 1,
-			final:   withLastPaymentError(intent("pi_1", "requires_payment_method"), "card_declined", "do_not_honor", "Your card was declined."),
-			check: func(g Gomega, _ payment.Outcome, err error) {
-				r, refusal := payment.IsRefusal(err)
-				g.Expect(refusal).To(BeTrue(), "error %q", err)
-				g.Expect(r.Reason).To(Equal(payment.ReasonCardDeclined))
-				g.Expect(err.Error()).To(ContainSubstring("do_not_honor"))
-			},
-		},
-		{
-			name:  "canceled",
-			final: intent("pi_1", "canceled"),
-			check: func(g Gomega, _ payment.Outcome, err error) {
-				r, refusal := payment.IsRefusal(err)
-				g.Expect(refusal).To(BeTrue(), "error %q", err)
-				g.Expect(r.Reason).To(Equal(ReasonPaymentCanceled))
-			},
-		},
-		{
-			name:  "requires_confirmation is not final",
-			final: intent("pi_1", "requires_confirmation"),
-			check: func(g Gomega, _ payment.Outcome, err error) {
-				expectUncertain(g, err)
-				g.Expect(err.Error()).To(ContainSubstring("requires_confirmation"))
-			},
-		},
+	tests := []pollCase{
+		{name: "processing until succeeded", first: "processing", pending: 2, final: succeeded("pi_1"), check: succeededAs("succeeded")},
+		{name: "already succeeded", final: intent("pi_1", "requires_capture"), check: succeededAs("requires_capture")},
+		{name: "requires_action until the attempt failed", first: "requires_action", pending: 1, final: attemptFailed(), check: declinedWith(payment.ReasonCardDeclined, "do_not_honor")},
+		{name: "canceled", final: intent("pi_1", "canceled"), check: declinedWith(ReasonPaymentCanceled, "canceled")},
+		{name: "requires_confirmation is not final", final: intent("pi_1", "requires_confirmation"), check: func(g Gomega, _ payment.Outcome, err error) {
+			g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
+			g.Expect(err.Error()).To(ContainSubstring("requires_confirmation"))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, n int) {
-				if n < tt.pending {
-					writeJSON(w, http.StatusOK, intent("pi_1", tt.first))
-					return
-				}
-				writeJSON(w, http.StatusOK, tt.final)
-			})
+			f := newFakeStripe(t, tt.answer)
 			out, err := f.provider(t).Settle(context.Background(), testKey, "pi_1")
 			tt.check(g, out, err)
 
 			g.Expect(f.count(http.MethodPost)).To(Equal(0), "settling never creates an intent")
-			reqs := f.received()
-			g.Expect(reqs).To(HaveLen(tt.pending + 1))
-			for _, r := range reqs {
-				g.Expect(r.Method).To(Equal(http.MethodGet))
-				g.Expect(r.Path).To(Equal("/v1/payment_intents/pi_1"))
-				g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer " + testAPIKey))
-			}
+			tt.expectReads(g, f.received())
 		})
 	}
 }
@@ -500,15 +365,13 @@ func TestSettleRefusesAnotherIntent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, tt.intent)
-			})
+			f := newFakeAnswering(t, tt.intent)
 			// Bounded, should the intent be polled although it is not
 			// the one looked for.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			out, err := f.provider(t).Settle(ctx, testKey, "pi_1")
-			expectUncertain(g, err)
+			g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
 			g.Expect(err.Error()).To(ContainSubstring(tt.contains))
 			g.Expect(err.Error()).To(ContainSubstring("pi_1"))
 			g.Expect(out).To(Equal(payment.Outcome{}))
@@ -518,59 +381,32 @@ func TestSettleRefusesAnotherIntent(t *testing.T) {
 }
 
 func TestSettleErrorsAreUncertain(t *testing.T) {
-	tests := []struct {
-		name       string
-		answer     func(w http.ResponseWriter, r *http.Request)
-		class      error
-		retryAfter time.Duration
-	}{
-		{
-			name:   "intent not found",
-			answer: jsonAnswer(http.StatusNotFound, stripeError("invalid_request_error", "resource_missing", "", "No such payment_intent: 'pi_1'")),
-			class:  payment.ErrInvalid,
-		},
-		{
-			name:       "rate limited",
-			answer:     jsonAnswer(http.StatusTooManyRequests, stripeError("invalid_request_error", "rate_limit", "", "slow down"), "Retry-After", "2"),
-			retryAfter: 2 * time.Second,
-		},
-		{name: "server error", answer: rawAnswer(http.StatusInternalServerError, "text/html", "<html>oops</html>")},
-		{name: "invalid API key", answer: jsonAnswer(http.StatusUnauthorized, stripeError("invalid_request_error", "", "", "Invalid API Key provided"))},
-		{name: "connection closed", answer: hangUp},
-	}
-	for _, tt := range tests {
+	for _, tt := range readErrors {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, _ int) { tt.answer(w, r) })
+			f := newFakeStripe(t, first(tt.answer))
 			_, err := f.provider(t).Settle(context.Background(), testKey, "pi_1")
-			expectUncertain(g, err)
-			if tt.class != nil {
-				g.Expect(errors.Is(err, tt.class)).To(BeTrue())
-			}
-			g.Expect(payment.RetryAfter(err)).To(Equal(tt.retryAfter))
-			g.Expect(err.Error()).To(ContainSubstring("pi_1"))
+			tt.expect(g, err)
 			g.Expect(f.received()).To(HaveLen(1))
 		})
 	}
 }
 
 func TestSettleRefusesBadInputWithoutSending(t *testing.T) {
-	tests := []struct {
-		name, key, id string
-	}{
-		{name: "empty key", key: "", id: "pi_1"},
-		{name: "key with a space", key: "billing/invoice 42", id: "pi_1"},
-		{name: "empty id", key: testKey, id: ""},
-		{name: "id with a newline", key: testKey, id: "pi_1\n"},
+	type settleCase struct{ key, id string }
+	tests := map[string]settleCase{
+		"empty id":          {key: testKey, id: ""},
+		"id with a newline": {key: testKey, id: "pi_1\n"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, key := range paymenttest.InvalidKeys() {
+		tests["key "+name] = settleCase{key: key, id: "pi_1"}
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			f := newFakeStripe(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, succeeded("pi_1"))
-			})
+			f := newFakeAnswering(t, succeeded("pi_1"))
 			_, err := f.provider(t).Settle(context.Background(), tt.key, tt.id)
-			expectUncertain(g, err)
+			g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
 			g.Expect(f.received()).To(BeEmpty())
 		})
 	}

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -35,11 +34,11 @@ const DefaultAPIBase = "https://api.stripe.com"
 
 // DefaultPollInterval is the first wait between two reads of an intent that
 // is not final yet, when Config.PollInterval is zero.
-const DefaultPollInterval = 500 * time.Millisecond
+const DefaultPollInterval = payment.DefaultPollInterval
 
 // DefaultMaxPollInterval is the longest wait between two reads of an intent,
 // when Config.MaxPollInterval is zero.
-const DefaultMaxPollInterval = 5 * time.Second
+const DefaultMaxPollInterval = payment.DefaultMaxPollInterval
 
 var (
 	_ payment.Provider   = (*Provider)(nil)
@@ -86,26 +85,16 @@ func New(cfg Config) (*Provider, error) {
 	switch {
 	case key == "":
 		return nil, errors.New("cannot use the Stripe API key: it is empty")
-	case !visibleASCII(key):
+	case !payment.VisibleASCII(key):
 		return nil, errors.New("cannot use the Stripe API key: it contains characters that are not allowed in an HTTP header")
 	}
 	base, err := apiBase(cfg.APIBase)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.PollInterval < 0 || cfg.MaxPollInterval < 0 {
-		return nil, errors.New("cannot use a negative poll interval")
-	}
-	poll := cfg.PollInterval
-	if poll == 0 {
-		poll = DefaultPollInterval
-	}
-	maxPoll := cfg.MaxPollInterval
-	switch {
-	case maxPoll == 0:
-		maxPoll = max(DefaultMaxPollInterval, poll)
-	case maxPoll < poll:
-		return nil, fmt.Errorf("cannot use a maximum poll interval of %s, shorter than the poll interval of %s", maxPoll, poll)
+	poll, maxPoll, err := payment.PollIntervals(cfg.PollInterval, cfg.MaxPollInterval)
+	if err != nil {
+		return nil, err
 	}
 	httpClient := cfg.HTTPClient
 	if httpClient == nil {
@@ -136,19 +125,11 @@ func apiBase(raw string) (string, error) {
 	if raw == "" {
 		return DefaultAPIBase, nil
 	}
-	u, err := url.Parse(raw)
+	u, err := payment.ParseEndpoint(raw, "the API key")
 	if err != nil {
-		// url.Parse quotes the input, which might hold credentials.
-		return "", errors.New("cannot use the Stripe API base: it is not a valid URL")
+		return "", fmt.Errorf("cannot use the Stripe API base: %w", err)
 	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("cannot use the Stripe API base: scheme must be http or https, not %q", u.Scheme)
-	case u.User != nil:
-		return "", errors.New("cannot use the Stripe API base: it must not contain user information; use the API key")
-	case u.Host == "" || u.Opaque != "":
-		return "", errors.New("cannot use the Stripe API base: it must be absolute, with a host")
-	case u.RawQuery != "" || u.Fragment != "":
+	if u.RawQuery != "" || u.Fragment != "" {
 		return "", errors.New("cannot use the Stripe API base: it must not have a query or a fragment")
 	}
 	return strings.TrimSuffix(u.String(), "/"), nil
@@ -285,15 +266,4 @@ func outcome(intent *stripego.PaymentIntent, replayed bool) payment.Outcome {
 		Created:  created,
 		Replayed: replayed,
 	}
-}
-
-// visibleASCII reports whether s holds only visible ASCII characters, no
-// spaces or control characters.
-func visibleASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
 }

@@ -1,0 +1,60 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package protocol holds the table of the PaymentJob protocol: for each
+// state of a job and each answer of its provider, the writes the reconciler
+// makes and the result it returns, in the style of crossplane-runtime's
+// reconciler tests. It has tests only; this file is its documentation.
+//
+// The table is theTable in protocol_test.go. It drives the real
+// controller.PaymentJobReconciler, with the real controller.ProviderCache,
+// against controller-runtime's fake client, a scripted payment.Provider, an
+// in-memory outcome ledger and a fake clock. Nothing is started: no API
+// server, no process, no network listener, so the whole table runs in
+// about a second. What needs an API server (CRD validation, the watch and
+// the cache, several managers at once) stays in the envtest suite of
+// internal/controller.
+//
+// How to read a row:
+//
+//   - job is the PaymentJob before the first pass, built from the same
+//     functions the reconciler's writes use (controller.ClaimStatus,
+//     controller.CompletedStatus); provider is its PaymentProvider (Ready by
+//     default); answers are what the provider answers to each Charge, in
+//     order; ledger, when set, turns the outcome ledger on.
+//   - steps are passes: each moves the fake clock on by after, lets other
+//     writers act (before: another replica, a person, a GitOps tool), makes
+//     the API server refuse some writes (faults), runs Reconcile once and
+//     compares what it did.
+//   - effects are, in order, the writes to the API server, the provider
+//     calls and the ledger records of the pass. "status: Processing/Claimed"
+//     is a status update to phase Processing with Ready reason Claimed: the
+//     claim. "patch: +finalizer" and "patch: -finalizer +finished" are the
+//     job's metadata patches; "provider: +in-use" is the provider's
+//     finalizer; "charge" and "settle" are provider calls; "ledger:
+//     Completed" is a ledger record. A write the API server refused ends in
+//     (conflict) or (error); one that removed the last finalizer of a
+//     deleted job ends in (deleted).
+//   - requeue bounds the pass's RequeueAfter (none, exactly, or jittered: up
+//     to 20% more); err says whether Reconcile returned an error; events
+//     are the reasons of the events the pass emitted.
+//   - final is the job after the last pass: phase, Ready reason, Stalled.
+//
+// Every row also checks the invariants of the protocol: a provider call
+// only follows a claim write of the same pass that the API server accepted;
+// every charge sends the job's own idempotency key and request; a Failed
+// job follows a definitive refusal only.
+package protocol

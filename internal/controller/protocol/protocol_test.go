@@ -1,0 +1,769 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package protocol_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// row is one line of the protocol: a job and its provider in a state, the
+// provider's answers, and what each pass of the reconciler does.
+type row struct {
+	name string
+	// job is the PaymentJob before the first pass.
+	job      *paymentsv1alpha1.PaymentJob
+	provider providerState
+	// looker makes the provider a payment.Looker, answering settle.
+	looker  bool
+	answers []answer
+	settle  answer
+	// ledger turns the outcome ledger on; nil leaves it off.
+	ledger *ledgerState
+	steps  []step
+	// final is the job after the last pass.
+	final final
+}
+
+// step is one pass: Reconcile once, after the clock moved on by after and
+// other writers did before.
+type step struct {
+	after  time.Duration
+	before func(*world)
+	faults []fault
+	// effects are the writes to the API server, the provider calls and
+	// the ledger records of the pass, in order.
+	effects []string
+	requeue window
+	err     bool
+	// events are the reasons of the events the pass emitted.
+	events []string
+}
+
+// final is the stored job after the row.
+type final struct {
+	phase   paymentsv1alpha1.PaymentJobPhase
+	ready   string
+	stalled bool
+	// gone: the job was deleted, its finalizer off.
+	gone bool
+}
+
+const (
+	pending    = paymentsv1alpha1.PhasePending
+	processing = paymentsv1alpha1.PhaseProcessing
+	completed  = paymentsv1alpha1.PhaseCompleted
+	failed     = paymentsv1alpha1.PhaseFailed
+)
+
+// theTable is the protocol. Effects name API writes as "status: <phase>/<Ready
+// reason>" (a status update), "patch: +finalizer", "patch: -finalizer
+// +finished" (the job's metadata), "provider: +in-use" (the provider's
+// finalizer); provider calls as "charge" and "settle"; ledger records as
+// "ledger: <outcome>". A write the API server refused ends in (conflict) or
+// (error); one that removed the last finalizer of a deleted job ends in
+// (deleted).
+var theTable = []row{
+	// New and Pending jobs: nothing has been sent yet.
+	{
+		name: "new job, charge succeeds: finalizer, claim, charge, Completed, finished",
+		job:  newJob(), provider: providerUnguarded, answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "provider: +in-use", "status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"Succeeded"},
+		}, {
+			// Its watch event: a finished job is left alone.
+			after: time.Minute,
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "new job whose key the provider already charged (manifest re-applied): Completed as replayed",
+		job:  newJob(), answers: []answer{replayed},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"Replayed"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "suspended: Pending, written once; unsuspended: charged",
+		job:  newJob(suspended), answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Pending/Suspended"},
+			events:  []string{"Suspended"},
+		}, {
+			after: time.Hour,
+		}, {
+			before: unsuspended,
+			effects: []string{"status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"Succeeded"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "suspended with a deadline: requeued at the deadline",
+		job:  newJob(suspended, deadline(300)),
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Pending/Suspended"},
+			requeue: exactly(4 * time.Minute),
+			events:  []string{"Suspended"},
+		}},
+		final: final{phase: pending, ready: "Suspended"},
+	},
+	{
+		name: "deadline passed before the claim: Pending, stalled, never charged",
+		job:  newJob(deadline(30)), answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Pending/DeadlineExceeded"},
+			events:  []string{"DeadlineExceeded"},
+		}},
+		final: final{phase: pending, ready: "DeadlineExceeded", stalled: true},
+	},
+	{
+		name: "provider not found: Pending with a requeue; provider created: charged",
+		job:  newJob(), provider: providerMissing, answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Pending/ProviderNotFound"},
+			requeue: jittered(time.Second),
+			events:  []string{"ProviderNotFound"},
+		}, {
+			after: time.Second, before: providerCreated,
+			effects: []string{"status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"Succeeded"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "provider not Ready: Pending with a requeue, written once",
+		job:  newJob(), provider: providerNotReady, answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Pending/ProviderNotReady"},
+			requeue: jittered(time.Second),
+			events:  []string{"ProviderNotReady"},
+		}, {
+			after:   time.Second,
+			requeue: jittered(time.Second),
+		}},
+		final: final{phase: pending, ready: "ProviderNotReady"},
+	},
+	{
+		name: "provider being deleted, job not claimed: Pending, never charged through it",
+		job:  newJob(), provider: providerDeleting, answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Pending/ProviderDeleted"},
+			requeue: jittered(time.Second),
+			events:  []string{"ProviderDeleted"},
+		}},
+		final: final{phase: pending, ready: "ProviderDeleted"},
+	},
+
+	// The provider's answer to a first claim.
+	{
+		name: "declined: Failed, finished",
+		job:  newJob(), answers: []answer{declined},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Failed/CardDeclined", "patch: -finalizer +finished"},
+			events: []string{"CardDeclined"},
+		}},
+		final: final{phase: failed, ready: "CardDeclined", stalled: true},
+	},
+	{
+		name: "invalid request: Failed, finished",
+		job:  newJob(), answers: []answer{invalid},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Failed/InvalidRequest", "patch: -finalizer +finished"},
+			events: []string{"InvalidRequest"},
+		}},
+		final: final{phase: failed, ready: "InvalidRequest", stalled: true},
+	},
+	{
+		name: "key reused with other parameters on the first attempt: Failed (this request charged nothing)",
+		job:  newJob(), answers: []answer{keyReused},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Failed/IdempotencyKeyReused", "patch: -finalizer +finished"},
+			events: []string{"IdempotencyKeyReused"},
+		}},
+		final: final{phase: failed, ready: "IdempotencyKeyReused", stalled: true},
+	},
+	{
+		name: "transient: stays Processing, waits out the backoff, retries with the same key and gets the replay",
+		job:  newJob(), answers: []answer{transient, replayed},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
+			requeue: jittered(time.Second),
+			events:  []string{"TransientError"},
+		}, {
+			// The watch event of its own write: the (jittered) backoff is
+			// not over.
+			after:   500 * time.Millisecond,
+			requeue: between(500*time.Millisecond, 700*time.Millisecond),
+		}, {
+			after: 700 * time.Millisecond,
+			effects: []string{"status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"Claimed", "Replayed"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "provider call times out (context deadline): uncertain, stays Processing",
+		job:  newJob(), answers: []answer{timedOut},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
+			requeue: jittered(time.Second),
+			events:  []string{"TransientError"},
+		}},
+		final: final{phase: processing, ready: "TransientError"},
+	},
+	{
+		name: "transient after backoffLimit: Stalled RetriesExhausted, retried at the longest interval, never Failed",
+		job:  newJob(backoffLimit(1)), answers: []answer{transient, transient, replayed},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
+			requeue: jittered(time.Second),
+			events:  []string{"TransientError"},
+		}, {
+			after:   2 * time.Second,
+			effects: []string{"status: Processing/Claimed", "charge", "status: Processing/RetriesExhausted"},
+			requeue: jittered(5 * time.Minute),
+			events:  []string{"Claimed", "RetriesExhausted"},
+		}, {
+			// The watch event of its own write: the longest interval holds.
+			after:   time.Second,
+			requeue: between(5*time.Minute-time.Second, 6*time.Minute),
+		}, {
+			after: 6 * time.Minute,
+			effects: []string{"status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"Claimed", "Replayed"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "invalid on a retry (an earlier attempt had no answer): UncertainRefusal stall, never Failed",
+		job:  newJob(), answers: []answer{transient, invalid},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
+			requeue: jittered(time.Second),
+			events:  []string{"TransientError"},
+		}, {
+			after:   2 * time.Second,
+			effects: []string{"status: Processing/Claimed", "charge", "status: Processing/UncertainRefusal"},
+			requeue: jittered(5 * time.Minute),
+			events:  []string{"Claimed", "UncertainRefusal"},
+		}},
+		final: final{phase: processing, ready: "UncertainRefusal", stalled: true},
+	},
+	{
+		name: "key reused on a retry: UncertainRefusal stall, never Failed",
+		job:  newJob(), answers: []answer{timedOut, keyReused},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
+			requeue: jittered(time.Second),
+			events:  []string{"TransientError"},
+		}, {
+			after:   2 * time.Second,
+			effects: []string{"status: Processing/Claimed", "charge", "status: Processing/UncertainRefusal"},
+			requeue: jittered(5 * time.Minute),
+			events:  []string{"Claimed", "UncertainRefusal"},
+		}},
+		final: final{phase: processing, ready: "UncertainRefusal", stalled: true},
+	},
+	{
+		name: "declined on a retry: Failed (the provider would have replayed a charge made under the key)",
+		job:  newJob(), answers: []answer{transient, declined},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
+			requeue: jittered(time.Second),
+			events:  []string{"TransientError"},
+		}, {
+			after: 2 * time.Second,
+			effects: []string{"status: Processing/Claimed", "charge",
+				"status: Failed/CardDeclined", "patch: -finalizer +finished"},
+			events: []string{"Claimed", "CardDeclined"},
+		}},
+		final: final{phase: failed, ready: "CardDeclined", stalled: true},
+	},
+	{
+		name: "429 with Retry-After 30s: not retried before 30s, even when its own write's watch event comes first",
+		job:  newJob(), answers: []answer{retryAfter(30 * time.Second), replayed},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
+			requeue: jittered(30 * time.Second),
+			events:  []string{"TransientError"},
+		}, {
+			after:   2 * time.Second,
+			requeue: between(28*time.Second, 36*time.Second),
+		}},
+		final: final{phase: processing, ready: "TransientError"},
+	},
+
+	// Processing jobs: claims, takeovers, conflicts.
+	{
+		name: "another holder's unexpired claim: no write, requeue until it expires; then taken over, same key, replayed",
+		job:  newJob(claimed(other, 10*time.Second)), answers: []answer{replayed},
+		steps: []step{{
+			requeue: exactly(50 * time.Second),
+		}, {
+			after: 50 * time.Second,
+			effects: []string{"status: Processing/ClaimTakenOver", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"ClaimTakenOver", "Replayed"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "another holder's expired claim: ClaimTakenOver, charged with the same key, replayed",
+		job:  newJob(claimed(other, 2*time.Minute)), answers: []answer{replayed},
+		steps: []step{{
+			effects: []string{"status: Processing/ClaimTakenOver", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"ClaimTakenOver", "Replayed"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "claim write conflict: no charge, quiet requeue, no error",
+		job:  newJob(), answers: []answer{succeeded},
+		steps: []step{{
+			faults:  []fault{{on: "status: Processing/Claimed", err: conflict}},
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed (conflict)"},
+			requeue: jittered(100 * time.Millisecond),
+		}},
+		final: final{},
+	},
+	{
+		name: "claim race lost to another replica: no charge; then its claim is waited out",
+		job:  newJob(), answers: []answer{succeeded},
+		steps: []step{{
+			faults: []fault{{on: "status: Processing/Claimed", err: conflict,
+				meanwhile: claimedBy(other, controller.ReasonClaimed)}},
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed (conflict)"},
+			requeue: jittered(100 * time.Millisecond),
+		}, {
+			after:   time.Second,
+			requeue: exactly(59 * time.Second),
+		}},
+		final: final{phase: processing, ready: "Claimed"},
+	},
+	{
+		name: "claim write fails (500): error, no charge",
+		job:  newJob(), answers: []answer{succeeded},
+		steps: []step{{
+			faults:  []fault{{on: "status: Processing/Claimed", err: serverError}},
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed (error)"},
+			err:     true,
+		}},
+		final: final{},
+	},
+	{
+		name: "outcome write conflict, claim still ours (a label added meanwhile): written again on a fresh copy",
+		job:  newJob(), answers: []answer{succeeded},
+		steps: []step{{
+			faults: []fault{{on: "status: Completed/Succeeded", err: conflict, meanwhile: labelledByGitOps}},
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded (conflict)", "status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"Succeeded"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "outcome write conflict, claim taken over during the call: no outcome written, quiet requeue",
+		job:  newJob(), answers: []answer{succeeded},
+		steps: []step{{
+			faults: []fault{{on: "status: Completed/Succeeded", err: conflict,
+				meanwhile: claimedBy(other, controller.ReasonClaimTakenOver)}},
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Completed/Succeeded (conflict)"},
+			requeue: jittered(100 * time.Millisecond),
+		}, {
+			after:   time.Second,
+			requeue: exactly(59 * time.Second),
+		}},
+		final: final{phase: processing, ready: "ClaimTakenOver"},
+	},
+	{
+		name: "refusal write conflict, claim taken over during the call: not Failed, quiet requeue",
+		job:  newJob(), answers: []answer{declined},
+		steps: []step{{
+			faults: []fault{{on: "status: Failed/CardDeclined", err: conflict,
+				meanwhile: claimedBy(other, controller.ReasonClaimTakenOver)}},
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Failed/CardDeclined (conflict)"},
+			requeue: jittered(100 * time.Millisecond),
+		}},
+		final: final{phase: processing, ready: "ClaimTakenOver"},
+	},
+	{
+		name: "outcome write fails (500): error; the next pass claims again and gets the replay",
+		job:  newJob(), answers: []answer{succeeded, replayed},
+		steps: []step{{
+			faults: []fault{{on: "status: Completed/Succeeded", err: serverError}},
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded (error)"},
+			err: true,
+		}, {
+			after: 2 * time.Second,
+			effects: []string{"status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"Claimed", "Replayed"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "transient, and its progress write conflicts: still requeued, no error",
+		job:  newJob(), answers: []answer{transient},
+		steps: []step{{
+			faults: []fault{{on: "status: Processing/TransientError", err: conflict}},
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Processing/TransientError (conflict)"},
+			requeue: jittered(time.Second),
+			events:  []string{"TransientError"},
+		}},
+		final: final{phase: processing, ready: "Claimed"},
+	},
+
+	// Terminal and deleted jobs.
+	{
+		name: "Completed, finalizer left by a crash: only the finishing write, no provider call",
+		job:  newJob(completedEarlier), answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"patch: -finalizer +finished"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "Completed and finished: nothing at all",
+		job:  newJob(completedEarlier, finished), answers: []answer{succeeded},
+		steps: []step{{}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "Completed, spec edited since: observedGeneration caught up, then finished, no provider call",
+		job:  newJob(completedEarlier, specEdited), answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"status: Completed/Succeeded", "patch: -finalizer +finished"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "deleted before the claim: finalizer removed, never charged",
+		job:  newJob(deleting), answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"patch: -finalizer (deleted)"},
+		}, {
+			after: time.Second,
+		}},
+		final: final{gone: true},
+	},
+	{
+		name: "deleted while Processing: the charge is resolved first (same key), then the finalizer comes off",
+		job:  newJob(claimed(other, 2*time.Minute), deleting), answers: []answer{replayed},
+		steps: []step{{
+			effects: []string{"status: Processing/ClaimTakenOver", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished (deleted)"},
+			events: []string{"ClaimTakenOver", "Replayed"},
+		}},
+		final: final{gone: true},
+	},
+
+	// Guards: whenever a charge could pay twice, stop without a provider call.
+	{
+		name: "request changed after the first claim (requestHash differs): RequestChanged stall, no charge",
+		job:  newJob(claimed(me, 2*time.Minute), requestHash("sha256:0000")), answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"status: Processing/RequestChanged"},
+			events:  []string{"RequestChanged"},
+		}},
+		final: final{phase: processing, ready: "RequestChanged", stalled: true},
+	},
+	{
+		name: "status key is not the derived key: KeyMismatch stall, no charge",
+		job:  newJob(claimed(other, 2*time.Minute), statusKey("billing/invoice-41")), answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"status: Processing/KeyMismatch"},
+			events:  []string{"KeyMismatch"},
+		}},
+		final: final{phase: processing, ready: "KeyMismatch", stalled: true},
+	},
+	{
+		name: "provider object replaced while Processing: ProviderChanged stall, no charge",
+		job:  newJob(claimed(other, 2*time.Minute), sentToUID("old-uid")), answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"status: Processing/ProviderChanged"},
+			events:  []string{"ProviderChanged"},
+		}},
+		final: final{phase: processing, ready: "ProviderChanged", stalled: true},
+	},
+	{
+		name: "provider deleted while Processing, adapter kept: finished through it with the same key",
+		job:  newJob(), answers: []answer{transient, replayed},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
+			requeue: jittered(time.Second),
+			events:  []string{"TransientError"},
+		}, {
+			after: 2 * time.Second, before: providerGone,
+			effects: []string{"status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"Claimed", "Replayed"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "provider gone while Processing, no adapter kept (restarted): ProviderDeleted stall, never Failed",
+		job:  newJob(claimed(other, 2*time.Minute)), provider: providerMissing, answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"status: Processing/ProviderDeleted"},
+			requeue: jittered(5 * time.Minute),
+			events:  []string{"ProviderDeleted"},
+		}},
+		final: final{phase: processing, ready: "ProviderDeleted", stalled: true},
+	},
+	{
+		name: "charge not final at the provider, provider can read it: settled, never charged again",
+		job:  newJob(claimed(other, 2*time.Minute), chargePending("pi_1")), looker: true,
+		answers: []answer{succeeded}, settle: succeeded,
+		steps: []step{{
+			effects: []string{"status: Processing/ClaimTakenOver", "settle",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"ClaimTakenOver", "FoundAtProvider"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "charge not final at the provider, provider cannot read it: TransientError, never charged around",
+		job:  newJob(claimed(other, 2*time.Minute), chargePending("pi_1")), answers: []answer{succeeded},
+		steps: []step{{
+			effects: []string{"status: Processing/ClaimTakenOver", "status: Processing/TransientError"},
+			requeue: jittered(2 * time.Second),
+			events:  []string{"ClaimTakenOver", "TransientError"},
+		}},
+		final: final{phase: processing, ready: "TransientError"},
+	},
+
+	// A person's resolution of an uncertain payment.
+	{
+		name: "stalled job resolved as charged: Completed as resolved, no provider call",
+		job:  newJob(backoffLimit(0)), answers: []answer{transient},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/RetriesExhausted"},
+			requeue: jittered(5 * time.Minute),
+			events:  []string{"RetriesExhausted"},
+		}, {
+			after: time.Minute, before: resolvedAs("charged=pi_1"),
+			effects: []string{"status: Completed/Resolved", "patch: -finalizer +finished"},
+			events:  []string{"Resolved"},
+		}},
+		final: final{phase: completed, ready: "Resolved"},
+	},
+	{
+		name: "resolution of a job that is not stalled: refused, the retry goes on with the same key",
+		job:  newJob(), answers: []answer{transient, replayed},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
+			requeue: jittered(time.Second),
+			events:  []string{"TransientError"},
+		}, {
+			after: 2 * time.Second, before: resolvedAs("not-charged"),
+			effects: []string{"status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+			events: []string{"ResolutionRefused", "Claimed", "Replayed"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+
+	// The outcome ledger.
+	{
+		name: "ledger holds the job's outcome (job re-created): finished from the ledger, no provider call",
+		job:  newJob(), answers: []answer{succeeded},
+		ledger: &ledgerState{entries: []ledger.Entry{ledgerEntry("")}},
+		steps: []step{{
+			effects: []string{"status: Completed/FoundInLedger", "patch: +finished"},
+			events:  []string{"FoundInLedger"},
+		}},
+		final: final{phase: completed, ready: "FoundInLedger"},
+	},
+	{
+		name: "ledger holds the key for another request: ChargeMismatch stall, no provider call",
+		job:  newJob(), answers: []answer{succeeded},
+		ledger: &ledgerState{entries: []ledger.Entry{ledgerEntry("sha256:0000")}},
+		steps: []step{{
+			effects: []string{"status: Pending/ChargeMismatch"},
+			events:  []string{"ChargeMismatch"},
+		}},
+		final: final{phase: pending, ready: "ChargeMismatch", stalled: true},
+	},
+	{
+		name: "ledger has no entry: charged, recorded in the ledger before the finalizer comes off",
+		job:  newJob(), answers: []answer{succeeded}, ledger: &ledgerState{},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "ledger: Completed", "patch: -finalizer +finished"},
+			events: []string{"Succeeded"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "declined with the ledger on: Failed recorded before the finalizer comes off",
+		job:  newJob(), answers: []answer{declined}, ledger: &ledgerState{},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Failed/CardDeclined", "ledger: Failed", "patch: -finalizer +finished"},
+			events: []string{"CardDeclined"},
+		}},
+		final: final{phase: failed, ready: "CardDeclined", stalled: true},
+	},
+	{
+		name: "ledger record fails: error, the finalizer stays; the next pass records, then finishes, no provider call",
+		job:  newJob(), answers: []answer{succeeded},
+		ledger: &ledgerState{recordErrs: []error{errors.New("etcd timeout")}},
+		steps: []step{{
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
+				"status: Completed/Succeeded", "ledger: Completed (error)"},
+			err:    true,
+			events: []string{"Succeeded"},
+		}, {
+			after:   time.Second,
+			effects: []string{"ledger: Completed", "patch: -finalizer +finished"},
+		}},
+		final: final{phase: completed, ready: "Succeeded"},
+	},
+	{
+		name: "ledger cannot be read: error, nothing written, nothing charged",
+		job:  newJob(), answers: []answer{succeeded},
+		ledger: &ledgerState{findErr: errors.New("etcd timeout")},
+		steps: []step{{
+			err: true,
+		}},
+		final: final{},
+	},
+}
+
+func TestProtocol(t *testing.T) {
+	for _, tt := range theTable {
+		t.Run(tt.name, func(t *testing.T) {
+			run(t, NewWithT(t), tt)
+		})
+	}
+}
+
+// run plays a row's steps and checks each pass, the protocol's invariants
+// and the final job.
+func run(t *testing.T, g Gomega, tt row) {
+	w := newWorld(t, tt)
+	for i, s := range tt.steps {
+		w.clock.Step(s.after)
+		if s.before != nil {
+			s.before(w)
+		}
+		p := w.reconcile(t, s.faults)
+		at := fmt.Sprintf("step %d", i+1)
+		g.Expect(p.effects).To(list(s.effects), at+": effects")
+		g.Expect(p.events).To(list(s.events), at+": event reasons")
+		if s.err {
+			g.Expect(p.err).To(HaveOccurred(), at+": error")
+		} else {
+			g.Expect(p.err).NotTo(HaveOccurred(), at+": error")
+		}
+		g.Expect(p.result.RequeueAfter).To(within(s.requeue), at+": RequeueAfter")
+		g.Expect(chargesUnderClaim(p.effects)).To(Succeed(), at)
+	}
+	checkInvariants(g, w, tt)
+	checkFinal(g, w, tt.final)
+}
+
+// chargesUnderClaim checks that every provider call of a pass came after a
+// claim write of that pass that the API server accepted.
+func chargesUnderClaim(effects []string) error {
+	claimed := false
+	for _, e := range effects {
+		switch e {
+		case "status: Processing/Claimed", "status: Processing/ClaimTakenOver":
+			claimed = true
+		case "charge", "settle":
+			if !claimed {
+				return fmt.Errorf("%s without an accepted claim write before it: %q", e, effects)
+			}
+		}
+	}
+	return nil
+}
+
+// checkInvariants checks what holds for every row: each charge sends the
+// job's key and request, and Failed follows a definitive refusal only.
+func checkInvariants(g Gomega, w *world, tt row) {
+	c := controller.ChargeOf(tt.job)
+	for i, call := range w.provider.chargeCalls() {
+		g.Expect(call.key).To(Equal(c.Key), "charge %d: idempotency key", i+1)
+		g.Expect(call.req).To(Equal(c.Request), "charge %d: request", i+1)
+	}
+	job := &paymentsv1alpha1.PaymentJob{}
+	if err := w.store.Get(context.Background(), jobKey, job); err != nil || job.Status.Phase != failed {
+		return
+	}
+	last, answered := w.provider.lastCall()
+	_, refused := payment.IsRefusal(last.err)
+	g.Expect(answered && refused).To(BeTrue(),
+		"Failed must follow a definitive refusal; the provider's last answer was %v", last.err)
+}
+
+func checkFinal(g Gomega, w *world, want final) {
+	job := &paymentsv1alpha1.PaymentJob{}
+	err := w.store.Get(context.Background(), jobKey, job)
+	if want.gone {
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the job should be gone; get: %v", err)
+		return
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(job.Status.Phase).To(Equal(want.phase), "final phase")
+	g.Expect(readyReason(job)).To(Equal(want.ready), "final Ready reason")
+	g.Expect(meta.IsStatusConditionTrue(job.Status.Conditions, paymentsv1alpha1.ConditionStalled)).
+		To(Equal(want.stalled), "final Stalled")
+}
+
+// list matches want, where nil and empty are the same.
+func list(want []string) types.GomegaMatcher {
+	if len(want) == 0 {
+		return BeEmpty()
+	}
+	return Equal(want)
+}
+
+// within matches a RequeueAfter in w; the zero window matches zero only.
+func within(w window) types.GomegaMatcher {
+	return And(BeNumerically(">=", w.min), BeNumerically("<=", w.max))
+}
