@@ -395,7 +395,7 @@ func TestPaymentJobPrinterColumns(t *testing.T) {
 
 	var table metav1.Table
 	g.Expect(json.Unmarshal(body, &table)).To(Succeed())
-	var columns []string
+	columns := make([]string, 0, len(table.ColumnDefinitions))
 	for _, c := range table.ColumnDefinitions {
 		columns = append(columns, c.Name)
 	}

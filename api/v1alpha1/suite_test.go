@@ -49,10 +49,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code, err := setup()
-	if err != nil {
+	code := 1
+	if err := setup(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		code = 1
 	} else {
 		code = m.Run()
 	}
@@ -62,26 +61,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func setup() (int, error) {
+func setup() error {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return 1, err
+		return err
 	}
 	if err := paymentsv1alpha1.AddToScheme(scheme); err != nil {
-		return 1, err
+		return err
 	}
 	var err error
 	k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
-		return 1, fmt.Errorf("cannot create a client: %w", err)
+		return fmt.Errorf("cannot create a client: %w", err)
 	}
 	dc, err = discovery.NewDiscoveryClientForConfig(env.Config)
 	if err != nil {
-		return 1, fmt.Errorf("cannot create a discovery client: %w", err)
+		return fmt.Errorf("cannot create a discovery client: %w", err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := k8sClient.Create(context.Background(), ns); err != nil {
-		return 1, fmt.Errorf("cannot create namespace %s: %w", namespace, err)
+		return fmt.Errorf("cannot create namespace %s: %w", namespace, err)
 	}
-	return 0, nil
+	return nil
 }
