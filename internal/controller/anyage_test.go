@@ -19,7 +19,8 @@ package controller_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
@@ -43,46 +43,22 @@ import (
 // charge that is not final, a key used for another request, a provider that
 // now reaches another account, and a status that does not match the spec.
 
-// requestOf is the request a job with spec sends.
-func requestOf(spec paymentsv1alpha1.PaymentJobSpec) payment.ChargeRequest {
-	return payment.ChargeRequest{Amount: spec.Amount, Currency: spec.Currency, Customer: spec.Customer,
-		PaymentMethod: spec.PaymentMethod, Description: spec.Description, Metadata: spec.Metadata}
-}
-
 // historicIntent is a charge the provider holds under the key of job name
-// in ns, made for spec, whose key the provider no longer remembers.
+// in ns, made for jobSpec (or, when fingerprint is set, for the request of
+// that fingerprint), whose key the provider no longer remembers.
 func historicIntent(ns, name, status, fingerprint string) sandbox.Intent {
-	key := ns + "/" + name
-	spec := jobSpec()
+	sent := chargeOf(ns, name)
 	if fingerprint == "" {
-		fingerprint = payment.RequestHash(key, requestOf(spec))
+		fingerprint = sent.Fingerprint
 	}
+	metadata := maps.Clone(sent.Request.Metadata)
+	metadata[payment.MetadataKeyIdempotencyKey] = sent.Key
+	metadata[payment.MetadataKeyFingerprint] = fingerprint
 	return sandbox.Intent{
-		Amount: spec.Amount, Currency: spec.Currency, PaymentMethod: spec.PaymentMethod, Description: spec.Description,
-		Status: status, Created: time.Now().Add(-40 * 24 * time.Hour), IdempotencyKey: key,
-		Metadata: map[string]string{"invoice": "42",
-			payment.MetadataKeyIdempotencyKey: key, payment.MetadataKeyFingerprint: fingerprint},
+		Amount: sent.Request.Amount, Currency: sent.Request.Currency, PaymentMethod: sent.Request.PaymentMethod,
+		Description: sent.Request.Description, Status: status, Created: time.Now().Add(-40 * 24 * time.Hour),
+		IdempotencyKey: sent.Key, Metadata: metadata,
 	}
-}
-
-func readyCondition(g Gomega, ns, name string) *metav1.Condition {
-	c := condition(getJob(g, ns, name), paymentsv1alpha1.ConditionReady)
-	g.Expect(c).NotTo(BeNil())
-	return c
-}
-
-// waitForStall waits until the job is Stalled with reason and returns it.
-func waitForStall(t *testing.T, ns, name, reason string) *paymentsv1alpha1.PaymentJob {
-	t.Helper()
-	var job *paymentsv1alpha1.PaymentJob
-	NewWithT(t).Eventually(func(g Gomega) {
-		job = getJob(g, ns, name)
-		stalled := condition(job, paymentsv1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(stalled.Reason).To(Equal(reason))
-	}, timeout, 20*time.Millisecond).Should(Succeed(), "job %s/%s never stalled with %s", ns, name, reason)
-	return job
 }
 
 // (a) A Completed job deleted and created again after the provider forgot
@@ -95,70 +71,76 @@ func TestRecreatedJobAfterKeysAreForgottenIsNotChargedAgain(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name        string
-		policy      paymentsv1alpha1.LookupPolicy
 		wantCharges int64
+		// opts add to the scenario of every case, whose manager runs
+		// without the ledger.
+		opts []scenarioOption
 	}{
 		{name: "lookups on (the default)", wantCharges: 1},
-		{name: "lookup policy Never", policy: paymentsv1alpha1.LookupNever, wantCharges: 2},
+		{name: "lookup policy Never", wantCharges: 2, opts: []scenarioOption{withProvider(lookupNever)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := NewWithT(t)
-			ns := newNamespace(t, true)
-			if tt.policy != "" {
-				setLookupPolicy(t, ns, tt.policy)
-			}
-			engine := sandbox.NewEngine()
-			provider := sandbox.NewProvider(engine)
-			startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, noLedger: true})
+			s := newScenario(t, append(tt.opts, withManager(managerConfig{noLedger: true}))...)
 
-			first, again := recreateAfterKeysForgotten(t, ns, "invoice", engine)
-
-			g.Expect(engine.Stats().Charges).To(Equal(tt.wantCharges))
+			r := s.recreateCompleted("invoice")
+			s.expectCharges(tt.wantCharges)
 			if tt.wantCharges == 1 {
-				g.Expect(engine.Stats().Requests).To(Equal(int64(1)), "no create request for the re-created job")
-				g.Expect(again.Status.ProviderResponse.ID).To(Equal(first.Status.ProviderResponse.ID))
-				g.Expect(again.Status.ProviderResponse.Replayed).To(BeTrue())
-				g.Expect(again.Status.Attempts).To(Equal(int32(1)))
-				g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, "invoice") }, timeout).
-					Should(ContainElement(controller.ReasonFoundAtProvider))
+				s.Expect(s.engine.Stats().Requests).To(Equal(int64(1)), "no create request for the re-created job")
+				s.Expect(r.again.Status.ProviderResponse.ID).To(Equal(r.first.Status.ProviderResponse.ID))
+				s.Expect(r.again.Status.ProviderResponse.Replayed).To(BeTrue())
+				s.Expect(r.again.Status.Attempts).To(Equal(int32(1)))
+				s.expectEvent("invoice", controller.ReasonFoundAtProvider)
 			} else {
-				g.Expect(again.Status.ProviderResponse.ID).NotTo(Equal(first.Status.ProviderResponse.ID))
-				g.Expect(provider.Lookups()).To(BeZero(), "policy Never looks nothing up")
+				s.Expect(r.again.Status.ProviderResponse.ID).NotTo(Equal(r.first.Status.ProviderResponse.ID))
+				s.Expect(s.sandbox.Lookups()).To(BeZero(), "policy Never looks nothing up")
 			}
 		})
 	}
 }
 
-// recreateAfterKeysForgotten charges the job name in ns, deletes it once
-// finished, makes the engine forget its keys (a day later, at Stripe), and
-// creates the same manifest again (Git brings it back). It returns the first
-// job and the second, Completed.
-func recreateAfterKeysForgotten(t *testing.T, ns, name string, engine *sandbox.Engine) (first, again *paymentsv1alpha1.PaymentJob) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	createJob(t, ns, name)
-	first = waitForFinished(t, ns, name)
-	g.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
-	g.Expect(k8sClient.Delete(ctx, first)).To(Succeed())
-	g.Eventually(func() bool {
-		return k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &paymentsv1alpha1.PaymentJob{}) != nil
-	}, timeout).Should(BeTrue())
-	g.Expect(engine.ForgetKeys()).To(Equal(1))
-	createJob(t, ns, name)
-	return first, waitForPhase(t, ns, name, paymentsv1alpha1.PhaseCompleted)
+// recreation is what scenario.recreate saw.
+type recreation struct {
+	// first is the job finished before its deletion, again the same
+	// manifest created again, finished.
+	first, again *paymentsv1alpha1.PaymentJob
+	// forgotten is the number of keys the engine forgot.
+	forgotten int
+	// calls is the number of provider calls for the re-created job,
+	// through the scenario's in-process provider.
+	calls int64
 }
 
-// setLookupPolicy sets spec.lookup.policy of the namespace's provider.
-func setLookupPolicy(t *testing.T, ns string, policy paymentsv1alpha1.LookupPolicy) {
-	t.Helper()
-	g := NewWithT(t)
-	var pp paymentsv1alpha1.PaymentProvider
-	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: providerName}, &pp)).To(Succeed())
-	pp.Spec.Lookup = &paymentsv1alpha1.ProviderLookup{Policy: policy}
-	g.Expect(k8sClient.Update(context.Background(), &pp)).To(Succeed())
+// recreate creates the job name (with mutate), waits until it is finished,
+// runs between on it when between is not nil, deletes it, makes the engine
+// forget its keys (a day later, at Stripe), and creates the same manifest
+// again (Git brings it back), which it waits to be finished too.
+func (s *scenario) recreate(name string, between func(first *paymentsv1alpha1.PaymentJob), mutate ...func(*paymentsv1alpha1.PaymentJobSpec)) recreation {
+	s.t.Helper()
+	var r recreation
+	s.create(name, mutate...)
+	r.first = s.waitForFinished(name)
+	if between != nil {
+		between(r.first)
+	}
+	deleteJob(s.t, r.first)
+	r.forgotten = s.engine.ForgetKeys()
+	calls := s.sandbox.Calls()
+	s.create(name, mutate...)
+	r.again = s.waitForFinished(name)
+	r.calls = s.sandbox.Calls() - calls
+	return r
+}
+
+// recreateCompleted is recreate for a job that is charged: both jobs are
+// Completed, and the engine forgot the first one's key.
+func (s *scenario) recreateCompleted(name string) recreation {
+	s.t.Helper()
+	r := s.recreate(name, nil)
+	s.Expect(r.first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+	s.Expect(r.forgotten).To(Equal(1))
+	s.Expect(r.again.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+	return r
 }
 
 // (b) A charge that is not final, found by the lookup, is settled by its id
@@ -168,59 +150,44 @@ func TestLookupFindsChargesOfEveryState(t *testing.T) {
 	t.Parallel()
 
 	t.Run("a processing charge is settled, not charged again", func(t *testing.T) {
-		t.Parallel()
-		g := NewWithT(t)
-		ns := newNamespace(t, true)
-		engine := sandbox.NewEngine()
-		pending := engine.PutIntent(historicIntent(ns, "debit", "processing", ""))
-		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+		s := newScenario(t)
+		pending := s.engine.PutIntent(historicIntent(s.ns, "debit", "processing", ""))
 
-		createJob(t, ns, "debit")
-		g.Eventually(func(g Gomega) {
-			job := getJob(g, ns, "debit")
+		s.create("debit")
+		waitForJob(t, s.ns, "debit", "recorded the charge being settled", func(g Gomega, job *paymentsv1alpha1.PaymentJob) {
 			g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
 			g.Expect(job.Status.ProviderResponse).NotTo(BeNil())
 			g.Expect(job.Status.ProviderResponse.ID).To(Equal(pending.ID), "the charge being settled is recorded")
-		}, timeout, 20*time.Millisecond).Should(Succeed())
+		})
 
 		// The bank debit clears days later.
-		g.Expect(engine.SetIntentStatus(pending.ID, "succeeded")).To(Succeed())
-		job := waitForPhase(t, ns, "debit", paymentsv1alpha1.PhaseCompleted)
-		g.Expect(job.Status.ProviderResponse.ID).To(Equal(pending.ID))
-		g.Expect(job.Status.ProviderResponse.Status).To(Equal("succeeded"))
-		g.Expect(engine.Stats().Requests).To(BeZero(), "no create request: the pending charge was settled")
-		g.Expect(engine.Stats().Charges).To(BeZero())
+		s.Expect(s.engine.SetIntentStatus(pending.ID, "succeeded")).To(Succeed())
+		job := s.waitForPhase("debit", paymentsv1alpha1.PhaseCompleted)
+		s.Expect(job.Status.ProviderResponse.ID).To(Equal(pending.ID))
+		s.Expect(job.Status.ProviderResponse.Status).To(Equal("succeeded"))
+		s.Expect(s.engine.Stats().Requests).To(BeZero(), "no create request: the pending charge was settled")
+		s.expectCharges(0)
 	})
 
 	t.Run("a charge for another request stalls the job", func(t *testing.T) {
-		t.Parallel()
-		g := NewWithT(t)
-		ns := newNamespace(t, true)
-		engine := sandbox.NewEngine()
-		other := engine.PutIntent(historicIntent(ns, "reused", "succeeded", "sha256:another-request"))
-		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+		s := newScenario(t)
+		other := s.engine.PutIntent(historicIntent(s.ns, "reused", "succeeded", "sha256:another-request"))
 
-		createJob(t, ns, "reused")
-		job := waitForStall(t, ns, "reused", controller.ReasonChargeMismatch)
-		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
-		g.Expect(readyCondition(g, ns, "reused").Message).To(ContainSubstring(other.ID))
-		g.Expect(engine.Stats().Requests).To(BeZero(), "never charged")
-		g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, "reused") }, timeout).
-			Should(ContainElement(controller.ReasonChargeMismatch))
+		s.create("reused")
+		job := s.waitForStall("reused", controller.ReasonChargeMismatch)
+		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
+		s.Expect(readyCondition(s, s.ns, "reused").Message).To(ContainSubstring(other.ID))
+		s.Expect(s.engine.Stats().Requests).To(BeZero(), "never charged")
+		s.expectEvent("reused", controller.ReasonChargeMismatch)
 	})
 
 	t.Run("canceled and declined charges let the first charge go", func(t *testing.T) {
-		t.Parallel()
-		g := NewWithT(t)
-		ns := newNamespace(t, true)
-		engine := sandbox.NewEngine()
-		engine.PutIntent(historicIntent(ns, "retry", "canceled", ""))
-		engine.PutIntent(historicIntent(ns, "retry", "requires_payment_method", ""))
-		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+		s := newScenario(t)
+		s.engine.PutIntent(historicIntent(s.ns, "retry", "canceled", ""))
+		s.engine.PutIntent(historicIntent(s.ns, "retry", "requires_payment_method", ""))
 
-		createJob(t, ns, "retry")
-		waitForPhase(t, ns, "retry", paymentsv1alpha1.PhaseCompleted)
-		g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+		s.run("retry", paymentsv1alpha1.PhaseCompleted)
+		s.expectCharges(1)
 	})
 }
 
@@ -237,22 +204,19 @@ func (f *failingLooker) Lookup(context.Context, []string) (map[string][]payment.
 
 // (h) A failed lookup never charges: the job waits, Pending, and asks again.
 func TestFailedLookupNeverCharges(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
-	provider := &failingLooker{Provider: sandbox.NewProvider(engine)}
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+	s := newScenario(t, withoutManager())
+	provider := &failingLooker{Provider: s.sandbox}
+	s.start(managerConfig{provider: provider})
 
-	createJob(t, ns, "blind")
-	g.Eventually(func(g Gomega) {
-		c := readyCondition(g, ns, "blind")
+	s.create("blind")
+	s.Eventually(func(g Gomega) {
+		c := readyCondition(g, s.ns, "blind")
 		g.Expect(c.Reason).To(Equal(controller.ReasonLookupFailed))
 		g.Expect(provider.lookups.Load()).To(BeNumerically(">=", 3), "the lookup is retried")
 	}, timeout, 20*time.Millisecond).Should(Succeed())
-	g.Expect(getJob(g, ns, "blind").Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
-	g.Expect(provider.Calls()).To(BeZero(), "no charge while the lookup fails")
-	g.Expect(engine.Stats().Requests).To(BeZero())
+	s.Expect(s.job("blind").Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
+	s.Expect(s.sandbox.Calls()).To(BeZero(), "no charge while the lookup fails")
+	s.Expect(s.engine.Stats().Requests).To(BeZero())
 }
 
 // switchingBuild builds one sandbox provider per endpoint (Stripe apiBase or
@@ -283,30 +247,24 @@ func (s *switchingBuild) build(spec paymentsv1alpha1.PaymentProviderSpec, creden
 func (s *switchingBuild) builtWith(credential string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range s.credentials {
-		if c == credential {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(s.credentials, credential)
 }
 
-// uncertainFirstAttempt starts a manager whose first charge of the job
-// "moving" in ns is held at the engine until it times out, and waits until
-// the job is Processing after that uncertain attempt. It returns the gate;
-// the test releases it.
-func uncertainFirstAttempt(t *testing.T, ns string, engine *sandbox.Engine, build *switchingBuild) *sandbox.Gate {
-	t.Helper()
-	gate := engine.Hold()
-	t.Cleanup(gate.Release)
-	startManager(t, managerConfig{namespaces: []string{ns}, build: build.build, timeout: time.Second, lease: 3 * time.Second})
-	createJob(t, ns, "moving")
-	g := NewWithT(t)
-	g.Eventually(gate.Entered(), timeout).Should(Receive(Equal(ns + "/moving")))
-	g.Eventually(func(g Gomega) {
-		job := getJob(g, ns, "moving")
+// uncertainFirstAttempt starts a manager, with build, whose first charge of
+// the job "moving" is held at the scenario's engine until it times out, and
+// waits until the job is Processing after that uncertain attempt. It
+// returns the gate; the test releases it.
+func uncertainFirstAttempt(s *scenario, build *switchingBuild) *sandbox.Gate {
+	s.t.Helper()
+	gate := s.engine.Hold()
+	s.t.Cleanup(gate.Release)
+	s.start(managerConfig{build: build.build, timeout: time.Second, lease: 3 * time.Second})
+	s.create("moving")
+	s.Eventually(gate.Entered(), timeout).Should(Receive(Equal(s.ns + "/moving")))
+	s.Eventually(func(g Gomega) {
+		job := s.get(g, "moving")
 		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
-		g.Expect(readyCondition(g, ns, "moving").Reason).To(BeElementOf(
+		g.Expect(readyCondition(g, s.ns, "moving").Reason).To(BeElementOf(
 			controller.ReasonTransientError, controller.ReasonRetriesExhausted))
 	}, timeout, 20*time.Millisecond).Should(Succeed())
 	return gate
@@ -337,21 +295,17 @@ func TestProviderIdentityIsPartOfThePayment(t *testing.T) {
 		}},
 		{name: "the provider object re-created", change: func(g Gomega, ns string) {
 			ctx := context.Background()
-			var pp paymentsv1alpha1.PaymentProvider
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: providerName}, &pp)).To(Succeed())
-			g.Expect(k8sClient.Delete(ctx, &pp)).To(Succeed())
+			pp := getProvider(g, ns)
+			g.Expect(k8sClient.Delete(ctx, pp)).To(Succeed())
 			// The provider's finalizer keeps it while the job is
 			// Processing; an admin forces it out.
 			g.Eventually(func(g Gomega) {
-				var deleting paymentsv1alpha1.PaymentProvider
-				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pp), &deleting)).To(Succeed())
+				deleting := getProvider(g, ns)
 				g.Expect(deleting.Finalizers).To(ContainElement(paymentsv1alpha1.ProviderFinalizer))
 				deleting.Finalizers = nil
-				g.Expect(k8sClient.Update(ctx, &deleting)).To(Succeed())
+				g.Expect(k8sClient.Update(ctx, deleting)).To(Succeed())
 			}, timeout).Should(Succeed())
-			g.Eventually(func() bool {
-				return k8sClient.Get(ctx, client.ObjectKeyFromObject(&pp), &paymentsv1alpha1.PaymentProvider{}) != nil
-			}, timeout).Should(BeTrue())
+			waitForGone(g, pp)
 			g.Expect(k8sClient.Create(ctx, &paymentsv1alpha1.PaymentProvider{
 				ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns}, Spec: pp.Spec,
 			})).To(Succeed())
@@ -359,69 +313,50 @@ func TestProviderIdentityIsPartOfThePayment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := NewWithT(t)
-			ns := newNamespace(t, true)
+			opts := []scenarioOption{withEngine(sandbox.WithAccount("acct_A")), withoutManager()}
 			if tt.http {
-				updateProvider(g, ns, func(pp *paymentsv1alpha1.PaymentProvider) {
+				opts = append(opts, withProvider(func(pp *paymentsv1alpha1.PaymentProvider) {
 					pp.Spec.Stripe = nil
 					pp.Spec.HTTP = &paymentsv1alpha1.HTTPProvider{URL: baseA + "/v1/charges"}
-				})
+				}))
 			}
-			engineA := sandbox.NewEngine(sandbox.WithAccount("acct_A"))
+			s := newScenario(t, opts...)
 			engineB := sandbox.NewEngine(sandbox.WithAccount("acct_B"))
-			providerA := sandbox.NewProvider(engineA)
 			build := &switchingBuild{byEndpoint: map[string]payment.Provider{
-				baseA: providerA, baseA + "/v1/charges": providerA, baseA + "/v2/charges": providerA,
+				baseA: s.sandbox, baseA + "/v1/charges": s.sandbox, baseA + "/v2/charges": s.sandbox,
 				baseB: sandbox.NewProvider(engineB),
 			}}
-			gate := uncertainFirstAttempt(t, ns, engineA, build)
+			gate := uncertainFirstAttempt(s, build)
 
-			tt.change(g, ns)
-			job := waitForStall(t, ns, "moving", controller.ReasonProviderChanged)
-			g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing), "money may have moved at the first account")
-			g.Expect(readyCondition(g, ns, "moving").Message).To(ContainSubstring(job.Status.Provider.Endpoint))
-			g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, "moving") }, timeout).
-				Should(ContainElement(controller.ReasonProviderChanged))
-			g.Expect(engineB.Stats().Requests).To(BeZero(), "nothing is sent to the new account")
+			tt.change(s, s.ns)
+			job := s.waitForStall("moving", controller.ReasonProviderChanged)
+			s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing), "money may have moved at the first account")
+			s.Expect(readyCondition(s, s.ns, "moving").Message).To(ContainSubstring(job.Status.Provider.Endpoint))
+			s.expectEvent("moving", controller.ReasonProviderChanged)
+			s.Expect(engineB.Stats().Requests).To(BeZero(), "nothing is sent to the new account")
 			gate.Release()
-			g.Expect(engineA.Stats().Charges).To(BeNumerically("<=", 1))
+			s.Expect(s.engine.Stats().Charges).To(BeNumerically("<=", 1))
 		})
 	}
 
 	t.Run("a secret rotated to another key of the same account", func(t *testing.T) {
-		t.Parallel()
-		g := NewWithT(t)
 		ctx := context.Background()
-		ns := newNamespace(t, true)
-		engine := sandbox.NewEngine(sandbox.WithAccount("acct_A"))
-		build := &switchingBuild{byEndpoint: map[string]payment.Provider{baseA: sandbox.NewProvider(engine)}}
-		gate := uncertainFirstAttempt(t, ns, engine, build)
+		s := newScenario(t, withEngine(sandbox.WithAccount("acct_A")), withoutManager())
+		build := &switchingBuild{byEndpoint: map[string]payment.Provider{baseA: s.sandbox}}
+		gate := uncertainFirstAttempt(s, build)
 
 		const rotated = "sk_test_rotated_9Yc2LqR7"
 		var secret corev1.Secret
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sandbox-credentials"}, &secret)).To(Succeed())
+		s.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: "sandbox-credentials"}, &secret)).To(Succeed())
 		secret.Data["apiKey"] = []byte(rotated)
-		g.Expect(k8sClient.Update(ctx, &secret)).To(Succeed())
-		g.Eventually(func() bool { return build.builtWith(rotated) }, timeout).Should(BeTrue(), "the adapter was rebuilt")
+		s.Expect(k8sClient.Update(ctx, &secret)).To(Succeed())
+		s.Eventually(func() bool { return build.builtWith(rotated) }, timeout).Should(BeTrue(), "the adapter was rebuilt")
 		gate.Release()
 
-		job := waitForPhase(t, ns, "moving", paymentsv1alpha1.PhaseCompleted)
-		g.Expect(job.Status.Provider.Account).To(Equal("acct_A"))
-		g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+		job := s.waitForPhase("moving", paymentsv1alpha1.PhaseCompleted)
+		s.Expect(job.Status.Provider.Account).To(Equal("acct_A"))
+		s.expectCharges(1)
 	})
-}
-
-func updateProvider(g Gomega, ns string, mutate func(*paymentsv1alpha1.PaymentProvider)) {
-	ctx := context.Background()
-	g.Eventually(func() error {
-		var pp paymentsv1alpha1.PaymentProvider
-		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: providerName}, &pp); err != nil {
-			return err
-		}
-		mutate(&pp)
-		return k8sClient.Update(ctx, &pp)
-	}, timeout).Should(Succeed())
 }
 
 // scriptedProvider answers the i-th call with answers[i], the last one for
@@ -455,22 +390,19 @@ func TestRefusalAfterAnUncertainAttempt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := NewWithT(t)
-			ns := newNamespace(t, true)
 			provider := &scriptedProvider{answers: []error{uncertain, tt.refusal}}
-			startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
-			createJob(t, ns, "second")
+			s := newScenario(t, withManager(managerConfig{provider: provider}))
+			s.create("second")
 
 			if tt.wantStall {
-				job := waitForStall(t, ns, "second", controller.ReasonUncertainRefusal)
-				g.Expect(job.Status.Phase).To(Equal(tt.wantPhase))
-				g.Expect(job.Status.Attempts).To(BeNumerically(">=", 2))
-				g.Expect(job.Status.Failure).To(BeNil())
+				job := s.waitForStall("second", controller.ReasonUncertainRefusal)
+				s.Expect(job.Status.Phase).To(Equal(tt.wantPhase))
+				s.Expect(job.Status.Attempts).To(BeNumerically(">=", 2))
+				s.Expect(job.Status.Failure).To(BeNil())
 				return
 			}
-			job := waitForPhase(t, ns, "second", tt.wantPhase)
-			g.Expect(job.Status.Failure.Reason).To(Equal(controller.ReasonCardDeclined))
+			job := s.waitForPhase("second", tt.wantPhase)
+			s.Expect(job.Status.Failure.Reason).To(Equal(controller.ReasonCardDeclined))
 		})
 	}
 }
@@ -491,66 +423,43 @@ func TestTamperedStatusStallsWithoutCharging(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := NewWithT(t)
-			ctx := context.Background()
-			ns := newNamespace(t, true)
+			s := newScenario(t, withoutManager())
 			first := &scriptedProvider{answers: []error{payment.Transient(errors.New("no answer"), 0)}}
-			m := startManager(t, managerConfig{namespaces: []string{ns}, provider: first})
-			createJob(t, ns, "tampered")
-			g.Eventually(func(g Gomega) {
-				g.Expect(readyCondition(g, ns, "tampered").Reason).To(Equal(controller.ReasonTransientError))
+			m := s.start(managerConfig{provider: first})
+			s.create("tampered")
+			s.Eventually(func(g Gomega) {
+				g.Expect(readyCondition(g, s.ns, "tampered").Reason).To(Equal(controller.ReasonTransientError))
 			}, timeout, 20*time.Millisecond).Should(Succeed())
 			m.stop()
 
-			job := getJob(g, ns, "tampered")
-			tt.tamper(&job.Status)
-			job.Status.Claim = nil
-			g.Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+			s.updateStatus("tampered", func(job *paymentsv1alpha1.PaymentJob) {
+				tt.tamper(&job.Status)
+				job.Status.Claim = nil
+			})
 
-			engine := sandbox.NewEngine()
-			provider := sandbox.NewProvider(engine)
-			startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
-			job = waitForStall(t, ns, "tampered", tt.wantReason)
-			g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
-			g.Expect(provider.Calls()).To(BeZero(), "no provider call after the status was tampered with")
-			g.Expect(engine.Stats().Requests).To(BeZero())
+			s.start(managerConfig{})
+			job := s.waitForStall("tampered", tt.wantReason)
+			s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
+			s.Expect(s.sandbox.Calls()).To(BeZero(), "no provider call after the status was tampered with")
+			s.Expect(s.engine.Stats().Requests).To(BeZero())
 		})
 	}
 
 	t.Run("idempotency key of a pending job", func(t *testing.T) {
-		t.Parallel()
-		g := NewWithT(t)
-		ctx := context.Background()
-		ns := newNamespace(t, true)
-		engine := sandbox.NewEngine()
-		provider := sandbox.NewProvider(engine)
-		startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
-		createJob(t, ns, "pending", func(s *paymentsv1alpha1.PaymentJobSpec) { s.Suspend = ptr.To(true) })
-		g.Eventually(func(g Gomega) {
-			g.Expect(readyCondition(g, ns, "pending").Reason).To(Equal(controller.ReasonSuspended))
+		s := newScenario(t)
+		s.create("pending", suspended)
+		s.Eventually(func(g Gomega) {
+			g.Expect(readyCondition(g, s.ns, "pending").Reason).To(Equal(controller.ReasonSuspended))
 		}, timeout, 20*time.Millisecond).Should(Succeed())
 
-		g.Eventually(func() error {
-			job := &paymentsv1alpha1.PaymentJob{}
-			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pending"}, job); err != nil {
-				return err
-			}
+		s.updateStatus("pending", func(job *paymentsv1alpha1.PaymentJob) {
 			job.Status.IdempotencyKey = "billing/someone-elses-invoice"
-			return k8sClient.Status().Update(ctx, job)
-		}, timeout).Should(Succeed())
-		g.Eventually(func() error {
-			job := &paymentsv1alpha1.PaymentJob{}
-			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pending"}, job); err != nil {
-				return err
-			}
-			job.Spec.Suspend = ptr.To(false)
-			return k8sClient.Update(ctx, job)
-		}, timeout).Should(Succeed())
+		})
+		s.update("pending", func(job *paymentsv1alpha1.PaymentJob) { job.Spec.Suspend = ptr.To(false) })
 
-		waitForStall(t, ns, "pending", controller.ReasonKeyMismatch)
-		g.Expect(provider.Calls()).To(BeZero())
-		g.Expect(provider.Lookups()).To(BeZero())
+		s.waitForStall("pending", controller.ReasonKeyMismatch)
+		s.Expect(s.sandbox.Calls()).To(BeZero())
+		s.Expect(s.sandbox.Lookups()).To(BeZero())
 	})
 }
 
@@ -580,20 +489,15 @@ func TestRecreatedJobThroughEveryAdapter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := NewWithT(t)
-			engine := sandbox.NewEngine()
-			srv := httptest.NewServer(sandbox.NewServer(engine, sandbox.ServerOptions{}))
-			t.Cleanup(srv.Close)
-			ns := newNamespace(t, true)
-			updateProvider(g, ns, func(pp *paymentsv1alpha1.PaymentProvider) { pp.Spec = tt.spec(srv.URL) })
-			startManager(t, managerConfig{namespaces: []string{ns}, build: loopbackAdapters(), noLedger: true})
+			s := newScenario(t, overHTTP(), withoutManager())
+			updateProvider(s, s.ns, func(pp *paymentsv1alpha1.PaymentProvider) { pp.Spec = tt.spec(s.url) })
+			s.start(managerConfig{noLedger: true})
 
-			first, again := recreateAfterKeysForgotten(t, ns, "invoice", engine)
-			g.Expect(engine.Stats().Charges).To(Equal(tt.wantCharges))
+			r := s.recreateCompleted("invoice")
+			s.expectCharges(tt.wantCharges)
 			if tt.wantCharges == 1 {
-				g.Expect(again.Status.ProviderResponse.ID).To(Equal(first.Status.ProviderResponse.ID))
-				g.Expect(again.Status.Provider.Account).To(Equal(engine.Account()))
+				s.Expect(r.again.Status.ProviderResponse.ID).To(Equal(r.first.Status.ProviderResponse.ID))
+				s.Expect(r.again.Status.Provider.Account).To(Equal(s.engine.Account()))
 			}
 		})
 	}
@@ -604,37 +508,16 @@ func TestRecreatedJobThroughEveryAdapter(t *testing.T) {
 // before the retry finds the pending charge and settles it; nothing is
 // charged again.
 func TestOldProcessingJobSettlesItsPendingCharge(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
-	pending := engine.PutIntent(historicIntent(ns, "debit", "processing", ""))
+	s := newScenario(t, withoutManager())
+	pending := s.engine.PutIntent(historicIntent(s.ns, "debit", "processing", ""))
+	s.leftBehind("debit", time.Now().Add(-48*time.Hour), true, nil)
 
-	key := ns + "/debit"
-	createJob(t, ns, "debit")
-	job := getJob(g, ns, "debit")
-	controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
-	g.Expect(k8sClient.Update(ctx, job)).To(Succeed())
-	twoDaysAgo := time.Now().Add(-48 * time.Hour)
-	job.Status = paymentsv1alpha1.PaymentJobStatus{
-		Phase:          paymentsv1alpha1.PhaseProcessing,
-		IdempotencyKey: key,
-		RequestHash:    payment.RequestHash(key, requestOf(jobSpec())),
-		Attempts:       1,
-		Claim: &paymentsv1alpha1.Claim{Holder: "dead/00000000",
-			AcquiredAt: metav1.NewMicroTime(twoDaysAgo), ExpiresAt: metav1.NewMicroTime(twoDaysAgo.Add(time.Minute))},
-		StartedAt: &metav1.Time{Time: twoDaysAgo},
-	}
-	g.Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+	s.start(managerConfig{keyRetention: 23 * time.Hour})
+	s.Eventually(s.sandbox.Settles, timeout).Should(BeNumerically(">=", 1), "the pending charge is being settled")
+	s.Expect(s.engine.SetIntentStatus(pending.ID, "succeeded")).To(Succeed())
+	job := s.waitForPhase("debit", paymentsv1alpha1.PhaseCompleted)
 
-	provider := sandbox.NewProvider(engine)
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, keyRetention: 23 * time.Hour})
-	g.Eventually(provider.Settles, timeout).Should(BeNumerically(">=", 1), "the pending charge is being settled")
-	g.Expect(engine.SetIntentStatus(pending.ID, "succeeded")).To(Succeed())
-	job = waitForPhase(t, ns, "debit", paymentsv1alpha1.PhaseCompleted)
-
-	g.Expect(job.Status.ProviderResponse.ID).To(Equal(pending.ID))
-	g.Expect(engine.Stats().Requests).To(BeZero(), "never charged around the pending charge")
-	g.Expect(provider.Calls()).To(BeZero())
+	s.Expect(job.Status.ProviderResponse.ID).To(Equal(pending.ID))
+	s.Expect(s.engine.Stats().Requests).To(BeZero(), "never charged around the pending charge")
+	s.Expect(s.sandbox.Calls()).To(BeZero())
 }

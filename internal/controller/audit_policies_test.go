@@ -76,7 +76,8 @@ func policyObjects(prefix string) []client.Object {
 	labels := func(base string) map[string]string {
 		return map[string]string{controller.AdmissionPolicyLabel: base}
 	}
-	objs := []client.Object{
+	objs := make([]client.Object, 0, 2*len(expectedPolicyNames))
+	objs = append(objs,
 		&admissionregistrationv1.ValidatingAdmissionPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: prefix + "finished-label", Labels: labels("finished-label")},
 		},
@@ -87,7 +88,7 @@ func policyObjects(prefix string) []client.Object {
 				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			},
 		},
-	}
+	)
 	for _, base := range expectedPolicyNames[1:] {
 		objs = append(objs,
 			&admissionregistrationv1.MutatingAdmissionPolicy{

@@ -18,15 +18,15 @@ package controller_test
 
 // The Auditor's tests: the finished-label jobs it reports, the
 // dependencies it refuses to start without, and the helpers every audit test
-// uses (startAudit, waitForAudit, logLines, gaugeValue). The tests of the
-// admission-policy audit are in audit_policies_test.go.
+// uses (startAudit, waitForAudit, logLines; gaugeValue is in
+// scenario_test.go). The tests of the admission-policy audit are in
+// audit_policies_test.go.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,11 +37,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -60,32 +58,8 @@ const (
 	policiesOKMessage    = "Admission policies present and enforced"
 )
 
-// gaugeValue reads a gauge of the manager's shared registry.
-func gaugeValue(t *testing.T, name string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() == name {
-			NewWithT(t).Expect(f.GetMetric()).To(HaveLen(1), "%s has labels", name)
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("%s is not registered", name)
-	return 0
-}
-
 // logLines captures what a logger writes, one JSON object per line.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logLines struct{ lockedBuffer }
 
 // context returns ctx with a logger that writes to l.
 func (l *logLines) context(ctx context.Context) context.Context {
@@ -94,10 +68,8 @@ func (l *logLines) context(ctx context.Context) context.Context {
 
 // withMessage returns the lines logged with that message.
 func (l *logLines) withMessage(g Gomega, msg string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var lines []map[string]any
-	for line := range strings.SplitSeq(strings.TrimSpace(l.buf.String()), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(l.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -112,7 +84,7 @@ func (l *logLines) withMessage(g Gomega, msg string) []map[string]any {
 
 // values returns the values of key in lines.
 func values(lines []map[string]any, key string) []any {
-	var out []any
+	out := make([]any, 0, len(lines))
 	for _, l := range lines {
 		out = append(out, l[key])
 	}
@@ -199,14 +171,9 @@ func TestAuditFinishedLabelWithoutOutcome(t *testing.T) {
 
 	var event eventsv1.Event
 	g.Eventually(func(g Gomega) {
-		var list eventsv1.EventList
-		g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		var found []eventsv1.Event
-		for _, e := range list.Items {
-			if e.Reason == controller.ReasonFinishedLabelWithoutOutcome {
-				found = append(found, e)
-			}
-		}
+		found := slices.DeleteFunc(eventsAbout(g, ns, ""), func(e eventsv1.Event) bool {
+			return e.Reason != controller.ReasonFinishedLabelWithoutOutcome
+		})
 		g.Expect(found).To(HaveLen(1))
 		event = found[0]
 	}, timeout, 50*time.Millisecond).Should(Succeed())

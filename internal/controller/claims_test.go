@@ -25,48 +25,22 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
-	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
-
-// counterValue reads a counter of the manager's shared registry, summed
-// over its labels. Tests that compare it before and after must not run in
-// parallel with others: every manager of the package counts into it.
-func counterValue(t *testing.T, name string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
-}
 
 // TestOutcomeIsNotWrittenOnALostClaim: another process takes the claim over
 // while the provider is called. The outcome is not written over its claim;
 // the new holder's attempt replays the charge instead. Not parallel: it
 // compares the shared registry's counters.
 func TestOutcomeIsNotWrittenOnALostClaim(t *testing.T) {
-	g := NewWithT(t)
-	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
 	const lease = 2 * time.Second
 	lostBefore := counterValue(t, "paymentjob_claim_lost_total")
 
 	var moved atomic.Bool
-	startManager(t, managerConfig{
-		namespaces: []string{ns},
-		provider:   sandbox.NewProvider(engine),
-		lease:      lease, timeout: time.Second,
+	s := newScenario(t, serial(), withManager(managerConfig{
+		lease: lease, timeout: time.Second,
 		intercept: onFirstOutcomeWrite(&moved, func(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
 			// A process that believed the claim expired takes it over.
 			fresh := &paymentsv1alpha1.PaymentJob{}
@@ -79,15 +53,13 @@ func TestOutcomeIsNotWrittenOnALostClaim(t *testing.T) {
 				AcquiredAt: metav1.NewMicroTime(now), ExpiresAt: metav1.NewMicroTime(now.Add(lease))}
 			return k8sClient.Status().Update(ctx, fresh)
 		}),
-	})
-	createJob(t, ns, "contested")
-	job := waitForPhase(t, ns, "contested", paymentsv1alpha1.PhaseCompleted)
+	}))
+	job := s.run("contested", paymentsv1alpha1.PhaseCompleted)
 
-	g.Expect(moved.Load()).To(BeTrue(), "the claim was moved before the outcome write")
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)), "exactly one charge")
-	g.Expect(job.Status.Attempts).To(Equal(int32(3)), "the claim was taken over from the intruder after it expired")
-	g.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue(), "the outcome came from the provider's replay")
-	g.Expect(counterValue(t, "paymentjob_claim_lost_total") - lostBefore).To(Equal(1.0))
-	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, "contested") }, timeout).
-		Should(ContainElement(controller.ReasonClaimTakenOver))
+	s.Expect(moved.Load()).To(BeTrue(), "the claim was moved before the outcome write")
+	s.expectCharges(1, "exactly one charge")
+	s.Expect(job.Status.Attempts).To(Equal(int32(3)), "the claim was taken over from the intruder after it expired")
+	s.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue(), "the outcome came from the provider's replay")
+	s.Expect(counterValue(t, "paymentjob_claim_lost_total") - lostBefore).To(Equal(1.0))
+	s.expectEvent("contested", controller.ReasonClaimTakenOver)
 }

@@ -18,19 +18,50 @@ package controller_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
-	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
+
+// providerOf is the namespace's PaymentProvider, by name.
+func providerOf(ns string) *paymentsv1alpha1.PaymentProvider {
+	return &paymentsv1alpha1.PaymentProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: providerName}}
+}
+
+// deleteProviderAndSecret deletes what a namespace deletion takes first.
+func deleteProviderAndSecret(g Gomega, ns string) {
+	ctx := context.Background()
+	g.Expect(k8sClient.Delete(ctx, providerOf(ns))).To(Succeed())
+	g.Expect(k8sClient.Delete(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sandbox-credentials"}})).To(Succeed())
+}
+
+// guarded reports whether the namespace's provider carries the finalizer.
+func guarded(g Gomega, ns string) bool {
+	return slices.Contains(getProvider(g, ns).Finalizers, paymentsv1alpha1.ProviderFinalizer)
+}
+
+// inFlight waits until the sandbox holds n charges in flight.
+func inFlight(t *testing.T, entered <-chan string, n int) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-entered:
+		case <-time.After(timeout):
+			t.Fatalf("only %d of %d charges reached the sandbox", i, n)
+		}
+	}
+}
 
 // TestProviderAndSecretDeletedWhileProcessing: the PaymentProvider and its
 // Secret are deleted (as a namespace deletion does) while charges are in
@@ -38,35 +69,32 @@ import (
 // jobs finish through the adapter kept in memory, each charged once; then
 // the provider is gone.
 func TestProviderAndSecretDeletedWhileProcessing(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ns, engine := newSandboxNamespace(t)
-	startManager(t, managerConfig{namespaces: []string{ns}, build: loopbackAdapters()})
+	s := newScenario(t, overHTTP())
 
-	gate := engine.Hold()
+	gate := s.engine.Hold()
 	t.Cleanup(gate.Release)
 	names := jobNames("in-flight", 5)
 	for _, name := range names {
-		createJob(t, ns, name)
+		s.create(name)
 	}
 	inFlight(t, gate.Entered(), len(names))
-	g.Eventually(func(g Gomega) { g.Expect(guarded(g, ns)).To(BeTrue()) }, timeout, 50*time.Millisecond).Should(Succeed())
+	s.Eventually(func(g Gomega) { g.Expect(guarded(g, s.ns)).To(BeTrue()) }, timeout, 50*time.Millisecond).Should(Succeed())
 
-	deleteProviderAndSecret(g, ns)
-	g.Consistently(func(g Gomega) { g.Expect(guarded(g, ns)).To(BeTrue()) }, time.Second, 100*time.Millisecond).
+	deleteProviderAndSecret(s, s.ns)
+	s.Consistently(func(g Gomega) { g.Expect(guarded(g, s.ns)).To(BeTrue()) }, time.Second, 100*time.Millisecond).
 		Should(Succeed(), "the provider stays while its jobs are Processing")
 	gate.Release()
 
 	for _, name := range names {
-		job := waitForPhase(t, ns, name, paymentsv1alpha1.PhaseCompleted)
-		g.Expect(job.Status.ProviderResponse.ID).To(HavePrefix("pi_"))
+		job := s.waitForPhase(name, paymentsv1alpha1.PhaseCompleted)
+		s.Expect(job.Status.ProviderResponse.ID).To(HavePrefix("pi_"))
 	}
-	stats := engine.Stats()
-	g.Expect(stats.Charges).To(Equal(int64(len(names))))
+	stats := s.engine.Stats()
+	s.Expect(stats.Charges).To(Equal(int64(len(names))))
 	for _, name := range names {
-		g.Expect(stats.ChargesByKey).To(HaveKeyWithValue(ns+"/"+name, 1))
+		s.Expect(stats.ChargesByKey).To(HaveKeyWithValue(s.ns+"/"+name, 1))
 	}
-	expectGone(g, ns)
+	waitForGone(s, providerOf(s.ns))
 }
 
 // TestProviderDeletedWhileProcessingStallsWithoutKeptAdapter: the process
@@ -77,34 +105,32 @@ func TestProviderAndSecretDeletedWhileProcessing(t *testing.T) {
 // resolves it; then the job is Completed, charged once, and the provider
 // goes.
 func TestProviderDeletedWhileProcessingStallsWithoutKeptAdapter(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ns, engine := newSandboxNamespace(t)
-	fast := managerConfig{namespaces: []string{ns}, build: loopbackAdapters(), lease: 2 * time.Second, timeout: time.Second}
+	s := newScenario(t, overHTTP(), withoutManager())
+	fast := managerConfig{lease: 2 * time.Second, timeout: time.Second}
 
-	gate := engine.Hold()
+	gate := s.engine.Hold()
 	t.Cleanup(gate.Release)
-	first := startManager(t, fast)
-	createJob(t, ns, "orphan")
+	first := s.start(fast)
+	s.create("orphan")
 	inFlight(t, gate.Entered(), 1)
 	first.crash()
-	deleteProviderAndSecret(g, ns)
+	deleteProviderAndSecret(s, s.ns)
 	gate.Release() // the charge the dead process asked for goes through
 
-	startManager(t, fast)
-	job := waitForStall(t, ns, "orphan", controller.ReasonProviderDeleted)
-	g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
-	g.Expect(readyCondition(g, ns, "orphan").Message).To(ContainSubstring(paymentsv1alpha1.AnnotationResolve))
-	g.Expect(gaugeValue(t, "paymentjob_jobs_waiting_for_deleted_provider")).To(BeNumerically(">=", 1))
-	g.Expect(guarded(g, ns)).To(BeTrue(), "the provider stays while its job may have charged")
+	s.start(fast)
+	job := s.waitForStall("orphan", controller.ReasonProviderDeleted)
+	s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
+	s.Expect(readyCondition(s, s.ns, "orphan").Message).To(ContainSubstring(paymentsv1alpha1.AnnotationResolve))
+	s.Expect(gaugeValue(t, "paymentjob_jobs_waiting_for_deleted_provider")).To(BeNumerically(">=", 1))
+	s.Expect(guarded(s, s.ns)).To(BeTrue(), "the provider stays while its job may have charged")
 
-	intent, ok := engine.LookupByKey(ns + "/orphan")
-	g.Expect(ok).To(BeTrue(), "the dead process's charge happened")
-	annotateResolve(t, ns, "orphan", "charged="+intent.ID)
-	done := waitForPhase(t, ns, "orphan", paymentsv1alpha1.PhaseCompleted)
-	g.Expect(done.Status.ProviderResponse.ID).To(Equal(intent.ID))
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
-	expectGone(g, ns)
+	intent, ok := s.engine.LookupByKey(s.ns + "/orphan")
+	s.Expect(ok).To(BeTrue(), "the dead process's charge happened")
+	s.resolve("orphan", "charged="+intent.ID)
+	done := s.waitForPhase("orphan", paymentsv1alpha1.PhaseCompleted)
+	s.Expect(done.Status.ProviderResponse.ID).To(Equal(intent.ID))
+	s.expectCharges(1)
+	waitForGone(s, providerOf(s.ns))
 }
 
 // TestProviderDeletedBetweenTheLookAndTheClaimChargesNothing: a job reads
@@ -113,39 +139,34 @@ func TestProviderDeletedWhileProcessingStallsWithoutKeptAdapter(t *testing.T) {
 // claim lands on a provider that is gone: the job takes it back, says so
 // (ProviderDeleted), stays Pending, and nothing is charged.
 func TestProviderDeletedBetweenTheLookAndTheClaimChargesNothing(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
 	claiming, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine),
+	s := newScenario(t, withManager(managerConfig{
 		intercept: interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			if job, ok := obj.(*paymentsv1alpha1.PaymentJob); ok && job.Status.Phase == paymentsv1alpha1.PhaseProcessing && job.Status.Attempts == 1 {
 				once.Do(func() { close(claiming) })
 				<-release
 			}
 			return c.SubResource(sub).Update(ctx, obj, opts...)
-		}}})
-	createJob(t, ns, "late-claim")
+		}}}))
+	s.create("late-claim")
 	select {
 	case <-claiming:
 	case <-time.After(timeout):
 		t.Fatal("the job never tried to claim")
 	}
-	g.Expect(k8sClient.Delete(context.Background(), &paymentsv1alpha1.PaymentProvider{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: providerName}})).To(Succeed())
-	expectGone(g, ns)
+	s.Expect(k8sClient.Delete(context.Background(), providerOf(s.ns))).To(Succeed())
+	waitForGone(s, providerOf(s.ns))
 	close(release)
 
-	g.Eventually(func(g Gomega) {
-		job := getJob(g, ns, "late-claim")
+	s.Eventually(func(g Gomega) {
+		job := s.get(g, "late-claim")
 		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
 		g.Expect(job.Status.Claim).To(BeNil())
 		// Then it waits for a provider of that name, like any job.
-		g.Expect(readyCondition(g, ns, "late-claim").Reason).To(BeElementOf(
+		g.Expect(readyCondition(g, s.ns, "late-claim").Reason).To(BeElementOf(
 			controller.ReasonProviderDeleted, controller.ReasonProviderNotFound))
-		g.Expect(eventReasons(g, ns, "late-claim")).To(ContainElement(controller.ReasonProviderDeleted))
+		g.Expect(eventReasons(g, s.ns, "late-claim")).To(ContainElement(controller.ReasonProviderDeleted))
 	}, timeout, 50*time.Millisecond).Should(Succeed())
-	g.Consistently(func() int64 { return engine.Stats().Requests }, time.Second, 100*time.Millisecond).Should(BeZero())
+	s.Consistently(func() int64 { return s.engine.Stats().Requests }, time.Second, 100*time.Millisecond).Should(BeZero())
 }

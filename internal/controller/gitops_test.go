@@ -45,9 +45,6 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
-// healthScriptPath is the Argo CD health check, relative to this package.
-var healthScriptPath = filepath.Join("..", "..", "config", "argocd", "health.lua")
-
 // healthKey is the argocd-cm key under which Argo CD looks for the script.
 const healthKey = "resource.customizations.health.payments.idempotency.dev_PaymentJob"
 
@@ -60,11 +57,10 @@ type argoHealth struct {
 // argoStatuses are the health statuses Argo CD accepts from a script.
 var argoStatuses = []string{"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 
+// readHealthScript reads the Argo CD health check.
 func readHealthScript(t *testing.T) string {
 	t.Helper()
-	script, err := os.ReadFile(healthScriptPath)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return string(script)
+	return string(readRepoFile(t, "config", "argocd", "health.lua"))
 }
 
 // runHealthScript runs the script the way Argo CD does: obj is a global
@@ -157,29 +153,24 @@ func getUnstructured(g Gomega, ns, name string) *unstructured.Unstructured {
 }
 
 func TestArgoCDHealthOnRealStatuses(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
 	script := readHealthScript(t)
 
-	ns := newNamespace(t, true)
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(sandbox.NewEngine())})
+	s := newScenario(t)
 	// The second operator's provider commits every charge and loses every
 	// answer, so its job stays Processing with an uncertain outcome.
-	stuckNS := newNamespace(t, true)
-	stuckEngine := sandbox.NewEngine()
-	stuckEngine.FailNextAny(sandbox.FaultAfterCommit, 1000)
-	startManager(t, managerConfig{namespaces: []string{stuckNS}, provider: sandbox.NewProvider(stuckEngine)})
+	stuck := newScenario(t)
+	stuck.engine.FailNextAny(sandbox.FaultAfterCommit, 1000)
 	// No operator watches this namespace: its job never gets a status.
-	idleNS := newNamespace(t, true)
+	idle := newScenario(t, withoutManager())
 
-	createJob(t, ns, "paid", func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-1" })
-	createJob(t, ns, "declined", func(s *paymentsv1alpha1.PaymentJobSpec) { s.PaymentMethod = "pm_card_chargeDeclined" })
-	createJob(t, ns, "held", func(s *paymentsv1alpha1.PaymentJobSpec) { s.Suspend = ptr.To(true) })
-	createJob(t, stuckNS, "stuck", func(s *paymentsv1alpha1.PaymentJobSpec) { s.BackoffLimit = ptr.To[int32](0) })
-	createJob(t, idleNS, "fresh")
+	s.create("paid", keyed("invoice-1"))
+	s.create("declined", declinedCard)
+	s.create("held", suspended)
+	stuck.create("stuck", backoffLimit(0))
+	idle.create("fresh")
 	// A GitOps re-create of a paid job under another name: the provider replays.
-	waitForPhase(t, ns, "paid", paymentsv1alpha1.PhaseCompleted)
-	createJob(t, ns, "paid-again", func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-1" })
+	s.waitForPhase("paid", paymentsv1alpha1.PhaseCompleted)
+	s.create("paid-again", keyed("invoice-1"))
 
 	isTrue := func(job *paymentsv1alpha1.PaymentJob, condType, reason string) bool {
 		c := condition(job, condType)
@@ -194,13 +185,13 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 		wantMessage func(job *paymentsv1alpha1.PaymentJob) types.GomegaMatcher
 	}{
 		{
-			name: "no status yet", ns: idleNS, job: "fresh",
+			name: "no status yet", ns: idle.ns, job: "fresh",
 			reached:     func(job *paymentsv1alpha1.PaymentJob) bool { return job.Status.Phase == "" },
 			wantStatus:  "Progressing",
 			wantMessage: func(*paymentsv1alpha1.PaymentJob) types.GomegaMatcher { return Equal("Waiting for the operator") },
 		},
 		{
-			name: "completed", ns: ns, job: "paid",
+			name: "completed", ns: s.ns, job: "paid",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
 				return isTrue(job, paymentsv1alpha1.ConditionReady, controller.ReasonSucceeded)
 			},
@@ -210,7 +201,7 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 			},
 		},
 		{
-			name: "completed by a replay", ns: ns, job: "paid-again",
+			name: "completed by a replay", ns: s.ns, job: "paid-again",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
 				return job.Status.Phase == paymentsv1alpha1.PhaseCompleted && job.Status.ProviderResponse.Replayed
 			},
@@ -220,7 +211,7 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 			},
 		},
 		{
-			name: "declined", ns: ns, job: "declined",
+			name: "declined", ns: s.ns, job: "declined",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
 				return job.Status.Phase == paymentsv1alpha1.PhaseFailed
 			},
@@ -230,7 +221,7 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 			},
 		},
 		{
-			name: "suspended", ns: ns, job: "held",
+			name: "suspended", ns: s.ns, job: "held",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
 				c := condition(job, paymentsv1alpha1.ConditionReady)
 				return job.Status.Phase == paymentsv1alpha1.PhasePending && c != nil && c.Reason == controller.ReasonSuspended
@@ -241,7 +232,7 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 			},
 		},
 		{
-			name: "retries exhausted", ns: stuckNS, job: "stuck",
+			name: "retries exhausted", ns: stuck.ns, job: "stuck",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
 				return job.Status.Phase == paymentsv1alpha1.PhaseProcessing &&
 					isTrue(job, paymentsv1alpha1.ConditionStalled, controller.ReasonRetriesExhausted)
@@ -256,7 +247,7 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var hs argoHealth
-		g.Eventually(func(g Gomega) {
+		s.Eventually(func(g Gomega) {
 			// One read: the typed view and the script see the same status.
 			u := getUnstructured(g, tt.ns, tt.job)
 			var job paymentsv1alpha1.PaymentJob
@@ -271,7 +262,7 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 		}, timeout, 20*time.Millisecond).Should(Succeed(), tt.name)
 		t.Logf("%s: %s %q", tt.name, hs.status, hs.message)
 	}
-	g.Expect(stuckEngine.Stats().Charges).To(Equal(int64(1)), "the stalled job was charged once, at its first attempt")
+	stuck.expectCharges(1, "the stalled job was charged once, at its first attempt")
 }
 
 func TestArgoCDHealthEdgeCases(t *testing.T) {
@@ -436,8 +427,7 @@ func TestDocsEmbedTheHealthScript(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	script := readHealthScript(t)
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "gitops.md"))
-	g.Expect(err).NotTo(HaveOccurred())
+	doc := readRepoFile(t, "docs", "gitops.md")
 
 	// Find the argocd-cm snippet: the YAML block that holds the key.
 	var snippets []string
@@ -492,12 +482,12 @@ func writeKubeconfig(t *testing.T) string {
 }
 
 func TestKubectlWaitForReady(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
+	s := newScenario(t)
+	ns := s.ns
 	ctx := context.Background()
 	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
 	_, err := os.Stat(kubectl)
-	g.Expect(err).NotTo(HaveOccurred(), "kubectl is built into KUBEBUILDER_ASSETS by `make envtest-assets`")
+	s.Expect(err).NotTo(HaveOccurred(), "kubectl is built into KUBEBUILDER_ASSETS by `make envtest-assets`")
 	kubeconfig := writeKubeconfig(t)
 	home := t.TempDir()
 	command := func(ctx context.Context, args ...string) *exec.Cmd {
@@ -507,19 +497,16 @@ func TestKubectlWaitForReady(t *testing.T) {
 		return cmd
 	}
 
-	ns := newNamespace(t, true)
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(sandbox.NewEngine())})
-	createJob(t, ns, "invoice-9", func(s *paymentsv1alpha1.PaymentJobSpec) { s.Suspend = ptr.To(true) })
-	g.Eventually(func(g Gomega) {
-		g.Expect(condition(getJob(g, ns, "invoice-9"), paymentsv1alpha1.ConditionReady)).To(
-			HaveField("Reason", controller.ReasonSuspended))
+	s.create("invoice-9", suspended)
+	s.Eventually(func(g Gomega) {
+		g.Expect(readyCondition(g, ns, "invoice-9")).To(HaveField("Reason", controller.ReasonSuspended))
 	}, timeout).Should(Succeed())
 
 	waitCtx, cancel := context.WithCancel(ctx)
 	var stdout, stderr bytes.Buffer
 	wait := command(waitCtx, "wait", "--for=condition=Ready", "pj/invoice-9", "-n", ns, "--timeout=60s")
 	wait.Stdout, wait.Stderr = &stdout, &stderr
-	g.Expect(wait.Start()).To(Succeed())
+	s.Expect(wait.Start()).To(Succeed())
 	done := make(chan struct{})
 	var waitErr error
 	go func() {
@@ -532,7 +519,7 @@ func TestKubectlWaitForReady(t *testing.T) {
 	})
 
 	// While the job is suspended it is not Ready, and kubectl keeps waiting.
-	g.Consistently(done, 2*time.Second, 50*time.Millisecond).ShouldNot(BeClosed(),
+	s.Consistently(done, 2*time.Second, 50*time.Millisecond).ShouldNot(BeClosed(),
 		"kubectl wait returned while the job was suspended: %s %s", &stdout, &stderr)
 	select {
 	case <-done:
@@ -540,24 +527,20 @@ func TestKubectlWaitForReady(t *testing.T) {
 	default:
 	}
 
-	g.Eventually(func() error {
-		job := getJob(g, ns, "invoice-9")
-		job.Spec.Suspend = ptr.To(false)
-		return k8sClient.Update(ctx, job)
-	}, timeout).Should(Succeed())
-	g.Eventually(done, timeout).Should(BeClosed())
-	g.Expect(waitErr).NotTo(HaveOccurred(), "kubectl wait: %s", &stderr)
-	g.Expect(stdout.String()).To(ContainSubstring("paymentjob.payments.idempotency.dev/invoice-9 condition met"))
-	job := getJob(g, ns, "invoice-9")
-	g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+	s.update("invoice-9", func(job *paymentsv1alpha1.PaymentJob) { job.Spec.Suspend = ptr.To(false) })
+	s.Eventually(done, timeout).Should(BeClosed())
+	s.Expect(waitErr).NotTo(HaveOccurred(), "kubectl wait: %s", &stderr)
+	s.Expect(stdout.String()).To(ContainSubstring("paymentjob.payments.idempotency.dev/invoice-9 condition met"))
+	job := s.job("invoice-9")
+	s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
 
 	// The printer columns show the outcome.
 	out, err := command(ctx, "get", "pj", "-n", ns).Output()
-	g.Expect(err).NotTo(HaveOccurred())
+	s.Expect(err).NotTo(HaveOccurred())
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	g.Expect(lines).To(HaveLen(2), string(out))
-	g.Expect(strings.Fields(lines[0])).To(Equal(
+	s.Expect(lines).To(HaveLen(2), string(out))
+	s.Expect(strings.Fields(lines[0])).To(Equal(
 		[]string{"NAME", "PHASE", "AMOUNT", "CURRENCY", "PROVIDER", "CHARGE", "ATTEMPTS", "AGE"}))
-	g.Expect(strings.Fields(lines[1])[:7]).To(Equal(
+	s.Expect(strings.Fields(lines[1])[:7]).To(Equal(
 		[]string{"invoice-9", "Completed", "2000", "usd", providerName, job.Status.ProviderResponse.ID, "1"}))
 }

@@ -21,16 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -40,29 +37,6 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
-
-// countingProvider charges at the sandbox and counts every call. It has no
-// Lookup: a company's payment service that cannot look keys up.
-type countingProvider struct {
-	engine *sandbox.Engine
-	calls  atomic.Int64
-}
-
-func (p *countingProvider) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
-	p.calls.Add(1)
-	return sandbox.NewProvider(p.engine).Charge(ctx, key, req)
-}
-
-// deleteJob deletes the job and waits until it is gone.
-func deleteJob(t *testing.T, job *paymentsv1alpha1.PaymentJob) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	g.Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, job))).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(job), &paymentsv1alpha1.PaymentJob{}))
-	}, timeout).Should(BeTrue())
-}
 
 // ledgerEntries counts the entries of every ledger page by key, for the
 // keys of namespace ns.
@@ -80,15 +54,15 @@ func ledgerEntries(g Gomega, ns string) map[string]int {
 	return seen
 }
 
-// expectFoundInLedger checks that again was finished from the ledger as
-// the first job's outcome.
-func expectFoundInLedger(g Gomega, first, again *paymentsv1alpha1.PaymentJob) {
-	g.Expect(again.Status.Phase).To(Equal(first.Status.Phase))
-	g.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonFoundInLedger))
-	g.Expect(again.Status.ProviderResponse.ID).To(Equal(first.Status.ProviderResponse.ID))
-	g.Expect(again.Status.Attempts).To(BeZero(), "no claim, no provider call")
-	g.Expect(again.Status.IdempotencyKey).To(Equal(first.Status.IdempotencyKey))
-	g.Eventually(func(g Gomega) []string { return eventReasons(g, again.Namespace, again.Name) }, timeout).
+// expectFoundInLedger checks that the re-created job was finished from the
+// ledger as the first job's outcome, with no provider call.
+func expectFoundInLedger(g Gomega, r recreation) {
+	g.Expect(r.again.Status.Phase).To(Equal(r.first.Status.Phase))
+	g.Expect(condition(r.again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonFoundInLedger))
+	g.Expect(r.again.Status.Attempts).To(BeZero(), "no claim, no provider call")
+	g.Expect(r.again.Status.IdempotencyKey).To(Equal(r.first.Status.IdempotencyKey))
+	g.Expect(r.calls).To(BeZero(), "no provider call for the re-created job")
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, r.again.Namespace, r.again.Name) }, timeout).
 		Should(ContainElement(controller.ReasonFoundInLedger))
 }
 
@@ -96,95 +70,59 @@ func expectFoundInLedger(g Gomega, first, again *paymentsv1alpha1.PaymentJob) {
 // its keys, through a provider that cannot look keys up: finished from the
 // ledger, with no provider call and no second charge.
 func TestRecreatedJobIsFinishedFromTheLedger(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
-	provider := &countingProvider{engine: engine}
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+	s := newScenario(t, withoutLookups())
 
-	createJob(t, ns, "invoice")
-	first := waitForFinished(t, ns, "invoice")
-	g.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
-	g.Expect(ledgerEntries(g, ns)).To(HaveKeyWithValue(first.Status.IdempotencyKey, 1))
-	deleteJob(t, first)
-	g.Expect(engine.ForgetKeys()).To(Equal(1))
-	calls := provider.calls.Load()
-
-	createJob(t, ns, "invoice")
-	again := waitForFinished(t, ns, "invoice")
-	expectFoundInLedger(g, first, again)
-	g.Expect(provider.calls.Load()).To(Equal(calls), "no provider call for the re-created job")
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
-	g.Expect(ledgerEntries(g, ns)).To(HaveKeyWithValue(first.Status.IdempotencyKey, 1), "recorded once")
+	r := s.recreate("invoice", func(first *paymentsv1alpha1.PaymentJob) {
+		s.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+		s.Expect(ledgerEntries(s, s.ns)).To(HaveKeyWithValue(first.Status.IdempotencyKey, 1))
+	})
+	s.Expect(r.forgotten).To(Equal(1))
+	expectFoundInLedger(s, r)
+	s.Expect(r.again.Status.ProviderResponse.ID).To(Equal(r.first.Status.ProviderResponse.ID))
+	s.expectCharges(1)
+	s.Expect(ledgerEntries(s, s.ns)).To(HaveKeyWithValue(r.first.Status.IdempotencyKey, 1), "recorded once")
 }
 
 // A refused payment is recorded too: created again, it is Failed from the
 // ledger, not sent again.
 func TestRecreatedRefusedJobFailsFromTheLedger(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
-	provider := &countingProvider{engine: engine}
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
-	declined := func(s *paymentsv1alpha1.PaymentJobSpec) { s.PaymentMethod = "pm_card_chargeDeclined" }
+	s := newScenario(t, withoutLookups())
 
-	createJob(t, ns, "declined", declined)
-	first := waitForFinished(t, ns, "declined")
-	g.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseFailed))
-	deleteJob(t, first)
-	engine.ForgetKeys()
-	calls := provider.calls.Load()
-
-	createJob(t, ns, "declined", declined)
-	again := waitForFinished(t, ns, "declined")
-	g.Expect(again.Status.Phase).To(Equal(paymentsv1alpha1.PhaseFailed))
-	g.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonFoundInLedger))
-	g.Expect(again.Status.Failure.Reason).To(Equal(first.Status.Failure.Reason))
-	g.Expect(provider.calls.Load()).To(Equal(calls))
+	r := s.recreate("declined", func(first *paymentsv1alpha1.PaymentJob) {
+		s.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseFailed))
+	}, declinedCard)
+	expectFoundInLedger(s, r)
+	s.Expect(r.again.Status.Failure.Reason).To(Equal(r.first.Status.Failure.Reason))
 
 	// The same key for another request is not this payment: it stalls.
-	createJob(t, ns, "other", func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-7" })
-	waitForFinished(t, ns, "other")
-	createJob(t, ns, "other-amount", func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = "invoice-7"; s.Amount = 999 })
-	waitForStall(t, ns, "other-amount", controller.ReasonChargeMismatch)
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+	s.create("other", keyed("invoice-7"))
+	s.waitForFinished("other")
+	s.create("other-amount", keyed("invoice-7"), func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.Amount = 999 })
+	s.waitForStall("other-amount", controller.ReasonChargeMismatch)
+	s.expectCharges(1)
 }
 
 // (b) The same after the namespace's PaymentProvider and Secret were deleted
 // and created again: a new PaymentProvider object, the same account.
 func TestRecreatedJobAfterProviderAndSecretAreRecreated(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
-	provider := &countingProvider{engine: engine}
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
+	s := newScenario(t, withoutLookups())
 
-	createJob(t, ns, "invoice")
-	first := waitForFinished(t, ns, "invoice")
-	deleteJob(t, first)
-	var pp paymentsv1alpha1.PaymentProvider
-	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: providerName}, &pp)).To(Succeed())
-	oldUID := pp.UID
-	g.Expect(k8sClient.Delete(ctx, &pp)).To(Succeed())
-	g.Expect(k8sClient.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sandbox-credentials"}})).To(Succeed())
-	engine.ForgetKeys()
-	calls := provider.calls.Load()
-
-	createSecret(t, ns)
-	g.Expect(k8sClient.Create(ctx, &paymentsv1alpha1.PaymentProvider{
-		ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns},
-		Spec:       pp.Spec,
-	})).To(Succeed())
-	createJob(t, ns, "invoice")
-	again := waitForFinished(t, ns, "invoice")
-	expectFoundInLedger(g, first, again)
-	g.Expect(again.Status.Provider.UID).To(Equal(string(oldUID)), "the account that was charged, as recorded")
-	g.Expect(provider.calls.Load()).To(Equal(calls))
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+	var oldUID types.UID
+	r := s.recreate("invoice", func(*paymentsv1alpha1.PaymentJob) {
+		pp := getProvider(s, s.ns)
+		oldUID = pp.UID
+		deleteProviderAndSecret(s, s.ns)
+		createSecret(t, s.ns)
+		s.Expect(k8sClient.Create(ctx, &paymentsv1alpha1.PaymentProvider{
+			ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: s.ns},
+			Spec:       pp.Spec,
+		})).To(Succeed())
+	})
+	expectFoundInLedger(s, r)
+	s.Expect(r.again.Status.ProviderResponse.ID).To(Equal(r.first.Status.ProviderResponse.ID))
+	s.Expect(r.again.Status.Provider.UID).To(Equal(string(oldUID)), "the account that was charged, as recorded")
+	s.expectCharges(1)
 }
 
 // (c) The TTL deletes a finished job and the ledger keeps its record. A
@@ -192,130 +130,91 @@ func TestRecreatedJobAfterProviderAndSecretAreRecreated(t *testing.T) {
 // missing brings it back once: it is finished from the ledger and kept, so
 // the loop stops.
 func TestTTLDeletesFinishedJobsAndSelfHealingDoesNotBounce(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
-	provider := &countingProvider{engine: engine}
-	m := startManager(t, managerConfig{namespaces: []string{ns}, provider: provider})
-	withTTL := func(s *paymentsv1alpha1.PaymentJobSpec) { s.TTLSecondsAfterFinished = ptr.To[int32](1) }
+	s := newScenario(t, withoutLookups())
+	m := s.manager
+	withTTL := func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.TTLSecondsAfterFinished = ptr.To[int32](1) }
 
-	first := createJob(t, ns, "invoice", withTTL)
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &paymentsv1alpha1.PaymentJob{}))
-	}, timeout).Should(BeTrue(), "deleted after its TTL")
-	key := payment.SentKey(ns, "invoice")
-	e, found, err := m.ledger.Find(ctx, key)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(found).To(BeTrue(), "the ledger keeps the deleted job's outcome")
-	g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
-	engine.ForgetKeys()
+	first := s.create("invoice", withTTL)
+	waitForGone(s, first, "deleted after its TTL")
+	s.Expect(m.recorded(s, s.ns, "invoice").Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted),
+		"the ledger keeps the deleted job's outcome")
+	s.expectCharges(1)
+	s.engine.ForgetKeys()
 	before := m.counter.writes.Load()
 
 	// The self-healing loop: whenever the manifest is missing, create it.
 	var recreations atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
 		for {
 			select {
 			case <-stop:
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			job := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Name: "invoice", Namespace: ns}, Spec: jobSpec()}
+			job := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Name: "invoice", Namespace: s.ns}, Spec: jobSpec()}
 			withTTL(&job.Spec)
 			if k8sClient.Create(ctx, job) == nil {
 				recreations.Add(1)
 			}
 		}
-	})
-	defer func() { close(stop); wg.Wait() }()
+	}()
+	defer func() { close(stop); <-stopped }()
 
-	again := waitForFinished(t, ns, "invoice")
-	g.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonFoundInLedger))
+	again := s.waitForFinished("invoice")
+	s.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonFoundInLedger))
 	// The outcome and the finish, counted once the manager's client has
 	// its answers (the test may read the job before that).
-	g.Eventually(func() int64 { return m.counter.writes.Load() - before }, timeout).Should(Equal(int64(2)),
+	s.Eventually(func() int64 { return m.counter.writes.Load() - before }, timeout).Should(Equal(int64(2)),
 		"writes for the re-created job: the outcome, the finish; writes:\n%s", m.counter)
 	writes := m.counter.writes.Load()
 	// Five TTLs later: the same object, no more writes, no new charge.
-	g.Consistently(func(g Gomega) {
-		job := getJob(g, ns, "invoice")
-		g.Expect(job.UID).To(Equal(again.UID))
+	s.Consistently(func(g Gomega) {
+		g.Expect(s.get(g, "invoice").UID).To(Equal(again.UID))
 	}, 5*time.Second, 100*time.Millisecond).Should(Succeed())
-	g.Expect(recreations.Load()).To(Equal(int64(1)), "the loop created the manifest again once")
-	g.Expect(m.counter.writes.Load()).To(Equal(writes), "a job finished from the ledger is left alone; writes:\n%s", m.counter)
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+	s.Expect(recreations.Load()).To(Equal(int64(1)), "the loop created the manifest again once")
+	s.Expect(m.counter.writes.Load()).To(Equal(writes), "a job finished from the ledger is left alone; writes:\n%s", m.counter)
+	s.expectCharges(1)
 	t.Logf("self-healing loop: %d re-creation, %d job writes for it, none in the five TTLs after", recreations.Load(), writes-before)
 }
 
 // The manager's default TTL applies to jobs without one; the job's own
 // TTL wins.
 func TestDefaultTTLAppliesToJobsWithoutOne(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns, other := newNamespace(t, true), newNamespace(t, true)
 	// Another team's jobs, finished by a manager of its own without a TTL.
-	startManager(t, managerConfig{namespaces: []string{other}, provider: sandbox.NewProvider(sandbox.NewEngine())})
-	theirs := createJob(t, other, "theirs")
-	waitForFinished(t, other, "theirs")
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(sandbox.NewEngine()), ttl: ttlZero})
+	other := newScenario(t)
+	theirs := other.create("theirs")
+	other.waitForFinished("theirs")
+	s := newScenario(t, withManager(managerConfig{ttl: ttlZero}))
 
-	gone := createJob(t, ns, "gone")
-	kept := createJob(t, ns, "kept", func(s *paymentsv1alpha1.PaymentJobSpec) { s.TTLSecondsAfterFinished = ptr.To[int32](3600) })
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(gone), &paymentsv1alpha1.PaymentJob{}))
-	}, timeout).Should(BeTrue())
-	job := waitForFinished(t, ns, kept.Name)
-	g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+	gone := s.create("gone")
+	s.create("kept", func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.TTLSecondsAfterFinished = ptr.To[int32](3600) })
+	waitForGone(s, gone)
+	job := s.waitForFinished("kept")
+	s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
 	// A manager restricted to namespaces sweeps only those.
-	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), &paymentsv1alpha1.PaymentJob{})).To(Succeed())
+	s.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(theirs), &paymentsv1alpha1.PaymentJob{})).To(Succeed())
 }
 
-// stallJob makes a job whose every attempt has an uncertain outcome stall
-// after its first attempt.
-func stallJob(t *testing.T, ns, name string) *paymentsv1alpha1.PaymentJob {
-	t.Helper()
-	createJob(t, ns, name, func(s *paymentsv1alpha1.PaymentJobSpec) { s.BackoffLimit = ptr.To[int32](0) })
-	var job *paymentsv1alpha1.PaymentJob
-	NewWithT(t).Eventually(func(g Gomega) {
-		job = getJob(g, ns, name)
+// stall creates the job name with a backoffLimit of zero: the job stalls
+// after its first attempt, when that attempt's outcome is uncertain.
+func (s *scenario) stall(name string) {
+	s.t.Helper()
+	s.create(name, backoffLimit(0))
+	waitForJob(s.t, s.ns, name, "stalled", func(g Gomega, job *paymentsv1alpha1.PaymentJob) {
 		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
-		c := condition(job, paymentsv1alpha1.ConditionStalled)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-	}, timeout).Should(Succeed())
-	return job
+		expectStalled(g, job, "")
+	})
 }
 
-func annotateResolve(t *testing.T, ns, name, value string) {
-	t.Helper()
-	g := NewWithT(t)
-	g.Eventually(func() error {
-		job := getJob(g, ns, name)
-		if job.Annotations == nil {
-			job.Annotations = map[string]string{}
-		}
-		job.Annotations[paymentsv1alpha1.AnnotationResolve] = value
-		return k8sClient.Update(context.Background(), job)
-	}, timeout).Should(Succeed())
-}
-
-// eventMessages lists the messages of the job's events with reason.
-func eventMessages(g Gomega, ns, name, reason string) []string {
-	var list eventsv1.EventList
-	g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
-	var msgs []string
-	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == reason {
-			msgs = append(msgs, e.Note)
-		}
-	}
-	return msgs
+// expectRefused waits until the job has a ResolutionRefused event whose
+// message holds want.
+func (s *scenario) expectRefused(name, want string) {
+	s.t.Helper()
+	s.Eventually(func(g Gomega) []string { return refusals(g, s.ns, name) }, timeout).
+		Should(ContainElement(ContainSubstring(want)))
 }
 
 // (d) A person resolves a Stalled job: each value, a refused one, and one on
@@ -324,125 +223,95 @@ func TestResolvingAStalledJob(t *testing.T) {
 	t.Parallel()
 
 	t.Run("charged=<id> that the provider holds", func(t *testing.T) {
-		t.Parallel()
-		g := NewWithT(t)
-		ns := newNamespace(t, true)
-		engine := sandbox.NewEngine()
+		s := newScenario(t)
 		// Every answer is lost after the charge: the job cannot know.
-		engine.FailNextAny(sandbox.FaultAfterCommit, 1_000_000)
-		m := startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
-		stallJob(t, ns, "lost")
-		intent, ok := engine.LookupByKey(payment.SentKey(ns, "lost"))
-		g.Expect(ok).To(BeTrue())
-		charges := engine.Stats().Charges
+		s.engine.FailNextAny(sandbox.FaultAfterCommit, 1_000_000)
+		s.stall("lost")
+		intent, ok := s.engine.LookupByKey(payment.SentKey(s.ns, "lost"))
+		s.Expect(ok).To(BeTrue())
+		charges := s.engine.Stats().Charges
 
-		annotateResolve(t, ns, "lost", "charged="+intent.ID)
-		job := waitForFinished(t, ns, "lost")
-		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
-		g.Expect(job.Status.ProviderResponse.ID).To(Equal(intent.ID))
-		g.Expect(job.Status.Resolution).NotTo(BeNil())
-		g.Expect(job.Status.Resolution.Value).To(Equal("charged=" + intent.ID))
-		g.Expect(job.Status.Resolution.Verified).To(BeTrue())
-		g.Expect(job.Status.Resolution.By).NotTo(BeEmpty())
-		g.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonResolved))
-		g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, "lost") }, timeout).
-			Should(ContainElement(controller.ReasonResolved))
-		e, found, err := m.ledger.Find(context.Background(), payment.SentKey(ns, "lost"))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(found).To(BeTrue())
-		g.Expect(e.Charge).To(Equal(intent.ID))
-		g.Expect(e.ResolvedBy).To(Equal(job.Status.Resolution.By))
-		g.Expect(engine.Stats().Charges).To(Equal(charges), "a resolution never charges")
+		s.resolve("lost", "charged="+intent.ID)
+		job := s.waitForFinished("lost")
+		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
+		s.Expect(job.Status.ProviderResponse.ID).To(Equal(intent.ID))
+		s.Expect(job.Status.Resolution).NotTo(BeNil())
+		s.Expect(job.Status.Resolution.Value).To(Equal("charged=" + intent.ID))
+		s.Expect(job.Status.Resolution.Verified).To(BeTrue())
+		s.Expect(job.Status.Resolution.By).NotTo(BeEmpty())
+		s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonResolved))
+		s.expectEvent("lost", controller.ReasonResolved)
+		e := s.manager.recorded(s, s.ns, "lost")
+		s.Expect(e.Charge).To(Equal(intent.ID))
+		s.Expect(e.ResolvedBy).To(Equal(job.Status.Resolution.By))
+		s.expectCharges(charges, "a resolution never charges")
 	})
 
 	t.Run("not-charged, when the provider holds nothing", func(t *testing.T) {
-		t.Parallel()
-		g := NewWithT(t)
-		ns := newNamespace(t, true)
-		engine := sandbox.NewEngine()
-		engine.FailNextAny(sandbox.FaultBeforeCommit, 1_000_000)
-		m := startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
-		stallJob(t, ns, "never")
+		s := newScenario(t)
+		s.engine.FailNextAny(sandbox.FaultBeforeCommit, 1_000_000)
+		s.stall("never")
 
-		annotateResolve(t, ns, "never", "not-charged")
-		job := waitForFinished(t, ns, "never")
-		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseFailed))
-		g.Expect(job.Status.Failure.Reason).To(Equal(controller.ReasonResolved))
-		g.Expect(job.Status.Resolution.Verified).To(BeTrue())
-		e, found, err := m.ledger.Find(context.Background(), payment.SentKey(ns, "never"))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(found).To(BeTrue())
-		g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerFailed))
-		g.Expect(engine.Stats().Charges).To(BeZero())
+		s.resolve("never", "not-charged")
+		job := s.waitForFinished("never")
+		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseFailed))
+		s.Expect(job.Status.Failure.Reason).To(Equal(controller.ReasonResolved))
+		s.Expect(job.Status.Resolution.Verified).To(BeTrue())
+		s.Expect(s.manager.recorded(s, s.ns, "never").Outcome).To(Equal(paymentsv1alpha1.LedgerFailed))
+		s.expectCharges(0)
 	})
 
 	t.Run("refused: a charge the provider does not know, and not-charged when it holds one", func(t *testing.T) {
-		t.Parallel()
-		g := NewWithT(t)
-		ns := newNamespace(t, true)
-		engine := sandbox.NewEngine()
-		engine.FailNextAny(sandbox.FaultAfterCommit, 1_000_000)
-		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
-		stallJob(t, ns, "lost")
-		charges := engine.Stats().Charges
+		s := newScenario(t)
+		s.engine.FailNextAny(sandbox.FaultAfterCommit, 1_000_000)
+		s.stall("lost")
+		charges := s.engine.Stats().Charges
 
-		annotateResolve(t, ns, "lost", "charged=pi_nobody_knows")
-		g.Eventually(func(g Gomega) []string { return eventMessages(g, ns, "lost", controller.ReasonResolutionRefused) }, timeout).
-			Should(ContainElement(ContainSubstring("does not know a charge pi_nobody_knows")))
-		annotateResolve(t, ns, "lost", "not-charged")
-		g.Eventually(func(g Gomega) []string { return eventMessages(g, ns, "lost", controller.ReasonResolutionRefused) }, timeout).
-			Should(ContainElement(ContainSubstring("the provider holds charge")))
-		annotateResolve(t, ns, "lost", "maybe")
-		g.Eventually(func(g Gomega) []string { return eventMessages(g, ns, "lost", controller.ReasonResolutionRefused) }, timeout).
-			Should(ContainElement(ContainSubstring("is not a resolution")))
-		job := getJob(g, ns, "lost")
-		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing), "still uncertain")
-		g.Expect(job.Status.Resolution).To(BeNil())
-		g.Expect(engine.Stats().Charges).To(Equal(charges))
+		for _, r := range []struct{ value, refusal string }{
+			{"charged=pi_nobody_knows", "does not know a charge pi_nobody_knows"},
+			{"not-charged", "the provider holds charge"},
+			{"maybe", "is not a resolution"},
+		} {
+			s.resolve("lost", r.value)
+			s.expectRefused("lost", r.refusal)
+		}
+		job := s.job("lost")
+		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing), "still uncertain")
+		s.Expect(job.Status.Resolution).To(BeNil())
+		s.expectCharges(charges)
 	})
 
 	t.Run("refused on a job that is not Stalled", func(t *testing.T) {
-		t.Parallel()
-		g := NewWithT(t)
-		ns := newNamespace(t, true)
-		engine := sandbox.NewEngine()
-		engine.FailNextAny(sandbox.FaultBeforeCommit, 1_000_000)
-		startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
-		createJob(t, ns, "retrying", func(s *paymentsv1alpha1.PaymentJobSpec) { s.BackoffLimit = ptr.To[int32](100) })
-		waitForPhase(t, ns, "retrying", paymentsv1alpha1.PhaseProcessing)
+		s := newScenario(t)
+		s.engine.FailNextAny(sandbox.FaultBeforeCommit, 1_000_000)
+		s.create("retrying", backoffLimit(100))
+		s.waitForPhase("retrying", paymentsv1alpha1.PhaseProcessing)
 
-		annotateResolve(t, ns, "retrying", "not-charged")
-		g.Eventually(func(g Gomega) []string { return eventMessages(g, ns, "retrying", controller.ReasonResolutionRefused) }, timeout).
-			Should(ContainElement(ContainSubstring("not Stalled")))
-		job := getJob(g, ns, "retrying")
-		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
-		g.Expect(job.Status.Resolution).To(BeNil())
+		s.resolve("retrying", "not-charged")
+		s.expectRefused("retrying", "not Stalled")
+		job := s.job("retrying")
+		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
+		s.Expect(job.Status.Resolution).To(BeNil())
 	})
 }
 
 // (e) Two managers without leader election complete 200 jobs: every
 // outcome is in the ledger exactly once.
 func TestTwoManagersRecordEveryOutcomeOnce(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ns := newNamespace(t, true)
-	provider := sandbox.NewProvider(sandbox.NewEngine())
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, concurrency: 8})
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, concurrency: 8})
+	both := managerConfig{concurrency: 8}
+	s := newScenario(t, withManager(both))
+	s.start(both)
 	const jobs = 200
 	for i := range jobs {
-		createJob(t, ns, fmt.Sprintf("job-%03d", i))
+		s.create(fmt.Sprintf("job-%03d", i))
 	}
-	g.Eventually(func(g Gomega) {
-		var list paymentsv1alpha1.PaymentJobList
-		g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns),
-			client.MatchingLabels{paymentsv1alpha1.LabelFinished: "true"})).To(Succeed())
-		g.Expect(len(list.Items)).To(Equal(jobs))
-	}, 3*timeout).Should(Succeed(), func() string { return unfinishedJobs(ns) })
-	entries := ledgerEntries(g, ns)
-	g.Expect(entries).To(HaveLen(jobs))
+	waitForJobs(t, s.ns, jobs, func(_ Gomega, j *paymentsv1alpha1.PaymentJob) bool {
+		return j.Labels[paymentsv1alpha1.LabelFinished] == "true"
+	})
+	entries := ledgerEntries(s, s.ns)
+	s.Expect(entries).To(HaveLen(jobs))
 	for i := range jobs {
-		g.Expect(entries).To(HaveKeyWithValue(payment.SentKey(ns, fmt.Sprintf("job-%03d", i)), 1))
+		s.Expect(entries).To(HaveKeyWithValue(payment.SentKey(s.ns, fmt.Sprintf("job-%03d", i)), 1))
 	}
 }
 
@@ -451,76 +320,38 @@ func TestTwoManagersRecordEveryOutcomeOnce(t *testing.T) {
 // pass (here, another manager) has recorded it; only then is the job
 // finished, so it cannot be deleted before the ledger holds it.
 func TestOutcomeIsRecordedBeforeTheFinalizerComesOff(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t, true)
-	engine := sandbox.NewEngine()
+	s := newScenario(t, withoutManager())
 	ledgerDown := errors.New("the ledger cannot be written")
 	var refused atomic.Int64
-	refuse := func(obj client.Object) bool {
+	// refuseLedger fails the writes of ledger pages and lets the others go.
+	refuseLedger := func(obj client.Object, write func() error) error {
 		if _, ok := obj.(*paymentsv1alpha1.PaymentLedger); ok {
 			refused.Add(1)
-			return true
+			return ledgerDown
 		}
-		return false
+		return write()
 	}
-	broken := startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine),
-		intercept: interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				if refuse(obj) {
-					return ledgerDown
-				}
-				return c.Create(ctx, obj, opts...)
-			},
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-				if refuse(obj) {
-					return ledgerDown
-				}
-				return c.Update(ctx, obj, opts...)
-			},
-		}})
-	job := createJob(t, ns, "invoice")
-	waitForPhase(t, ns, "invoice", paymentsv1alpha1.PhaseCompleted)
-	g.Eventually(refused.Load, timeout).Should(BeNumerically(">", 0))
-	g.Consistently(func(g Gomega) {
-		j := getJob(g, ns, "invoice")
+	broken := s.start(managerConfig{intercept: interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			return refuseLedger(obj, func() error { return c.Create(ctx, obj, opts...) })
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			return refuseLedger(obj, func() error { return c.Update(ctx, obj, opts...) })
+		},
+	}})
+	job := s.run("invoice", paymentsv1alpha1.PhaseCompleted)
+	s.Eventually(refused.Load, timeout).Should(BeNumerically(">", 0))
+	s.Consistently(func(g Gomega) {
+		j := s.get(g, "invoice")
 		g.Expect(j.Finalizers).To(ContainElement(paymentsv1alpha1.Finalizer), "finished before the ledger held it")
 		g.Expect(j.Labels).NotTo(HaveKey(paymentsv1alpha1.LabelFinished))
 	}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
 	// Deleting it now does not lose the record: the finalizer holds it.
-	g.Expect(k8sClient.Delete(ctx, job)).To(Succeed())
+	s.Expect(k8sClient.Delete(context.Background(), job)).To(Succeed())
 	broken.stop()
 
-	m := startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(job), &paymentsv1alpha1.PaymentJob{}))
-	}, timeout).Should(BeTrue(), "released once recorded")
-	e, found, err := m.ledger.Find(ctx, payment.SentKey(ns, "invoice"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(found).To(BeTrue())
-	g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
-}
-
-// unfinishedJobs describes the jobs of ns that are not finished, for the
-// message of a test that timed out waiting for them.
-func unfinishedJobs(ns string) string {
-	var list paymentsv1alpha1.PaymentJobList
-	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-		return err.Error()
-	}
-	var b strings.Builder
-	for _, j := range list.Items {
-		if j.Labels[paymentsv1alpha1.LabelFinished] == "true" {
-			continue
-		}
-		reason := ""
-		if c := condition(&j, paymentsv1alpha1.ConditionReady); c != nil {
-			reason = c.Reason + ": " + c.Message
-		}
-		fmt.Fprintf(&b, "%s: phase %q, attempts %d, finalizers %v, deleting %t, %s\n",
-			j.Name, j.Status.Phase, j.Status.Attempts, j.Finalizers, !j.DeletionTimestamp.IsZero(), reason)
-	}
-	return b.String()
+	m := s.start(managerConfig{})
+	waitForGone(s, job, "released once recorded")
+	s.Expect(m.recorded(s, s.ns, "invoice").Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
+	s.expectCharges(1)
 }

@@ -68,7 +68,7 @@ func (l *recordingLooker) Lookup(_ context.Context, keys []string) (map[string][
 func (l *recordingLooker) sizes() []int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var n []int
+	n := make([]int, 0, len(l.requests))
 	for _, r := range l.requests {
 		n = append(n, len(r))
 	}

@@ -31,8 +31,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
-	// Registers the paymentjob_* metrics on controller-runtime's registry.
-	_ "github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	// Importing them registers the paymentjob_* metrics on
+	// controller-runtime's registry.
+	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 )
 
 // These tests keep the dashboard, the alerts and the operations guide honest
@@ -47,10 +49,9 @@ var (
 	// metricNameRE finds the metric names an expression uses: identifiers
 	// with one of the prefixes this project's expressions draw from.
 	metricNameRE = regexp.MustCompile(`\b((?:paymentjob|controller_runtime|workqueue)_[A-Za-z0-9_]*)`)
-	// sourceNameRE finds the metric names declared in metrics.go.
-	sourceNameRE = regexp.MustCompile(`Name:\s*"([^"]+)"`)
-	// sourceHistogramRE finds the names of the histograms among them.
-	sourceHistogramRE = regexp.MustCompile(`NewHistogram(?:Vec)?\(prometheus\.HistogramOpts\{\s*Name:\s*"([^"]+)"`)
+	// fqNameRE finds the fully-qualified name in a *prometheus.Desc's
+	// String(), the one way the client library shows it.
+	fqNameRE = regexp.MustCompile(`fqName: "([^"]+)"`)
 	// promDurationRE is a Prometheus duration as used in for:.
 	promDurationRE = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
 )
@@ -58,34 +59,47 @@ var (
 // histogramSuffixes are the series a histogram is exported as.
 var histogramSuffixes = []string{"_bucket", "_sum", "_count"}
 
-// operatorMetrics returns the metric names declared in metrics.go and the
-// subset that are histograms. Scanning the source is deterministic, unlike
-// gathering the registry, which omits a vector until a label is observed.
+// operatorMetrics returns the names of the metrics the operator registers,
+// the collectors of the controller package and of the ledger package it
+// imports, and the subset that are histograms. Describing the collectors
+// is deterministic, unlike gathering the registry, which omits a vector
+// until a label is observed.
 func operatorMetrics(t *testing.T) (names, histograms []string) {
 	t.Helper()
 	g := NewWithT(t)
-	// The controller's metrics, and the ledger's, which the controller
-	// package imports.
-	var src []byte
-	for _, f := range []string{"metrics.go", filepath.Join("..", "ledger", "metrics.go")} {
-		b, err := os.ReadFile(f)
-		g.Expect(err).NotTo(HaveOccurred())
-		src = append(src, b...)
-	}
-	for _, m := range sourceNameRE.FindAllStringSubmatch(string(src), -1) {
-		names = append(names, m[1])
-	}
-	for _, m := range sourceHistogramRE.FindAllStringSubmatch(string(src), -1) {
-		histograms = append(histograms, m[1])
+	for _, c := range slices.Concat(controller.Collectors(), ledger.Collectors()) {
+		described := describe(c)
+		g.Expect(described).NotTo(BeEmpty(), "a collector of %T describes no metric", c)
+		names = append(names, described...)
+		switch c.(type) {
+		case prometheus.Histogram, *prometheus.HistogramVec:
+			histograms = append(histograms, described...)
+		}
 	}
 	g.Expect(names).To(ContainElements(
-		"paymentjob_charges_total", "paymentjob_reconcile_duration_seconds"), "the scan of metrics.go found too little")
+		"paymentjob_charges_total", "paymentjob_reconcile_duration_seconds", "paymentjob_ledger_appends_total"))
+	g.Expect(names).To(HaveLen(len(slices.Compact(slices.Sorted(slices.Values(names))))), "a metric is listed twice")
 	for _, n := range names {
-		g.Expect(n).To(HavePrefix("paymentjob_"), "metrics.go declares %q", n)
+		g.Expect(n).To(HavePrefix("paymentjob_"), "a collector describes %q", n)
 	}
 	g.Expect(histograms).NotTo(BeEmpty())
-	g.Expect(names).To(ContainElements(histograms))
 	return names, histograms
+}
+
+// describe returns the names of the metrics c describes.
+func describe(c prometheus.Collector) []string {
+	descs := make(chan *prometheus.Desc)
+	go func() {
+		c.Describe(descs)
+		close(descs)
+	}()
+	var names []string
+	for d := range descs {
+		if m := fqNameRE.FindStringSubmatch(d.String()); m != nil {
+			names = append(names, m[1])
+		}
+	}
+	return names
 }
 
 // registered reports whether a metric family of that name is registered on
@@ -171,24 +185,34 @@ type prometheusRule struct {
 	} `json:"spec"`
 }
 
-func readDashboard(t *testing.T) grafanaDashboard {
+// readRepoFile reads the file at the path, given in parts, under the
+// repository root.
+func readRepoFile(t *testing.T, path ...string) []byte {
 	t.Helper()
-	g := NewWithT(t)
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "grafana", "paymentjob-dashboard.json"))
-	g.Expect(err).NotTo(HaveOccurred())
-	var d grafanaDashboard
-	g.Expect(json.Unmarshal(raw, &d)).To(Succeed(), "the dashboard is not valid JSON")
-	return d
+	raw, err := os.ReadFile(filepath.Join(append([]string{repoRoot}, path...)...))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return raw
 }
 
+// decodeRepoFile decodes the file at the path, given in parts, under the
+// repository root into a T.
+func decodeRepoFile[T any](t *testing.T, decode func([]byte, any) error, path ...string) T {
+	t.Helper()
+	var v T
+	NewWithT(t).Expect(decode(readRepoFile(t, path...), &v)).To(Succeed(), "%s is not a %T", filepath.Join(path...), v)
+	return v
+}
+
+func readDashboard(t *testing.T) grafanaDashboard {
+	t.Helper()
+	return decodeRepoFile[grafanaDashboard](t, json.Unmarshal, "config", "grafana", "paymentjob-dashboard.json")
+}
+
+// readAlerts reads alerts.yaml strictly, so that a misspelt field fails.
 func readAlerts(t *testing.T) prometheusRule {
 	t.Helper()
-	g := NewWithT(t)
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "prometheus", "alerts.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	var r prometheusRule
-	g.Expect(yaml.UnmarshalStrict(raw, &r)).To(Succeed(), "alerts.yaml is not a PrometheusRule")
-	return r
+	strict := func(raw []byte, v any) error { return yaml.UnmarshalStrict(raw, v) }
+	return decodeRepoFile[prometheusRule](t, strict, "config", "prometheus", "alerts.yaml")
 }
 
 // alertNames lists the alerts of alerts.yaml.
@@ -205,7 +229,7 @@ func alertNames(r prometheusRule) []string {
 }
 
 func flattenPanels(panels []grafanaPanel) []grafanaPanel {
-	var out []grafanaPanel
+	out := make([]grafanaPanel, 0, len(panels))
 	for _, p := range panels {
 		out = append(out, p)
 		out = append(out, flattenPanels(p.Panels)...)
@@ -217,16 +241,16 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 	g := NewWithT(t)
 	names, histograms := operatorMetrics(t)
 
-	// The scan of metrics.go agrees with what the controller package
-	// registered, and every metric it declares is registered.
+	// The collectors' list agrees with what the packages registered: every
+	// metric listed is registered, and every one registered is listed.
 	for _, n := range names {
-		g.Expect(registered(n)).To(BeTrue(), "%s is declared in a metrics.go but not registered", n)
+		g.Expect(registered(n)).To(BeTrue(), "%s is listed by Collectors() but not registered", n)
 	}
 	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
 		if strings.HasPrefix(f.GetName(), "paymentjob_") {
-			g.Expect(names).To(ContainElement(f.GetName()), "registered but not found in metrics.go")
+			g.Expect(names).To(ContainElement(f.GetName()), "registered but not listed by Collectors()")
 		}
 	}
 
@@ -318,7 +342,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		for _, n := range used {
 			if strings.HasPrefix(n, "paymentjob_") {
 				g.Expect(isOperatorMetric(baseName(n, isHistogram))).To(BeTrue(),
-					"%s uses %s, which metrics.go does not declare", e.where, n)
+					"%s uses %s, which no collector of the operator describes", e.where, n)
 				continue
 			}
 			// controller-runtime's own metrics are registered on the same
@@ -332,9 +356,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 func TestOperationsDocMentionsEveryMetric(t *testing.T) {
 	g := NewWithT(t)
 	names, _ := operatorMetrics(t)
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
-	g.Expect(err).NotTo(HaveOccurred())
-	doc := string(raw)
+	doc := string(readRepoFile(t, "docs", "operations.md"))
 	for _, n := range names {
 		g.Expect(doc).To(ContainSubstring(n), "docs/operations.md does not mention the metric %s", n)
 	}

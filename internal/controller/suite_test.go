@@ -17,6 +17,7 @@ limitations under the License.
 package controller_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +32,6 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -400,6 +400,22 @@ func jobSpec() paymentsv1alpha1.PaymentJobSpec {
 	}
 }
 
+// declinedCard pays with a card the sandbox declines.
+func declinedCard(s *paymentsv1alpha1.PaymentJobSpec) { s.PaymentMethod = "pm_card_chargeDeclined" }
+
+// suspended creates the job with spec.suspend.
+func suspended(s *paymentsv1alpha1.PaymentJobSpec) { s.Suspend = ptr.To(true) }
+
+// keyed gives the job the idempotency key.
+func keyed(key string) func(*paymentsv1alpha1.PaymentJobSpec) {
+	return func(s *paymentsv1alpha1.PaymentJobSpec) { s.IdempotencyKey = key }
+}
+
+// backoffLimit sets the job's spec.backoffLimit.
+func backoffLimit(n int32) func(*paymentsv1alpha1.PaymentJobSpec) {
+	return func(s *paymentsv1alpha1.PaymentJobSpec) { s.BackoffLimit = ptr.To(n) }
+}
+
 func createJob(t *testing.T, ns, name string, mutate ...func(*paymentsv1alpha1.PaymentJobSpec)) *paymentsv1alpha1.PaymentJob {
 	t.Helper()
 	job := &paymentsv1alpha1.PaymentJob{
@@ -413,38 +429,27 @@ func createJob(t *testing.T, ns, name string, mutate ...func(*paymentsv1alpha1.P
 	return job
 }
 
-func getJob(g Gomega, ns, name string) *paymentsv1alpha1.PaymentJob {
-	var job paymentsv1alpha1.PaymentJob
-	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &job)).To(Succeed())
-	return &job
-}
-
-// waitForPhase waits until the job reaches phase and returns it.
-func waitForPhase(t *testing.T, ns, name string, phase paymentsv1alpha1.PaymentJobPhase) *paymentsv1alpha1.PaymentJob {
-	t.Helper()
-	var job *paymentsv1alpha1.PaymentJob
-	NewWithT(t).Eventually(func(g Gomega) {
-		job = getJob(g, ns, name)
-		g.Expect(job.Status.Phase).To(Equal(phase))
-	}, timeout, 20*time.Millisecond).Should(Succeed(), "job %s/%s never reached %s", ns, name, phase)
-	return job
-}
-
 func condition(job *paymentsv1alpha1.PaymentJob, t string) *metav1.Condition {
 	return meta.FindStatusCondition(job.Status.Conditions, t)
 }
 
-// eventReasons lists the reasons of the events about a job, oldest first.
-func eventReasons(g Gomega, ns, name string) []string {
-	var list eventsv1.EventList
-	g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
-	var reasons []string
-	for _, e := range list.Items {
-		if e.Regarding.Name == name {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons
+// lockedBuffer collects what is written to it (a process's stderr, a
+// logger's lines) while the test may read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // errCrashed is what a fake provider answers after it crashed its manager.

@@ -19,7 +19,6 @@ package controller_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -31,14 +30,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
-	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // The tests of a cluster shared by tenants who may edit PaymentProviders
@@ -84,39 +81,36 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // list or watch selected by the label), and the same Secret works once it
 // is labelled.
 func TestUnlabelledSecretIsNeverRead(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, false)
-	g.Expect(k8sClient.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-credentials", Namespace: ns},
+	s := newScenario(t, withoutSecret(), withoutLookups(), withoutManager())
+	s.Expect(k8sClient.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-credentials", Namespace: s.ns},
 		Data:       map[string][]byte{"apiKey": []byte(testSecretValue)},
 	})).To(Succeed())
 	requests := &apiRequests{}
-	provider := &countingProvider{engine: sandbox.NewEngine()}
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: provider, transport: requests.wrap})
+	s.start(managerConfig{transport: requests.wrap})
 
-	g.Eventually(func(g Gomega) {
-		ready := providerReady(g, ns)
+	s.Eventually(func(g Gomega) {
+		ready := providerReady(g, s.ns)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Reason).To(Equal(controller.ReasonSecretNotFound))
 		g.Expect(ready.Message).To(ContainSubstring(`Secret "sandbox-credentials"`))
 		g.Expect(ready.Message).To(ContainSubstring(`payments.idempotency.dev/credentials: "true"`))
 	}, timeout, 50*time.Millisecond).Should(Succeed())
-	createJob(t, ns, "waits")
-	g.Eventually(func(g Gomega) {
-		g.Expect(readyCondition(g, ns, "waits").Reason).To(Equal(controller.ReasonProviderNotReady))
+	s.create("waits")
+	s.Eventually(func(g Gomega) {
+		g.Expect(readyCondition(g, s.ns, "waits").Reason).To(Equal(controller.ReasonProviderNotReady))
 	}, timeout, 50*time.Millisecond).Should(Succeed())
-	expectOnlyLabelledSecretRequests(g, requests)
+	expectOnlyLabelledSecretRequests(s, requests)
 
 	// Labelled, the same Secret is used at once: the watch brings it.
 	var secret corev1.Secret
-	g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sandbox-credentials"}, &secret)).To(Succeed())
+	s.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: "sandbox-credentials"}, &secret)).To(Succeed())
 	secret.Labels = map[string]string{paymentsv1alpha1.LabelCredentials: "true"}
-	g.Expect(k8sClient.Update(ctx, &secret)).To(Succeed())
-	waitForPhase(t, ns, "waits", paymentsv1alpha1.PhaseCompleted)
-	g.Expect(provider.calls.Load()).To(Equal(int64(1)))
-	expectOnlyLabelledSecretRequests(g, requests)
+	s.Expect(k8sClient.Update(ctx, &secret)).To(Succeed())
+	s.waitForPhase("waits", paymentsv1alpha1.PhaseCompleted)
+	s.Expect(s.sandbox.Calls()).To(Equal(int64(1)))
+	expectOnlyLabelledSecretRequests(s, requests)
 }
 
 // expectOnlyLabelledSecretRequests checks that every request the manager
@@ -131,19 +125,6 @@ func expectOnlyLabelledSecretRequests(g Gomega, requests *apiRequests) {
 		g.Expect(r.URL.Query().Get("labelSelector")).To(Equal(paymentsv1alpha1.LabelCredentials+"=true"),
 			"a Secret request without the label selector: %s", r.URL)
 	}
-}
-
-// providerReady returns the Ready condition of the namespace's provider.
-func providerReady(g Gomega, ns string) metav1.Condition {
-	var pp paymentsv1alpha1.PaymentProvider
-	g.Expect(k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: providerName}, &pp)).To(Succeed())
-	for _, c := range pp.Status.Conditions {
-		if c.Type == paymentsv1alpha1.ConditionReady {
-			return c
-		}
-	}
-	g.Expect(pp.Status.Conditions).NotTo(BeEmpty(), "no Ready condition yet")
-	return metav1.Condition{}
 }
 
 // TestPlainHTTPOnlyToListedHosts: a provider URL with plain http is refused
@@ -165,13 +146,10 @@ func TestPlainHTTPOnlyToListedHosts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := NewWithT(t)
-			ns := newNamespace(t, true)
 			policy := &egress.Policy{InsecureHosts: tt.insecure}
-			startManager(t, managerConfig{namespaces: []string{ns}, egress: policy, build: controller.NewAdapterFactory(policy)})
-			g.Eventually(func(g Gomega) {
-				ready := providerReady(g, ns)
+			s := newScenario(t, withManager(managerConfig{egress: policy, build: controller.NewAdapterFactory(policy)}))
+			s.Eventually(func(g Gomega) {
+				ready := providerReady(g, s.ns)
 				g.Expect(ready.Status).To(Equal(tt.wantReady), "%s: %s", ready.Reason, ready.Message)
 				if tt.wantReady == metav1.ConditionFalse {
 					g.Expect(ready.Reason).To(Equal(controller.ReasonEndpointRefused))
@@ -216,18 +194,15 @@ func TestForbiddenAddressesRefusedAtDialTime(t *testing.T) {
 	t.Parallel()
 	for _, addr := range []string{"169.254.169.254", "10.0.0.1", "::1"} {
 		t.Run(addr, func(t *testing.T) {
-			t.Parallel()
-			g := NewWithT(t)
-			ns := newNamespace(t, true)
-			updateProvider(g, ns, func(pp *paymentsv1alpha1.PaymentProvider) {
+			s := newScenario(t, withoutManager(), withProvider(func(pp *paymentsv1alpha1.PaymentProvider) {
 				pp.Spec.Stripe.APIBase = "https://payments.example.test"
-			})
+			}))
 
 			// The provider's check: the name resolves to the address.
 			checked := &egress.Policy{Resolver: stubResolver{addr}, Control: loopbackOnly(t)}
-			m := startManager(t, managerConfig{namespaces: []string{ns}, egress: checked, build: controller.NewAdapterFactory(checked)})
-			g.Eventually(func(g Gomega) {
-				ready := providerReady(g, ns)
+			m := s.start(managerConfig{egress: checked, build: controller.NewAdapterFactory(checked)})
+			s.Eventually(func(g Gomega) {
+				ready := providerReady(g, s.ns)
 				g.Expect(ready.Reason).To(Equal(controller.ReasonEndpointRefused), ready.Message)
 				g.Expect(ready.Message).To(ContainSubstring(addr))
 			}, timeout, 50*time.Millisecond).Should(Succeed())
@@ -236,66 +211,16 @@ func TestForbiddenAddressesRefusedAtDialTime(t *testing.T) {
 			// Rebinding: public at the check, the address at the dial.
 			public := &egress.Policy{Resolver: stubResolver{"203.0.113.10"}}
 			dialed := &egress.Policy{Resolver: stubResolver{addr}, Control: loopbackOnly(t)}
-			startManager(t, managerConfig{namespaces: []string{ns}, egress: public, build: controller.NewAdapterFactory(dialed)})
-			createJob(t, ns, "rebound")
-			g.Eventually(func(g Gomega) {
-				ready := readyCondition(g, ns, "rebound")
+			s.start(managerConfig{egress: public, build: controller.NewAdapterFactory(dialed)})
+			s.create("rebound")
+			s.Eventually(func(g Gomega) {
+				ready := readyCondition(g, s.ns, "rebound")
 				g.Expect(ready.Reason).To(Equal(controller.ReasonProviderNotReady), ready.Message)
 				g.Expect(ready.Message).To(ContainSubstring("refused"))
 				g.Expect(ready.Message).To(ContainSubstring(addr))
 			}, timeout, 50*time.Millisecond).Should(Succeed())
-			job := getJob(g, ns, "rebound")
-			g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending), "never claimed, never charged")
+			job := s.job("rebound")
+			s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending), "never claimed, never charged")
 		})
 	}
-}
-
-// expectGone waits until the namespace's provider no longer exists.
-func expectGone(g Gomega, ns string) {
-	g.Eventually(func() error {
-		return k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: providerName},
-			&paymentsv1alpha1.PaymentProvider{})
-	}, timeout, 50*time.Millisecond).Should(Satisfy(apierrors.IsNotFound))
-}
-
-// deleteProviderAndSecret deletes what a namespace deletion takes first.
-func deleteProviderAndSecret(g Gomega, ns string) {
-	ctx := context.Background()
-	g.Expect(k8sClient.Delete(ctx, &paymentsv1alpha1.PaymentProvider{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: providerName}})).To(Succeed())
-	g.Expect(k8sClient.Delete(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sandbox-credentials"}})).To(Succeed())
-}
-
-// guarded reports whether the namespace's provider carries the finalizer.
-func guarded(g Gomega, ns string) bool {
-	var pp paymentsv1alpha1.PaymentProvider
-	g.Expect(k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: providerName}, &pp)).To(Succeed())
-	for _, f := range pp.Finalizers {
-		if f == paymentsv1alpha1.ProviderFinalizer {
-			return true
-		}
-	}
-	return false
-}
-
-// inFlight waits until the sandbox holds n charges in flight.
-func inFlight(t *testing.T, entered <-chan string, n int) {
-	t.Helper()
-	for i := range n {
-		select {
-		case <-entered:
-		case <-time.After(timeout):
-			t.Fatalf("only %d of %d charges reached the sandbox", i, n)
-		}
-	}
-}
-
-// jobNames returns name-0 ... name-(n-1).
-func jobNames(name string, n int) []string {
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-%d", name, i)
-	}
-	return names
 }

@@ -31,7 +31,6 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
-	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // The waits on something outside a job are bounded and say so: nothing
@@ -42,48 +41,39 @@ import (
 // provider gets a SecretReadFailed Warning event, the read is retried with
 // backoff, and the provider becomes Ready and charges once it works.
 func TestSecretReadErrorsAreRetriedAndReported(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ns := newNamespace(t, true)
 	var failures atomic.Int32
 	failures.Store(3)
-	engine := sandbox.NewEngine()
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine),
+	s := newScenario(t, withoutManager())
+	s.start(managerConfig{
 		intercept: interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*corev1.Secret); ok && key.Namespace == ns && failures.Add(-1) >= 0 {
+			if _, ok := obj.(*corev1.Secret); ok && key.Namespace == s.ns && failures.Add(-1) >= 0 {
 				return errors.New("injected: the Secret cannot be read")
 			}
 			return c.Get(ctx, key, obj, opts...)
 		}}})
-	createJob(t, ns, "after-errors")
-	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, providerName) }, timeout, 50*time.Millisecond).
-		Should(ContainElement(controller.ReasonSecretReadFailed))
-	waitForPhase(t, ns, "after-errors", paymentsv1alpha1.PhaseCompleted)
-	g.Expect(failures.Load()).To(BeNumerically("<", 0), "every injected error was hit and retried")
-	g.Expect(engine.Stats().Charges).To(Equal(int64(1)))
+	s.create("after-errors")
+	s.expectEvent(providerName, controller.ReasonSecretReadFailed)
+	s.waitForPhase("after-errors", paymentsv1alpha1.PhaseCompleted)
+	s.Expect(failures.Load()).To(BeNumerically("<", 0), "every injected error was hit and retried")
+	s.expectCharges(1)
 }
 
 // TestLongRateLimitWaitsAreReported: jobs behind a provider limited to one
 // charge a second; the ones that wait 5 seconds or more say so in their
 // Ready condition (RateLimited), and all are charged once in the end.
 func TestLongRateLimitWaitsAreReported(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ns := newNamespace(t, true)
-	updateProvider(g, ns, func(pp *paymentsv1alpha1.PaymentProvider) {
+	s := newScenario(t, withProvider(func(pp *paymentsv1alpha1.PaymentProvider) {
 		pp.Spec.RequestsPerSecond = ptr.To[int32](1)
 		pp.Spec.Burst = ptr.To[int32](1)
-	})
-	engine := sandbox.NewEngine()
-	startManager(t, managerConfig{namespaces: []string{ns}, provider: sandbox.NewProvider(engine)})
+	}))
 	names := jobNames("limited", 9)
 	for _, name := range names {
-		createJob(t, ns, name)
+		s.create(name)
 	}
-	g.Eventually(func(g Gomega) {
+	s.Eventually(func(g Gomega) {
 		reported := 0
 		for _, name := range names {
-			if c := readyCondition(g, ns, name); c != nil && c.Reason == controller.ReasonRateLimited {
+			if c := readyCondition(g, s.ns, name); c.Reason == controller.ReasonRateLimited {
 				g.Expect(c.Message).To(ContainSubstring(providerName))
 				reported++
 			}
@@ -91,14 +81,14 @@ func TestLongRateLimitWaitsAreReported(t *testing.T) {
 		g.Expect(reported).To(BeNumerically(">", 0))
 	}, timeout, 50*time.Millisecond).Should(Succeed())
 	for _, name := range names {
-		job := waitForPhase(t, ns, name, paymentsv1alpha1.PhaseCompleted)
-		g.Expect(job.Status.Attempts).To(Equal(int32(1)))
+		job := s.waitForPhase(name, paymentsv1alpha1.PhaseCompleted)
+		s.Expect(job.Status.Attempts).To(Equal(int32(1)))
 	}
-	g.Expect(engine.Stats().Charges).To(Equal(int64(len(names))))
-	g.Eventually(func(g Gomega) []string {
-		var reasons []string
+	s.expectCharges(int64(len(names)))
+	s.Eventually(func(g Gomega) []string {
+		reasons := make([]string, 0, len(names))
 		for _, name := range names {
-			reasons = append(reasons, eventReasons(g, ns, name)...)
+			reasons = append(reasons, eventReasons(g, s.ns, name)...)
 		}
 		return reasons
 	}, timeout).Should(ContainElement(controller.ReasonRateLimited))

@@ -183,8 +183,8 @@ func newJob(opts ...func(*paymentsv1alpha1.PaymentJob)) *paymentsv1alpha1.Paymen
 			Amount:        2000,
 			Currency:      "usd",
 			PaymentMethod: "pm_card_visa",
-			Description:   "March invoice",
-			Metadata:      map[string]string{"invoice": "42"},
+			Description:   "Protocol table",
+			Metadata:      map[string]string{"row": "any"},
 			BackoffLimit:  ptr.To[int32](6),
 		},
 	}
