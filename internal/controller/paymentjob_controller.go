@@ -100,7 +100,6 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	job := &paymentsv1alpha1.PaymentJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Deleted, or finished and so out of the cache.
 			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -285,8 +284,7 @@ func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *payments
 }
 
 // SetupWithManager registers the reconciler; IndexFields must have run. It
-// refuses missing dependencies and a claim lease that a provider call could
-// outlive.
+// refuses the settings checkSettings refuses.
 func (r *PaymentJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.checkSettings(); err != nil {
 		return err
