@@ -25,9 +25,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -35,11 +32,14 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// This file makes PaymentJobs, and the status contents the operator writes,
-// for the baseline and the history phases.
+// This file makes PaymentJobs and, for the baseline and the history
+// phases, the status the operator's claim and outcome writes set: the
+// operator's own functions (controller.ChargeOf, ClaimStatus,
+// CompletedStatus) given the sandbox's answer, so that the benchmark writes
+// what the operator writes.
 
 // claimLease is the claim lease the baseline writes, the manager's default.
-const claimLease = 60 * time.Second
+const claimLease = controller.DefaultClaimLease
 
 // jobName is the name of the i-th job of a phase.
 func jobName(i int) string { return fmt.Sprintf("job-%06d", i) }
@@ -69,97 +69,34 @@ func newJob(ns string, i int) *paymentsv1alpha1.PaymentJob {
 	}
 }
 
-// chargeRequestOf is the request the operator sends for job.
-func chargeRequestOf(job *paymentsv1alpha1.PaymentJob) payment.ChargeRequest {
-	return payment.ChargeRequest{
-		Amount:        job.Spec.Amount,
-		Currency:      job.Spec.Currency,
-		Customer:      job.Spec.Customer,
-		PaymentMethod: job.Spec.PaymentMethod,
-		Description:   job.Spec.Description,
-		Metadata:      job.Spec.Metadata,
-	}
+// claim sets what the operator's first claim of job sets, through provider
+// by holder at now: the provider it charges through, recorded at the first
+// claim, and controller.ClaimStatus for the charge the job sends. It
+// returns the conditions' message.
+func claim(job *paymentsv1alpha1.PaymentJob, provider paymentsv1alpha1.ProviderIdentity, holder string, now time.Time) string {
+	job.Status.Provider = &provider
+	return controller.ClaimStatus(job, controller.ChargeOf(job), holder, now, claimLease, controller.ReasonClaimed)
 }
 
-// setJobConditions sets Ready, Reconciling and Stalled as the operator does
-// for a Processing or a Completed job.
-func setJobConditions(job *paymentsv1alpha1.PaymentJob, reason, msg string) {
-	set := func(t string, s metav1.ConditionStatus, m string) {
-		meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{
-			Type: t, Status: s, Reason: reason, Message: m, ObservedGeneration: job.Generation,
-		})
-	}
-	if job.Status.Phase == paymentsv1alpha1.PhaseCompleted {
-		set(paymentsv1alpha1.ConditionReady, metav1.ConditionTrue, msg)
-		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, "")
-	} else {
-		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, msg)
-		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionTrue, msg)
-	}
-	set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, "")
-	job.Status.ObservedGeneration = job.Generation
+// complete sets what the operator's outcome write sets when the sandbox
+// answers the charge at now (controller.CompletedStatus), and returns the
+// reason and the message of the job's event.
+func complete(job *paymentsv1alpha1.PaymentJob, now time.Time) (reason, message string) {
+	return controller.CompletedStatus(job, sandboxAnswer(job, now), false, now)
 }
 
-// claim sets the status of the operator's claim write.
-func claim(job *paymentsv1alpha1.PaymentJob, holder string, now time.Time) {
-	key := payment.SentKey(job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
-	job.Status.Phase = paymentsv1alpha1.PhaseProcessing
-	job.Status.IdempotencyKey = key
-	job.Status.RequestHash = payment.RequestHash(key, chargeRequestOf(job))
-	job.Status.Attempts++
-	job.Status.Claim = &paymentsv1alpha1.Claim{
-		Holder:     holder,
-		AcquiredAt: metav1.NewMicroTime(now),
-		ExpiresAt:  metav1.NewMicroTime(now.Add(claimLease)),
-	}
-	if job.Status.StartedAt == nil {
-		job.Status.StartedAt = &metav1.Time{Time: now}
-	}
-	setJobConditions(job, controller.ReasonClaimed, fmt.Sprintf("Attempt %d claimed by %s until %s",
-		job.Status.Attempts, holder, job.Status.Claim.ExpiresAt.UTC().Format(time.RFC3339)))
-}
-
-// complete sets the status of the operator's outcome write and returns the
-// message of its event.
-func complete(job *paymentsv1alpha1.PaymentJob, now time.Time) string {
-	id := "pi_bench" + strings.ReplaceAll(string(job.UID), "-", "")[:16]
-	created := metav1.NewTime(now.Add(-20 * time.Millisecond).Truncate(time.Second))
-	completed := metav1.NewTime(now)
-	job.Status.Phase = paymentsv1alpha1.PhaseCompleted
-	job.Status.ProviderResponse = &paymentsv1alpha1.ProviderResponse{
-		ID: id, Status: "succeeded", Amount: job.Spec.Amount, Currency: job.Spec.Currency, Created: &created,
-	}
-	job.Status.Failure = nil
-	job.Status.Claim = nil
-	job.Status.CompletedAt = &completed
-	msg := fmt.Sprintf("Charged %d %s as %s", job.Spec.Amount, job.Spec.Currency, id)
-	setJobConditions(job, controller.ReasonSucceeded, msg)
-	return msg
-}
-
-// successEvent is the events.k8s.io/v1 Event the operator's recorder
-// creates for a completed job.
-func successEvent(job *paymentsv1alpha1.PaymentJob, holder, msg string, now time.Time) *eventsv1.Event {
-	return &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%s.%x", job.Name, now.UnixNano()),
-			Namespace: job.Namespace,
-		},
-		EventTime:           metav1.NewMicroTime(now),
-		ReportingController: "paymentjob-controller",
-		ReportingInstance:   holder,
-		Action:              "Charge",
-		Reason:              controller.ReasonSucceeded,
-		Regarding: corev1.ObjectReference{
-			Kind:            "PaymentJob",
-			APIVersion:      paymentsv1alpha1.GroupVersion.String(),
-			Namespace:       job.Namespace,
-			Name:            job.Name,
-			UID:             job.UID,
-			ResourceVersion: job.ResourceVersion,
-		},
-		Note: msg,
-		Type: corev1.EventTypeNormal,
+// sandboxAnswer is the sandbox's answer to the job's first charge request,
+// which the baseline and the history do not send: a succeeded charge of
+// the job's amount, created a moment before now, under an id of the
+// sandbox's length derived from the job's UID.
+func sandboxAnswer(job *paymentsv1alpha1.PaymentJob, now time.Time) payment.Outcome {
+	uid := strings.ReplaceAll(string(job.UID), "-", "")
+	return payment.Outcome{
+		ID:       "pi_bench" + uid[:min(len(uid), 19)],
+		Status:   "succeeded",
+		Amount:   job.Spec.Amount,
+		Currency: job.Spec.Currency,
+		Created:  now.Add(-20 * time.Millisecond).Truncate(time.Second),
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
 )
 
 func TestSeedPagesAreFullRealisticPages(t *testing.T) {
@@ -77,7 +79,7 @@ func TestWritesPerJobIncludeTheLedger(t *testing.T) {
 	b := &bench{rep: &report{}}
 	r := runResult{n: 1000, elapsed: time.Second, latencies: []time.Duration{time.Millisecond},
 		req:      requestFigures{jobWrites: 3000, ledgerWrites: 120, ledgerReads: 2, reads: 3},
-		provider: sandboxStats{Requests: 1000, Charges: 1000}}
+		provider: sandboxproc.Counters{Requests: 1000, Charges: 1000}}
 	b.addRun(r, "_0ms", "0 ms", 100, true)
 	got := map[string]figure{}
 	for _, f := range b.rep.figures {
@@ -100,7 +102,7 @@ func TestLedgerFigures(t *testing.T) {
 	b := &bench{rep: &report{}}
 	empty := ledgerSide{run: runResult{n: 1000}, heap: 40 << 20}
 	full := ledgerSide{run: runResult{n: 1000, req: requestFigures{jobWrites: 3000, ledgerWrites: 100, reads: 10, ledgerReads: 10}}, heap: 50 << 20}
-	b.addLedgerFigures(empty, full, 100000)
+	b.addLedgerFigures(empty, full)
 	got := map[string]figure{}
 	for _, f := range b.rep.figures {
 		g.Expect(got).NotTo(HaveKey(f.key), "keys are unique")
@@ -116,11 +118,11 @@ func TestLedgerFigures(t *testing.T) {
 	b = &bench{rep: &report{}}
 	full.heap = 61 << 20
 	full.run.req.reads = 50
-	b.addLedgerFigures(empty, full, 100000)
+	b.addLedgerFigures(empty, full)
 	g.Expect(b.rep.failed()).To(ConsistOf("heap_ratio_ledger", "reads_per_job_ledger_100k"))
 
 	b = &bench{rep: &report{}}
-	b.addLedgerFigures(ledgerSide{heap: notMeasured}, ledgerSide{heap: notMeasured}, 100000)
+	b.addLedgerFigures(ledgerSide{heap: notMeasured}, ledgerSide{heap: notMeasured})
 	g.Expect(b.rep.failed()).To(ContainElement("heap_ratio_ledger"), "a heap not measured fails its target")
 }
 

@@ -25,10 +25,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -103,50 +102,6 @@ func TestJobIndex(t *testing.T) {
 	}
 }
 
-func TestClaimAndCompleteWriteWhatTheOperatorWrites(t *testing.T) {
-	g := NewWithT(t)
-	job := newJob("ns", 7)
-	job.UID = "0b0e7a6e-9c1d-4a53-8f2a-1f0cbd1c2e3f"
-	job.Generation = 1
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-
-	claim(job, "holder/1", now)
-	g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
-	g.Expect(job.Status.IdempotencyKey).To(Equal("ns/job-000007"))
-	g.Expect(job.Status.RequestHash).To(HavePrefix("sha256:"))
-	g.Expect(job.Status.Attempts).To(Equal(int32(1)))
-	g.Expect(job.Status.Claim.Holder).To(Equal("holder/1"))
-	g.Expect(job.Status.Claim.ExpiresAt.Sub(job.Status.Claim.AcquiredAt.Time)).To(Equal(claimLease))
-	g.Expect(conditionStatus(job, paymentsv1alpha1.ConditionReady)).To(Equal(metav1.ConditionFalse))
-	g.Expect(conditionStatus(job, paymentsv1alpha1.ConditionReconciling)).To(Equal(metav1.ConditionTrue))
-
-	msg := complete(job, now)
-	g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
-	g.Expect(job.Status.Claim).To(BeNil())
-	g.Expect(job.Status.ProviderResponse.Amount).To(Equal(job.Spec.Amount))
-	g.Expect(job.Status.ProviderResponse.ID).To(Equal("pi_bench0b0e7a6e9c1d4a53"))
-	g.Expect(job.Status.CompletedAt.Time).To(Equal(now))
-	g.Expect(job.Status.ObservedGeneration).To(Equal(int64(1)))
-	g.Expect(conditionStatus(job, paymentsv1alpha1.ConditionReady)).To(Equal(metav1.ConditionTrue))
-	g.Expect(conditionStatus(job, paymentsv1alpha1.ConditionReconciling)).To(Equal(metav1.ConditionFalse))
-	g.Expect(conditionStatus(job, paymentsv1alpha1.ConditionStalled)).To(Equal(metav1.ConditionFalse))
-	g.Expect(msg).To(Equal("Charged 107 usd as pi_bench0b0e7a6e9c1d4a53"))
-
-	ev := successEvent(job, "holder/1", msg, now)
-	g.Expect(ev.Regarding.Name).To(Equal("job-000007"))
-	g.Expect(ev.Reason).To(Equal(controller.ReasonSucceeded))
-	g.Expect(ev.Type).To(Equal("Normal"))
-}
-
-func conditionStatus(job *paymentsv1alpha1.PaymentJob, t string) metav1.ConditionStatus {
-	for _, c := range job.Status.Conditions {
-		if c.Type == t {
-			return c.Status
-		}
-	}
-	return ""
-}
-
 func TestRunWorkers(t *testing.T) {
 	g := NewWithT(t)
 	var calls atomic.Int64
@@ -178,20 +133,10 @@ func TestRunWorkers(t *testing.T) {
 	g.Expect(runWorkers(ctx, 4, 10, func(context.Context, int) error { return nil })).To(MatchError(context.Canceled))
 }
 
-func TestSandboxStatsCountEachWindow(t *testing.T) {
-	g := NewWithT(t)
-	before := sandboxStats{Requests: 1000, Charges: 1000, Searches: 120, Retrieves: 3, RateLimited: 2, Replays: 5}
-	after := sandboxStats{Requests: 2010, Charges: 2000, Searches: 220, Retrieves: 4, RateLimited: 12, Replays: 5}
-	d := after.minus(before)
-	g.Expect(d).To(Equal(sandboxStats{Requests: 1010, Charges: 1000, Searches: 100, Retrieves: 1, RateLimited: 10}))
-	g.Expect(d.providerCalls()).To(Equal(int64(1010 + 100 + 1)))
-	g.Expect(d.plus(d).minus(d)).To(Equal(d))
-}
-
 func TestRunResultPlusAddsWindows(t *testing.T) {
 	g := NewWithT(t)
 	ms := func(v ...int) []time.Duration {
-		var l []time.Duration
+		l := make([]time.Duration, 0, len(v))
 		for _, x := range v {
 			l = append(l, time.Duration(x)*time.Millisecond)
 		}
@@ -199,12 +144,12 @@ func TestRunResultPlusAddsWindows(t *testing.T) {
 	}
 	a := runResult{
 		n: 100, elapsed: time.Second, latencies: ms(10, 20, 30),
-		req: requestFigures{jobWrites: 400, reads: 1}, provider: sandboxStats{Requests: 100, Charges: 100},
+		req: requestFigures{jobWrites: 400, reads: 1}, provider: sandboxproc.Counters{Requests: 100, Charges: 100},
 		reconciles: 200, cpu: cpuUsage{"manager": 1}, finalizersLeft: 1,
 	}
 	b := runResult{
 		n: 300, elapsed: 4 * time.Second, latencies: ms(5, 25),
-		req: requestFigures{jobWrites: 1200}, provider: sandboxStats{Requests: 300, Charges: 300, Searches: 30},
+		req: requestFigures{jobWrites: 1200}, provider: sandboxproc.Counters{Requests: 300, Charges: 300, Searches: 30},
 		reconciles: 600, cpu: cpuUsage{"manager": 2, "etcd": 1},
 	}
 	sum := a.plus(b)
@@ -214,7 +159,7 @@ func TestRunResultPlusAddsWindows(t *testing.T) {
 	g.Expect(sum.latencies).To(Equal(ms(5, 10, 20, 25, 30)))
 	g.Expect(sum.latency(50)).To(Equal(20 * time.Millisecond))
 	g.Expect(sum.req).To(Equal(requestFigures{jobWrites: 1600, reads: 1}))
-	g.Expect(sum.provider).To(Equal(sandboxStats{Requests: 400, Charges: 400, Searches: 30}))
+	g.Expect(sum.provider).To(Equal(sandboxproc.Counters{Requests: 400, Charges: 400, Searches: 30}))
 	g.Expect(sum.reconciles).To(Equal(800.0))
 	g.Expect(sum.cpu).To(Equal(cpuUsage{"manager": 3, "etcd": 1}))
 	g.Expect(sum.finalizersLeft).To(Equal(1))
@@ -226,9 +171,9 @@ func TestLookupRunFigures(t *testing.T) {
 	g := NewWithT(t)
 	b := &bench{cfg: config{minLookupRatio: 0.9}, rep: &report{}}
 	lookup := runResult{n: 1000, elapsed: 11 * time.Second, latencies: []time.Duration{time.Second},
-		provider: sandboxStats{Requests: 1000, Charges: 1000, Searches: 101}, reconciles: 3000}
+		provider: sandboxproc.Counters{Requests: 1000, Charges: 1000, Searches: 101}, reconciles: 3000}
 	none := runResult{n: 1000, elapsed: 10 * time.Second, latencies: []time.Duration{time.Second},
-		provider: sandboxStats{Requests: 1000, Charges: 1000}, reconciles: 2000}
+		provider: sandboxproc.Counters{Requests: 1000, Charges: 1000}, reconciles: 2000}
 	b.addLookupRuns(lookup, none)
 	got := map[string]figure{}
 	for _, f := range b.rep.figures {

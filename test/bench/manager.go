@@ -203,7 +203,7 @@ func (m *manager) rss() (float64, error) {
 		return notMeasured, fmt.Errorf("cannot read the manager's RSS: %w", err)
 	}
 	defer f.Close()
-	v, err := parseVmRSS(f)
+	v, err := parseVMRSS(f)
 	if err != nil {
 		return notMeasured, err
 	}

@@ -331,9 +331,9 @@ func parseHeapAlloc(r io.Reader) (uint64, error) {
 	return 0, errors.New("no HeapAlloc in the heap profile (was it asked with debug=1?)")
 }
 
-// parseVmRSS reads the resident set size, in bytes, from the text of
+// parseVMRSS reads the resident set size, in bytes, from the text of
 // /proc/<pid>/status.
-func parseVmRSS(r io.Reader) (uint64, error) {
+func parseVMRSS(r io.Reader) (uint64, error) {
 	s := bufio.NewScanner(r)
 	for s.Scan() {
 		rest, ok := strings.CutPrefix(s.Text(), "VmRSS:")

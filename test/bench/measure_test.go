@@ -172,14 +172,14 @@ func TestParseHeapAlloc(t *testing.T) {
 	}
 }
 
-func TestParseVmRSS(t *testing.T) {
+func TestParseVMRSS(t *testing.T) {
 	g := NewWithT(t)
-	v, err := parseVmRSS(strings.NewReader("Name:\tmanager\nVmPeak:\t 1300000 kB\nVmRSS:\t   54321 kB\nThreads:\t12\n"))
+	v, err := parseVMRSS(strings.NewReader("Name:\tmanager\nVmPeak:\t 1300000 kB\nVmRSS:\t   54321 kB\nThreads:\t12\n"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v).To(Equal(uint64(54321 * 1024)))
-	_, err = parseVmRSS(strings.NewReader("Name:\tmanager\n"))
+	_, err = parseVMRSS(strings.NewReader("Name:\tmanager\n"))
 	g.Expect(err).To(MatchError(ContainSubstring("no VmRSS")))
-	_, err = parseVmRSS(strings.NewReader("VmRSS:\t12 MB\n"))
+	_, err = parseVMRSS(strings.NewReader("VmRSS:\t12 MB\n"))
 	g.Expect(err).To(MatchError(ContainSubstring("unexpected VmRSS")))
 }
 

@@ -44,10 +44,16 @@ func startProcess(name, bin, logPath string, env []string, stdout io.Writer, arg
 	if err != nil {
 		return nil, err
 	}
+	track(p)
+	return p, nil
+}
+
+// track registers a child, so that the end of the run stops it if it is
+// left.
+func track(p *process) {
 	processes.mu.Lock()
 	processes.list = append(processes.list, p)
 	processes.mu.Unlock()
-	return p, nil
 }
 
 // stopAll stops every child still running and returns an error naming

@@ -63,9 +63,13 @@ func atMost(t float64, format string) *target {
 	return &target{text: "<= " + fmt.Sprintf(format, t), met: func(f figure) bool { return f.value <= t }}
 }
 
-// below is met by a value under t.
-func below(t float64) *target {
-	return &target{text: fmt.Sprintf("~0 (< %.2f)", t), met: func(f figure) bool { return f.value < t }}
+// maxReadsPerJob bounds the API reads per job of a window: about none,
+// the manager reads from its cache.
+const maxReadsPerJob = 0.05
+
+// fewReads is met by fewer than maxReadsPerJob.
+func fewReads() *target {
+	return &target{text: fmt.Sprintf("~0 (< %.2f)", maxReadsPerJob), met: func(f figure) bool { return f.value < maxReadsPerJob }}
 }
 
 // zero is met by exactly 0: a whole count, or a per-job count of nothing.
@@ -139,18 +143,24 @@ func perJob(key, label string, n, jobs int64, t *target) figure {
 // notMeasured is the value of a figure that could not be measured.
 var notMeasured = math.NaN()
 
-// result is PASS, FAIL, or empty for a figure without a target or with a
-// target that is not enforced.
+// The results of a figure with a target.
+const (
+	resultPass = "PASS"
+	resultFail = "FAIL"
+)
+
+// result is resultPass, resultFail, or empty for a figure without a target
+// or with a target that is not enforced.
 func (f figure) result() string {
 	switch {
 	case f.target == nil || f.target.met == nil:
 		return ""
 	case math.IsNaN(f.value):
-		return "FAIL"
+		return resultFail
 	case f.target.met(f):
-		return "PASS"
+		return resultPass
 	default:
-		return "FAIL"
+		return resultFail
 	}
 }
 
@@ -216,7 +226,7 @@ func (r *report) note(format string, args ...any) {
 func (r *report) failed() []string {
 	var keys []string
 	for _, f := range r.figures {
-		if f.result() == "FAIL" {
+		if f.result() == resultFail {
 			keys = append(keys, f.key)
 		}
 	}

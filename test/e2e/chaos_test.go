@@ -207,7 +207,7 @@ func (s *scenario) chargedUnrecorded(held map[string]paymentsv1alpha1.PaymentJob
 	}
 	quiet := NewGomega(func(string, ...int) {}) // not finding one is an answer, not a failure
 	quiet.Eventually(func() bool {
-		stats, err := s.sandbox.stats()
+		stats, err := s.sandbox.Stats(context.Background())
 		if err != nil {
 			return false
 		}
@@ -385,7 +385,7 @@ func testSandboxFaults(t *testing.T) {
 	s := newScenario(t, "sandbox-faults", "--error-after-commit=0.1", "--error-before-commit=0.05",
 		"--rate-limit=0.05", "--latency-min=5ms", "--latency-max=100ms")
 	const held = 12
-	proxy := startHoldingProxy(t, s.sandbox.base, held, providerTimeout+500*time.Millisecond)
+	proxy := startHoldingProxy(t, s.sandbox.URL, held, providerTimeout+500*time.Millisecond)
 	s.addProvider("slow", proxy.url)
 	jobs := s.planJobs(jobsPerScenario, func(i int, j *plannedJob) {
 		if i%10 == 4 {
@@ -521,7 +521,7 @@ func testDeleteAndRecreate(t *testing.T) {
 	// Delete Completed and Failed jobs and re-create them, as a GitOps tool
 	// would: same name, same spec.
 	live := s.waitAllTerminal()
-	before, err := s.sandbox.stats()
+	before, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	var again []plannedJob
 	completed, failed := 0, 0
@@ -560,7 +560,7 @@ func testDeleteAndRecreate(t *testing.T) {
 			}
 		}, time.Minute, 500*time.Millisecond).Should(Succeed(), "re-created %s", p.key())
 	}
-	after, err := s.sandbox.stats()
+	after, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(after.Charges).To(Equal(before.Charges), "re-created jobs were charged again")
 	g.Expect(after.Requests-before.Requests).To(BeZero(),

@@ -19,12 +19,8 @@ limitations under the License.
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
 )
 
 const (
@@ -92,7 +89,7 @@ func testLedgerOutlivesTenant(t *testing.T) {
 
 	// The whole proof of the suite, with the sandbox's search back on: one
 	// charge per Completed job, the one each job records.
-	g.Expect(s.sandbox.setLookup(true)).To(Succeed())
+	g.Expect(s.sandbox.SetLookup(context.Background(), true)).To(Succeed())
 	s.verify()
 }
 
@@ -104,7 +101,7 @@ func testWithoutLedgerChargesAgain(t *testing.T) {
 	before := s.deleteTenantAndForget()
 	s.recreateTenant()
 	live := s.waitAllTerminal()
-	after, err := s.sandbox.stats()
+	after, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 
 	completed := 0
@@ -153,16 +150,16 @@ func chargeTenant(t *testing.T, name string, ledger bool) (*scenario, *manager, 
 // deleting its namespaces would (see deleteNamespace), then makes the
 // sandbox forget every idempotency key and turns its search and lookups off.
 // It returns the sandbox's counters from then on.
-func (s *scenario) deleteTenantAndForget() sandboxStats {
+func (s *scenario) deleteTenantAndForget() sandboxproc.Stats {
 	s.t.Helper()
 	g := NewWithT(s.t)
 	for _, ns := range s.namespaces {
 		s.deleteNamespace(ns)
 	}
-	forgotten, err := s.sandbox.forgetKeys()
+	forgotten, err := s.sandbox.ForgetKeys(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(s.sandbox.setLookup(false)).To(Succeed())
-	st, err := s.sandbox.stats()
+	g.Expect(s.sandbox.SetLookup(context.Background(), false)).To(Succeed())
+	st, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	s.t.Logf("scenario %s: tenant deleted; the sandbox forgot %d keys and its lookup is off", s.name, forgotten)
 	return st
@@ -211,7 +208,7 @@ func (s *scenario) recreateTenant() {
 			ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns},
 			Spec: paymentsv1alpha1.PaymentProviderSpec{
 				Stripe: &paymentsv1alpha1.StripeProvider{
-					APIBase:      s.sandbox.base,
+					APIBase:      s.sandbox.URL,
 					SecretKeyRef: paymentsv1alpha1.SecretKeyReference{Name: secretName, Key: "apiKey"},
 				},
 				Lookup: &paymentsv1alpha1.ProviderLookup{Policy: paymentsv1alpha1.LookupNever},
@@ -225,11 +222,11 @@ func (s *scenario) recreateTenant() {
 // each ended as it first did, from the ledger: the same charge, Ready's
 // reason FoundInLedger, a FoundInLedger event, and no request of any kind at
 // the sandbox since before. It returns the sandbox's counters.
-func (s *scenario) expectFromLedger(first map[string]paymentsv1alpha1.PaymentJob, before sandboxStats) sandboxStats {
+func (s *scenario) expectFromLedger(first map[string]paymentsv1alpha1.PaymentJob, before sandboxproc.Stats) sandboxproc.Stats {
 	s.t.Helper()
 	g := NewWithT(s.t)
 	live := s.waitAllTerminal()
-	after, err := s.sandbox.stats()
+	after, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(after.Charges).To(Equal(before.Charges), "charges after the re-sync")
 	g.Expect(after.Requests).To(Equal(before.Requests), "create requests after the re-sync")
@@ -306,31 +303,4 @@ func (s *scenario) expectLedgerHolds(first map[string]paymentsv1alpha1.PaymentJo
 func (s *scenario) startLedgerManager(ledger bool) *manager {
 	s.t.Helper()
 	return s.startManager(managerOptions{args: []string{fmt.Sprintf("--ledger=%t", ledger)}})
-}
-
-// setLookup turns the sandbox's search and lookups on or off: off, they
-// answer 404 as at a provider without lookup.
-func (s *sandbox) setLookup(on bool) error {
-	body, err := json.Marshal(map[string]bool{"enabled": on})
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPut, s.base+"/_sandbox/lookup", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("PUT /_sandbox/lookup: %s: %s", resp.Status, answer)
-	}
-	return nil
 }

@@ -84,7 +84,7 @@ func TestNamespaceDeletionWithPaymentsInFlight(t *testing.T) {
 		}
 		g.Expect(processing).To(BeNumerically(">=", 5))
 	}, time.Minute, 20*time.Millisecond).Should(Succeed())
-	before, err := s.sandbox.stats()
+	before, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	deletedAt := time.Now()
 	for _, ns := range s.namespaces {
@@ -114,7 +114,7 @@ func TestNamespaceDeletionWithPaymentsInFlight(t *testing.T) {
 	}, terminalTimeout, 250*time.Millisecond).Should(Succeed())
 	took := time.Since(deletedAt)
 
-	stats, err := s.sandbox.stats()
+	stats, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	mu.Lock()
 	defer mu.Unlock()
@@ -133,7 +133,7 @@ func TestNamespaceDeletionWithPaymentsInFlight(t *testing.T) {
 				problems = append(problems, fmt.Sprintf("%s Completed with %d charges", key, charged))
 				continue
 			}
-			intents, err := s.sandbox.intentsFor(key)
+			intents, err := s.sandbox.IntentsFor(context.Background(), key)
 			if err != nil || len(intents) != 1 || intents[0].ID != j.Status.ProviderResponse.ID {
 				problems = append(problems, fmt.Sprintf("%s records %s, the sandbox holds %+v (%v)", key, j.Status.ProviderResponse.ID, intents, err))
 			}

@@ -67,10 +67,10 @@ func testRebuildFromGit(t *testing.T) {
 	// The cluster is lost, etcd's data with it; the provider forgets the keys.
 	m.Stop(10 * time.Second)
 	g.Expect(first.cp.stop()).To(Succeed())
-	forgotten, err := s.sandbox.forgetKeys()
+	forgotten, err := s.sandbox.ForgetKeys(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(forgotten).To(Equal(n), "keys forgotten by the sandbox")
-	before, err := s.sandbox.stats()
+	before, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// Rebuilt from Git: the same namespaces, Secret, PaymentProvider and
@@ -80,7 +80,7 @@ func testRebuildFromGit(t *testing.T) {
 	m = s.startManager(managerOptions{})
 	r = s.verify()
 
-	after, err := s.sandbox.stats()
+	after, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	var ms metrics
 	g.Eventually(func() (err error) {

@@ -21,12 +21,9 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -35,129 +32,29 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
 )
 
-// searchAPIKey authenticates the suite's own reads at the sandbox, which
-// accepts any sk_test_ key. It is not the scenarios' secret value.
-const searchAPIKey = "sk_test_e2e"
-
-// metadataKeyIdempotencyKey is the metadata entry the Stripe adapter puts
-// on every PaymentIntent: the sent idempotency key.
-const metadataKeyIdempotencyKey = "paymentjob_idempotency_key"
-
-// sandbox is a bin/sandbox process.
-type sandbox struct {
-	proc *process
-	// base is its URL, http://127.0.0.1:PORT.
-	base string
-	http *http.Client
-}
-
-// sandboxStats is GET /_sandbox/stats.
-type sandboxStats struct {
-	// Account is the account the sandbox answers to.
-	Account string `json:"account"`
-	// Requests counts create (charge) requests only.
-	Requests          int64          `json:"requests"`
-	Charges           int64          `json:"charges"`
-	Replays           int64          `json:"replays"`
-	InFlightConflicts int64          `json:"inFlightConflicts"`
-	Declines          int64          `json:"declines"`
-	Faults            int64          `json:"faults"`
-	RateLimited       int64          `json:"rateLimited"`
-	Searches          int64          `json:"searches"`
-	Retrieves         int64          `json:"retrieves"`
-	KeysForgotten     int64          `json:"keysForgotten"`
-	ChargesByKey      map[string]int `json:"chargesByKey"`
-}
-
-// intent is the part of a PaymentIntent the suite checks.
-type intent struct {
-	ID       string            `json:"id"`
-	Amount   int64             `json:"amount"`
-	Status   string            `json:"status"`
-	Metadata map[string]string `json:"metadata"`
-}
+// sandboxRequestTimeout bounds each of the suite's requests to a sandbox.
+const sandboxRequestTimeout = 10 * time.Second
 
 // startSandbox runs bin/sandbox on a free loopback port with the fault
-// flags in args, logging to dir, and stops it when the test ends.
-func startSandbox(t *testing.T, dir string, args ...string) *sandbox {
+// flags in args, logging to dir, registered with the suite, and stops it
+// when the test ends.
+func startSandbox(t *testing.T, dir string, args ...string) *sandboxproc.Sandbox {
 	t.Helper()
-	g := NewWithT(t)
-	listening := childproc.NewLineSignal("sandbox listening on ")
-	p, err := startProcess("sandbox", suite.sandboxBin, filepath.Join(dir, "sandbox.log"), nil, listening,
-		append([]string{"--addr=127.0.0.1:0"}, args...)...)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { p.Stop(10 * time.Second) })
-
-	var base string
-	g.Eventually(listening.Found(), 30*time.Second).Should(Receive(&base),
-		"the sandbox did not print its address; its log:\n%s", p.ReadLog())
-	g.Expect(base).To(HavePrefix("http://127.0.0.1:"))
-	return &sandbox{proc: p, base: base, http: &http.Client{Timeout: 10 * time.Second}}
-}
-
-// stats reads the sandbox's counters.
-func (s *sandbox) stats() (sandboxStats, error) {
-	var st sandboxStats
-	err := s.get("/_sandbox/stats", &st)
-	return st, err
-}
-
-// intentsFor returns the PaymentIntents whose metadata names the sent
-// idempotency key, through the sandbox's Stripe search API.
-func (s *sandbox) intentsFor(key string) ([]intent, error) {
-	q := url.Values{
-		"query": {fmt.Sprintf("metadata['%s']:'%s'", metadataKeyIdempotencyKey, key)},
-		"limit": {"100"},
-	}
-	var page struct {
-		Data    []intent `json:"data"`
-		HasMore bool     `json:"has_more"`
-	}
-	if err := s.get("/v1/payment_intents/search?"+q.Encode(), &page); err != nil {
-		return nil, err
-	}
-	if page.HasMore {
-		return nil, fmt.Errorf("more than 100 intents for key %s", key)
-	}
-	return page.Data, nil
-}
-
-// forgetKeys makes the sandbox forget every decided idempotency key, as
-// Stripe does after 24 hours; the intents stay, searchable. It returns how
-// many keys it forgot.
-func (s *sandbox) forgetKeys() (int, error) {
-	var out struct {
-		Forgotten int `json:"forgotten"`
-	}
-	err := s.do(http.MethodPost, "/_sandbox/forget-keys", &out)
-	return out.Forgotten, err
-}
-
-func (s *sandbox) get(path string, into any) error {
-	return s.do(http.MethodGet, path, into)
-}
-
-func (s *sandbox) do(method, path string, into any) error {
-	req, err := http.NewRequestWithContext(context.Background(), method, s.base+path, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+searchAPIKey)
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, body)
-	}
-	return json.Unmarshal(body, into)
+	sb, err := sandboxproc.Start(context.Background(), sandboxproc.Options{
+		Bin:     suite.sandboxBin,
+		LogPath: filepath.Join(dir, "sandbox.log"),
+		Flags:   args,
+		Register: func(p *childproc.Process) {
+			register(&process{Process: p})
+			t.Cleanup(func() { p.Stop(10 * time.Second) })
+		},
+		RequestTimeout: sandboxRequestTimeout,
+	})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return sb
 }
 
 // holdingProxy is a loopback HTTP proxy to the sandbox that holds its

@@ -41,6 +41,8 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
 )
 
 const (
@@ -68,7 +70,7 @@ type scenario struct {
 	name    string
 	dir     string
 	cluster *cluster
-	sandbox *sandbox
+	sandbox *sandboxproc.Sandbox
 	// namespaces hold the scenario's jobs.
 	namespaces []string
 	// jobs are every job the scenario creates, by plan.
@@ -135,7 +137,7 @@ func newScenarioOn(t *testing.T, c *cluster, name string, sandboxArgs ...string)
 		deleted: map[string]paymentsv1alpha1.PaymentJobPhase{}}
 	g.Expect(os.MkdirAll(s.dir, 0o755)).To(Succeed())
 	s.sandbox = startSandbox(t, s.dir, sandboxArgs...)
-	t.Logf("scenario %s: sandbox at %s %v, logs in %s", name, s.sandbox.base, sandboxArgs, s.dir)
+	t.Logf("scenario %s: sandbox at %s %v, logs in %s", name, s.sandbox.URL, sandboxArgs, s.dir)
 	for i := range namespacesPerScenario {
 		s.namespaces = append(s.namespaces, fmt.Sprintf("e2e-%s-%c", name, 'a'+i))
 	}
@@ -216,7 +218,7 @@ func (s *scenario) setUpNamespaces() {
 			StringData: map[string]string{"apiKey": suite.secretValue},
 		})).To(Succeed())
 	}
-	s.addProvider(providerName, s.sandbox.base)
+	s.addProvider(providerName, s.sandbox.URL)
 }
 
 // addProvider creates a Stripe PaymentProvider with the API base in each of
@@ -552,7 +554,7 @@ type result struct {
 	charges, duplicates     int
 	lost, failedCharged     int
 	replays                 int64
-	stats                   sandboxStats
+	stats                   sandboxproc.Stats
 	live                    map[string]paymentsv1alpha1.PaymentJob
 }
 
@@ -569,7 +571,7 @@ func (s *scenario) verify() result {
 	s.t.Helper()
 	g := NewWithT(s.t)
 	live := s.waitAllTerminal()
-	stats, err := s.sandbox.stats()
+	stats, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 
 	r := result{jobs: len(s.jobs), replays: stats.Replays, stats: stats, live: live}
@@ -619,7 +621,7 @@ func (s *scenario) verify() result {
 				problem("%s is Completed (charge %v) but the sandbox has no charge for its key", key, j.Status.ProviderResponse)
 				continue
 			}
-			intents, err := s.sandbox.intentsFor(key)
+			intents, err := s.sandbox.IntentsFor(context.Background(), key)
 			switch {
 			case err != nil:
 				problem("cannot search the sandbox for %s: %v", key, err)
@@ -627,7 +629,7 @@ func (s *scenario) verify() result {
 				problem("%s is Completed without a providerResponse", key)
 			case len(intents) != 1 || intents[0].ID != j.Status.ProviderResponse.ID:
 				problem("%s records charge %s, the sandbox holds %+v for its key", key, j.Status.ProviderResponse.ID, intents)
-			case intents[0].Amount != p.amount || intents[0].Metadata[metadataKeyIdempotencyKey] != key:
+			case intents[0].Amount != p.amount || intents[0].Metadata[payment.MetadataKeyIdempotencyKey] != key:
 				problem("%s: the sandbox charged %+v, want amount %d", key, intents[0], p.amount)
 			}
 		case paymentsv1alpha1.PhaseFailed:

@@ -217,7 +217,7 @@ func baseCases() []testCase {
 			g.Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
 
 			mutating, mutatingBindings := m.byKind("MutatingAdmissionPolicy"), m.byKind("MutatingAdmissionPolicyBinding")
-			var names []string
+			names := make([]string, 0, len(mutating))
 			for _, p := range mutating {
 				names = append(names, strings.TrimPrefix(p.GetName(), namePrefix))
 			}
@@ -293,7 +293,7 @@ func defaultOnlyCases() []testCase {
 // added: the ServiceMonitor (below) and the NetworkPolicies
 // (networkpolicy_test.go).
 func optInCases() []testCase {
-	cases := []testCase{
+	return append([]testCase{
 		{"ServiceMonitor scrapes the metrics Service over HTTPS", func(g Gomega, m *manifest) {
 			sm := m.get(g, "ServiceMonitor", serviceMonitorName)
 			endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
@@ -310,6 +310,5 @@ func optInCases() []testCase {
 					"%s: ServiceMonitor %s selects %s=%s, which Service %s does not carry", m.source, serviceMonitorName, k, v, metricsServiceName)
 			}
 		}},
-	}
-	return append(cases, networkPolicyCases()...)
+	}, networkPolicyCases()...)
 }

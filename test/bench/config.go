@@ -1,0 +1,125 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+)
+
+// config is the command line.
+type config struct {
+	jobs         int
+	workers      int
+	qps          float64
+	burst        int
+	history      int
+	scaleWorkers []int
+	scaleJobs    int
+	// ledgerJobs are the jobs of each run of the ledger phase.
+	ledgerJobs int
+	latency    time.Duration
+	settle     time.Duration
+	assets     string
+	crdDir     string
+	policyDir  string
+	managerBin string
+	sandboxBin string
+	jsonPath   string
+	results    string
+	timeout    time.Duration
+	keep       bool
+	// minRatio is the target of the operator/baseline throughput at 0 ms;
+	// 0 does not enforce it.
+	minRatio float64
+	// minLookupRatio is the target of the throughput with lookups over the
+	// throughput without, at Stripe's live-mode limits; 0 does not enforce
+	// it.
+	minLookupRatio float64
+}
+
+// parseFlags reads the command line; flag.ErrHelp when it asked for help.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	var sweep string
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.jobs, "jobs", 5000, "Jobs of the baseline and of each operator phase (0 ms and slow provider).")
+	fs.IntVar(&c.workers, "workers", 16, "The manager's --max-concurrent-reconciles, and the concurrency of the baseline and of the creators.")
+	fs.Float64Var(&c.qps, "qps", controller.DefaultKubeAPIQPS, "The manager's --kube-api-qps, and the client-side limit of the baseline's writes.")
+	fs.IntVar(&c.burst, "burst", controller.DefaultKubeAPIBurst, "The manager's --kube-api-burst, and the burst of the baseline's writes.")
+	fs.IntVar(&c.history, "history", 20000, "Finished jobs left in the cluster for the history phase.")
+	fs.StringVar(&sweep, "scale-workers", "4,16,64", "The --max-concurrent-reconciles of the scaling sweep with a slow provider, comma-separated; empty skips it.")
+	fs.IntVar(&c.scaleJobs, "scale-jobs", 1000, "Jobs of each run of the scaling sweep.")
+	fs.IntVar(&c.ledgerJobs, "ledger-jobs", 1000, "Jobs of each run of the ledger phase (empty ledger, then 100,000 entries).")
+	fs.DurationVar(&c.latency, "latency", 50*time.Millisecond, "The sandbox's latency in the slow-provider phase and the sweep.")
+	fs.DurationVar(&c.settle, "settle", 10*time.Second, "How long a started manager is watched after it is ready before its memory is read.")
+	fs.StringVar(&c.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "The folder with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS).")
+	fs.StringVar(&c.crdDir, "crds", filepath.Join("config", "crd", "bases"), "The CRDs to install.")
+	fs.StringVar(&c.policyDir, "policies", filepath.Join("config", "policy"), "The admission policies to install (every *.yaml but kustomize's), as config/default does.")
+	fs.StringVar(&c.managerBin, "manager", filepath.Join("bin", "manager"), "The manager binary.")
+	fs.StringVar(&c.sandboxBin, "sandbox", filepath.Join("bin", "sandbox"), "The sandbox binary.")
+	fs.StringVar(&c.jsonPath, "json", "", "Write every figure to this file as one flat JSON object.")
+	fs.StringVar(&c.results, "results", filepath.Join("docs", "benchmarks.md"), "Append the results to this Markdown file; empty does not.")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "The longest wait of each phase.")
+	fs.Float64Var(&c.minRatio, "min-ratio", 0.8,
+		"The target of the operator/baseline throughput ratio at 0 ms; 0 does not enforce it. Throughput needs a quiet machine and the full run; "+
+			"CI's short run passes 0 and keeps every other target.")
+	fs.Float64Var(&c.minLookupRatio, "min-lookup-ratio", 0.9,
+		"The target of the throughput with lookups over the throughput without (policy Never), at Stripe's live-mode rate limits; "+
+			"0 does not enforce it. CI's short run passes 0, as for -min-ratio.")
+	fs.BoolVar(&c.keep, "keep", false, "Keep the logs of a successful run too (they are kept after a failure).")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	for _, s := range strings.Split(sweep, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		w, err := strconv.Atoi(s)
+		if err != nil || w < 1 {
+			return c, fmt.Errorf("invalid -scale-workers value %q", s)
+		}
+		c.scaleWorkers = append(c.scaleWorkers, w)
+	}
+	switch {
+	case c.jobs < 1 || c.workers < 1 || c.history < 1 || c.ledgerJobs < 1 || (len(c.scaleWorkers) > 0 && c.scaleJobs < 1):
+		return c, errors.New("-jobs, -workers, -history, -ledger-jobs and -scale-jobs must be at least 1")
+	case c.jobs < 2:
+		return c, errors.New("-jobs must be at least 2: the baseline and the run without lookups run in two halves")
+	case !(c.minRatio >= 0) || !(c.minLookupRatio >= 0):
+		// Written so that NaN is refused too.
+		return c, errors.New("-min-ratio and -min-lookup-ratio must be 0 (not enforced) or more")
+	case c.qps <= 0 || c.burst < 1:
+		return c, errors.New("-qps and -burst must be positive")
+	case c.assets == "":
+		return c, errors.New("-assets or KUBEBUILDER_ASSETS must name the control plane folder: run `make bench`")
+	}
+	return c, nil
+}
