@@ -45,21 +45,7 @@ type baselineResult struct {
 
 // plus adds two windows of the baseline.
 func (r baselineResult) plus(o baselineResult) baselineResult {
-	req := requestCounts{}
-	for k, v := range r.req {
-		req[k] += v
-	}
-	for k, v := range o.req {
-		req[k] += v
-	}
-	cpu := cpuUsage{}
-	for k, v := range r.cpu {
-		cpu[k] += v
-	}
-	for k, v := range o.cpu {
-		cpu[k] += v
-	}
-	return baselineResult{n: r.n + o.n, elapsed: r.elapsed + o.elapsed, req: req, cpu: cpu}
+	return baselineResult{n: r.n + o.n, elapsed: r.elapsed + o.elapsed, req: r.req.plus(o.req), cpu: r.cpu.plus(o.cpu)}
 }
 
 // baselineWriter makes the operator's writes for the jobs of one baseline

@@ -17,9 +17,13 @@ limitations under the License.
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 )
 
 // cpuNow returns the CPU seconds used so far by the benchmark ("bench")
@@ -49,4 +53,80 @@ func cpuNow() cpuUsage {
 		u[st.comm] += st.cpu
 	}
 	return u
+}
+
+// clockTicks is USER_HZ, the unit of the CPU times of /proc/<pid>/stat:
+// 100 on every Linux architecture the benchmark runs on.
+const clockTicks = 100
+
+// procStat is the part of /proc/<pid>/stat the benchmark reads.
+type procStat struct {
+	comm string
+	ppid int
+	// cpu is user plus system time, in seconds.
+	cpu float64
+}
+
+// parseProcStat parses the text of /proc/<pid>/stat. The command name is in
+// parentheses and may hold spaces, so the fields are counted after the last
+// closing parenthesis.
+func parseProcStat(text string) (procStat, error) {
+	open, end := strings.IndexByte(text, '('), strings.LastIndexByte(text, ')')
+	if open < 0 || end < open {
+		return procStat{}, errors.New("no command name in the process stat")
+	}
+	f := strings.Fields(text[end+1:])
+	// After the name: state(3) ppid(4) ... utime(14) stime(15).
+	if len(f) < 13 {
+		return procStat{}, errors.New("short process stat")
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procStat{}, fmt.Errorf("invalid ppid %q", f[1])
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return procStat{}, errors.New("invalid CPU times in the process stat")
+	}
+	return procStat{comm: text[open+1 : end], ppid: ppid, cpu: float64(utime+stime) / clockTicks}, nil
+}
+
+// cpuUsage is CPU seconds by process name.
+type cpuUsage map[string]float64
+
+// plus adds the CPU seconds of two windows.
+func (c cpuUsage) plus(o cpuUsage) cpuUsage { return addCounts(c, o) }
+
+// minus returns the CPU seconds used since before.
+func (c cpuUsage) minus(before cpuUsage) cpuUsage {
+	d := cpuUsage{}
+	for k, v := range c {
+		d[k] = v - before[k]
+	}
+	return d
+}
+
+// perJob lists the CPU milliseconds per job of each process, the largest
+// first.
+func (c cpuUsage) perJob(n int) string {
+	per := cpuUsage{}
+	for k, v := range c {
+		per[k] = v * 1000 / float64(n)
+	}
+	keys := make([]string, 0, len(per))
+	for k := range per {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if per[keys[i]] != per[keys[j]] {
+			return per[keys[i]] > per[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f ms", k, per[k]))
+	}
+	return strings.Join(parts, ", ")
 }

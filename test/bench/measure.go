@@ -31,9 +31,10 @@ import (
 )
 
 // This file holds the pure parts of the benchmark: parsers of the
-// Prometheus text format, of pprof's heap profile, of /proc/<pid>/status and
-// of the API server's audit log, and the percentile. They are unit tested
-// without a control plane.
+// Prometheus text format, of pprof's heap profile, of /proc/<pid>/status,
+// of the API server's audit log and of the sandbox's log, and the
+// percentile (those of /proc/<pid>/stat are in cpu.go). They are unit
+// tested without a control plane.
 
 // sample is one sample of a metric in the Prometheus text format.
 type sample struct {
@@ -193,6 +194,21 @@ func (c requestCounts) minus(before requestCounts) requestCounts {
 		}
 	}
 	return d
+}
+
+// plus adds the counts of two windows.
+func (c requestCounts) plus(o requestCounts) requestCounts { return addCounts(c, o) }
+
+// addCounts adds two maps of counts key by key.
+func addCounts[M ~map[K]float64, K comparable](a, b M) M {
+	sum := make(M, max(len(a), len(b)))
+	for k, v := range a {
+		sum[k] += v
+	}
+	for k, v := range b {
+		sum[k] += v
+	}
+	return sum
 }
 
 // sum adds the counts whose key satisfies keep.
@@ -454,77 +470,4 @@ func countProviderRequests(log []byte) int {
 		}
 	}
 	return n
-}
-
-// clockTicks is USER_HZ, the unit of the CPU times of /proc/<pid>/stat:
-// 100 on every Linux architecture the benchmark runs on.
-const clockTicks = 100
-
-// procStat is the part of /proc/<pid>/stat the benchmark reads.
-type procStat struct {
-	comm string
-	ppid int
-	// cpu is user plus system time, in seconds.
-	cpu float64
-}
-
-// parseProcStat parses the text of /proc/<pid>/stat. The command name is in
-// parentheses and may hold spaces, so the fields are counted after the last
-// closing parenthesis.
-func parseProcStat(text string) (procStat, error) {
-	open, end := strings.IndexByte(text, '('), strings.LastIndexByte(text, ')')
-	if open < 0 || end < open {
-		return procStat{}, errors.New("no command name in the process stat")
-	}
-	f := strings.Fields(text[end+1:])
-	// After the name: state(3) ppid(4) ... utime(14) stime(15).
-	if len(f) < 13 {
-		return procStat{}, errors.New("short process stat")
-	}
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		return procStat{}, fmt.Errorf("invalid ppid %q", f[1])
-	}
-	utime, err1 := strconv.ParseUint(f[11], 10, 64)
-	stime, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return procStat{}, errors.New("invalid CPU times in the process stat")
-	}
-	return procStat{comm: text[open+1 : end], ppid: ppid, cpu: float64(utime+stime) / clockTicks}, nil
-}
-
-// cpuUsage is CPU seconds by process name.
-type cpuUsage map[string]float64
-
-// minus returns the CPU seconds used since before.
-func (c cpuUsage) minus(before cpuUsage) cpuUsage {
-	d := cpuUsage{}
-	for k, v := range c {
-		d[k] = v - before[k]
-	}
-	return d
-}
-
-// perJob lists the CPU milliseconds per job of each process, the largest
-// first.
-func (c cpuUsage) perJob(n int) string {
-	per := cpuUsage{}
-	for k, v := range c {
-		per[k] = v * 1000 / float64(n)
-	}
-	keys := make([]string, 0, len(per))
-	for k := range per {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if per[keys[i]] != per[keys[j]] {
-			return per[keys[i]] > per[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.2f ms", k, per[k]))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -65,6 +65,7 @@ var liveRuns = []struct {
 // --live-rate-limits sets.
 var liveLimits = psandbox.LiveRateLimits()
 
+// nsSweep is the namespace of the sweep's run with w workers.
 func nsSweep(w int) string { return fmt.Sprintf("bench-sweep-w%d", w) }
 
 // phases runs the phases in order.

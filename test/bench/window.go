@@ -61,13 +61,6 @@ func (r runResult) latency(p float64) time.Duration { return percentile(r.latenc
 
 // plus adds two windows: their jobs, their elapsed times, their counts.
 func (r runResult) plus(o runResult) runResult {
-	cpu := cpuUsage{}
-	for k, v := range r.cpu {
-		cpu[k] += v
-	}
-	for k, v := range o.cpu {
-		cpu[k] += v
-	}
 	latencies := slices.Concat(r.latencies, o.latencies)
 	slices.Sort(latencies)
 	return runResult{
@@ -78,7 +71,7 @@ func (r runResult) plus(o runResult) runResult {
 		provider:       r.provider.Plus(o.provider),
 		reconciles:     r.reconciles + o.reconciles,
 		lookupKeys:     r.lookupKeys + o.lookupKeys,
-		cpu:            cpu,
+		cpu:            r.cpu.plus(o.cpu),
 		finalizersLeft: r.finalizersLeft + o.finalizersLeft,
 	}
 }

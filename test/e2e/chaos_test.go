@@ -244,7 +244,8 @@ func testSplitBrain(t *testing.T) {
 	// idempotent provider absorbs: the lease is long enough that no claim
 	// of this run expires, so every second request would be a lost race.
 	opts := managerOptions{lease: 60 * time.Second}
-	managers := []*manager{s.startManager(opts), s.startManager(opts)}
+	managers := make([]*manager, 0, 3)
+	managers = append(managers, s.startManager(opts), s.startManager(opts))
 	created := s.createJobsAsync(jobs, 30)
 	s.waitForTerminal(len(jobs)/3, 2*time.Minute)
 	managers = append(managers, s.startManager(opts))
@@ -393,7 +394,7 @@ func testSandboxFaults(t *testing.T) {
 		}
 	})
 	s.startManager(managerOptions{logLevel: "debug"})
-	s.createJobs(jobs, 0)
+	s.createJobs(jobs)
 	r := s.verify()
 
 	t.Logf("sandbox-faults: %d faults, %d in-flight conflicts, %d replays; proxy held %d requests, %d charged after the manager gave up",
@@ -414,7 +415,7 @@ func testAPIServerRestart(t *testing.T) {
 	jobs := s.planJobs(jobsPerScenario, nil)
 	m := s.startManager(managerOptions{})
 	first, second := jobs[:2*len(jobs)/3], jobs[2*len(jobs)/3:]
-	s.createJobs(first, 0)
+	s.createJobs(first)
 	s.waitForTerminal(len(first)/5, 2*time.Minute)
 	done, err := s.countTerminal()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -445,7 +446,7 @@ func testAPIServerRestart(t *testing.T) {
 		time.Since(stopping).Seconds())
 	g.Expect(m.Exited()).To(BeFalse(), "the manager exited during the outage:\n%s", m.ReadLog())
 
-	s.createJobs(second, 0)
+	s.createJobs(second)
 	s.verify()
 	g.Expect(m.Exited()).To(BeFalse(), "the manager exited:\n%s", m.ReadLog())
 }
@@ -499,7 +500,7 @@ func testDeleteAndRecreate(t *testing.T) {
 	})
 
 	s.startManager(managerOptions{concurrency: 40})
-	s.createJobs(jobs, 0)
+	s.createJobs(jobs)
 	g.Eventually(func(g Gomega) {
 		var missing []string
 		for key := range toDelete {

@@ -234,7 +234,7 @@ func (c *controlPlane) stopAPIServer() (killed bool, err error) {
 		}
 		killed = true
 	}
-	addr := c.env.ControlPlane.APIServer.SecureServing.ListenAddr.HostPort()
+	addr := c.env.ControlPlane.APIServer.HostPort()
 	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		_ = conn.Close()
 		return killed, errors.Join(kcmErr, fmt.Errorf("kube-apiserver still accepts connections on %s after it was stopped", addr))
@@ -248,11 +248,11 @@ func (c *controlPlane) stopAPIServer() (killed bool, err error) {
 // reconnect by itself, but only after its informers' backoff (up to 30 s),
 // during which namespaces and dependents are not deleted.
 func (c *controlPlane) startAPIServer() error {
-	before := c.env.ControlPlane.APIServer.SecureServing.ListenAddr.HostPort()
+	before := c.env.ControlPlane.APIServer.HostPort()
 	if err := c.env.ControlPlane.APIServer.Start(); err != nil {
 		return err
 	}
-	if after := c.env.ControlPlane.APIServer.SecureServing.ListenAddr.HostPort(); after != before {
+	if after := c.env.ControlPlane.APIServer.HostPort(); after != before {
 		return fmt.Errorf("kube-apiserver came back on %s instead of %s", after, before)
 	}
 	return c.startControllerManager()

@@ -132,7 +132,7 @@ func chargeTenant(t *testing.T, name string, ledger bool) (*scenario, *manager, 
 	s := newScenario(t, name)
 	jobs := s.planJobs(ledgerJobs, nil)
 	m := s.startLedgerManager(ledger)
-	s.createJobs(jobs, 0)
+	s.createJobs(jobs)
 	r := s.verify()
 	g.Expect(r.completed).To(Equal(ledgerJobs-1), "every good card charged")
 	first := map[string]paymentsv1alpha1.PaymentJob{}
@@ -198,12 +198,7 @@ func (s *scenario) recreateTenant() {
 	g := NewWithT(s.t)
 	ctx := context.Background()
 	for _, ns := range s.namespaces {
-		g.Expect(s.cluster.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		g.Expect(s.cluster.k8s.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns,
-				Labels: map[string]string{paymentsv1alpha1.LabelCredentials: "true"}},
-			StringData: map[string]string{"apiKey": suite.secretValue},
-		})).To(Succeed())
+		s.createNamespace(g, ns)
 		g.Expect(s.cluster.k8s.Create(ctx, &paymentsv1alpha1.PaymentProvider{
 			ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns},
 			Spec: paymentsv1alpha1.PaymentProviderSpec{
@@ -215,7 +210,7 @@ func (s *scenario) recreateTenant() {
 			},
 		})).To(Succeed())
 	}
-	s.createJobs(s.jobs, 0)
+	s.createJobs(s.jobs)
 }
 
 // expectFromLedger waits until every re-created job ends, and checks that

@@ -69,7 +69,7 @@ func TestNamespaceDeletionWithPaymentsInFlight(t *testing.T) {
 		}
 	})
 	s.startManager(managerOptions{})
-	s.createJobs(jobs, 0)
+	s.createJobs(jobs)
 
 	// Delete while charges are in flight: some claimed, not all finished.
 	var processing int

@@ -43,11 +43,6 @@ func startProcess(name, bin, logPath string, env []string, stdout io.Writer, arg
 	return p, nil
 }
 
-// logContains reports whether the process's log holds s.
-func (p *process) logContains(s string) bool {
-	return strings.Contains(p.ReadLog(), s)
-}
-
 // logContainsFold reports whether the process's log holds s, ignoring case.
 func (p *process) logContainsFold(s string) bool {
 	return strings.Contains(strings.ToLower(p.ReadLog()), strings.ToLower(s))

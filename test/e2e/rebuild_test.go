@@ -54,7 +54,7 @@ func testRebuildFromGit(t *testing.T) {
 	// Good cards only: every manifest stands for money that moved.
 	jobs := s.planJobs(n, func(_ int, j *plannedJob) { j.declined = false })
 	m := s.startManager(managerOptions{})
-	s.createJobs(jobs, 0)
+	s.createJobs(jobs)
 	r := s.verify()
 	g.Expect(r.completed).To(Equal(n))
 	charge := map[string]string{}
@@ -76,7 +76,7 @@ func testRebuildFromGit(t *testing.T) {
 	// Rebuilt from Git: the same namespaces, Secret, PaymentProvider and
 	// job manifests on a fresh control plane, then a manager.
 	s.moveTo(startCluster(t, filepath.Join(dir, "control-plane-2")))
-	s.createJobs(jobs, 0)
+	s.createJobs(jobs)
 	m = s.startManager(managerOptions{})
 	r = s.verify()
 

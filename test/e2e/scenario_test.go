@@ -206,19 +206,25 @@ func (s *scenario) dumpAndRelease() {
 func (s *scenario) setUpNamespaces() {
 	s.t.Helper()
 	g := NewWithT(s.t)
-	ctx := context.Background()
 	for _, ns := range s.namespaces {
-		g.Expect(s.cluster.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		s.createNamespace(g, ns)
 		if s.cluster.shared {
 			recordNamespace(ns)
 		}
-		g.Expect(s.cluster.k8s.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns,
-				Labels: map[string]string{paymentsv1alpha1.LabelCredentials: "true"}},
-			StringData: map[string]string{"apiKey": suite.secretValue},
-		})).To(Succeed())
 	}
 	s.addProvider(providerName, s.sandbox.URL)
+}
+
+// createNamespace creates the namespace ns with the Secret of the
+// scenario's providers.
+func (s *scenario) createNamespace(g Gomega, ns string) {
+	ctx := context.Background()
+	g.Expect(s.cluster.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(s.cluster.k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns,
+			Labels: map[string]string{paymentsv1alpha1.LabelCredentials: "true"}},
+		StringData: map[string]string{"apiKey": suite.secretValue},
+	})).To(Succeed())
 }
 
 // addProvider creates a Stripe PaymentProvider with the API base in each of
@@ -259,10 +265,10 @@ func (s *scenario) planJobs(n int, adjust func(i int, j *plannedJob)) []plannedJ
 	return jobs
 }
 
-// createJobs creates the jobs, perSecond of them a second (all at once
-// when it is 0), and returns when they all exist.
-func (s *scenario) createJobs(jobs []plannedJob, perSecond float64) {
-	s.createJobsAsync(jobs, perSecond)()
+// createJobs creates the jobs, all at once, and returns when they all
+// exist.
+func (s *scenario) createJobs(jobs []plannedJob) {
+	s.createJobsAsync(jobs, 0)()
 }
 
 // createJobsAsync creates the jobs in the background, like createJobs, and

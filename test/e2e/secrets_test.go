@@ -50,7 +50,7 @@ func TestSecretNeverLeaks(t *testing.T) {
 	if len(logs) == 0 {
 		s := newScenario(t, "secret-leak", "--error-after-commit=0.3", "--rate-limit=0.1")
 		m := s.startManager(managerOptions{logLevel: "debug"})
-		s.createJobs(s.planJobs(60, nil), 0)
+		s.createJobs(s.planJobs(60, nil))
 		s.verify()
 		m.Stop(10 * time.Second)
 		suite.mu.Lock()

@@ -32,6 +32,12 @@ import (
 
 // deploymentCases check the manager Deployment; they are part of baseCases.
 func deploymentCases() []testCase {
+	return slices.Concat(managerContainerCases(), podSecurityCases())
+}
+
+// managerContainerCases check how the manager runs: its flags, probes,
+// resources, identity and ServiceAccount.
+func managerContainerCases() []testCase {
 	return []testCase{
 		{"manager Deployment exists", func(g Gomega, m *manifest) {
 			d := m.deployment(g)
@@ -75,6 +81,33 @@ func deploymentCases() []testCase {
 					"%s: the %s request %s exceeds the limit %s", m.source, res, req.String(), lim.String())
 			}
 		}},
+		{"POD_NAME from the downward API", func(g Gomega, m *manifest) {
+			c := m.managerContainer(g)
+			i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_NAME" })
+			g.Expect(i).NotTo(Equal(-1), "%s: manager container is missing the POD_NAME env (claim holder identity)", m.source)
+			e := c.Env[i]
+			g.Expect(e.ValueFrom).NotTo(BeNil(), "%s: POD_NAME must come from the downward API, not a value", m.source)
+			g.Expect(e.ValueFrom.FieldRef).NotTo(BeNil(), "%s: POD_NAME is missing its fieldRef", m.source)
+			g.Expect(e.ValueFrom.FieldRef.FieldPath).To(Equal("metadata.name"),
+				"%s: POD_NAME must reference metadata.name", m.source)
+		}},
+		{"namespace enforces the restricted Pod Security profile", func(g Gomega, m *manifest) {
+			ns := m.get(g, "Namespace", namespace)
+			g.Expect(ns.GetLabels()).To(HaveKeyWithValue(podSecurityEnforceLabel, "restricted"),
+				"%s: Namespace %s is missing the label %s: restricted", m.source, namespace, podSecurityEnforceLabel)
+		}},
+		{"manager ServiceAccount", func(g Gomega, m *manifest) {
+			m.get(g, "ServiceAccount", serviceAccountName)
+			g.Expect(m.deployment(g).Spec.Template.Spec.ServiceAccountName).To(Equal(serviceAccountName),
+				"%s: the manager pod must run as ServiceAccount %s", m.source, serviceAccountName)
+		}},
+	}
+}
+
+// podSecurityCases check the restricted Pod Security profile of the
+// manager's pod, its containers and its namespace.
+func podSecurityCases() []testCase {
+	return []testCase{
 		{"pod security context is restricted", func(g Gomega, m *manifest) {
 			sc := m.deployment(g).Spec.Template.Spec.SecurityContext
 			g.Expect(sc).NotTo(BeNil(), "%s: the manager pod is missing its securityContext", m.source)
@@ -112,26 +145,6 @@ func deploymentCases() []testCase {
 			for _, v := range spec.Volumes {
 				g.Expect(v.HostPath).To(BeNil(), "%s: volume %q is a hostPath (restricted profile forbids it)", m.source, v.Name)
 			}
-		}},
-		{"POD_NAME from the downward API", func(g Gomega, m *manifest) {
-			c := m.managerContainer(g)
-			i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_NAME" })
-			g.Expect(i).NotTo(Equal(-1), "%s: manager container is missing the POD_NAME env (claim holder identity)", m.source)
-			e := c.Env[i]
-			g.Expect(e.ValueFrom).NotTo(BeNil(), "%s: POD_NAME must come from the downward API, not a value", m.source)
-			g.Expect(e.ValueFrom.FieldRef).NotTo(BeNil(), "%s: POD_NAME is missing its fieldRef", m.source)
-			g.Expect(e.ValueFrom.FieldRef.FieldPath).To(Equal("metadata.name"),
-				"%s: POD_NAME must reference metadata.name", m.source)
-		}},
-		{"namespace enforces the restricted Pod Security profile", func(g Gomega, m *manifest) {
-			ns := m.get(g, "Namespace", namespace)
-			g.Expect(ns.GetLabels()).To(HaveKeyWithValue(podSecurityEnforceLabel, "restricted"),
-				"%s: Namespace %s is missing the label %s: restricted", m.source, namespace, podSecurityEnforceLabel)
-		}},
-		{"manager ServiceAccount", func(g Gomega, m *manifest) {
-			m.get(g, "ServiceAccount", serviceAccountName)
-			g.Expect(m.deployment(g).Spec.Template.Spec.ServiceAccountName).To(Equal(serviceAccountName),
-				"%s: the manager pod must run as ServiceAccount %s", m.source, serviceAccountName)
 		}},
 	}
 }
