@@ -21,13 +21,14 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// What a job sends and what the claim and the outcome write set on its
-// status, as functions of the job alone. The reconciler's writes use them,
+// What a job sends and what the claim, the outcome and the finishing write
+// set on it, as functions of the job alone. The reconciler's writes use them,
 // and so does the benchmark's writes-only baseline, so that the baseline
 // writes what the operator writes.
 
@@ -114,6 +115,17 @@ func CompletedStatus(job *paymentsv1alpha1.PaymentJob, o payment.Outcome, found 
 	job.Status.CompletedAt = &completed
 	setConditions(job, progress{reason: ReasonSucceeded, message: message})
 	return reason, message
+}
+
+// MarkFinished sets what the last write of a finished job sets: the
+// finalizer removed and the finished label, which takes the job out of the
+// manager's cache.
+func MarkFinished(job *paymentsv1alpha1.PaymentJob) {
+	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
+	if job.Labels == nil {
+		job.Labels = map[string]string{}
+	}
+	job.Labels[paymentsv1alpha1.LabelFinished] = "true"
 }
 
 // responseOf is the status's record of a provider's answer, bounded

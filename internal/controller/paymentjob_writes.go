@@ -232,11 +232,7 @@ func (r *PaymentJobReconciler) finish(ctx context.Context, job *paymentsv1alpha1
 		return nil
 	}
 	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
-	if job.Labels == nil {
-		job.Labels = map[string]string{}
-	}
-	job.Labels[paymentsv1alpha1.LabelFinished] = "true"
+	MarkFinished(job)
 	if err := r.Client.Patch(ctx, job, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil

@@ -244,7 +244,7 @@ func (c *FinishedJobCollector) record(ctx context.Context, job *paymentsv1alpha1
 	if fromLedger(job) || c.Ledger.Has(sentKey(job)) {
 		return nil
 	}
-	return c.Ledger.Record(ctx, ledgerEntry(job, job.CreationTimestamp.Time))
+	return c.Ledger.Record(ctx, LedgerEntry(job, job.CreationTimestamp.Time))
 }
 
 // sweep reads every finished job, a page at a time: it records in the ledger

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
 )
 
 // The baseline: the operator's API writes for each job, made by the
@@ -215,11 +216,7 @@ func (b *bench) baseline(ctx context.Context, name, ns string, n int) (baselineR
 // the finished label set, in one merge patch with the resourceVersion.
 func finish(ctx context.Context, c client.Client, job *paymentsv1alpha1.PaymentJob) error {
 	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
-	if job.Labels == nil {
-		job.Labels = map[string]string{}
-	}
-	job.Labels[paymentsv1alpha1.LabelFinished] = "true"
+	controller.MarkFinished(job)
 	if err := c.Patch(ctx, job, patch); err != nil {
 		return fmt.Errorf("cannot remove the finalizer of %s: %w", job.Name, err)
 	}

@@ -87,24 +87,11 @@ func startLedger(ctx context.Context, c client.Client) (*recorder, error) {
 	return r, nil
 }
 
-// record appends the outcome of a Completed job, as the operator does
-// before its finish write: keyed by the charge its namespace and spec
-// derive (controller.ChargeOf), with the provider of its status.
+// record appends the outcome of a finished job, as the operator does
+// before its finish write, with the operator's own entry
+// (controller.LedgerEntry).
 func (r *recorder) record(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
-	c := controller.ChargeOf(job)
-	e := ledger.Entry{
-		Key:         c.Key,
-		Fingerprint: c.Fingerprint,
-		Outcome:     paymentsv1alpha1.LedgerCompleted,
-		At:          job.Status.CompletedAt.Time,
-	}
-	if p := job.Status.Provider; p != nil {
-		e.Provider = *p
-	}
-	if job.Status.ProviderResponse != nil {
-		e.Charge = job.Status.ProviderResponse.ID
-	}
-	if err := r.l.Record(ctx, e); err != nil {
+	if err := r.l.Record(ctx, controller.LedgerEntry(job, time.Now())); err != nil {
 		return fmt.Errorf("cannot record %s in the ledger: %w", job.Name, err)
 	}
 	return nil
