@@ -37,6 +37,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
 
@@ -54,6 +56,23 @@ const (
 	// operator's cache: it is never charged until the label is removed.
 	ReasonFinishedLabelWithoutOutcome = "FinishedLabelWithoutOutcome"
 )
+
+// checkDone ends one check of an audit: after an error (unless the manager
+// is shutting down, which is no finding) it counts the error and logs
+// failed, and the check's gauge keeps its last value; otherwise it sets the
+// gauge to found and reports true.
+func checkDone(ctx context.Context, err error, check string, gauge prometheus.Gauge, found int, failed string) bool {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return false
+	case err != nil:
+		auditErrorsTotal.WithLabelValues(check).Inc()
+		log.FromContext(ctx).Error(err, failed)
+		return false
+	}
+	gauge.Set(float64(found))
+	return true
+}
 
 // The checks of an audit, the label of paymentjob_audit_errors_total.
 const (
@@ -213,27 +232,13 @@ func (a *Auditor) Audit(ctx context.Context) AuditReport {
 	report := AuditReport{At: a.clock().Now()}
 
 	report.PolicyProblems, report.PolicyError = a.auditPolicies(ctx)
-	switch {
-	case report.PolicyError != nil && ctx.Err() != nil:
-		// Shutting down: not a finding.
-	case report.PolicyError != nil:
-		auditErrorsTotal.WithLabelValues(auditCheckAdmissionPolicies).Inc()
-		logger.Error(report.PolicyError, "Cannot audit the admission policies; paymentjob_admission_policies_missing keeps its last value")
-	default:
-		admissionPoliciesMissing.Set(float64(len(report.PolicyProblems)))
+	if checkDone(ctx, report.PolicyError, auditCheckAdmissionPolicies, admissionPoliciesMissing, len(report.PolicyProblems),
+		"Cannot audit the admission policies; paymentjob_admission_policies_missing keeps its last value") {
 		a.logPolicies(ctx, report.PolicyProblems)
 	}
-
 	report.FinishedWithoutOutcome, report.JobError = a.auditFinishedLabels(ctx)
-	switch {
-	case report.JobError != nil && ctx.Err() != nil:
-		// Shutting down.
-	case report.JobError != nil:
-		auditErrorsTotal.WithLabelValues(auditCheckFinishedLabel).Inc()
-		logger.Error(report.JobError, "Cannot audit the payment jobs with the finished label; paymentjob_finished_label_without_outcome keeps its last value")
-	default:
-		finishedLabelWithoutOutcome.Set(float64(len(report.FinishedWithoutOutcome)))
-	}
+	checkDone(ctx, report.JobError, auditCheckFinishedLabel, finishedLabelWithoutOutcome, len(report.FinishedWithoutOutcome),
+		"Cannot audit the payment jobs with the finished label; paymentjob_finished_label_without_outcome keeps its last value")
 
 	a.mu.Lock()
 	a.last = report

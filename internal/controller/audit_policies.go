@@ -166,14 +166,18 @@ func (k policyKind) policyProblems(p foundPolicy) []string {
 	return problems
 }
 
+// newPolicyKind is an empty policyKind of the policy kind and its binding
+// kind (the kind and "Binding"), served until a List says otherwise.
+func newPolicyKind(policy string) policyKind {
+	return policyKind{policy: policy, binding: policy + "Binding", served: true,
+		policies: map[string][]foundPolicy{}, bindings: map[string][]foundBinding{}}
+}
+
 // validatingPolicies lists the labelled ValidatingAdmissionPolicies and
 // every ValidatingAdmissionPolicyBinding: a binding counts by the policy it
 // names, whether or not it carries the label.
 func (a *Auditor) validatingPolicies(ctx context.Context) (policyKind, error) {
-	k := policyKind{
-		policy: "ValidatingAdmissionPolicy", binding: "ValidatingAdmissionPolicyBinding", served: true,
-		policies: map[string][]foundPolicy{}, bindings: map[string][]foundBinding{},
-	}
+	k := newPolicyKind("ValidatingAdmissionPolicy")
 	err := listPages(ctx, a.Reader, func(list *admissionregistrationv1.ValidatingAdmissionPolicyList) {
 		for _, p := range list.Items {
 			f := foundPolicy{name: p.Name}
@@ -202,10 +206,7 @@ func (a *Auditor) validatingPolicies(ctx context.Context) (policyKind, error) {
 // mutatingPolicies lists the labelled MutatingAdmissionPolicies and every
 // MutatingAdmissionPolicyBinding.
 func (a *Auditor) mutatingPolicies(ctx context.Context) (policyKind, error) {
-	k := policyKind{
-		policy: "MutatingAdmissionPolicy", binding: "MutatingAdmissionPolicyBinding", served: true,
-		policies: map[string][]foundPolicy{}, bindings: map[string][]foundBinding{},
-	}
+	k := newPolicyKind("MutatingAdmissionPolicy")
 	err := listPages(ctx, a.Reader, func(list *admissionregistrationv1.MutatingAdmissionPolicyList) {
 		for _, p := range list.Items {
 			base := p.Labels[AdmissionPolicyLabel]

@@ -26,10 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -268,19 +266,10 @@ func (w *rateWaits) done(key types.NamespacedName) {
 
 // jobsWaitingFor maps a PaymentProvider to the unfinished jobs that use it.
 func (r *PaymentJobReconciler) jobsWaitingFor(ctx context.Context, o client.Object) []reconcile.Request {
-	var jobs paymentsv1alpha1.PaymentJobList
-	if err := r.Client.List(ctx, &jobs, client.InNamespace(o.GetNamespace()),
-		client.MatchingFields{providerRefIndex: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "Cannot list payment jobs of provider", "provider", klog.KObj(o))
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, j := range jobs.Items {
-		if j.Status.Phase != paymentsv1alpha1.PhaseCompleted && j.Status.Phase != paymentsv1alpha1.PhaseFailed {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&j)})
-		}
-	}
-	return reqs
+	return usersOf(ctx, r.Client, &paymentsv1alpha1.PaymentJobList{}, providerRefIndex, o, func(obj client.Object) bool {
+		phase := obj.(*paymentsv1alpha1.PaymentJob).Status.Phase
+		return phase != paymentsv1alpha1.PhaseCompleted && phase != paymentsv1alpha1.PhaseFailed
+	})
 }
 
 // forget drops what this process remembers of a job that is gone (deleted,

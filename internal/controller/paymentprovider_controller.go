@@ -30,13 +30,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -235,15 +233,5 @@ func (r *PaymentProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // providersOfSecret maps a labelled Secret to the providers that use it.
 func (r *PaymentProviderReconciler) providersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var providers paymentsv1alpha1.PaymentProviderList
-	if err := r.Client.List(ctx, &providers, client.InNamespace(o.GetNamespace()),
-		client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "Cannot list payment providers of secret", "secret", klog.KObj(o))
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(providers.Items))
-	for _, p := range providers.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-	}
-	return reqs
+	return usersOf(ctx, r.Client, &paymentsv1alpha1.PaymentProviderList{}, secretRefIndex, o, nil)
 }

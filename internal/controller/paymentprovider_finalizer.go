@@ -20,7 +20,10 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -162,4 +165,24 @@ func IndexFields(mgr ctrl.Manager) error {
 		return fmt.Errorf("cannot index payment providers by secret: %w", err)
 	}
 	return nil
+}
+
+// usersOf maps o to the objects of list's kind in its namespace whose field
+// index names it (jobs by their provider, providers by their Secret), those
+// keep accepts (nil keeps all). A failed List is logged and maps to nothing;
+// the objects' own requeues bring them back.
+func usersOf(ctx context.Context, c client.Reader, list client.ObjectList, index string, o client.Object,
+	keep func(client.Object) bool) []reconcile.Request {
+	if err := c.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "Cannot list the objects that use this one", "object", klog.KObj(o), "index", index)
+		return nil
+	}
+	var reqs []reconcile.Request
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		if obj, ok := item.(client.Object); ok && (keep == nil || keep(obj)) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		}
+		return nil
+	})
+	return reqs
 }

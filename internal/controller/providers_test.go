@@ -25,6 +25,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -186,4 +187,37 @@ func TestProviderKinds(t *testing.T) {
 		g.Expect(err).To(MatchError(errNoKind), "none or both kinds: an object written around the CRD")
 		g.Expect(providerURLs(spec)).To(BeEmpty())
 	}
+}
+
+func TestUsersOfMapsByIndexAndFilter(t *testing.T) {
+	g := NewWithT(t)
+	job := func(name, provider string, phase paymentsv1alpha1.PaymentJobPhase) *paymentsv1alpha1.PaymentJob {
+		return &paymentsv1alpha1.PaymentJob{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: name},
+			Spec:       paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: provider}},
+			Status:     paymentsv1alpha1.PaymentJobStatus{Phase: phase},
+		}
+	}
+	scheme := runtime.NewScheme()
+	g.Expect(paymentsv1alpha1.AddToScheme(scheme)).To(Succeed())
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&paymentsv1alpha1.PaymentJob{}, providerRefIndex, func(o client.Object) []string {
+			return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
+		}).
+		WithObjects(job("waiting", "stripe", paymentsv1alpha1.PhasePending), job("charging", "stripe", paymentsv1alpha1.PhaseProcessing),
+			job("paid", "stripe", paymentsv1alpha1.PhaseCompleted), job("elsewhere", "other", paymentsv1alpha1.PhasePending)).
+		Build()
+	r := &PaymentJobReconciler{Client: c}
+	provider := &paymentsv1alpha1.PaymentProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: "stripe"}}
+
+	reqs := r.jobsWaitingFor(context.Background(), provider)
+	names := make([]string, 0, len(reqs))
+	for _, req := range reqs {
+		g.Expect(req.Namespace).To(Equal("billing"))
+		names = append(names, req.Name)
+	}
+	g.Expect(names).To(ConsistOf("waiting", "charging"), "the unfinished jobs of this provider only")
+
+	all := usersOf(context.Background(), c, &paymentsv1alpha1.PaymentJobList{}, providerRefIndex, provider, nil)
+	g.Expect(all).To(HaveLen(3), "nil keeps every job that names the provider")
 }
