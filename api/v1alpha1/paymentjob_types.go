@@ -246,7 +246,7 @@ type ProviderResponse struct {
 
 // Failure says why the provider definitively refused the payment.
 type Failure struct {
-	// reason is a CamelCase code, such as CardDeclined or InvalidRequest.
+	// reason is a condition-reason code, such as CardDeclined or InvalidRequest.
 	// +required
 	Reason string `json:"reason"`
 

@@ -92,27 +92,38 @@ func (r *PaymentJobReconciler) pendingRecheck(job *paymentsv1alpha1.PaymentJob, 
 // when a pass put it off beyond its backoff (a provider's Retry-After, a
 // stall's longest interval) or with jitter. The watch event of that pass's
 // own status write brings the job back at once, and that pass must not
-// claim it early. It lives in this process's memory only: after a restart a
-// job is retried after its backoff, with the same key.
+// claim it early. Entries are per object (UID): a job deleted and created
+// again under its name starts afresh. It lives in this process's memory
+// only: after a restart a job is retried after its backoff, with the same
+// key.
 type retryTimes struct {
 	mu sync.Mutex
-	at map[types.NamespacedName]time.Time
+	at map[types.NamespacedName]retryTime
 }
 
-func (w *retryTimes) set(key types.NamespacedName, t time.Time) {
+type retryTime struct {
+	uid types.UID
+	at  time.Time
+}
+
+func (w *retryTimes) set(job client.Object, t time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.at == nil {
-		w.at = map[types.NamespacedName]time.Time{}
+		w.at = map[types.NamespacedName]retryTime{}
 	}
-	w.at[key] = t
+	w.at[client.ObjectKeyFromObject(job)] = retryTime{uid: job.GetUID(), at: t}
 }
 
-// get is the remembered time of key's next attempt; zero when none.
-func (w *retryTimes) get(key types.NamespacedName) time.Time {
+// get is the remembered time of the job's next attempt; zero when none.
+func (w *retryTimes) get(job client.Object) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.at[key]
+	e, ok := w.at[client.ObjectKeyFromObject(job)]
+	if !ok || e.uid != job.GetUID() {
+		return time.Time{}
+	}
+	return e.at
 }
 
 func (w *retryTimes) forget(key types.NamespacedName) {
@@ -124,6 +135,6 @@ func (w *retryTimes) forget(key types.NamespacedName) {
 // retryIn puts the job's next attempt d from now, remembered for the passes
 // that its own writes bring, and returns the requeue.
 func (r *PaymentJobReconciler) retryIn(job *paymentsv1alpha1.PaymentJob, d time.Duration) ctrl.Result {
-	r.retries.set(client.ObjectKeyFromObject(job), r.Clock.Now().Add(d))
+	r.retries.set(job, r.Clock.Now().Add(d))
 	return ctrl.Result{RequeueAfter: d}
 }

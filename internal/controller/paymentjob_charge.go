@@ -211,7 +211,7 @@ func (r *PaymentJobReconciler) nextClaim(job *paymentsv1alpha1.PaymentJob) (reas
 		return ReasonClaimed, time.Time{}
 	}
 	notBefore = c.AcquiredAt.Add(r.retryDelay(job))
-	if at := r.retries.get(client.ObjectKeyFromObject(job)); at.After(notBefore) {
+	if at := r.retries.get(job); at.After(notBefore) {
 		// Put off further by the pass that wrote the last outcome.
 		notBefore = at
 	}

@@ -136,16 +136,13 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		res, err = r.admit(ctx, job)
 	}
 	switch {
-	case errors.Is(err, errClaimLost):
-		// Another process took the claim over during the provider call; its
-		// call replays the outcome, which it writes.
-		log.FromContext(ctx).V(1).Info("Claim taken over during the provider call, requeueing", "phase", phase)
-		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, nil
-	case apierrors.IsConflict(err):
-		// A stale cache or another replica moved the job first. Nothing was
-		// charged on the strength of the stale copy; look again.
+	case errors.Is(err, errClaimLost), apierrors.IsConflict(err):
+		// A stale cache or another replica moved the job first (or took the
+		// claim over during the provider call: its call replays the outcome,
+		// which it writes). Nothing was charged on the strength of the stale
+		// copy; look again.
 		writeConflictsTotal.Inc()
-		log.FromContext(ctx).V(1).Info("Write conflict, requeueing", "phase", phase)
+		log.FromContext(ctx).V(1).Info("Write conflict, requeueing", "phase", phase, "claimLost", errors.Is(err, errClaimLost))
 		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, nil
 	}
 	return res, err
@@ -240,7 +237,8 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 		if waiting.stalled {
 			return r.retryIn(job, jitter(r.Backoff.Max)), r.stall(ctx, job, *waiting)
 		}
-		return r.retryIn(job, jitter(delay)), r.writeProgress(ctx, job, *waiting)
+		// Not remembered: the provider's watch event may bring it back sooner.
+		return ctrl.Result{RequeueAfter: jitter(delay)}, r.writeProgress(ctx, job, *waiting)
 	}
 	if moved := providerMoved(job, target); moved != nil {
 		// The same key at another account is a new charge there.

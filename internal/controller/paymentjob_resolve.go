@@ -260,7 +260,7 @@ const unknownResolver = "unknown"
 // server's managedFields say (the cache drops them, so they are read).
 func (r *PaymentJobReconciler) resolvedBy(ctx context.Context, job *paymentsv1alpha1.PaymentJob) string {
 	if by := job.Annotations[paymentsv1alpha1.AnnotationResolvedBy]; by != "" {
-		return payment.CleanMessage(by, maxShortLength*3)
+		return payment.Bound(by, maxShortLength*3)
 	}
 	if r.APIReader == nil {
 		return unknownResolver
@@ -273,7 +273,7 @@ func (r *PaymentJobReconciler) resolvedBy(ctx context.Context, job *paymentsv1al
 	field := `"f:` + paymentsv1alpha1.AnnotationResolve + `"`
 	for _, m := range fresh.ManagedFields {
 		if m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), field) {
-			return payment.CleanMessage("field manager "+m.Manager, maxShortLength*3)
+			return payment.Bound("field manager "+m.Manager, maxShortLength*3)
 		}
 	}
 	return unknownResolver

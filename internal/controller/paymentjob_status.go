@@ -132,10 +132,10 @@ func MarkFinished(job *paymentsv1alpha1.PaymentJob) {
 // whatever the provider answers (see maxIDLength).
 func responseOf(o payment.Outcome) *paymentsv1alpha1.ProviderResponse {
 	resp := &paymentsv1alpha1.ProviderResponse{
-		ID:       payment.CleanMessage(o.ID, maxIDLength),
-		Status:   payment.CleanMessage(o.Status, maxShortLength),
+		ID:       payment.Bound(o.ID, maxIDLength),
+		Status:   payment.Bound(o.Status, maxShortLength),
 		Amount:   o.Amount,
-		Currency: payment.CleanMessage(o.Currency, maxShortLength),
+		Currency: payment.Bound(o.Currency, maxShortLength),
 		Replayed: o.Replayed,
 	}
 	if !o.Created.IsZero() {

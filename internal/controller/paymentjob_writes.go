@@ -124,8 +124,6 @@ func (r *PaymentJobReconciler) writeOutcome(ctx context.Context, job *paymentsv1
 	})
 	if errors.Is(err, errClaimLost) {
 		claimLostTotal.Inc()
-		return apierrors.NewConflict(paymentsv1alpha1.GroupVersion.WithResource("paymentjobs").GroupResource(),
-			job.Name, err)
 	}
 	if err != nil {
 		return err

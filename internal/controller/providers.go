@@ -108,7 +108,7 @@ func (i *identity) get(ctx context.Context, p payment.Provider, timeout time.Dur
 		if err != nil {
 			return paymentsv1alpha1.ProviderIdentity{}, fmt.Errorf("cannot identify the provider's account: %w", err)
 		}
-		i.id.Account = payment.CleanMessage(account, 255)
+		i.id.Account = payment.Bound(account, 255)
 	}
 	i.known = true
 	return i.id, nil

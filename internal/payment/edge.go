@@ -72,7 +72,15 @@ func CleanMessage(s string, limit int, secrets ...string) string {
 	s = oneLine(redact(strings.ToValidUTF8(s, "\uFFFD"), forms))
 	// Making one line may have formed a secret, or a secret with its spaces
 	// collapsed, out of its parts.
-	s = redact(s, forms)
+	return Bound(redact(s, forms), limit)
+}
+
+// Bound cuts s to at most limit bytes on a character boundary and appends
+// "..." when it cut; it changes nothing else, so that an identifier a
+// provider answered (a charge id, an account) is kept as it was sent
+// whenever it fits. A limit of zero or less does not cut. CleanMessage cuts
+// with it.
+func Bound(s string, limit int) string {
 	if limit <= 0 || len(s) <= limit {
 		return s
 	}
@@ -80,7 +88,7 @@ func CleanMessage(s string, limit int, secrets ...string) string {
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "..."
+	return strings.ToValidUTF8(s[:cut], "") + "..."
 }
 
 // secretForms returns every non-empty secret, as it is and with its runs of

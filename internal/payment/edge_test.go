@@ -142,3 +142,12 @@ func TestValidReasonIsTheAPIPattern(t *testing.T) {
 	}
 	each("")
 }
+
+func TestBoundKeepsIdentifiersAsSent(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(payment.Bound("pi_ 1  2", 64)).To(Equal("pi_ 1  2"), "spaces inside an identifier are kept")
+	g.Expect(payment.Bound(" acct_1 ", 64)).To(Equal(" acct_1 "), "and at its ends")
+	g.Expect(payment.Bound("abcdef", 3)).To(Equal("abc..."))
+	g.Expect(payment.Bound("ééé", 3)).To(Equal("é..."), "cut on a character boundary")
+	g.Expect(payment.Bound("abc", 0)).To(Equal("abc"), "no limit")
+}
