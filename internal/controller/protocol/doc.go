@@ -52,6 +52,12 @@ limitations under the License.
 //     to 20% more); err says whether Reconcile returned an error; events
 //     are the reasons of the events the pass emitted.
 //   - final is the job after the last pass: phase, Ready reason, Stalled.
+//   - What recurs has a name, defined after the table: runs of effects
+//     (claimAndCharge, chargeAgain, completeAndFinish, with then to add
+//     what follows), passes (transientFirst, pendingFirst, replayedRetry,
+//     claimConflict, ...), a final state (paid) and families of rows
+//     (refusedFirst, refusedOnRetry, stoppedBy). Each stands for exactly
+//     the effects, events, requeue windows and final state it is made of.
 //
 // Every row also checks the invariants of the protocol: a provider call
 // only follows a claim write of the same pass that the API server accepted;

@@ -62,6 +62,10 @@ const (
 	providerName = "pay"
 	providerUID  = "pp-uid"
 	endpoint     = "https://payments.example/charges"
+	// amount and currency are the job's request, and what the provider
+	// answers that it charged.
+	amount   = 2000
+	currency = "usd"
 	// me is the reconciler's claim holder; other is another replica.
 	me    = "manager-a/1111"
 	other = "manager-b/2222"
@@ -103,7 +107,7 @@ type answer func() (payment.Outcome, error)
 
 // chargeOutcome is what the provider answers for a charge that succeeded.
 func chargeOutcome(replayed bool) payment.Outcome {
-	return payment.Outcome{ID: "pi_1", Status: "succeeded", Amount: 2000, Currency: "usd",
+	return payment.Outcome{ID: "pi_1", Status: "succeeded", Amount: amount, Currency: currency,
 		Created: start.Add(-time.Second), Replayed: replayed}
 }
 
@@ -178,15 +182,9 @@ func newJob(opts ...func(*paymentsv1alpha1.PaymentJob)) *paymentsv1alpha1.Paymen
 	job := &paymentsv1alpha1.PaymentJob{
 		ObjectMeta: metav1.ObjectMeta{Name: jobName, Namespace: namespace, UID: jobUID, Generation: 1,
 			CreationTimestamp: metav1.NewTime(start.Add(-time.Minute))},
-		Spec: paymentsv1alpha1.PaymentJobSpec{
-			ProviderRef:   paymentsv1alpha1.ProviderReference{Name: providerName},
-			Amount:        2000,
-			Currency:      "usd",
-			PaymentMethod: "pm_card_visa",
-			Description:   "Protocol table",
-			Metadata:      map[string]string{"row": "any"},
-			BackoffLimit:  ptr.To[int32](6),
-		},
+		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: providerName},
+			Amount: amount, Currency: currency, PaymentMethod: "pm_card_visa",
+			Description: "Protocol table", Metadata: map[string]string{"row": "any"}, BackoffLimit: ptr.To[int32](6)},
 	}
 	for _, o := range opts {
 		o(job)

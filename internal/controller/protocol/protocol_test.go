@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -89,7 +90,8 @@ const (
 // finalizer); provider calls as "charge" and "settle"; ledger records as
 // "ledger: <outcome>". A write the API server refused ends in (conflict) or
 // (error); one that removed the last finalizer of a deleted job ends in
-// (deleted).
+// (deleted). The runs of effects, passes and rows that recur have names;
+// they are defined below the table.
 var theTable = []row{
 	// New and Pending jobs: nothing has been sent yet.
 	{
@@ -97,224 +99,104 @@ var theTable = []row{
 		job:  newJob(), provider: providerUnguarded, answers: []answer{succeeded},
 		steps: []step{{
 			effects: []string{"patch: +finalizer", "provider: +in-use", "status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
+				"status: Completed/Succeeded", finish},
 			events: []string{"Succeeded"},
 		}, {
 			// Its watch event: a finished job is left alone.
 			after: time.Minute,
 		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		final: paid,
 	},
 	{
 		name: "new job whose key the provider already charged (manifest re-applied): Completed as replayed",
 		job:  newJob(), answers: []answer{replayed},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"Replayed"},
-		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		steps: []step{{effects: claimAndCharge.then(completeAndFinish...), events: []string{"Replayed"}}},
+		final: paid,
 	},
 	{
 		name: "suspended: Pending, written once; unsuspended: charged",
 		job:  newJob(suspended), answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Pending/Suspended"},
-			events:  []string{"Suspended"},
-		}, {
-			after: time.Hour,
-		}, {
-			before: unsuspended,
-			effects: []string{"status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"Succeeded"},
+		steps: []step{pendingFirst("Suspended", noRequeue), {after: time.Hour}, {
+			before: unsuspended, effects: chargeAgain.then(completeAndFinish...), events: []string{"Succeeded"},
 		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		final: paid,
 	},
 	{
-		name: "suspended with a deadline: requeued at the deadline",
-		job:  newJob(suspended, deadline(300)),
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Pending/Suspended"},
-			requeue: exactly(4 * time.Minute),
-			events:  []string{"Suspended"},
-		}},
+		name:  "suspended with a deadline: requeued at the deadline",
+		job:   newJob(suspended, deadline(300)),
+		steps: []step{pendingFirst("Suspended", exactly(4*time.Minute))},
 		final: final{phase: pending, ready: "Suspended"},
 	},
 	{
 		name: "deadline passed before the claim: Pending, stalled, never charged",
 		job:  newJob(deadline(30)), answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Pending/DeadlineExceeded"},
-			events:  []string{"DeadlineExceeded"},
-		}},
+		steps: []step{pendingFirst("DeadlineExceeded", noRequeue)},
 		final: final{phase: pending, ready: "DeadlineExceeded", stalled: true},
 	},
 	{
 		name: "provider not found: Pending with a requeue; provider created: charged",
 		job:  newJob(), provider: providerMissing, answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Pending/ProviderNotFound"},
-			requeue: jittered(time.Second),
-			events:  []string{"ProviderNotFound"},
-		}, {
+		steps: []step{pendingFirst("ProviderNotFound", jittered(time.Second)), {
 			after: time.Second, before: providerCreated,
-			effects: []string{"status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"Succeeded"},
+			effects: chargeAgain.then(completeAndFinish...), events: []string{"Succeeded"},
 		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		final: paid,
 	},
 	{
 		name: "provider not Ready: Pending with a requeue, written once",
 		job:  newJob(), provider: providerNotReady, answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Pending/ProviderNotReady"},
-			requeue: jittered(time.Second),
-			events:  []string{"ProviderNotReady"},
-		}, {
-			after:   time.Second,
-			requeue: jittered(time.Second),
-		}},
+		steps: []step{pendingFirst("ProviderNotReady", jittered(time.Second)),
+			{after: time.Second, requeue: jittered(time.Second)}},
 		final: final{phase: pending, ready: "ProviderNotReady"},
 	},
 	{
 		name: "provider being deleted, job not claimed: Pending, never charged through it",
 		job:  newJob(), provider: providerDeleting, answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Pending/ProviderDeleted"},
-			requeue: jittered(time.Second),
-			events:  []string{"ProviderDeleted"},
-		}},
+		steps: []step{pendingFirst("ProviderDeleted", jittered(time.Second))},
 		final: final{phase: pending, ready: "ProviderDeleted"},
 	},
 
 	// The provider's answer to a first claim.
-	{
-		name: "declined: Failed, finished",
-		job:  newJob(), answers: []answer{declined},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Failed/CardDeclined", "patch: -finalizer +finished"},
-			events: []string{"CardDeclined"},
-		}},
-		final: final{phase: failed, ready: "CardDeclined", stalled: true},
-	},
-	{
-		name: "invalid request: Failed, finished",
-		job:  newJob(), answers: []answer{invalid},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Failed/InvalidRequest", "patch: -finalizer +finished"},
-			events: []string{"InvalidRequest"},
-		}},
-		final: final{phase: failed, ready: "InvalidRequest", stalled: true},
-	},
-	{
-		name: "key reused with other parameters on the first attempt: Failed (this request charged nothing)",
-		job:  newJob(), answers: []answer{keyReused},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Failed/IdempotencyKeyReused", "patch: -finalizer +finished"},
-			events: []string{"IdempotencyKeyReused"},
-		}},
-		final: final{phase: failed, ready: "IdempotencyKeyReused", stalled: true},
-	},
+	refusedFirst("declined: Failed, finished", declined, "CardDeclined"),
+	refusedFirst("invalid request: Failed, finished", invalid, "InvalidRequest"),
+	refusedFirst("key reused with other parameters on the first attempt: Failed (this request charged nothing)",
+		keyReused, "IdempotencyKeyReused"),
 	{
 		name: "transient: stays Processing, waits out the backoff, retries with the same key and gets the replay",
 		job:  newJob(), answers: []answer{transient, replayed},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
-			requeue: jittered(time.Second),
-			events:  []string{"TransientError"},
-		}, {
+		steps: []step{transientFirst, {
 			// The watch event of its own write: the (jittered) backoff is
 			// not over.
-			after:   500 * time.Millisecond,
-			requeue: between(500*time.Millisecond, 700*time.Millisecond),
-		}, {
-			after: 700 * time.Millisecond,
-			effects: []string{"status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"Claimed", "Replayed"},
-		}},
-		final: final{phase: completed, ready: "Succeeded"},
+			after: 500 * time.Millisecond, requeue: between(500*time.Millisecond, 700*time.Millisecond),
+		}, replayedRetry(700 * time.Millisecond)},
+		final: paid,
 	},
 	{
 		name: "provider call times out (context deadline): uncertain, stays Processing",
 		job:  newJob(), answers: []answer{timedOut},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
-			requeue: jittered(time.Second),
-			events:  []string{"TransientError"},
-		}},
+		steps: []step{transientFirst},
 		final: final{phase: processing, ready: "TransientError"},
 	},
 	{
 		name: "transient after backoffLimit: Stalled RetriesExhausted, retried at the longest interval, never Failed",
 		job:  newJob(backoffLimit(1)), answers: []answer{transient, transient, replayed},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
-			requeue: jittered(time.Second),
-			events:  []string{"TransientError"},
-		}, {
-			after:   2 * time.Second,
-			effects: []string{"status: Processing/Claimed", "charge", "status: Processing/RetriesExhausted"},
-			requeue: jittered(5 * time.Minute),
-			events:  []string{"Claimed", "RetriesExhausted"},
+		steps: []step{transientFirst, {
+			after: 2 * time.Second, effects: chargeAgain.then("status: Processing/RetriesExhausted"),
+			requeue: jittered(5 * time.Minute), events: []string{"Claimed", "RetriesExhausted"},
 		}, {
 			// The watch event of its own write: the longest interval holds.
-			after:   time.Second,
-			requeue: between(5*time.Minute-time.Second, 6*time.Minute),
-		}, {
-			after: 6 * time.Minute,
-			effects: []string{"status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"Claimed", "Replayed"},
-		}},
-		final: final{phase: completed, ready: "Succeeded"},
+			after: time.Second, requeue: between(5*time.Minute-time.Second, 6*time.Minute),
+		}, replayedRetry(6 * time.Minute)},
+		final: paid,
 	},
-	{
-		name: "invalid on a retry (an earlier attempt had no answer): UncertainRefusal stall, never Failed",
-		job:  newJob(), answers: []answer{transient, invalid},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
-			requeue: jittered(time.Second),
-			events:  []string{"TransientError"},
-		}, {
-			after:   2 * time.Second,
-			effects: []string{"status: Processing/Claimed", "charge", "status: Processing/UncertainRefusal"},
-			requeue: jittered(5 * time.Minute),
-			events:  []string{"Claimed", "UncertainRefusal"},
-		}},
-		final: final{phase: processing, ready: "UncertainRefusal", stalled: true},
-	},
-	{
-		name: "key reused on a retry: UncertainRefusal stall, never Failed",
-		job:  newJob(), answers: []answer{timedOut, keyReused},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
-			requeue: jittered(time.Second),
-			events:  []string{"TransientError"},
-		}, {
-			after:   2 * time.Second,
-			effects: []string{"status: Processing/Claimed", "charge", "status: Processing/UncertainRefusal"},
-			requeue: jittered(5 * time.Minute),
-			events:  []string{"Claimed", "UncertainRefusal"},
-		}},
-		final: final{phase: processing, ready: "UncertainRefusal", stalled: true},
-	},
+	refusedOnRetry("invalid on a retry (an earlier attempt had no answer): UncertainRefusal stall, never Failed",
+		transient, invalid),
+	refusedOnRetry("key reused on a retry: UncertainRefusal stall, never Failed", timedOut, keyReused),
 	{
 		name: "declined on a retry: Failed (the provider would have replayed a charge made under the key)",
 		job:  newJob(), answers: []answer{transient, declined},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
-			requeue: jittered(time.Second),
-			events:  []string{"TransientError"},
-		}, {
-			after: 2 * time.Second,
-			effects: []string{"status: Processing/Claimed", "charge",
-				"status: Failed/CardDeclined", "patch: -finalizer +finished"},
+		steps: []step{transientFirst, {
+			after: 2 * time.Second, effects: chargeAgain.then("status: Failed/CardDeclined", finish),
 			events: []string{"Claimed", "CardDeclined"},
 		}},
 		final: final{phase: failed, ready: "CardDeclined", stalled: true},
@@ -323,13 +205,9 @@ var theTable = []row{
 		name: "429 with Retry-After 30s: not retried before 30s, even when its own write's watch event comes first",
 		job:  newJob(), answers: []answer{retryAfter(30 * time.Second), replayed},
 		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
-			requeue: jittered(30 * time.Second),
-			events:  []string{"TransientError"},
-		}, {
-			after:   2 * time.Second,
-			requeue: between(28*time.Second, 36*time.Second),
-		}},
+			effects: claimAndCharge.then("status: Processing/TransientError"),
+			requeue: jittered(30 * time.Second), events: []string{"TransientError"},
+		}, {after: 2 * time.Second, requeue: between(28*time.Second, 36*time.Second)}},
 		final: final{phase: processing, ready: "TransientError"},
 	},
 
@@ -337,48 +215,25 @@ var theTable = []row{
 	{
 		name: "another holder's unexpired claim: no write, requeue until it expires; then taken over, same key, replayed",
 		job:  newJob(claimed(other, 10*time.Second)), answers: []answer{replayed},
-		steps: []step{{
-			requeue: exactly(50 * time.Second),
-		}, {
-			after: 50 * time.Second,
-			effects: []string{"status: Processing/ClaimTakenOver", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"ClaimTakenOver", "Replayed"},
-		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		steps: []step{{requeue: exactly(50 * time.Second)}, takenOverReplayed(50 * time.Second)},
+		final: paid,
 	},
 	{
 		name: "another holder's expired claim: ClaimTakenOver, charged with the same key, replayed",
 		job:  newJob(claimed(other, 2*time.Minute)), answers: []answer{replayed},
-		steps: []step{{
-			effects: []string{"status: Processing/ClaimTakenOver", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"ClaimTakenOver", "Replayed"},
-		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		steps: []step{takenOverReplayed(0)},
+		final: paid,
 	},
 	{
 		name: "claim write conflict: no charge, quiet requeue, no error",
 		job:  newJob(), answers: []answer{succeeded},
-		steps: []step{{
-			faults:  []fault{{on: "status: Processing/Claimed", err: conflict}},
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed (conflict)"},
-			requeue: jittered(100 * time.Millisecond),
-		}},
+		steps: []step{claimConflict(nil)},
 		final: final{},
 	},
 	{
 		name: "claim race lost to another replica: no charge; then its claim is waited out",
 		job:  newJob(), answers: []answer{succeeded},
-		steps: []step{{
-			faults: []fault{{on: "status: Processing/Claimed", err: conflict,
-				meanwhile: claimedBy(other, controller.ReasonClaimed)}},
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed (conflict)"},
-			requeue: jittered(100 * time.Millisecond),
-		}, {
-			after:   time.Second,
-			requeue: exactly(59 * time.Second),
-		}},
+		steps: []step{claimConflict(claimedBy(other, controller.ReasonClaimed)), waitOutClaim},
 		final: final{phase: processing, ready: "Claimed"},
 	},
 	{
@@ -386,8 +241,7 @@ var theTable = []row{
 		job:  newJob(), answers: []answer{succeeded},
 		steps: []step{{
 			faults:  []fault{{on: "status: Processing/Claimed", err: serverError}},
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed (error)"},
-			err:     true,
+			effects: []string{"patch: +finalizer", "status: Processing/Claimed (error)"}, err: true,
 		}},
 		final: final{},
 	},
@@ -395,63 +249,40 @@ var theTable = []row{
 		name: "outcome write conflict, claim still ours (a label added meanwhile): written again on a fresh copy",
 		job:  newJob(), answers: []answer{succeeded},
 		steps: []step{{
-			faults: []fault{{on: "status: Completed/Succeeded", err: conflict, meanwhile: labelledByGitOps}},
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded (conflict)", "status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"Succeeded"},
+			faults:  []fault{{on: "status: Completed/Succeeded", err: conflict, meanwhile: labelledByGitOps}},
+			effects: claimAndCharge.then("status: Completed/Succeeded (conflict)", "status: Completed/Succeeded", finish),
+			events:  []string{"Succeeded"},
 		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		final: paid,
 	},
 	{
 		name: "outcome write conflict, claim taken over during the call: no outcome written, quiet requeue",
 		job:  newJob(), answers: []answer{succeeded},
-		steps: []step{{
-			faults: []fault{{on: "status: Completed/Succeeded", err: conflict,
-				meanwhile: claimedBy(other, controller.ReasonClaimTakenOver)}},
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Completed/Succeeded (conflict)"},
-			requeue: jittered(100 * time.Millisecond),
-		}, {
-			after:   time.Second,
-			requeue: exactly(59 * time.Second),
-		}},
+		steps: []step{claimTakenOverBefore("status: Completed/Succeeded"), waitOutClaim},
 		final: final{phase: processing, ready: "ClaimTakenOver"},
 	},
 	{
 		name: "refusal write conflict, claim taken over during the call: not Failed, quiet requeue",
 		job:  newJob(), answers: []answer{declined},
-		steps: []step{{
-			faults: []fault{{on: "status: Failed/CardDeclined", err: conflict,
-				meanwhile: claimedBy(other, controller.ReasonClaimTakenOver)}},
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Failed/CardDeclined (conflict)"},
-			requeue: jittered(100 * time.Millisecond),
-		}},
+		steps: []step{claimTakenOverBefore("status: Failed/CardDeclined")},
 		final: final{phase: processing, ready: "ClaimTakenOver"},
 	},
 	{
 		name: "outcome write fails (500): error; the next pass claims again and gets the replay",
 		job:  newJob(), answers: []answer{succeeded, replayed},
 		steps: []step{{
-			faults: []fault{{on: "status: Completed/Succeeded", err: serverError}},
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded (error)"},
-			err: true,
-		}, {
-			after: 2 * time.Second,
-			effects: []string{"status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"Claimed", "Replayed"},
-		}},
-		final: final{phase: completed, ready: "Succeeded"},
+			faults:  []fault{{on: "status: Completed/Succeeded", err: serverError}},
+			effects: claimAndCharge.then("status: Completed/Succeeded (error)"), err: true,
+		}, replayedRetry(2 * time.Second)},
+		final: paid,
 	},
 	{
 		name: "transient, and its progress write conflicts: still requeued, no error",
 		job:  newJob(), answers: []answer{transient},
 		steps: []step{{
-			faults: []fault{{on: "status: Processing/TransientError", err: conflict}},
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Processing/TransientError (conflict)"},
-			requeue: jittered(time.Second),
-			events:  []string{"TransientError"},
+			faults:  []fault{{on: "status: Processing/TransientError", err: conflict}},
+			effects: claimAndCharge.then("status: Processing/TransientError (conflict)"),
+			requeue: jittered(time.Second), events: []string{"TransientError"},
 		}},
 		final: final{phase: processing, ready: "Claimed"},
 	},
@@ -460,96 +291,59 @@ var theTable = []row{
 	{
 		name: "Completed, finalizer left by a crash: only the finishing write, no provider call",
 		job:  newJob(completedEarlier), answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"patch: -finalizer +finished"},
-		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		steps: []step{{effects: []string{finish}}},
+		final: paid,
 	},
 	{
 		name: "Completed and finished: nothing at all",
 		job:  newJob(completedEarlier, finished), answers: []answer{succeeded},
 		steps: []step{{}},
-		final: final{phase: completed, ready: "Succeeded"},
+		final: paid,
 	},
 	{
 		name: "Completed, spec edited since: observedGeneration caught up, then finished, no provider call",
 		job:  newJob(completedEarlier, specEdited), answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"status: Completed/Succeeded", "patch: -finalizer +finished"},
-		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		steps: []step{{effects: completeAndFinish}},
+		final: paid,
 	},
 	{
 		name: "deleted before the claim: finalizer removed, never charged",
 		job:  newJob(deleting), answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"patch: -finalizer (deleted)"},
-		}, {
-			after: time.Second,
-		}},
+		steps: []step{{effects: []string{"patch: -finalizer (deleted)"}}, {after: time.Second}},
 		final: final{gone: true},
 	},
 	{
 		name: "deleted while Processing: the charge is resolved first (same key), then the finalizer comes off",
 		job:  newJob(claimed(other, 2*time.Minute), deleting), answers: []answer{replayed},
 		steps: []step{{
-			effects: []string{"status: Processing/ClaimTakenOver", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished (deleted)"},
-			events: []string{"ClaimTakenOver", "Replayed"},
+			effects: takeOverAndCharge.then("status: Completed/Succeeded", finish+" (deleted)"),
+			events:  []string{"ClaimTakenOver", "Replayed"},
 		}},
 		final: final{gone: true},
 	},
 
 	// Guards: whenever a charge could pay twice, stop without a provider call.
-	{
-		name: "request changed after the first claim (requestHash differs): RequestChanged stall, no charge",
-		job:  newJob(claimed(me, 2*time.Minute), requestHash("sha256:0000")), answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"status: Processing/RequestChanged"},
-			events:  []string{"RequestChanged"},
-		}},
-		final: final{phase: processing, ready: "RequestChanged", stalled: true},
-	},
-	{
-		name: "status key is not the derived key: KeyMismatch stall, no charge",
-		job:  newJob(claimed(other, 2*time.Minute), statusKey("billing/invoice-41")), answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"status: Processing/KeyMismatch"},
-			events:  []string{"KeyMismatch"},
-		}},
-		final: final{phase: processing, ready: "KeyMismatch", stalled: true},
-	},
-	{
-		name: "provider object replaced while Processing: ProviderChanged stall, no charge",
-		job:  newJob(claimed(other, 2*time.Minute), sentToUID("old-uid")), answers: []answer{succeeded},
-		steps: []step{{
-			effects: []string{"status: Processing/ProviderChanged"},
-			events:  []string{"ProviderChanged"},
-		}},
-		final: final{phase: processing, ready: "ProviderChanged", stalled: true},
-	},
+	stoppedBy("request changed after the first claim (requestHash differs): RequestChanged stall, no charge",
+		newJob(claimed(me, 2*time.Minute), requestHash("sha256:0000")), "RequestChanged"),
+	stoppedBy("status key is not the derived key: KeyMismatch stall, no charge",
+		newJob(claimed(other, 2*time.Minute), statusKey("billing/invoice-41")), "KeyMismatch"),
+	stoppedBy("provider object replaced while Processing: ProviderChanged stall, no charge",
+		newJob(claimed(other, 2*time.Minute), sentToUID("old-uid")), "ProviderChanged"),
 	{
 		name: "provider deleted while Processing, adapter kept: finished through it with the same key",
 		job:  newJob(), answers: []answer{transient, replayed},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
-			requeue: jittered(time.Second),
-			events:  []string{"TransientError"},
-		}, {
+		steps: []step{transientFirst, {
 			after: 2 * time.Second, before: providerGone,
-			effects: []string{"status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"Claimed", "Replayed"},
+			effects: chargeAgain.then(completeAndFinish...), events: []string{"Claimed", "Replayed"},
 		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		final: paid,
 	},
 	{
 		name: "provider gone while Processing, no adapter kept (restarted): ProviderDeleted stall, never Failed",
 		job:  newJob(claimed(other, 2*time.Minute)), provider: providerMissing, answers: []answer{succeeded},
 		steps: []step{{
 			effects: []string{"status: Processing/ProviderDeleted"},
-			requeue: jittered(5 * time.Minute),
-			events:  []string{"ProviderDeleted"},
+			requeue: jittered(5 * time.Minute), events: []string{"ProviderDeleted"},
 		}},
 		final: final{phase: processing, ready: "ProviderDeleted", stalled: true},
 	},
@@ -558,19 +352,17 @@ var theTable = []row{
 		job:  newJob(claimed(other, 2*time.Minute), chargePending("pi_1")), looker: true,
 		answers: []answer{succeeded}, settle: succeeded,
 		steps: []step{{
-			effects: []string{"status: Processing/ClaimTakenOver", "settle",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"ClaimTakenOver", "FoundAtProvider"},
+			effects: effects{"status: Processing/ClaimTakenOver", "settle"}.then(completeAndFinish...),
+			events:  []string{"ClaimTakenOver", "FoundAtProvider"},
 		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		final: paid,
 	},
 	{
 		name: "charge not final at the provider, provider cannot read it: TransientError, never charged around",
 		job:  newJob(claimed(other, 2*time.Minute), chargePending("pi_1")), answers: []answer{succeeded},
 		steps: []step{{
 			effects: []string{"status: Processing/ClaimTakenOver", "status: Processing/TransientError"},
-			requeue: jittered(2 * time.Second),
-			events:  []string{"ClaimTakenOver", "TransientError"},
+			requeue: jittered(2 * time.Second), events: []string{"ClaimTakenOver", "TransientError"},
 		}},
 		final: final{phase: processing, ready: "TransientError"},
 	},
@@ -580,30 +372,22 @@ var theTable = []row{
 		name: "stalled job resolved as charged: Completed as resolved, no provider call",
 		job:  newJob(backoffLimit(0)), answers: []answer{transient},
 		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/RetriesExhausted"},
-			requeue: jittered(5 * time.Minute),
-			events:  []string{"RetriesExhausted"},
+			effects: claimAndCharge.then("status: Processing/RetriesExhausted"),
+			requeue: jittered(5 * time.Minute), events: []string{"RetriesExhausted"},
 		}, {
 			after: time.Minute, before: resolvedAs("charged=pi_1"),
-			effects: []string{"status: Completed/Resolved", "patch: -finalizer +finished"},
-			events:  []string{"Resolved"},
+			effects: []string{"status: Completed/Resolved", finish}, events: []string{"Resolved"},
 		}},
 		final: final{phase: completed, ready: "Resolved"},
 	},
 	{
 		name: "resolution of a job that is not stalled: refused, the retry goes on with the same key",
 		job:  newJob(), answers: []answer{transient, replayed},
-		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge", "status: Processing/TransientError"},
-			requeue: jittered(time.Second),
-			events:  []string{"TransientError"},
-		}, {
+		steps: []step{transientFirst, {
 			after: 2 * time.Second, before: resolvedAs("not-charged"),
-			effects: []string{"status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "patch: -finalizer +finished"},
-			events: []string{"ResolutionRefused", "Claimed", "Replayed"},
+			effects: chargeAgain.then(completeAndFinish...), events: []string{"ResolutionRefused", "Claimed", "Replayed"},
 		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		final: paid,
 	},
 
 	// The outcome ledger.
@@ -612,8 +396,7 @@ var theTable = []row{
 		job:  newJob(), answers: []answer{succeeded},
 		ledger: &ledgerState{entries: []ledger.Entry{ledgerEntry("")}},
 		steps: []step{{
-			effects: []string{"status: Completed/FoundInLedger", "patch: +finished"},
-			events:  []string{"FoundInLedger"},
+			effects: []string{"status: Completed/FoundInLedger", "patch: +finished"}, events: []string{"FoundInLedger"},
 		}},
 		final: final{phase: completed, ready: "FoundInLedger"},
 	},
@@ -621,29 +404,24 @@ var theTable = []row{
 		name: "ledger holds the key for another request: ChargeMismatch stall, no provider call",
 		job:  newJob(), answers: []answer{succeeded},
 		ledger: &ledgerState{entries: []ledger.Entry{ledgerEntry("sha256:0000")}},
-		steps: []step{{
-			effects: []string{"status: Pending/ChargeMismatch"},
-			events:  []string{"ChargeMismatch"},
-		}},
-		final: final{phase: pending, ready: "ChargeMismatch", stalled: true},
+		steps:  []step{{effects: []string{"status: Pending/ChargeMismatch"}, events: []string{"ChargeMismatch"}}},
+		final:  final{phase: pending, ready: "ChargeMismatch", stalled: true},
 	},
 	{
 		name: "ledger has no entry: charged, recorded in the ledger before the finalizer comes off",
 		job:  newJob(), answers: []answer{succeeded}, ledger: &ledgerState{},
 		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "ledger: Completed", "patch: -finalizer +finished"},
-			events: []string{"Succeeded"},
+			effects: claimAndCharge.then("status: Completed/Succeeded", "ledger: Completed", finish),
+			events:  []string{"Succeeded"},
 		}},
-		final: final{phase: completed, ready: "Succeeded"},
+		final: paid,
 	},
 	{
 		name: "declined with the ledger on: Failed recorded before the finalizer comes off",
 		job:  newJob(), answers: []answer{declined}, ledger: &ledgerState{},
 		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Failed/CardDeclined", "ledger: Failed", "patch: -finalizer +finished"},
-			events: []string{"CardDeclined"},
+			effects: claimAndCharge.then("status: Failed/CardDeclined", "ledger: Failed", finish),
+			events:  []string{"CardDeclined"},
 		}},
 		final: final{phase: failed, ready: "CardDeclined", stalled: true},
 	},
@@ -652,25 +430,134 @@ var theTable = []row{
 		job:  newJob(), answers: []answer{succeeded},
 		ledger: &ledgerState{recordErrs: []error{errors.New("etcd timeout")}},
 		steps: []step{{
-			effects: []string{"patch: +finalizer", "status: Processing/Claimed", "charge",
-				"status: Completed/Succeeded", "ledger: Completed (error)"},
-			err:    true,
-			events: []string{"Succeeded"},
-		}, {
-			after:   time.Second,
-			effects: []string{"ledger: Completed", "patch: -finalizer +finished"},
-		}},
-		final: final{phase: completed, ready: "Succeeded"},
+			effects: claimAndCharge.then("status: Completed/Succeeded", "ledger: Completed (error)"),
+			err:     true, events: []string{"Succeeded"},
+		}, {after: time.Second, effects: []string{"ledger: Completed", finish}}},
+		final: paid,
 	},
 	{
 		name: "ledger cannot be read: error, nothing written, nothing charged",
 		job:  newJob(), answers: []answer{succeeded},
 		ledger: &ledgerState{findErr: errors.New("etcd timeout")},
-		steps: []step{{
-			err: true,
-		}},
-		final: final{},
+		steps:  []step{{err: true}},
+		final:  final{},
 	},
+}
+
+// The words of the table. Each stands for the literal effects, requeue
+// windows, events and final state it is made of, and for nothing else.
+
+// finish is the finishing write: the job's finalizer off, the finished
+// label on.
+const finish = "patch: -finalizer +finished"
+
+// effects is a run of effects, in order.
+type effects []string
+
+// then is e followed by more.
+func (e effects) then(more ...string) effects { return append(slices.Clip(e), more...) }
+
+var (
+	// claimAndCharge is a new job's first pass up to the provider's
+	// answer: the finalizer, the claim, the charge.
+	claimAndCharge = effects{"patch: +finalizer", "status: Processing/Claimed", "charge"}
+	// chargeAgain is a later pass of the same holder: a fresh claim, the
+	// charge.
+	chargeAgain = effects{"status: Processing/Claimed", "charge"}
+	// takeOverAndCharge is another holder's expired claim taken over, and
+	// the charge under it.
+	takeOverAndCharge = effects{"status: Processing/ClaimTakenOver", "charge"}
+	// completeAndFinish is the outcome of a successful charge written,
+	// then the finishing write.
+	completeAndFinish = effects{"status: Completed/Succeeded", finish}
+
+	// noRequeue is a pass that sets no RequeueAfter.
+	noRequeue = window{}
+	// afterConflict is the quiet requeue after a write conflict.
+	afterConflict = jittered(100 * time.Millisecond)
+
+	// paid is a job Completed by its charge: Ready reason Succeeded.
+	paid = final{phase: completed, ready: "Succeeded"}
+)
+
+// Passes.
+var (
+	// transientFirst is a new job's first pass answered with a transient
+	// error: still Processing, requeued after the backoff's first interval.
+	transientFirst = step{effects: claimAndCharge.then("status: Processing/TransientError"),
+		requeue: jittered(time.Second), events: []string{"TransientError"}}
+	// waitOutClaim is a pass a second later that finds another holder's
+	// fresh claim: no write, requeued when it expires.
+	waitOutClaim = step{after: time.Second, requeue: exactly(59 * time.Second)}
+)
+
+// pendingFirst is a new job's first pass that stops before the claim: the
+// finalizer, then Pending with reason and its event.
+func pendingFirst(reason string, requeue window) step {
+	return step{effects: []string{"patch: +finalizer", "status: Pending/" + reason}, requeue: requeue,
+		events: []string{reason}}
+}
+
+// claimConflict is a new job's first pass whose claim write the API server
+// refuses with a conflict, while another writer acts (meanwhile, when not
+// nil): no charge, a quiet requeue, no error.
+func claimConflict(meanwhile func(*world)) step {
+	return step{faults: []fault{{on: "status: Processing/Claimed", err: conflict, meanwhile: meanwhile}},
+		effects: []string{"patch: +finalizer", "status: Processing/Claimed (conflict)"}, requeue: afterConflict}
+}
+
+// claimTakenOverBefore is a new job's first pass in which another replica
+// takes the claim over during the charge: the API server refuses the write
+// that follows the provider's answer (write) with a conflict, and nothing
+// more is written; a quiet requeue, no error.
+func claimTakenOverBefore(write string) step {
+	return step{faults: []fault{{on: write, err: conflict, meanwhile: claimedBy(other, controller.ReasonClaimTakenOver)}},
+		effects: claimAndCharge.then(write + " (conflict)"), requeue: afterConflict}
+}
+
+// replayedRetry is a later pass, once the clock moved on by after: claimed
+// and charged again with the same key, the provider replays the charge;
+// Completed, finished.
+func replayedRetry(after time.Duration) step {
+	return step{after: after, effects: chargeAgain.then(completeAndFinish...),
+		events: []string{"Claimed", "Replayed"}}
+}
+
+// takenOverReplayed is a pass, once the clock moved on by after, that takes
+// another holder's expired claim over and charges with the same key, the
+// provider replays the charge; Completed, finished.
+func takenOverReplayed(after time.Duration) step {
+	return step{after: after, effects: takeOverAndCharge.then(completeAndFinish...),
+		events: []string{"ClaimTakenOver", "Replayed"}}
+}
+
+// Families of rows.
+
+// refusedFirst is a new job whose first charge the provider refuses for
+// good with a: Failed with reason, finished.
+func refusedFirst(name string, a answer, reason string) row {
+	return row{name: name, job: newJob(), answers: []answer{a},
+		steps: []step{{effects: claimAndCharge.then("status: Failed/"+reason, finish), events: []string{reason}}},
+		final: final{phase: failed, ready: reason, stalled: true}}
+}
+
+// refusedOnRetry is a new job whose first charge gets no answer (first)
+// and whose retry the provider refuses (second): the charge may have been
+// made, so an UncertainRefusal stall, never Failed.
+func refusedOnRetry(name string, first, second answer) row {
+	return row{name: name, job: newJob(), answers: []answer{first, second},
+		steps: []step{transientFirst, {after: 2 * time.Second,
+			effects: chargeAgain.then("status: Processing/UncertainRefusal"),
+			requeue: jittered(5 * time.Minute), events: []string{"Claimed", "UncertainRefusal"}}},
+		final: final{phase: processing, ready: "UncertainRefusal", stalled: true}}
+}
+
+// stoppedBy is a claimed job a guard stops: one status write, Processing
+// with reason, and its event; stalled, no provider call.
+func stoppedBy(name string, job *paymentsv1alpha1.PaymentJob, reason string) row {
+	return row{name: name, job: job, answers: []answer{succeeded},
+		steps: []step{{effects: []string{"status: Processing/" + reason}, events: []string{reason}}},
+		final: final{phase: processing, ready: reason, stalled: true}}
 }
 
 func TestProtocol(t *testing.T) {
