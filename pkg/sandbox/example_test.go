@@ -1,0 +1,55 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sandbox_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
+)
+
+// A retry under the same idempotency key replays the first outcome and moves
+// no money; the same key with other parameters is refused; a forgotten key
+// charges again, which is what the operator's lookups guard against.
+func ExampleEngine_CreatePaymentIntent() {
+	e := sandbox.NewEngine()
+	order := sandbox.PaymentIntentParams{Amount: 2000, Currency: "eur", PaymentMethod: sandbox.PaymentMethodVisa}
+
+	first, replayed, err := e.CreatePaymentIntent("default/order-42", order)
+	fmt.Println(first.Status, replayed, err)
+
+	again, replayed, err := e.CreatePaymentIntent("default/order-42", order)
+	fmt.Println(again.ID == first.ID, replayed, err)
+
+	other := order
+	other.Amount = 3000
+	_, _, err = e.CreatePaymentIntent("default/order-42", other)
+	var stripeErr *sandbox.StripeError
+	if errors.As(err, &stripeErr) {
+		fmt.Println(stripeErr.HTTPStatus, stripeErr.Type)
+	}
+
+	e.ForgetKeys()
+	_, replayed, _ = e.CreatePaymentIntent("default/order-42", order)
+	fmt.Println(replayed, e.Stats().Charges)
+	// Output:
+	// succeeded false <nil>
+	// true true <nil>
+	// 400 idempotency_error
+	// false 2
+}
