@@ -33,7 +33,8 @@ import (
 // This file holds the pure parts of the benchmark: parsers of the
 // Prometheus text format, of pprof's heap profile, of /proc/<pid>/status,
 // of the API server's audit log and of the sandbox's log, and the
-// percentile (those of /proc/<pid>/stat are in cpu.go). They are unit
+// percentile (those of /proc/<pid>/stat are in cpu.go, the API request
+// counts in requests.go). They are unit
 // tested without a control plane.
 
 // sample is one sample of a metric in the Prometheus text format.
