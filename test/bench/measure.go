@@ -34,8 +34,7 @@ import (
 // Prometheus text format, of pprof's heap profile, of /proc/<pid>/status,
 // of the API server's audit log and of the sandbox's log, and the
 // percentile (those of /proc/<pid>/stat are in cpu.go, the API request
-// counts in requests.go). They are unit
-// tested without a control plane.
+// counts in requests.go). They are unit tested without a control plane.
 
 // sample is one sample of a metric in the Prometheus text format.
 type sample struct {
