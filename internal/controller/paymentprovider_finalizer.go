@@ -144,25 +144,41 @@ func usageChanged() predicate.Predicate {
 	}
 }
 
-// IndexFields registers the cache indexes both reconcilers list by: jobs
-// by the provider they use, providers by the Secret they reference. Call it
-// once per manager, before setting up the reconcilers.
-func IndexFields(mgr ctrl.Manager) error {
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(context.Background(), &paymentsv1alpha1.PaymentJob{}, providerRefIndex,
-		func(o client.Object) []string {
+// FieldIndex is one cache index the reconcilers list by.
+type FieldIndex struct {
+	// Object is the kind of object indexed.
+	Object client.Object
+	// Field is the index's name, used with client.MatchingFields.
+	Field string
+	// Extract returns the values an object is indexed under.
+	Extract client.IndexerFunc
+}
+
+// FieldIndexes are the cache indexes both reconcilers list by: jobs by the
+// provider they use, providers by the Secret they reference. IndexFields
+// registers them with a manager; a test's fake client takes them with
+// WithIndex.
+func FieldIndexes() []FieldIndex {
+	return []FieldIndex{
+		{Object: &paymentsv1alpha1.PaymentJob{}, Field: providerRefIndex, Extract: func(o client.Object) []string {
 			return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
-		}); err != nil {
-		return fmt.Errorf("cannot index payment jobs by provider: %w", err)
-	}
-	if err := indexer.IndexField(context.Background(), &paymentsv1alpha1.PaymentProvider{}, secretRefIndex,
-		func(o client.Object) []string {
+		}},
+		{Object: &paymentsv1alpha1.PaymentProvider{}, Field: secretRefIndex, Extract: func(o client.Object) []string {
 			if ref := secretRef(o.(*paymentsv1alpha1.PaymentProvider)); ref != nil {
 				return []string{ref.Name}
 			}
 			return nil
-		}); err != nil {
-		return fmt.Errorf("cannot index payment providers by secret: %w", err)
+		}},
+	}
+}
+
+// IndexFields registers FieldIndexes with the manager's cache. Call it once
+// per manager, before setting up the reconcilers.
+func IndexFields(mgr ctrl.Manager) error {
+	for _, ix := range FieldIndexes() {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), ix.Object, ix.Field, ix.Extract); err != nil {
+			return fmt.Errorf("cannot index %T by %s: %w", ix.Object, ix.Field, err)
+		}
 	}
 	return nil
 }

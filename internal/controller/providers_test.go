@@ -200,12 +200,12 @@ func TestUsersOfMapsByIndexAndFilter(t *testing.T) {
 	}
 	scheme := runtime.NewScheme()
 	g.Expect(paymentsv1alpha1.AddToScheme(scheme)).To(Succeed())
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithIndex(&paymentsv1alpha1.PaymentJob{}, providerRefIndex, func(o client.Object) []string {
-			return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
-		}).
-		WithObjects(job("waiting", "stripe", paymentsv1alpha1.PhasePending), job("charging", "stripe", paymentsv1alpha1.PhaseProcessing),
-			job("paid", "stripe", paymentsv1alpha1.PhaseCompleted), job("elsewhere", "other", paymentsv1alpha1.PhasePending)).
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	for _, ix := range FieldIndexes() {
+		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
+	}
+	c := b.WithObjects(job("waiting", "stripe", paymentsv1alpha1.PhasePending), job("charging", "stripe", paymentsv1alpha1.PhaseProcessing),
+		job("paid", "stripe", paymentsv1alpha1.PhaseCompleted), job("elsewhere", "other", paymentsv1alpha1.PhasePending)).
 		Build()
 	r := &PaymentJobReconciler{Client: c}
 	provider := &paymentsv1alpha1.PaymentProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: "stripe"}}

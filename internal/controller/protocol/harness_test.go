@@ -331,20 +331,13 @@ func newWorld(t *testing.T, tt row) *world {
 	// exported: the same field names and values, written again here.
 	// Reconcile itself lists nothing; the PaymentProvider watch's mapping
 	// does.
-	w.store = fake.NewClientBuilder().
+	b := fake.NewClientBuilder().
 		WithScheme(scheme).
-		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}, &paymentsv1alpha1.PaymentProvider{}).
-		WithIndex(&paymentsv1alpha1.PaymentJob{}, ".spec.providerRef.name", func(o client.Object) []string {
-			return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
-		}).
-		WithIndex(&paymentsv1alpha1.PaymentProvider{}, ".spec.secretKeyRef.name", func(o client.Object) []string {
-			if h := o.(*paymentsv1alpha1.PaymentProvider).Spec.HTTP; h != nil && h.SecretKeyRef != nil {
-				return []string{h.SecretKeyRef.Name}
-			}
-			return nil
-		}).
-		WithObjects(objs...).
-		Build()
+		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}, &paymentsv1alpha1.PaymentProvider{})
+	for _, ix := range controller.FieldIndexes() {
+		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
+	}
+	w.store = b.WithObjects(objs...).Build()
 	providers := &controller.ProviderCache{
 		SecretReader: w.store,
 		Clock:        w.clock,
