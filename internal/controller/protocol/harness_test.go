@@ -327,10 +327,8 @@ func newWorld(t *testing.T, tt row) *world {
 		recorder: events.NewFakeRecorder(100),
 	}
 	w.provider = &fakeProvider{answers: tt.answers, settle: tt.settle, note: w.note}
-	// The indexes of controller.IndexFields, whose extractors are not
-	// exported: the same field names and values, written again here.
-	// Reconcile itself lists nothing; the PaymentProvider watch's mapping
-	// does.
+	// The manager's cache indexes (controller.FieldIndexes). Reconcile
+	// itself lists nothing; the PaymentProvider watch's mapping does.
 	b := fake.NewClientBuilder().
 		WithScheme(scheme).
 		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}, &paymentsv1alpha1.PaymentProvider{})
