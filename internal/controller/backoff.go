@@ -18,13 +18,10 @@ package controller
 
 import (
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
@@ -88,52 +85,12 @@ func (r *PaymentJobReconciler) pendingRecheck(job *paymentsv1alpha1.PaymentJob, 
 	return d
 }
 
-// retryTimes remembers, per job, the earliest time of its next attempt
-// when a pass put it off beyond its backoff (a provider's Retry-After, a
-// stall's longest interval) or with jitter. The watch event of that pass's
-// own status write brings the job back at once, and that pass must not
-// claim it early. Entries are per object (UID): a job deleted and created
-// again under its name starts afresh. It lives in this process's memory
-// only: after a restart a job is retried after its backoff, with the same
-// key.
-type retryTimes struct {
-	mu sync.Mutex
-	at map[types.NamespacedName]retryTime
-}
-
-type retryTime struct {
-	uid types.UID
-	at  time.Time
-}
-
-func (w *retryTimes) set(job client.Object, t time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.at == nil {
-		w.at = map[types.NamespacedName]retryTime{}
-	}
-	w.at[client.ObjectKeyFromObject(job)] = retryTime{uid: job.GetUID(), at: t}
-}
-
-// get is the remembered time of the job's next attempt; zero when none.
-func (w *retryTimes) get(job client.Object) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	e, ok := w.at[client.ObjectKeyFromObject(job)]
-	if !ok || e.uid != job.GetUID() {
-		return time.Time{}
-	}
-	return e.at
-}
-
-func (w *retryTimes) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.at, key)
-}
-
-// retryIn puts the job's next attempt d from now, remembered for the passes
-// that its own writes bring, and returns the requeue.
+// retryIn puts the job's next attempt d from now and returns the requeue.
+// The time is remembered (r.retries): a pass that put the job off beyond
+// its backoff (a provider's Retry-After, a stall's longest interval) or
+// with jitter is followed at once by the watch event of its own status
+// write, and that must not claim it early. After a restart a job is retried
+// after its backoff, with the same key.
 func (r *PaymentJobReconciler) retryIn(job *paymentsv1alpha1.PaymentJob, d time.Duration) ctrl.Result {
 	r.retries.set(job, r.Clock.Now().Add(d))
 	return ctrl.Result{RequeueAfter: d}

@@ -26,13 +26,6 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
 
-// size is the number of remembered jobs.
-func (w *writtenVersions) size() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.versions)
-}
-
 func TestWrittenVersionsSkipOnlyOlderCopies(t *testing.T) {
 	job := func(uid, rv string) *paymentsv1alpha1.PaymentJob {
 		return &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{

@@ -211,7 +211,7 @@ func (r *PaymentJobReconciler) nextClaim(job *paymentsv1alpha1.PaymentJob) (reas
 		return ReasonClaimed, time.Time{}
 	}
 	notBefore = c.AcquiredAt.Add(r.retryDelay(job))
-	if at := r.retries.get(job); at.After(notBefore) {
+	if at, ok := r.retries.get(job); ok && at.After(notBefore) {
 		// Put off further by the pass that wrote the last outcome.
 		notBefore = at
 	}
@@ -235,12 +235,17 @@ func (r *PaymentJobReconciler) waitForToken(ctx context.Context, job *paymentsv1
 	reservation := t.Limiter.ReserveN(now, 1)
 	delay := reservation.DelayFrom(now)
 	if delay <= 0 {
-		r.rateWaits.done(client.ObjectKeyFromObject(job))
+		r.rateWaits.forget(client.ObjectKeyFromObject(job))
 		return 0, nil
 	}
 	reservation.CancelAt(now)
 	rateLimitedTotal.Inc()
-	waited := r.rateWaits.waiting(client.ObjectKeyFromObject(job), now)
+	since, ok := r.rateWaits.get(job)
+	if !ok {
+		since = now
+		r.rateWaits.set(job, now)
+	}
+	waited := now.Sub(since)
 	if waited < rateLimitNotice || readyReason(job) == ReasonRateLimited {
 		return delay, nil
 	}

@@ -84,10 +84,12 @@ type PaymentJobReconciler struct {
 	written writtenVersions
 	// stranded counts the jobs stalled behind a deleted provider.
 	stranded strandedJobs
-	// rateWaits dates the jobs waiting for their provider's rate limit.
-	rateWaits rateWaits
+	// rateWaits dates since when jobs wait for their provider's rate limit:
+	// every requeue cancels its reservation, so only the sum of the waits
+	// says a job is held back.
+	rateWaits jobMemory[time.Time]
 	// retries dates the next attempt of jobs put off beyond their backoff.
-	retries retryTimes
+	retries jobMemory[time.Time]
 }
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch

@@ -233,37 +233,6 @@ func (s *strandedJobs) set(key types.NamespacedName, stranded bool) {
 	}
 }
 
-// rateWaits remembers since when each job waits for a token of its
-// provider's rate limit: every requeue cancels its reservation, so one
-// wait is short, and only their sum says the job is held back.
-type rateWaits struct {
-	mu    sync.Mutex
-	since map[types.NamespacedName]time.Time
-}
-
-// waiting records that the job waits at now and returns for how long it
-// has been waiting.
-func (w *rateWaits) waiting(key types.NamespacedName, now time.Time) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	since, ok := w.since[key]
-	if !ok {
-		if w.since == nil {
-			w.since = map[types.NamespacedName]time.Time{}
-		}
-		w.since[key] = now
-		return 0
-	}
-	return now.Sub(since)
-}
-
-// done forgets the job's wait: it got its token, or it is gone.
-func (w *rateWaits) done(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.since, key)
-}
-
 // jobsWaitingFor maps a PaymentProvider to the unfinished jobs that use it.
 func (r *PaymentJobReconciler) jobsWaitingFor(ctx context.Context, o client.Object) []reconcile.Request {
 	return usersOf(ctx, r.Client, &paymentsv1alpha1.PaymentJobList{}, providerRefIndex, o, func(obj client.Object) bool {
@@ -277,6 +246,6 @@ func (r *PaymentJobReconciler) jobsWaitingFor(ctx context.Context, o client.Obje
 func (r *PaymentJobReconciler) forget(key types.NamespacedName) {
 	r.written.forget(key)
 	r.stranded.set(key, false)
-	r.rateWaits.done(key)
+	r.rateWaits.forget(key)
 	r.retries.forget(key)
 }

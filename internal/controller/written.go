@@ -17,10 +17,8 @@ limitations under the License.
 package controller
 
 import (
-	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -35,12 +33,10 @@ import (
 // lags that long, and resourceVersions that went backwards (an etcd restored
 // from a backup) must not hold a job back for longer.
 type writtenVersions struct {
-	mu       sync.Mutex
-	versions map[types.NamespacedName]writtenVersion
+	jobMemory[writtenVersion]
 }
 
 type writtenVersion struct {
-	uid             types.UID
 	resourceVersion string
 	at              time.Time
 }
@@ -51,38 +47,22 @@ const writtenVersionTTL = time.Minute
 
 // record remembers job's resourceVersion as this process's latest write.
 func (w *writtenVersions) record(job client.Object, now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.versions == nil {
-		w.versions = map[types.NamespacedName]writtenVersion{}
-	}
-	w.versions[client.ObjectKeyFromObject(job)] = writtenVersion{
-		uid: job.GetUID(), resourceVersion: job.GetResourceVersion(), at: now,
-	}
+	w.set(job, writtenVersion{resourceVersion: job.GetResourceVersion(), at: now})
 }
 
 // stale reports whether job is an older copy than this process's latest
 // write of it. Versions that are not comparable integers are never stale:
 // the resourceVersion guard of every write still catches the stale copy.
 func (w *writtenVersions) stale(job client.Object, now time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	v, ok := w.versions[client.ObjectKeyFromObject(job)]
+	v, ok := w.get(job)
 	if !ok {
 		return false
 	}
-	if v.uid != job.GetUID() || now.Sub(v.at) > writtenVersionTTL {
-		// Deleted and created again under the same name, or too old to trust.
-		delete(w.versions, client.ObjectKeyFromObject(job))
+	if now.Sub(v.at) > writtenVersionTTL {
+		// Too old to trust.
+		w.forget(client.ObjectKeyFromObject(job))
 		return false
 	}
 	cmp, err := resourceversion.CompareResourceVersion(job.GetResourceVersion(), v.resourceVersion)
 	return err == nil && cmp < 0
-}
-
-// forget drops the entry of a job that left the cache.
-func (w *writtenVersions) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.versions, key)
 }

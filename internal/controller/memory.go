@@ -1,0 +1,82 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// jobMemory is what this process remembers of each job between passes: its
+// latest write, the time of its next attempt, since when it waits for a
+// rate limit. It lives in memory only, and nothing depends on it for
+// exactly-once; entries are per object, so a job deleted and created again
+// under its name (another UID) starts afresh, and Reconcile forgets a job
+// that left the cache.
+type jobMemory[V any] struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]remembered[V]
+}
+
+type remembered[V any] struct {
+	uid types.UID
+	v   V
+}
+
+// set remembers v for job.
+func (j *jobMemory[V]) set(job client.Object, v V) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.m == nil {
+		j.m = map[types.NamespacedName]remembered[V]{}
+	}
+	j.m[client.ObjectKeyFromObject(job)] = remembered[V]{uid: job.GetUID(), v: v}
+}
+
+// get returns what is remembered for job. An entry of another object under
+// the same name is dropped.
+func (j *jobMemory[V]) get(job client.Object) (V, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	key := client.ObjectKeyFromObject(job)
+	e, ok := j.m[key]
+	if ok && e.uid != job.GetUID() {
+		delete(j.m, key)
+		ok = false
+	}
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	return e.v, true
+}
+
+// forget drops what is remembered for the job with key.
+func (j *jobMemory[V]) forget(key types.NamespacedName) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.m, key)
+}
+
+// size is the number of jobs remembered.
+func (j *jobMemory[V]) size() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.m)
+}
