@@ -122,7 +122,7 @@ test-conformance: stripe-mock ## Prove every request of the Stripe adapter passe
 	STRIPE_MOCK="$(STRIPE_MOCK)" go test -tags conformance -count=1 -v -run Conformance ./internal/payment/stripe/...
 
 .PHONY: verify
-verify: manifests generate fmt tidy lint-config lint ## Regenerate code, manifests and go.sum, lint, and fail if the tree changed.
+verify: manifests generate fmt tidy lint-config lint helm-chart ## Regenerate code, manifests and go.sum, lint, and fail if the tree changed.
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree is not clean after regenerating; commit these changes:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; \
@@ -197,6 +197,75 @@ deploy: manifests kustomize ## Deploy the manager to the cluster of the current 
 undeploy: kustomize ## Undeploy the manager. Call with ignore-not-found=true to ignore missing resources.
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
+##@ Helm chart
+
+HELM_CHART_DIR := dist/chart
+# The plugin's input: config/helm, which is config/default with the admission
+# policy bindings renamed (see config/helm/kustomization.yaml).
+HELM_CHART_INPUT := dist/chart-input.yaml
+HELM_RELEASE ?= paymentjob-operator
+HELM_NAMESPACE ?= paymentjob-operator-system
+HELM_EXTRA_ARGS ?=
+
+.PHONY: helm-chart
+helm-chart: manifests generate kustomize kubebuilder ## Regenerate dist/chart from the kustomize config with kubebuilder's helm/v2-alpha plugin.
+	mkdir -p dist
+	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
+	$(KUSTOMIZE) build config/helm > $(HELM_CHART_INPUT)
+	@# The templates the plugin generates from the input are removed first, so
+	@# that an object removed from config/ leaves the chart too. Chart.yaml,
+	@# values.yaml, values.schema.json, NOTES.txt, _helpers.tpl and the templates
+	@# under monitoring/, network-policy/ and prometheus/ are written by hand.
+	rm -rf $(addprefix $(HELM_CHART_DIR)/templates/,crd rbac manager metrics extras)
+	@# The plugin also appends helm-deploy targets that install an unpinned Helm
+	@# with curl; the ones above use bin/helm, so the Makefile is put back.
+	cp Makefile dist/Makefile.orig; status=0; \
+		$(KUBEBUILDER) edit --plugins=helm/v2-alpha --manifests=$(HELM_CHART_INPUT) || status=$$?; \
+		mv dist/Makefile.orig Makefile; exit $$status
+	@# One source for the alerts and the dashboard: config/; templates read these copies.
+	mkdir -p $(HELM_CHART_DIR)/files
+	cp config/prometheus/alerts.yaml config/grafana/paymentjob-dashboard.json $(HELM_CHART_DIR)/files/
+	@# The plugin adds a GitHub workflow that needs kind when it is missing; CI here is .ci/run.
+	rm -f .github/workflows/test-chart.yml
+	-rmdir .github/workflows .github 2>/dev/null
+
+.PHONY: helm-lint
+helm-lint: helm ## Lint dist/chart (strict) with its defaults and with every value set.
+	$(HELM) lint --strict $(HELM_CHART_DIR)
+	$(HELM) lint --strict $(HELM_CHART_DIR) --values test/helm/testdata/every-value.yaml
+
+.PHONY: helm-test
+helm-test: envtest-assets build-installer ## Chart tests (test/helm, Helm SDK): render, schema, server-side dry run, equal security and RBAC to dist/install.yaml.
+	cd test/helm && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" INSTALLER="$(abspath dist/install.yaml)" \
+		CHART="$(abspath $(HELM_CHART_DIR))" go test -count=1 -v ./...
+
+.PHONY: helm-package
+helm-package: helm ## Package dist/chart into dist/paymentjob-operator-<version>.tgz.
+	$(HELM) package $(HELM_CHART_DIR) --destination dist
+
+.PHONY: helm-deploy
+helm-deploy: helm ## Install or upgrade the chart in the cluster of the current kubeconfig. Specify an image with IMG.
+	IMG="$(IMG)"; $(HELM) upgrade --install $(HELM_RELEASE) $(HELM_CHART_DIR) \
+		--namespace $(HELM_NAMESPACE) --create-namespace \
+		--set manager.image.repository=$${IMG%:*} --set manager.image.tag=$${IMG##*:} \
+		--wait --timeout 5m $(HELM_EXTRA_ARGS)
+
+.PHONY: helm-uninstall
+helm-uninstall: helm ## Uninstall the Helm release (the CRDs, every PaymentJob and the ledger stay).
+	$(HELM) uninstall $(HELM_RELEASE) --namespace $(HELM_NAMESPACE)
+
+.PHONY: helm-status
+helm-status: helm ## Show the Helm release's status.
+	$(HELM) status $(HELM_RELEASE) --namespace $(HELM_NAMESPACE)
+
+.PHONY: helm-history
+helm-history: helm ## Show the Helm release's history.
+	$(HELM) history $(HELM_RELEASE) --namespace $(HELM_NAMESPACE)
+
+.PHONY: helm-rollback
+helm-rollback: helm ## Roll the Helm release back to its previous revision.
+	$(HELM) rollback $(HELM_RELEASE) --namespace $(HELM_NAMESPACE)
+
 ##@ Dependencies
 
 ## Location to install dependencies to.
@@ -211,12 +280,19 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 STRIPE_MOCK ?= $(LOCALBIN)/stripe-mock
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+KUBEBUILDER ?= $(LOCALBIN)/kubebuilder
+HELM ?= $(LOCALBIN)/helm
 
 ## Tool versions.
 KUSTOMIZE_VERSION ?= v5.8.1
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 STRIPE_MOCK_VERSION ?= v0.203.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+# kubebuilder's helm/v2-alpha plugin generates dist/chart; the Helm CLI lints
+# and packages it. The chart tests (test/helm) pin the Helm SDK in their own
+# go.mod: keep both on the same Helm release.
+KUBEBUILDER_VERSION ?= v4.16.0
+HELM_VERSION ?= v4.3.2
 
 ## The local control plane: kube-apiserver, kube-controller-manager (namespace
 ## deletion and garbage collection in the e2e suite) and kubectl from
@@ -272,6 +348,16 @@ golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint into bin/ if necessary (f
 $(GOLANGCI_LINT): $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
+.PHONY: kubebuilder
+kubebuilder: $(KUBEBUILDER) ## Build kubebuilder (its helm/v2-alpha plugin generates dist/chart) into bin/ if necessary.
+$(KUBEBUILDER): $(LOCALBIN)
+	$(call go-install-tool,$(KUBEBUILDER),sigs.k8s.io/kubebuilder/v4,$(KUBEBUILDER_VERSION))
+
+.PHONY: helm
+helm: $(HELM) ## Build the Helm CLI into bin/ if necessary (from the module proxy, pinned).
+$(HELM): $(LOCALBIN)
+	$(call go-install-tool,$(HELM),helm.sh/helm/v4/cmd/helm,$(HELM_VERSION))
+
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/ if necessary.
 $(CONTROLLER_GEN): $(LOCALBIN)
@@ -293,3 +379,4 @@ mv "$(LOCALBIN)/$$(basename "$(1)")" "$(1)-$(3)" ;\
 } ;\
 ln -sf "$(notdir $(1))-$(3)" "$(1)"
 endef
+

@@ -1,0 +1,50 @@
+{{/*
+Helpers of the operator's own templates (this file is not generated).
+*/}}
+
+{{/*
+The seconds of a duration value: a whole number of s, m or h, the format
+values.schema.json allows ("60s", "5m", "23h").
+*/}}
+{{- define "paymentjob-operator.seconds" -}}
+{{- $n := regexFind "^[0-9]+" . | int -}}
+{{- if hasSuffix "h" . -}}{{ mul $n 3600 }}
+{{- else if hasSuffix "m" . -}}{{ mul $n 60 }}
+{{- else -}}{{ $n }}
+{{- end -}}
+{{- end }}
+
+{{/*
+Refuses values that contradict each other, which the manager would refuse at
+start (a crash loop): said at install instead, naming the values.
+*/}}
+{{- define "paymentjob-operator.validate" -}}
+{{- $o := .Values.operator -}}
+{{- $lease := include "paymentjob-operator.seconds" $o.claimLeaseDuration | int -}}
+{{- $timeout := include "paymentjob-operator.seconds" $o.providerTimeout | int -}}
+{{- if le $timeout 0 -}}
+{{- fail (printf "operator.providerTimeout must be longer than 0s, got %s" $o.providerTimeout) -}}
+{{- end -}}
+{{- if le $lease $timeout -}}
+{{- fail (printf "operator.claimLeaseDuration (%s) must be longer than operator.providerTimeout (%s): a claim must outlive the provider call it covers" $o.claimLeaseDuration $o.providerTimeout) -}}
+{{- end -}}
+{{- if lt (include "paymentjob-operator.seconds" $o.ledger.retention | int) 86400 -}}
+{{- fail (printf "operator.ledger.retention must be at least 24h, got %s" $o.ledger.retention) -}}
+{{- end -}}
+{{- if and (not $o.ledger.enabled) (ge (int $o.ttlSecondsAfterFinished) 0) -}}
+{{- fail "operator.ttlSecondsAfterFinished needs operator.ledger.enabled: without the ledger, deleting a finished job deletes the only record that it was paid" -}}
+{{- end -}}
+{{- if and (gt (int .Values.manager.replicas) 1) (not .Values.manager.leaderElection.enabled) -}}
+{{- fail (printf "manager.replicas is %d: turn manager.leaderElection.enabled on, or run one replica" (int .Values.manager.replicas)) -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The labels of the operator's own templates, as the generated ones set them.
+*/}}
+{{- define "paymentjob-operator.labels" -}}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/name: {{ include "paymentjob-operator.name" . }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
