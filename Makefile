@@ -63,6 +63,7 @@ vet: ## Run go vet against the code.
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint with .golangci.yml (make verify runs it too).
 	$(GOLANGCI_LINT) run
+	cd test/helm && $(GOLANGCI_LINT) run ./...
 
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint and apply the fixes it can make.
@@ -77,6 +78,7 @@ tidy: ## Run go mod tidy on the operator and the control plane tools modules.
 	go mod tidy
 	cd $(ENVTEST_MODULE) && go mod tidy
 	cd $(ENVTEST_MODULE)/etcd && go mod tidy
+	cd test/helm && go mod tidy
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets build-sandbox build-installer ## Run unit and envtest tests against the self-built control plane.

@@ -1,0 +1,221 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package helm
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v4/pkg/action"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The chart lints clean (strict: warnings fail too) with its defaults and
+// with every value set, as make helm-lint does with the CLI.
+func TestChartLints(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+	}{
+		{name: "defaults", vals: map[string]any{}},
+		{name: "every value", vals: everyValue(t)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			lint := action.NewLint()
+			lint.Strict = true
+			lint.Namespace = releaseNamespace
+			lint.KubeVersion = kubeVersion
+			result := lint.Run([]string{chartDir(t)}, tc.vals)
+			g.Expect(result.TotalChartsLinted).To(Equal(1))
+			g.Expect(result.Errors).To(BeEmpty())
+		})
+	}
+}
+
+// containerArgs returns the manager container's arguments.
+func containerArgs(t *testing.T, deploy *unstructured.Unstructured) []string {
+	t.Helper()
+	containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 {
+		t.Fatalf("want one container, got %d", len(containers))
+	}
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	return args
+}
+
+// The defaults pass the manager its own defaults, with leader election on
+// two replicas, and the admission policies, CRDs and RBAC are installed.
+func TestRenderDefaults(t *testing.T) {
+	g := NewWithT(t)
+	objs, notes, err := render(t, map[string]any{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	deploy := only(t, objs, "Deployment")
+	replicas, _, _ := unstructured.NestedFieldNoCopy(deploy.Object, "spec", "replicas")
+	g.Expect(replicas).To(BeEquivalentTo(2))
+	g.Expect(containerArgs(t, deploy)).To(Equal([]string{
+		"--metrics-bind-address=:8443",
+		"--health-probe-bind-address=:8081",
+		"--leader-elect=true",
+		"--max-concurrent-reconciles=10",
+		"--kube-api-qps=500",
+		"--kube-api-burst=1000",
+		"--claim-lease-duration=60s",
+		"--provider-timeout=30s",
+		"--provider-key-retention=23h",
+		"--ledger=true",
+		"--ledger-retention=9600h",
+		"--ttl-seconds-after-finished=-1",
+		"--insecure-provider-hosts=",
+		"--audit-interval=5m",
+		"--zap-log-level=info",
+	}))
+	g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(3))
+	g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(1))
+	g.Expect(find(objs, "MutatingAdmissionPolicy")).To(HaveLen(3))
+	// Optional objects are off by default.
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap", "NetworkPolicy"} {
+		g.Expect(find(objs, kind)).To(BeEmpty(), kind)
+	}
+	// NOTES.txt tells the next step: the labelled Secret, then a PaymentProvider.
+	g.Expect(notes).To(ContainSubstring("payments.idempotency.dev/credentials=true"))
+	g.Expect(notes).To(ContainSubstring("kind: PaymentProvider"))
+}
+
+// Every value reaches the objects it configures.
+func TestRenderEveryValue(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, everyValue(t))
+
+	deploy := only(t, objs, "Deployment")
+	g.Expect(deploy.GetName()).To(Equal("payments-operator-controller-manager"))
+	replicas, _, _ := unstructured.NestedFieldNoCopy(deploy.Object, "spec", "replicas")
+	g.Expect(replicas).To(BeEquivalentTo(3))
+	g.Expect(containerArgs(t, deploy)).To(ContainElements(
+		"--metrics-bind-address=:8444",
+		"--health-probe-bind-address=:9091",
+		"--max-concurrent-reconciles=25",
+		"--kube-api-qps=150",
+		"--kube-api-burst=300",
+		"--claim-lease-duration=2m",
+		"--provider-timeout=45s",
+		"--provider-key-retention=20h",
+		"--ledger-retention=720h",
+		"--ttl-seconds-after-finished=86400",
+		"--insecure-provider-hosts=payment-service.payments.svc,10.20.30.40",
+		"--audit-interval=10m",
+		"--zap-log-level=debug",
+		"--zap-encoder=console",
+	))
+	pod, _, _ := unstructured.NestedMap(deploy.Object, "spec", "template", "spec")
+	g.Expect(pod).To(HaveKeyWithValue("priorityClassName", "system-cluster-critical"))
+	g.Expect(pod).To(HaveKey("affinity"))
+	g.Expect(pod).To(HaveKey("topologySpreadConstraints"))
+	g.Expect(pod).To(HaveKeyWithValue("serviceAccountName", "payments-operator-controller-manager"))
+	container := pod["containers"].([]any)[0].(map[string]any)
+	g.Expect(container).To(HaveKeyWithValue("image", "registry.example.com/platform/paymentjob-operator:v0.1.0"))
+	g.Expect(container).To(HaveKeyWithValue("imagePullPolicy", "Always"))
+
+	g.Expect(find(objs, "ClusterRole")).To(HaveLen(9), "manager, metrics auth, metrics reader and the six helper roles")
+	monitor := only(t, objs, "ServiceMonitor")
+	g.Expect(monitor.GetLabels()).To(HaveKeyWithValue("release", "kube-prometheus-stack"))
+	rule := only(t, objs, "PrometheusRule")
+	g.Expect(rule.GetLabels()).To(HaveKeyWithValue("release", "kube-prometheus-stack"))
+	dashboard := only(t, objs, "ConfigMap")
+	g.Expect(dashboard.GetLabels()).To(HaveKeyWithValue("grafana_dashboard", "1"))
+	g.Expect(dashboard.GetAnnotations()).To(HaveKeyWithValue("grafana_folder", "Payments"))
+
+	policies := map[string]*unstructured.Unstructured{}
+	for _, p := range find(objs, "NetworkPolicy") {
+		policies[baseName(p.GetName(), "payments-operator")] = p
+	}
+	g.Expect(policies).To(HaveKey("allow-metrics-traffic"))
+	g.Expect(policies).To(HaveKey("allow-provider-egress"))
+	egress, _, _ := unstructured.NestedSlice(policies["allow-provider-egress"].Object, "spec", "egress")
+	g.Expect(egress).To(HaveLen(4), "DNS, API server, providers and the extra rule")
+	g.Expect(egress[1]).To(HaveKeyWithValue("to", ConsistOf(HaveKeyWithValue("ipBlock", HaveKeyWithValue("cidr", "172.18.0.2/32")))))
+}
+
+// A wrong value is refused at install with the value's path, by
+// values.schema.json, and values that contradict each other are refused by
+// the templates, naming them, rather than left to a crash-looping manager.
+func TestChartRefusesWrongValues(t *testing.T) {
+	tests := []struct {
+		name string
+		vals map[string]any
+		want []string
+	}{
+		{"concurrency below one", map[string]any{"operator": map[string]any{"maxConcurrentReconciles": 0}},
+			[]string{"/operator/maxConcurrentReconciles", "minimum"}},
+		{"duration without unit", map[string]any{"operator": map[string]any{"claimLeaseDuration": "60"}},
+			[]string{"/operator/claimLeaseDuration"}},
+		{"ttl below -1", map[string]any{"operator": map[string]any{"ttlSecondsAfterFinished": -5}},
+			[]string{"/operator/ttlSecondsAfterFinished"}},
+		{"unknown log level", map[string]any{"operator": map[string]any{"logLevel": "verbose"}},
+			[]string{"/operator/logLevel"}},
+		{"host with a scheme", map[string]any{"operator": map[string]any{"insecureProviderHosts": []any{"http://pay.svc"}}},
+			[]string{"/operator/insecureProviderHosts/0"}},
+		{"a misspelt value", map[string]any{"operator": map[string]any{"claimLease": "90s"}},
+			[]string{"/operator", "claimLease"}},
+		{"CRDs deleted with the release", map[string]any{"crd": map[string]any{"keep": false}},
+			[]string{"/crd/keep"}},
+		{"namespaced RBAC", map[string]any{"rbac": map[string]any{"namespaced": true}},
+			[]string{"/rbac/namespaced"}},
+		{"privilege escalation", map[string]any{"manager": map[string]any{"securityContext": map[string]any{"allowPrivilegeEscalation": true}}},
+			[]string{"/manager/securityContext/allowPrivilegeEscalation"}},
+		{"capabilities kept", map[string]any{"manager": map[string]any{"securityContext": map[string]any{"capabilities": map[string]any{"drop": []any{"NET_RAW"}}}}},
+			[]string{"/manager/securityContext/capabilities/drop"}},
+		{"root allowed", map[string]any{"manager": map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}}},
+			[]string{"/manager/podSecurityContext/runAsNonRoot"}},
+		{"unconfined seccomp", map[string]any{"manager": map[string]any{"podSecurityContext": map[string]any{"seccompProfile": map[string]any{"type": "Unconfined"}}}},
+			[]string{"/manager/podSecurityContext/seccompProfile/type"}},
+		{"lease not longer than the provider timeout", map[string]any{"operator": map[string]any{"claimLeaseDuration": "30s", "providerTimeout": "1m"}},
+			[]string{"operator.claimLeaseDuration (30s) must be longer than operator.providerTimeout (1m)"}},
+		{"zero provider timeout", map[string]any{"operator": map[string]any{"providerTimeout": "0s"}},
+			[]string{"operator.providerTimeout must be longer than 0s"}},
+		{"short ledger retention", map[string]any{"operator": map[string]any{"ledger": map[string]any{"enabled": true, "retention": "23h"}}},
+			[]string{"operator.ledger.retention must be at least 24h"}},
+		{"TTL without the ledger", map[string]any{"operator": map[string]any{"ledger": map[string]any{"enabled": false, "retention": "24h"}, "ttlSecondsAfterFinished": 60}},
+			[]string{"operator.ttlSecondsAfterFinished needs operator.ledger.enabled"}},
+		{"replicas without leader election", map[string]any{"manager": map[string]any{"leaderElection": map[string]any{"enabled": false}}},
+			[]string{"manager.replicas is 2", "manager.leaderElection.enabled"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, _, err := render(t, tt.vals)
+			g.Expect(err).To(HaveOccurred())
+			for _, w := range tt.want {
+				g.Expect(err.Error()).To(ContainSubstring(w))
+			}
+		})
+	}
+}
+
+// The durations the schema allows are the manager's: a claim lease of
+// minutes against a timeout of seconds is compared in seconds.
+func TestDurationsCompareAcrossUnits(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{"operator": map[string]any{"claimLeaseDuration": "2m", "providerTimeout": "90s"}})
+	g.Expect(containerArgs(t, only(t, objs, "Deployment"))).To(ContainElements("--claim-lease-duration=2m", "--provider-timeout=90s"))
+
+	_, _, err := render(t, map[string]any{"operator": map[string]any{"claimLeaseDuration": "1m", "providerTimeout": "60s"}})
+	g.Expect(err).To(MatchError(ContainSubstring("must be longer than")))
+	g.Expect(strings.Count(err.Error(), "operator.")).To(BeNumerically(">=", 2))
+}
