@@ -208,6 +208,8 @@ HELM_CHART_INPUT := dist/chart-input.yaml
 HELM_RELEASE ?= paymentjob-operator
 HELM_NAMESPACE ?= paymentjob-operator-system
 HELM_EXTRA_ARGS ?=
+HELM_CHART_VERSION = $(shell sed -n 's/^version: *//p' $(HELM_CHART_DIR)/Chart.yaml)
+HELM_PACKAGE = dist/paymentjob-operator-$(HELM_CHART_VERSION).tgz
 
 .PHONY: helm-chart
 helm-chart: manifests generate kustomize kubebuilder ## Regenerate dist/chart from the kustomize config with kubebuilder's helm/v2-alpha plugin.
@@ -237,13 +239,14 @@ helm-lint: helm ## Lint dist/chart (strict) with its defaults and with every val
 	$(HELM) lint --strict $(HELM_CHART_DIR) --values test/helm/testdata/every-value.yaml
 
 .PHONY: helm-test
-helm-test: envtest-assets build-installer ## Chart tests (test/helm, Helm SDK): render, schema, server-side dry run, equal security and RBAC to dist/install.yaml.
+helm-test: envtest-assets build-installer helm-package ## Chart tests (test/helm, Helm SDK): render, schema, server-side dry run, equal security and RBAC to dist/install.yaml.
 	cd test/helm && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" INSTALLER="$(abspath dist/install.yaml)" \
-		CHART="$(abspath $(HELM_CHART_DIR))" go test -count=1 -v ./...
+		CHART="$(abspath $(HELM_CHART_DIR))" CHART_PACKAGE="$(abspath $(HELM_PACKAGE))" go test -count=1 -v ./...
 
 .PHONY: helm-package
 helm-package: helm ## Package dist/chart into dist/paymentjob-operator-<version>.tgz.
 	$(HELM) package $(HELM_CHART_DIR) --destination dist
+	@echo "Wrote $(HELM_PACKAGE)"
 
 .PHONY: helm-deploy
 helm-deploy: helm ## Install or upgrade the chart in the cluster of the current kubeconfig. Specify an image with IMG.

@@ -99,6 +99,11 @@ func everyValue(t *testing.T) map[string]any {
 // template's fail.
 func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, string, error) {
 	t.Helper()
+	return renderChart(loadChart(t), vals)
+}
+
+// renderChart renders a loaded chart as render does.
+func renderChart(ch *chart.Chart, vals map[string]any) ([]*unstructured.Unstructured, string, error) {
 	install := action.NewInstall(action.NewConfiguration())
 	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName = releaseName
@@ -106,7 +111,7 @@ func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, st
 	install.Replace = true
 	install.IncludeCRDs = true
 	install.KubeVersion = kubeVersion
-	rel, err := install.Run(loadChart(t), vals)
+	rel, err := install.Run(ch, vals)
 	if err != nil {
 		return nil, "", err
 	}

@@ -22,6 +22,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -218,4 +219,18 @@ func TestDurationsCompareAcrossUnits(t *testing.T) {
 	_, _, err := render(t, map[string]any{"operator": map[string]any{"claimLeaseDuration": "1m", "providerTimeout": "60s"}})
 	g.Expect(err).To(MatchError(ContainSubstring("must be longer than")))
 	g.Expect(strings.Count(err.Error(), "operator.")).To(BeNumerically(">=", 2))
+}
+
+// The package make helm-package writes (the .tgz of README's Helm path)
+// renders what the chart folder renders.
+func TestPackagedChartRendersTheFolder(t *testing.T) {
+	g := NewWithT(t)
+	packaged, err := loader.Load(mustEnv(t, "CHART_PACKAGE"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(packaged.Metadata.Version).To(Equal(loadChart(t).Metadata.Version))
+	for _, vals := range []map[string]any{{}, everyValue(t)} {
+		fromPackage, _, err := renderChart(packaged, vals)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(fromPackage).To(Equal(mustRender(t, vals)))
+	}
 }
