@@ -220,7 +220,12 @@ func TestChartCRDsAndPoliciesEqualInstaller(t *testing.T) {
 				g.Expect(got[key].Object["spec"]).To(Equal(w.Object["spec"]))
 				g.Expect(got[key].GetLabels()).To(Equal(w.GetLabels()))
 				if w.GetKind() == "CustomResourceDefinition" {
-					g.Expect(got[key].GetAnnotations()).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"))
+					// install.yaml's annotations (the GitOps tools' keep) and Helm's keep.
+					want := map[string]string{"helm.sh/resource-policy": "keep"}
+					for k, v := range w.GetAnnotations() {
+						want[k] = v
+					}
+					g.Expect(got[key].GetAnnotations()).To(Equal(want))
 				}
 			})
 		case "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding":

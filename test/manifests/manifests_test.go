@@ -179,6 +179,17 @@ func run(t *testing.T, m *manifest, tables ...[]testCase) {
 // (security_test.go).
 func baseCases() []testCase {
 	cases := []testCase{
+		{"GitOps tools never delete the CRDs", func(g Gomega, m *manifest) {
+			crds := m.byKind("CustomResourceDefinition")
+			g.Expect(crds).To(HaveLen(3), "%s: want the PaymentJob, PaymentProvider and PaymentLedger CRDs", m.source)
+			for _, crd := range crds {
+				// Deleting a CRD deletes every PaymentJob and the ledger with it.
+				g.Expect(crd.GetAnnotations()).To(HaveKeyWithValue("argocd.argoproj.io/sync-options", "Delete=false,Prune=false"),
+					"%s: %s", m.source, crd.GetName())
+				g.Expect(crd.GetAnnotations()).To(HaveKeyWithValue("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+					"%s: %s", m.source, crd.GetName())
+			}
+		}},
 		{"secure metrics on :8443", func(g Gomega, m *manifest) {
 			c := m.managerContainer(g)
 			v, ok := flagValue(c.Args, "metrics-bind-address", false)
