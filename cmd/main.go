@@ -180,7 +180,7 @@ func main() {
 		HealthProbeBindAddress:  probeAddr,
 		PprofBindAddress:        pprofAddr,
 		LeaderElection:          enableLeaderElection,
-		LeaderElectionID:        "paymentjob-operator.payments.idempotency.dev",
+		LeaderElectionID:        controller.LeaderElectionID,
 		LeaderElectionNamespace: leaderElectionNS,
 		// The leader steps down when the manager stops, so a standby takes
 		// over at once instead of waiting for the lease to expire.

@@ -75,6 +75,12 @@ const (
 	DefaultKubeAPIBurst = 1000
 )
 
+// LeaderElectionID names the Lease the managers elect their leader with
+// (cmd/main.go). Managers of two versions must share it: during a rolling
+// upgrade the new one then waits for the old one's lease instead of both
+// working at once (which claims make safe, but costly in conflicts).
+const LeaderElectionID = "paymentjob-operator.payments.idempotency.dev"
+
 // DefaultLookupRequestsPerSecond limits a provider's lookup requests when
 // spec.lookup.requestsPerSecond is unset: Stripe's search limit in live mode.
 // One request looks up to payment.MaxLookupKeys keys up.

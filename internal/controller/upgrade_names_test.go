@@ -1,0 +1,221 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// jsonPaths lists the JSON paths of the fields of t, down to the fields of
+// other packages' types (times, conditions); "[]" marks a list, "{}" a map.
+func jsonPaths(prefix string, t reflect.Type) []string {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer:
+			t = t.Elem()
+			continue
+		case reflect.Slice:
+			prefix, t = prefix+"[]", t.Elem()
+			continue
+		case reflect.Map:
+			prefix, t = prefix+"{}", t.Elem()
+			continue
+		}
+		break
+	}
+	if t.Kind() != reflect.Struct || t.PkgPath() != reflect.TypeFor[paymentsv1alpha1.PaymentJob]().PkgPath() {
+		return []string{prefix}
+	}
+	paths := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		paths = append(paths, jsonPaths(prefix+"."+name, f.Type)...)
+	}
+	return paths
+}
+
+// storedFields are the JSON paths of what the operator stores and reads
+// back (a PaymentJob's spec and status, a ledger page) as of this version.
+var storedFields = []string{
+	"paymentjob.spec.providerRef.name",
+	"paymentjob.spec.amount",
+	"paymentjob.spec.currency",
+	"paymentjob.spec.idempotencyKey",
+	"paymentjob.spec.customer",
+	"paymentjob.spec.paymentMethod",
+	"paymentjob.spec.description",
+	"paymentjob.spec.metadata{}",
+	"paymentjob.spec.suspend",
+	"paymentjob.spec.backoffLimit",
+	"paymentjob.spec.activeDeadlineSeconds",
+	"paymentjob.spec.ttlSecondsAfterFinished",
+	"paymentjob.status.phase",
+	"paymentjob.status.idempotencyKey",
+	"paymentjob.status.requestHash",
+	"paymentjob.status.attempts",
+	"paymentjob.status.claim.holder",
+	"paymentjob.status.claim.acquiredAt",
+	"paymentjob.status.claim.expiresAt",
+	"paymentjob.status.provider.uid",
+	"paymentjob.status.provider.endpoint",
+	"paymentjob.status.provider.account",
+	"paymentjob.status.providerResponse.id",
+	"paymentjob.status.providerResponse.status",
+	"paymentjob.status.providerResponse.amount",
+	"paymentjob.status.providerResponse.currency",
+	"paymentjob.status.providerResponse.created",
+	"paymentjob.status.providerResponse.replayed",
+	"paymentjob.status.failure.reason",
+	"paymentjob.status.failure.message",
+	"paymentjob.status.startedAt",
+	"paymentjob.status.completedAt",
+	"paymentjob.status.resolution.value",
+	"paymentjob.status.resolution.at",
+	"paymentjob.status.resolution.by",
+	"paymentjob.status.resolution.verified",
+	"paymentjob.status.observedGeneration",
+	"paymentjob.status.conditions[]",
+	"paymentledger.summary.entries",
+	"paymentledger.summary.oldest",
+	"paymentledger.summary.newest",
+	"paymentledger.providers[].uid",
+	"paymentledger.providers[].endpoint",
+	"paymentledger.providers[].account",
+	"paymentledger.entries[].key",
+	"paymentledger.entries[].fingerprint",
+	"paymentledger.entries[].provider",
+	"paymentledger.entries[].charge",
+	"paymentledger.entries[].outcome",
+	"paymentledger.entries[].reason",
+	"paymentledger.entries[].resolvedBy",
+	"paymentledger.entries[].at",
+}
+
+// A field of a stored object may be added, never renamed or removed: the
+// next version decodes what this one wrote into its own types, and a field
+// it does not know is dropped without a word (the status, the claim, the
+// key and the fingerprint of every job in flight; the entries of every
+// ledger page).
+func TestStoredFieldsAreNeverRenamedOrRemoved(t *testing.T) {
+	g := NewWithT(t)
+
+	current := slices.Concat(
+		jsonPaths("paymentjob.spec", reflect.TypeFor[paymentsv1alpha1.PaymentJobSpec]()),
+		jsonPaths("paymentjob.status", reflect.TypeFor[paymentsv1alpha1.PaymentJobStatus]()),
+		jsonPaths("paymentledger.summary", reflect.TypeFor[paymentsv1alpha1.LedgerSummary]()),
+		jsonPaths("paymentledger.providers", reflect.TypeFor[[]paymentsv1alpha1.ProviderIdentity]()),
+		jsonPaths("paymentledger.entries", reflect.TypeFor[[]paymentsv1alpha1.LedgerEntry]()),
+	)
+	for _, f := range storedFields {
+		g.Expect(current).To(ContainElement(f), "%s was renamed or removed; it is %s", f, breaksUpgrades)
+	}
+}
+
+// The names another version of the manager, the admission policies, the
+// providers or people's tooling find the operator's objects by. Each row
+// says what a rename breaks; a new name needs a migration that keeps
+// reading the old one.
+func TestWireNamesAreStable(t *testing.T) {
+	jobsSelector, secretsSelector := "", ""
+	for obj, by := range CacheOptions().ByObject {
+		switch obj.(type) {
+		case *paymentsv1alpha1.PaymentJob:
+			jobsSelector = by.Label.String()
+		case *corev1.Secret:
+			secretsSelector = by.Label.String()
+		}
+	}
+	tests := []struct {
+		name, got, want, breaks string
+	}{
+		{"API group and version", paymentsv1alpha1.GroupVersion.String(), "payments.idempotency.dev/v1alpha1",
+			"every stored object"},
+		{"PaymentJob finalizer", paymentsv1alpha1.Finalizer, "payments.idempotency.dev/outcome-guard",
+			"jobs in flight keep a finalizer the new manager never removes, so their deletion hangs; the outcome-guard-at-create policy sets it"},
+		{"PaymentProvider finalizer", paymentsv1alpha1.ProviderFinalizer, "payments.idempotency.dev/in-use",
+			"providers with jobs in flight keep a finalizer the new manager never removes"},
+		{"finished label", paymentsv1alpha1.LabelFinished, "payments.idempotency.dev/finished",
+			"every finished job comes back into the manager's cache; the finished-label policy and the audit look for it"},
+		{"cache selector of PaymentJobs", jobsSelector, "!payments.idempotency.dev/finished",
+			"the manager's memory: finished jobs must stay out of its cache"},
+		{"credentials label", paymentsv1alpha1.LabelCredentials, "payments.idempotency.dev/credentials",
+			"the manager no longer sees the Secrets of existing PaymentProviders: none is Ready, no job is charged"},
+		{"cache selector of Secrets", secretsSelector, "payments.idempotency.dev/credentials=true",
+			"the manager no longer sees the Secrets of existing PaymentProviders"},
+		{"resolve annotation", paymentsv1alpha1.AnnotationResolve, "payments.idempotency.dev/resolve",
+			"runbooks, and resolutions set before the upgrade"},
+		{"resolved-by annotation", paymentsv1alpha1.AnnotationResolvedBy, "payments.idempotency.dev/resolved-by",
+			"the resolve-attribution policy sets it, the manager reads it"},
+		{"leader election Lease", LeaderElectionID, "paymentjob-operator.payments.idempotency.dev",
+			"managers of two versions would both lead during a rolling upgrade: claims keep it safe, at the cost of conflicts"},
+		{"admission policy label", AdmissionPolicyLabel, "payments.idempotency.dev/admission-policy",
+			"the audit no longer finds the installed policies and reports them missing"},
+		{"Stripe metadata: idempotency key", payment.MetadataKeyIdempotencyKey, "paymentjob_idempotency_key",
+			"lookups no longer find charges made by earlier versions: a re-created manifest whose ledger entry is gone is charged again"},
+		{"Stripe metadata: request fingerprint", payment.MetadataKeyFingerprint, "paymentjob_request_fingerprint",
+			"charges made by earlier versions look fingerprint-less to lookups, matched by amount and currency alone"},
+		{"condition Ready", paymentsv1alpha1.ConditionReady, "Ready",
+			"the manager reads its reason back (FoundInLedger, waits); kubectl wait, Flux and Argo CD read it"},
+		{"condition Reconciling", paymentsv1alpha1.ConditionReconciling, "Reconciling", "kstatus readers"},
+		{"condition Stalled", paymentsv1alpha1.ConditionStalled, "Stalled",
+			"a resolution is honoured only on Stalled=True; kstatus readers"},
+		{"reason FoundInLedger", ReasonFoundInLedger, "FoundInLedger",
+			"a job finished from the ledger is told apart from one charged in its own lifetime by it"},
+		{"phase Pending", string(paymentsv1alpha1.PhasePending), "Pending", "the CRD's enum and the state machine"},
+		{"phase Processing", string(paymentsv1alpha1.PhaseProcessing), "Processing",
+			"the CRD's enum; a job in flight whose phase the new manager does not know is treated as new"},
+		{"phase Completed", string(paymentsv1alpha1.PhaseCompleted), "Completed",
+			"the CRD's enum; a finished job whose phase the new manager does not know is treated as new"},
+		{"phase Failed", string(paymentsv1alpha1.PhaseFailed), "Failed",
+			"the CRD's enum; a finished job whose phase the new manager does not know is treated as new"},
+		{"ledger outcome Completed", string(paymentsv1alpha1.LedgerCompleted), "Completed",
+			"the CRD's enum; re-created jobs are finished from entries by it"},
+		{"ledger outcome Failed", string(paymentsv1alpha1.LedgerFailed), "Failed",
+			"the CRD's enum; re-created jobs are finished from entries by it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(tt.got).To(Equal(tt.want), "renaming the %s breaks: %s. It is %s", tt.name, tt.breaks, breaksUpgrades)
+		})
+	}
+}
+
+// ledgerPageJSON is the first ledger page as this version writes it for
+// the Completed contract job, without its metadata.
+const ledgerPageJSON = `{
+  "metadata": {},
+  "summary": {"entries": 1, "oldest": "2026-03-14T10:30:31Z", "newest": "2026-03-14T10:30:31Z"},
+  "providers": [{"uid": "9d2f1c7e-0b3a-4e5f-8a6b-1c2d3e4f5a6b", "endpoint": "https://api.stripe.com", "account": "acct_1Nv0FGQ9RKHgCVdK"}],
+  "entries": [{
+    "key": "billing/invoice-2026-0042",
+    "fingerprint": "sha256:f37e7d6fae213f0e2daed6be7632696a807a16eae156e971f759a4fd4b209c4e",
+    "charge": "pi_3Q0aZk2eZvKYlo2C1x8yT0aB",
+    "outcome": "Completed",
+    "at": "2026-03-14T10:30:31Z"
+  }]
+}`
