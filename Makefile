@@ -94,9 +94,14 @@ test-installer: build-installer ## Render dist/install.yaml and check its securi
 	KUSTOMIZE="$(KUSTOMIZE)" INSTALLER="$(abspath dist/install.yaml)" go test -count=1 -v ./test/manifests/...
 
 .PHONY: test-e2e
-test-e2e: envtest-assets build ## Chaos suite: real manager and sandbox processes, kill -9, split brain, faults, API server restart.
+test-e2e: envtest-assets build build-previous-manager ## Chaos suite: real manager and sandbox processes, kill -9, split brain, faults, API server restart, an upgrade and a rollback with claims in flight.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BIN="$(LOCALBIN)/manager" SANDBOX_BIN="$(LOCALBIN)/sandbox" \
+		PREVIOUS_MANAGER_BIN="$(LOCALBIN)/manager-previous" \
 		go test -tags e2e -count=1 -v -timeout 30m ./test/e2e/...
+
+.PHONY: build-previous-manager
+build-previous-manager: ## Build the manager of the previous release (the commit in hack/upgrade-from) into bin/manager-previous.
+	bash hack/build-previous-manager.sh "$(LOCALBIN)/manager-previous"
 
 # BENCH_JSON names a file for every figure of make bench as flat JSON;
 # BENCH_ARGS passes more flags, e.g. BENCH_ARGS="-jobs 1000".

@@ -62,6 +62,8 @@ func TestExactlyOnce(t *testing.T) {
 		{"apiserver-restart", testAPIServerRestart},
 		{"delete-and-recreate", testDeleteAndRecreate},
 		{"rebuild-from-git", testRebuildFromGit},
+		{"upgrade", testUpgrade},
+		{"rollback", testRollback},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, sc.run)

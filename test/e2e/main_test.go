@@ -20,13 +20,16 @@ limitations under the License.
 // as processes against a local etcd and kube-apiserver, and are killed,
 // doubled (against a sandbox that ignores idempotency keys, so that only
 // exclusive claims keep one charge per job), faulted, cut off from the API
-// server and rebuilt from Git on a fresh control plane while PaymentJobs are
-// charged. Every scenario ends with the same proof: each job terminal, at
+// server, replaced by the previous version and back, and rebuilt from Git on
+// a fresh control plane while PaymentJobs are charged. Every scenario ends with the same proof: each job terminal, at
 // least one completed, each completed job charged exactly once at the
 // sandbox, each failed job never charged.
 //
 // Run it with `make test-e2e`, which builds the binaries and sets
-// KUBEBUILDER_ASSETS, MANAGER_BIN and SANDBOX_BIN. Logs go to a temporary
+// KUBEBUILDER_ASSETS, MANAGER_BIN and SANDBOX_BIN, and PREVIOUS_MANAGER_BIN
+// (the manager of the previous version, hack/upgrade-from, built by
+// hack/build-previous-manager.sh) for the upgrade and rollback scenarios,
+// which fail without it. Logs go to a temporary
 // folder that is printed, and kept when a test fails (or always, when
 // E2E_ARTIFACTS names a folder).
 package e2e
@@ -61,6 +64,9 @@ var suite struct {
 	scheme     *runtime.Scheme
 	managerBin string
 	sandboxBin string
+	// previousManagerBin is the manager of the previous version; only the
+	// upgrade and rollback scenarios need it, and fail without it.
+	previousManagerBin string
 	// assets holds etcd and kube-apiserver; crdDir the CRDs they serve.
 	assets, crdDir string
 	artifacts      string
@@ -110,6 +116,7 @@ func run(m *testing.M) (code int, err error) {
 	suite.assets = assets
 	suite.managerBin = os.Getenv("MANAGER_BIN")
 	suite.sandboxBin = os.Getenv("SANDBOX_BIN")
+	suite.previousManagerBin = os.Getenv("PREVIOUS_MANAGER_BIN")
 	var missing []string
 	for _, v := range []struct{ name, value string }{
 		{"KUBEBUILDER_ASSETS", assets}, {"MANAGER_BIN", suite.managerBin}, {"SANDBOX_BIN", suite.sandboxBin},

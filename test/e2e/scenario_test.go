@@ -323,6 +323,8 @@ func (s *scenario) createJob(j plannedJob) error {
 
 // managerOptions are the flags that differ between scenarios.
 type managerOptions struct {
+	// bin is the manager binary; suite.managerBin when empty.
+	bin         string
 	leaderElect bool
 	// concurrency is --max-concurrent-reconciles; 10 when 0.
 	concurrency int
@@ -334,11 +336,14 @@ type managerOptions struct {
 	args []string
 }
 
-// startManager runs bin/manager against the scenario's control plane as
-// POD_NAME e2e-<n>, with its log in the scenario's folder and its metrics
-// on a loopback port, until the test ends.
+// startManager runs bin/manager (or o.bin) against the scenario's control
+// plane as POD_NAME e2e-<n>, with its log in the scenario's folder and its
+// metrics on a loopback port, until the test ends.
 func (s *scenario) startManager(o managerOptions) *manager {
 	s.t.Helper()
+	if o.bin == "" {
+		o.bin = suite.managerBin
+	}
 	if o.concurrency == 0 {
 		o.concurrency = 10
 	}
@@ -351,6 +356,9 @@ func (s *scenario) startManager(o managerOptions) *manager {
 	metricsAddr, err := childproc.FreeLoopbackAddr()
 	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
 	pod := fmt.Sprintf("e2e-%d", nextManagerID())
+	// The upgrade and rollback scenarios start the previous version's
+	// manager (hack/upgrade-from) with these flags too: each must be one
+	// that version knows. A flag newer than it belongs in o.args.
 	args := []string{
 		"--metrics-bind-address=" + metricsAddr,
 		"--metrics-secure=false",
@@ -370,7 +378,7 @@ func (s *scenario) startManager(o managerOptions) *manager {
 	}
 	args = append(args, o.args...)
 	logPath := filepath.Join(s.dir, "manager-"+pod+".log")
-	p, err := startProcess("manager "+pod, suite.managerBin, logPath,
+	p, err := startProcess("manager "+pod, o.bin, logPath,
 		[]string{"KUBECONFIG=" + s.cluster.cp.kubeconfig, "POD_NAME=" + pod}, nil, args...)
 	NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
 	recordManagerLog(logPath)

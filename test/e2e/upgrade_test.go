@@ -1,0 +1,226 @@
+//go:build e2e
+
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/watch"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// managerVersion is a manager binary and the name the logs give it.
+type managerVersion struct {
+	name, bin string
+}
+
+// testUpgrade runs the manager of the previous version (the commit in
+// hack/upgrade-from), SIGKILLs it mid-run and lets the current manager take
+// its claims over: see testVersionChange.
+func testUpgrade(t *testing.T) {
+	previous := previousManager(t)
+	testVersionChange(t, "upgrade", previous, managerVersion{"current", suite.managerBin})
+}
+
+// testRollback is testUpgrade with the versions swapped: the current
+// manager is killed and the previous one takes its claims over.
+func testRollback(t *testing.T) {
+	previous := previousManager(t)
+	testVersionChange(t, "rollback", managerVersion{"current", suite.managerBin}, previous)
+}
+
+// previousManager is the manager of the previous version, from
+// PREVIOUS_MANAGER_BIN, which make test-e2e builds with
+// hack/build-previous-manager.sh. Without it the scenario fails: an upgrade
+// that is not tested must not pass for one that is.
+func previousManager(t *testing.T) managerVersion {
+	t.Helper()
+	g := NewWithT(t)
+	bin := suite.previousManagerBin
+	g.Expect(bin).NotTo(BeEmpty(), "PREVIOUS_MANAGER_BIN is not set: run the suite with `make test-e2e`, which builds "+
+		"the manager of the commit in hack/upgrade-from into bin/manager-previous (hack/build-previous-manager.sh) and sets it")
+	previous, err := os.Stat(bin)
+	g.Expect(err).NotTo(HaveOccurred(), "the previous manager is missing: run `make test-e2e`")
+	current, err := os.Stat(suite.managerBin)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.SameFile(previous, current)).To(BeFalse(),
+		"PREVIOUS_MANAGER_BIN is MANAGER_BIN: the scenario would not change versions")
+	return managerVersion{"previous", bin}
+}
+
+// testVersionChange is a version change in the middle of a run, as a
+// rolling update or its rollback does it at its worst. Jobs are created
+// at a steady pace against a sandbox that drops a tenth of its responses
+// after it has charged; the manager of version from works until a third of
+// them are terminal, and is SIGKILLed while it holds claims; a manager of
+// version to starts at once, waits for those claims to expire, takes them
+// over with the same idempotency keys and finishes the run. Both versions
+// must have finished jobs, the new one every job the old one held, and
+// every job is charged exactly once: the claim and its key mean the same to
+// both versions.
+//
+// Both managers get startManager's common flags and nothing more: each of
+// them must be known to the previous version (no managerOptions.args).
+func testVersionChange(t *testing.T, name string, from, to managerVersion) {
+	g := NewWithT(t)
+	s := newScenario(t, name, "--error-after-commit=0.1", "--latency-min=50ms", "--latency-max=300ms")
+	jobs := s.planJobs(jobsPerScenario, nil)
+	h := s.trackHandover()
+	old := s.startManager(managerOptions{bin: from.bin})
+	created := s.createJobsAsync(jobs, 15)
+
+	s.waitForTerminalFrom(old, len(jobs)/3, 2*time.Minute)
+	// The kill waits until the old version holds claims, charges in
+	// flight or retried after a dropped response, for the new one to take
+	// over.
+	g.Eventually(func() int { return h.heldBy(old) }, 30*time.Second, 5*time.Millisecond).
+		Should(BeNumerically(">=", 3), "%s (%s) holds no claims; the run ended before it could be killed", old.Name, from.name)
+	old.Kill()
+	done, err := s.countTerminal()
+	g.Expect(err).NotTo(HaveOccurred())
+	held, err := s.claimedBy(old)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("%s: SIGKILL %s (%s) at %.1fs with %d/%d jobs terminal; it held %d claims",
+		name, old.Name, from.name, time.Since(s.started).Seconds(), done, len(jobs), len(held))
+	g.Expect(done).To(BeNumerically("<", len(jobs)), "the run ended before %s could be killed", old.Name)
+	g.Expect(held).NotTo(BeEmpty(), "%s held no claim when it was killed: nothing to take over", old.Name)
+
+	cur := s.startManager(managerOptions{bin: to.bin})
+	// Fails at once, rather than at the end of verify's wait, if the new
+	// version cannot start (a flag it does not know, say).
+	s.waitForTerminalFrom(cur, done+1, 2*time.Minute)
+	created()
+	r := s.verify()
+
+	// The watch may trail the List that verify ended on.
+	g.Eventually(h.finished, 30*time.Second, 200*time.Millisecond).Should(Equal(len(jobs)),
+		"terminal jobs seen by the watch")
+	byOld, byNew := h.finishedBy(old), h.finishedBy(cur)
+	replayed := 0
+	for key, was := range held {
+		j := r.live[key]
+		g.Expect(cur.holds(h.finisher(key))).To(BeTrue(),
+			"%s, claimed by %s when it was killed, was finished under the claim of %q", key, old.Name, h.finisher(key))
+		g.Expect(j.Status.Attempts).To(BeNumerically(">", was.Status.Attempts), "%s: %s", key, describe(&j))
+		if j.Status.ProviderResponse != nil && j.Status.ProviderResponse.Replayed {
+			replayed++
+		}
+	}
+	t.Logf("%s: %s (%s) finished %d jobs, %s (%s) %d; %d claims taken over, %d of them recorded as the sandbox's replay "+
+		"of a charge made before the kill; %d responses dropped after their charge, %d replays in all",
+		name, old.Name, from.name, byOld, cur.Name, to.name, byNew, len(held), replayed, r.stats.Faults, r.replays)
+	g.Expect(byOld).To(BeNumerically(">", 0), "the %s version finished no job before it was killed", from.name)
+	g.Expect(byNew).To(BeNumerically(">", 0), "the %s version finished no job", to.name)
+	g.Expect(byOld+byNew).To(Equal(len(jobs)), "jobs finished by one of the two managers")
+	g.Expect(r.stats.Faults).To(BeNumerically(">", 0), "no fault was injected")
+	g.Expect(r.replays).To(BeNumerically(">", 0), "no dropped response was recovered by a replay")
+	g.Expect(cur.Exited()).To(BeFalse(), "%s exited:\n%s", cur.Name, cur.ReadLog())
+}
+
+// waitForTerminalFrom waits, like waitForTerminal, until at least n jobs
+// are terminal, and fails at once with the end of its log if the manager m
+// exits meanwhile.
+func (s *scenario) waitForTerminalFrom(m *manager, n int, timeout time.Duration) {
+	s.t.Helper()
+	NewWithT(s.t).Eventually(func(g Gomega) {
+		if m.Exited() {
+			StopTrying(m.ExitError().Error()).Now()
+		}
+		done, err := s.countTerminal()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(done).To(BeNumerically(">=", n))
+	}, timeout, 200*time.Millisecond).Should(Succeed(), "%s did not finish jobs", m.Name)
+}
+
+// handover follows, from a watch, the claim holder of each of a scenario's
+// jobs, and who finished each job: the holder of the last claim it was
+// Processing under when its outcome was written.
+type handover struct {
+	mu sync.Mutex
+	// holder is the last claim holder seen, by key.
+	holder map[string]string
+	// finishers are the terminal jobs' last claim holders, by key.
+	finishers map[string]string
+}
+
+// trackHandover starts following the scenario's claims and outcomes.
+func (s *scenario) trackHandover() *handover {
+	h := &handover{holder: map[string]string{}, finishers: map[string]string{}}
+	s.watchJobs(func(ev watch.EventType, j *paymentsv1alpha1.PaymentJob) {
+		key := j.Namespace + "/" + j.Name
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		switch {
+		case ev == watch.Deleted:
+		case terminal(j):
+			if _, ok := h.finishers[key]; !ok {
+				h.finishers[key] = h.holder[key]
+			}
+		case j.Status.Claim != nil:
+			h.holder[key] = j.Status.Claim.Holder
+		}
+	})
+	return h
+}
+
+// heldBy is how many unfinished jobs the manager holds the claim of.
+func (h *handover) heldBy(m *manager) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for key, holder := range h.holder {
+		if _, done := h.finishers[key]; !done && m.holds(holder) {
+			n++
+		}
+	}
+	return n
+}
+
+// finishedBy is how many jobs were finished under a claim of the manager.
+func (h *handover) finishedBy(m *manager) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, holder := range h.finishers {
+		if m.holds(holder) {
+			n++
+		}
+	}
+	return n
+}
+
+// finished is how many jobs were seen terminal.
+func (h *handover) finished() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.finishers)
+}
+
+// finisher is the holder of the last claim of a terminal job; empty when
+// it is not terminal or was never seen claimed.
+func (h *handover) finisher(key string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.finishers[key]
+}
