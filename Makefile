@@ -255,8 +255,11 @@ helm-package: helm ## Package dist/chart into dist/paymentjob-operator-<version>
 
 .PHONY: helm-deploy
 helm-deploy: helm ## Install or upgrade the chart in the cluster of the current kubeconfig. Specify an image with IMG.
+	@# The namespace enforces the restricted Pod Security profile, as config/default's does.
+	$(KUBECTL) get namespace $(HELM_NAMESPACE) >/dev/null 2>&1 || $(KUBECTL) create namespace $(HELM_NAMESPACE)
+	$(KUBECTL) label namespace $(HELM_NAMESPACE) pod-security.kubernetes.io/enforce=restricted --overwrite
 	IMG="$(IMG)"; $(HELM) upgrade --install $(HELM_RELEASE) $(HELM_CHART_DIR) \
-		--namespace $(HELM_NAMESPACE) --create-namespace \
+		--namespace $(HELM_NAMESPACE) \
 		--set manager.image.repository=$${IMG%:*} --set manager.image.tag=$${IMG##*:} \
 		--wait --timeout 5m $(HELM_EXTRA_ARGS)
 

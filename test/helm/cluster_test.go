@@ -304,3 +304,58 @@ func samplePaymentJob(ns string) *unstructured.Unstructured {
 	}}
 	return u
 }
+
+// A cluster installed from dist/install.yaml (kubectl apply, kustomize)
+// moves to the chart with `helm install --take-ownership`: Helm refuses the
+// objects it did not create until told to take them over, and then adopts
+// them in place, CRDs and jobs included. The chart's release must be named
+// paymentjob-operator, in the installer's namespace, for the names to match.
+func TestMigrateFromInstallerToChart(t *testing.T) {
+	g := NewWithT(t)
+	c := cluster(t)
+	ctx := context.Background()
+	// `kubectl apply -f dist/install.yaml` on a fresh cluster: creates. The
+	// CRDs may exist already (an earlier test installed the chart).
+	for _, o := range installer(t) {
+		err := c.Create(ctx, o, client.FieldOwner("kubectl-client-side-apply"))
+		g.Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "%s %s: %v", o.GetKind(), o.GetName(), err)
+	}
+	cfg := helmConfig(t, releaseNamespace)
+	ch := loadChart(t)
+
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace = releaseName, releaseNamespace
+	install.WaitStrategy, install.Timeout = kube.HookOnlyStrategy, 2*time.Minute
+	_, err := install.Run(ch, map[string]any{})
+	g.Expect(err).To(MatchError(ContainSubstring("cannot be imported")), "Helm never silently adopts what it did not create")
+
+	install = action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace = releaseName, releaseNamespace
+	install.WaitStrategy, install.Timeout = kube.HookOnlyStrategy, 2*time.Minute
+	install.TakeOwnership, install.ForceConflicts = true, true
+	_, err = install.Run(ch, map[string]any{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	deploy := &unstructured.Unstructured{}
+	deploy.SetAPIVersion("apps/v1")
+	deploy.SetKind("Deployment")
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "paymentjob-operator-controller-manager"}, deploy)).To(Succeed())
+	g.Expect(deploy.GetAnnotations()).To(HaveKeyWithValue("meta.helm.sh/release-name", releaseName))
+	g.Expect(containerArgs(t, deploy)).To(ContainElement("--claim-lease-duration=60s"), "the chart's arguments")
+
+	// The chart names its admission policy bindings "<policy>-binding"
+	// (config/helm): the installer's bindings stay behind, binding the same
+	// policies twice, until deleted by hand (README).
+	for _, kind := range []string{"ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"} {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("admissionregistration.k8s.io/v1")
+		list.SetKind(kind + "List")
+		g.Expect(c.List(ctx, list)).To(Succeed())
+		names := make([]string, 0, len(list.Items))
+		for _, b := range list.Items {
+			names = append(names, b.GetName())
+		}
+		g.Expect(names).To(ContainElement(HavePrefix("paymentjob-operator-")))
+		g.Expect(names).To(ContainElement(HaveSuffix("-binding")))
+	}
+}

@@ -217,6 +217,7 @@ func TestChartCRDsAndPoliciesEqualInstaller(t *testing.T) {
 		case "CustomResourceDefinition", "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy":
 			t.Run(key, func(t *testing.T) {
 				g := NewWithT(t)
+				g.Expect(got).To(HaveKey(key))
 				g.Expect(got[key].Object["spec"]).To(Equal(w.Object["spec"]))
 				g.Expect(got[key].GetLabels()).To(Equal(w.GetLabels()))
 				if w.GetKind() == "CustomResourceDefinition" {
@@ -231,6 +232,7 @@ func TestChartCRDsAndPoliciesEqualInstaller(t *testing.T) {
 		case "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding":
 			t.Run(key, func(t *testing.T) {
 				g := NewWithT(t)
+				g.Expect(got).To(HaveKey(key))
 				spec := got[key].Object["spec"].(map[string]any)
 				wspec := w.Object["spec"].(map[string]any)
 				g.Expect(baseName(spec["policyName"].(string), releaseName)).To(Equal(baseName(wspec["policyName"].(string), installerPrefix)))
@@ -266,7 +268,7 @@ func TestChartOptionalObjectsEqualConfig(t *testing.T) {
 		w := repoFile(t, "config/network-policy/"+name+".yaml")
 		c := got["NetworkPolicy/"+name]
 		g.Expect(c).NotTo(BeNil(), name)
-		for _, f := range []string{"policyTypes", "ingress", "egress"} {
+		for _, f := range []string{"podSelector", "policyTypes", "ingress", "egress"} {
 			g.Expect(field(c, "spec", f)).To(sameAs(field(w, "spec", f)), name+" "+f)
 		}
 	}

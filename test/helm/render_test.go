@@ -133,9 +133,43 @@ func TestRenderEveryValue(t *testing.T) {
 	g.Expect(container).To(HaveKeyWithValue("image", "registry.example.com/platform/paymentjob-operator:v0.1.0"))
 	g.Expect(container).To(HaveKeyWithValue("imagePullPolicy", "Always"))
 
+	g.Expect(pod["imagePullSecrets"]).To(ConsistOf(HaveKeyWithValue("name", "registry-credentials")))
+	g.Expect(pod["nodeSelector"]).To(HaveKeyWithValue("kubernetes.io/os", "linux"))
+	g.Expect(pod["tolerations"]).To(ConsistOf(HaveKeyWithValue("key", "dedicated")))
+	g.Expect(pod["terminationGracePeriodSeconds"]).To(BeEquivalentTo(45))
+	g.Expect(pod["securityContext"]).To(HaveKeyWithValue("runAsUser", BeEquivalentTo(65532)))
+	g.Expect(pod["volumes"]).To(ConsistOf(HaveKeyWithValue("name", "tmp")))
+	g.Expect(container["volumeMounts"]).To(ConsistOf(HaveKeyWithValue("mountPath", "/tmp")))
+	g.Expect(container["securityContext"]).To(HaveKeyWithValue("runAsUser", BeEquivalentTo(65532)))
+	g.Expect(container["resources"]).To(HaveKeyWithValue("limits", HaveKeyWithValue("memory", "1Gi")))
+	g.Expect(container["env"]).To(ContainElements(
+		HaveKeyWithValue("name", "POD_NAME"),
+		And(HaveKeyWithValue("name", "GOMEMLIMIT"), HaveKeyWithValue("value", "400MiB")),
+		And(HaveKeyWithValue("name", "GOMAXPROCS"), HaveKeyWithValue("value", "2"))))
+	g.Expect(field(deploy, "spec", "strategy", "rollingUpdate", "maxUnavailable")).To(BeEquivalentTo(0))
+	g.Expect(deploy.GetLabels()).To(HaveKeyWithValue("team", "platform"))
+	g.Expect(deploy.GetAnnotations()).To(HaveKeyWithValue("owner", "platform-team"))
+	g.Expect(field(deploy, "spec", "template", "metadata", "labels")).To(HaveKeyWithValue("team", "platform"))
+	g.Expect(field(deploy, "spec", "template", "metadata", "annotations")).To(HaveKeyWithValue("example.com/scrape", "false"))
+	sa := only(t, objs, "ServiceAccount")
+	g.Expect(sa.GetLabels()).To(HaveKeyWithValue("team", "platform"))
+	g.Expect(sa.GetAnnotations()).To(HaveKeyWithValue("example.com/role", "payments"))
+
 	g.Expect(find(objs, "ClusterRole")).To(HaveLen(9), "manager, metrics auth, metrics reader and the six helper roles")
+	var readers *unstructured.Unstructured
+	for _, b := range find(objs, "ClusterRoleBinding") {
+		if b.GetName() == "payments-operator-metrics-readers" {
+			readers = b
+		}
+	}
+	g.Expect(readers).NotTo(BeNil(), "metrics.readers are bound to the metrics reader role")
+	g.Expect(field(readers, "roleRef", "name")).To(Equal("payments-operator-metrics-reader"))
+	g.Expect(readers.Object["subjects"]).To(ConsistOf(
+		And(HaveKeyWithValue("kind", "ServiceAccount"), HaveKeyWithValue("namespace", "monitoring")),
+		And(HaveKeyWithValue("kind", "Group"), HaveKeyWithValue("name", "metrics-scrapers"))))
 	monitor := only(t, objs, "ServiceMonitor")
 	g.Expect(monitor.GetLabels()).To(HaveKeyWithValue("release", "kube-prometheus-stack"))
+	g.Expect(monitor.GetAnnotations()).To(HaveKeyWithValue("example.com/owner", "platform"))
 	rule := only(t, objs, "PrometheusRule")
 	g.Expect(rule.GetLabels()).To(HaveKeyWithValue("release", "kube-prometheus-stack"))
 	dashboard := only(t, objs, "ConfigMap")
@@ -190,10 +224,29 @@ func TestChartRefusesWrongValues(t *testing.T) {
 			[]string{"/manager/podSecurityContext/runAsNonRoot"}},
 		{"unconfined seccomp", map[string]any{"manager": map[string]any{"podSecurityContext": map[string]any{"seccompProfile": map[string]any{"type": "Unconfined"}}}},
 			[]string{"/manager/podSecurityContext/seccompProfile/type"}},
+		{"zero audit interval", map[string]any{"operator": map[string]any{"auditInterval": "0s"}},
+			[]string{"/operator/auditInterval"}},
+		{"host with a port", map[string]any{"operator": map[string]any{"insecureProviderHosts": []any{"pay.svc:8080"}}},
+			[]string{"/operator/insecureProviderHosts/0"}},
+		{"unconfined seccomp on the container", map[string]any{"manager": map[string]any{"securityContext": map[string]any{
+			"seccompProfile": map[string]any{"type": "Unconfined"}}}},
+			[]string{"/manager/securityContext/seccompProfile/type"}},
+		{"unmasked proc", map[string]any{"manager": map[string]any{"securityContext": map[string]any{"procMount": "Unmasked"}}},
+			[]string{"/manager/securityContext", "procMount"}},
+		{"host path volume", map[string]any{"manager": map[string]any{"extraVolumes": []any{
+			map[string]any{"name": "host", "hostPath": map[string]any{"path": "/"}}}}},
+			[]string{"/manager/extraVolumes/0", "hostPath"}},
+		{"scraper without namespace", map[string]any{"metrics": map[string]any{"readers": []any{
+			map[string]any{"kind": "ServiceAccount", "name": "prometheus"}}}},
+			[]string{"/metrics/readers/0", "namespace"}},
+		{"own arguments without the operator's", map[string]any{"manager": map[string]any{"args": []any{"--zap-encoder=console"}}},
+			[]string{"manager.args lacks --leader-elect="}},
+		{"ServiceMonitor without metrics", map[string]any{"prometheus": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": false}},
+			[]string{"prometheus.enabled needs metrics.enabled"}},
 		{"lease not longer than the provider timeout", map[string]any{"operator": map[string]any{"claimLeaseDuration": "30s", "providerTimeout": "1m"}},
 			[]string{"operator.claimLeaseDuration (30s) must be longer than operator.providerTimeout (1m)"}},
 		{"zero provider timeout", map[string]any{"operator": map[string]any{"providerTimeout": "0s"}},
-			[]string{"operator.providerTimeout must be longer than 0s"}},
+			[]string{"/operator/providerTimeout"}},
 		{"short ledger retention", map[string]any{"operator": map[string]any{"ledger": map[string]any{"enabled": true, "retention": "23h"}}},
 			[]string{"operator.ledger.retention must be at least 24h"}},
 		{"TTL without the ledger", map[string]any{"operator": map[string]any{"ledger": map[string]any{"enabled": false, "retention": "24h"}, "ttlSecondsAfterFinished": 60}},
@@ -236,5 +289,59 @@ func TestPackagedChartRendersTheFolder(t *testing.T) {
 		fromPackage, _, err := renderChart(packaged, vals)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(fromPackage).To(Equal(mustRender(t, vals)))
+	}
+}
+
+// The branches the defaults and every-value.yaml leave out: each renders,
+// and does what its value says.
+func TestRenderBranches(t *testing.T) {
+	tests := []struct {
+		name  string
+		vals  map[string]any
+		check func(g Gomega, objs []*unstructured.Unstructured)
+	}{
+		{"metrics over plain HTTP", map[string]any{"metrics": map[string]any{"secure": false, "readers": []any{
+			map[string]any{"kind": "Group", "name": "scrapers"}}}, "prometheus": map[string]any{"enabled": true}},
+			func(g Gomega, objs []*unstructured.Unstructured) {
+				g.Expect(containerArgs(t, only(t, objs, "Deployment"))).To(ContainElement("--metrics-secure=false"))
+				g.Expect(field(only(t, objs, "ServiceMonitor"), "spec", "endpoints")).To(ConsistOf(HaveKeyWithValue("scheme", "http")))
+				g.Expect(find(objs, "ClusterRoleBinding")).NotTo(ContainElement(WithTransform(
+					func(o *unstructured.Unstructured) string { return o.GetName() }, HaveSuffix("metrics-readers"))),
+					"no reader binding without authorization")
+			}},
+		{"no metrics", map[string]any{"metrics": map[string]any{"enabled": false}},
+			func(g Gomega, objs []*unstructured.Unstructured) {
+				g.Expect(containerArgs(t, only(t, objs, "Deployment"))).To(ContainElement("--metrics-bind-address=0"))
+				g.Expect(find(objs, "Service")).To(BeEmpty())
+			}},
+		{"an existing ServiceAccount", map[string]any{"serviceAccount": map[string]any{"enabled": false, "name": "payments-operator"}},
+			func(g Gomega, objs []*unstructured.Unstructured) {
+				g.Expect(find(objs, "ServiceAccount")).To(BeEmpty())
+				g.Expect(field(only(t, objs, "Deployment"), "spec", "template", "spec", "serviceAccountName")).To(Equal("payments-operator"))
+			}},
+		{"CRDs installed apart", map[string]any{"crd": map[string]any{"enabled": false}},
+			func(g Gomega, objs []*unstructured.Unstructured) {
+				g.Expect(find(objs, "CustomResourceDefinition")).To(BeEmpty())
+				g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(1), "the admission policies stay")
+			}},
+		{"metrics ingress only", map[string]any{"networkPolicy": map[string]any{"enabled": true, "egress": map[string]any{"enabled": false}}},
+			func(g Gomega, objs []*unstructured.Unstructured) {
+				g.Expect(find(objs, "NetworkPolicy")).To(ConsistOf(WithTransform(
+					func(o *unstructured.Unstructured) string { return o.GetName() }, HaveSuffix("allow-metrics-traffic"))))
+			}},
+		{"one replica without leader election", map[string]any{"manager": map[string]any{"replicas": 1, "leaderElection": map[string]any{"enabled": false}}},
+			func(g Gomega, objs []*unstructured.Unstructured) {
+				g.Expect(containerArgs(t, only(t, objs, "Deployment"))).To(ContainElement("--leader-elect=false"))
+			}},
+		{"no manager", map[string]any{"manager": map[string]any{"enabled": false}},
+			func(g Gomega, objs []*unstructured.Unstructured) {
+				g.Expect(find(objs, "Deployment")).To(BeEmpty())
+				g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(3))
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(NewWithT(t), mustRender(t, tt.vals))
+		})
 	}
 }

@@ -22,9 +22,6 @@ start (a crash loop): said at install instead, naming the values.
 {{- $o := .Values.operator -}}
 {{- $lease := include "paymentjob-operator.seconds" $o.claimLeaseDuration | int -}}
 {{- $timeout := include "paymentjob-operator.seconds" $o.providerTimeout | int -}}
-{{- if le $timeout 0 -}}
-{{- fail (printf "operator.providerTimeout must be longer than 0s, got %s" $o.providerTimeout) -}}
-{{- end -}}
 {{- if le $lease $timeout -}}
 {{- fail (printf "operator.claimLeaseDuration (%s) must be longer than operator.providerTimeout (%s): a claim must outlive the provider call it covers" $o.claimLeaseDuration $o.providerTimeout) -}}
 {{- end -}}
@@ -33,6 +30,18 @@ start (a crash loop): said at install instead, naming the values.
 {{- end -}}
 {{- if and (not $o.ledger.enabled) (ge (int $o.ttlSecondsAfterFinished) 0) -}}
 {{- fail "operator.ttlSecondsAfterFinished needs operator.ledger.enabled: without the ledger, deleting a finished job deletes the only record that it was paid" -}}
+{{- end -}}
+{{- range $flag := list "leader-elect" "max-concurrent-reconciles" "kube-api-qps" "kube-api-burst" "claim-lease-duration" "provider-timeout" "provider-key-retention" "ledger" "ledger-retention" "ttl-seconds-after-finished" "insecure-provider-hosts" "audit-interval" "zap-log-level" -}}
+{{- $found := false -}}
+{{- range $.Values.manager.args -}}
+{{- if hasPrefix (printf "--%s=" $flag) . -}}{{- $found = true -}}{{- end -}}
+{{- end -}}
+{{- if not $found -}}
+{{- fail (printf "manager.args lacks --%s=...: a list of your own replaces the chart's, so keep its lines (values.yaml) and add your flags after them" $flag) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.prometheus.enabled (not .Values.metrics.enabled) -}}
+{{- fail "prometheus.enabled needs metrics.enabled: the ServiceMonitor would select no Service" -}}
 {{- end -}}
 {{- if and (gt (int .Values.manager.replicas) 1) (not .Values.manager.leaderElection.enabled) -}}
 {{- fail (printf "manager.replicas is %d: turn manager.leaderElection.enabled on, or run one replica" (int .Values.manager.replicas)) -}}
