@@ -230,10 +230,10 @@ func helmConfig(t *testing.T, namespace string) *action.Configuration {
 	return cfg
 }
 
-// helm install, helm upgrade with a changed value, and helm uninstall, on
-// the control plane: the upgrade reaches the manager's arguments, and the
-// uninstall removes the manager but keeps the CRDs and with them every
-// PaymentJob. Installing again adopts the kept CRDs.
+// helm install, helm upgrade with a changed value, helm rollback and helm
+// uninstall, on the control plane: the upgrade and the rollback reach the
+// manager's arguments, and the uninstall removes the manager but keeps the
+// CRDs and with them every PaymentJob. Installing again adopts the kept CRDs.
 func TestInstallUpgradeUninstallKeepsCRDsAndJobs(t *testing.T) {
 	g := NewWithT(t)
 	c := cluster(t)
@@ -268,6 +268,14 @@ func TestInstallUpgradeUninstallKeepsCRDsAndJobs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Get(ctx, deployKey, deploy)).To(Succeed())
 	g.Expect(containerArgs(t, deploy)).To(ContainElement("--max-concurrent-reconciles=20"))
+
+	// helm rollback to the first revision puts the first values back.
+	rollback := action.NewRollback(cfg)
+	rollback.Version = 1
+	rollback.WaitStrategy, rollback.Timeout = kube.HookOnlyStrategy, 2*time.Minute
+	g.Expect(rollback.Run(release)).To(Succeed())
+	g.Expect(c.Get(ctx, deployKey, deploy)).To(Succeed())
+	g.Expect(containerArgs(t, deploy)).To(ContainElement("--max-concurrent-reconciles=10"))
 
 	uninstall := action.NewUninstall(cfg)
 	uninstall.WaitStrategy, uninstall.Timeout = kube.HookOnlyStrategy, 2*time.Minute
