@@ -244,9 +244,10 @@ helm-lint: helm ## Lint dist/chart (strict) with its defaults and with every val
 	$(HELM) lint --strict $(HELM_CHART_DIR) --values test/helm/testdata/every-value.yaml
 
 .PHONY: helm-test
-helm-test: envtest-assets build-installer helm-package ## Chart tests (test/helm, Helm SDK): render, schema, server-side dry run, equal security and RBAC to dist/install.yaml.
+helm-test: envtest-assets build build-installer helm-package ## Chart tests (test/helm, Helm SDK): render, schema, server-side dry run, the manager on the chart's arguments, equal security and RBAC to dist/install.yaml.
 	cd test/helm && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" INSTALLER="$(abspath dist/install.yaml)" \
-		CHART="$(abspath $(HELM_CHART_DIR))" CHART_PACKAGE="$(abspath $(HELM_PACKAGE))" go test -count=1 -v ./...
+		CHART="$(abspath $(HELM_CHART_DIR))" CHART_PACKAGE="$(abspath $(HELM_PACKAGE))" MANAGER_BIN="$(LOCALBIN)/manager" \
+		go test -count=1 -v ./...
 
 .PHONY: helm-package
 helm-package: helm ## Package dist/chart into dist/paymentjob-operator-<version>.tgz.

@@ -19,7 +19,6 @@ package helm
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -208,18 +207,7 @@ func podOf(t *testing.T, deploy *unstructured.Unstructured, ns string) *corev1.P
 // CLI makes one from a kubeconfig.
 func helmConfig(t *testing.T, namespace string) *action.Configuration {
 	t.Helper()
-	user, err := env.AddUser(envtest.User{Name: "helm", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeKubeconfig(t)
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &path
 	flags.Namespace = &namespace
