@@ -94,6 +94,18 @@ func everyValue(t *testing.T) map[string]any {
 	return vals
 }
 
+// valueSet is a named set of values.
+type valueSet struct {
+	name string
+	vals map[string]any
+}
+
+// valueSets are the two the tests render: the defaults, and every value set
+// (everyValue).
+func valueSets(t *testing.T) []valueSet {
+	return []valueSet{{name: "defaults", vals: map[string]any{}}, {name: "every value", vals: everyValue(t)}}
+}
+
 // render renders the chart as `helm template` does, with the CRDs, and
 // returns its objects. An error is the chart's: a schema refusal or a
 // template's fail.

@@ -137,13 +137,7 @@ func TestChartObjectsAcceptedByTheAPIServer(t *testing.T) {
 	standInCRD(t, c, "monitoring.coreos.com", "ServiceMonitor", "servicemonitors")
 	standInCRD(t, c, "monitoring.coreos.com", "PrometheusRule", "prometheusrules")
 
-	for _, tc := range []struct {
-		name string
-		vals map[string]any
-	}{
-		{name: "defaults", vals: map[string]any{}},
-		{name: "every value", vals: everyValue(t)},
-	} {
+	for _, tc := range valueSets(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := mustRender(t, tc.vals)
 			NewWithT(t).Expect(len(objs)).To(BeNumerically(">=", 20))
@@ -169,13 +163,7 @@ func TestManagerPodAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 		"pod-security.kubernetes.io/enforce-version": "latest",
 	})
 
-	for _, tc := range []struct {
-		name string
-		vals map[string]any
-	}{
-		{name: "defaults", vals: map[string]any{}},
-		{name: "every value", vals: everyValue(t)},
-	} {
+	for _, tc := range valueSets(t) {
 		deploy := only(t, mustRender(t, tc.vals), "Deployment")
 		pod := podOf(t, deploy, ns)
 		g.Expect(c.Create(context.Background(), pod, client.DryRunAll)).To(Succeed(), tc.name)

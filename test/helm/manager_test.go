@@ -17,7 +17,6 @@ limitations under the License.
 package helm
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -26,12 +25,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,13 +49,7 @@ func TestManagerAcceptsTheChartsArguments(t *testing.T) {
 	kubeconfig := writeKubeconfig(t)
 	createNamespace(t, c, releaseNamespace, nil)
 
-	for _, tc := range []struct {
-		name string
-		vals map[string]any
-	}{
-		{name: "defaults", vals: map[string]any{}},
-		{name: "every value", vals: everyValue(t)},
-	} {
+	for _, tc := range valueSets(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			args := containerArgs(t, only(t, mustRender(t, tc.vals), "Deployment"))
@@ -65,10 +58,10 @@ func TestManagerAcceptsTheChartsArguments(t *testing.T) {
 			// Outside a cluster the Lease's namespace must be given.
 			args = append(args, "--leader-election-namespace="+releaseNamespace)
 
-			var log syncBuffer
+			log := gbytes.NewBuffer()
 			cmd := exec.Command(bin, args...)
 			cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAME=chart-"+strings.ReplaceAll(tc.name, " ", "-"))
-			cmd.Stdout, cmd.Stderr = &log, &log
+			cmd.Stdout, cmd.Stderr = log, log
 			g.Expect(cmd.Start()).To(Succeed())
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
@@ -89,14 +82,14 @@ func TestManagerAcceptsTheChartsArguments(t *testing.T) {
 				select {
 				case err := <-exited:
 					exited <- err
-					StopTrying(fmt.Sprintf("the manager exited at start (%v):\n%s", err, log.String())).Now()
+					StopTrying(fmt.Sprintf("the manager exited at start (%v):\n%s", err, string(log.Contents()))).Now()
 				default:
 				}
 				resp, err := http.Get("http://" + probe + "/readyz")
 				g.Expect(err).NotTo(HaveOccurred())
 				defer func() { _ = resp.Body.Close() }()
 				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-			}).WithTimeout(90*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "manager log:\n%s", &log)
+			}).WithTimeout(90*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), func() string { return "manager log:\n" + string(log.Contents()) })
 		})
 	}
 }
@@ -165,23 +158,3 @@ func writeKubeconfig(t *testing.T) string {
 	}
 	return path
 }
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-var _ fmt.Stringer = (*syncBuffer)(nil)

@@ -29,13 +29,7 @@ import (
 // The chart lints clean (strict: warnings fail too) with its defaults and
 // with every value set, as make helm-lint does with the CLI.
 func TestChartLints(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		vals map[string]any
-	}{
-		{name: "defaults", vals: map[string]any{}},
-		{name: "every value", vals: everyValue(t)},
-	} {
+	for _, tc := range valueSets(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			lint := action.NewLint()
