@@ -30,7 +30,9 @@ import (
 )
 
 // jsonPaths lists the JSON paths of the fields of t, down to the fields of
-// other packages' types (times, conditions); "[]" marks a list, "{}" a map.
+// other packages' types (times, conditions), each with the Go type it
+// decodes into: "[]" marks a list, "{}" a map. A changed type is a changed
+// wire format too (an integer that becomes a string no longer decodes).
 func jsonPaths(prefix string, t reflect.Type) []string {
 	for {
 		switch t.Kind() {
@@ -47,7 +49,7 @@ func jsonPaths(prefix string, t reflect.Type) []string {
 		break
 	}
 	if t.Kind() != reflect.Struct || t.PkgPath() != reflect.TypeFor[paymentsv1alpha1.PaymentJob]().PkgPath() {
-		return []string{prefix}
+		return []string{prefix + " " + t.String()}
 	}
 	paths := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
@@ -59,65 +61,67 @@ func jsonPaths(prefix string, t reflect.Type) []string {
 }
 
 // storedFields are the JSON paths of what the operator stores and reads
-// back (a PaymentJob's spec and status, a ledger page) as of this version.
+// back (a PaymentJob's spec and status, a ledger page) as of this version,
+// with their Go types.
 var storedFields = []string{
-	"paymentjob.spec.providerRef.name",
-	"paymentjob.spec.amount",
-	"paymentjob.spec.currency",
-	"paymentjob.spec.idempotencyKey",
-	"paymentjob.spec.customer",
-	"paymentjob.spec.paymentMethod",
-	"paymentjob.spec.description",
-	"paymentjob.spec.metadata{}",
-	"paymentjob.spec.suspend",
-	"paymentjob.spec.backoffLimit",
-	"paymentjob.spec.activeDeadlineSeconds",
-	"paymentjob.spec.ttlSecondsAfterFinished",
-	"paymentjob.status.phase",
-	"paymentjob.status.idempotencyKey",
-	"paymentjob.status.requestHash",
-	"paymentjob.status.attempts",
-	"paymentjob.status.claim.holder",
-	"paymentjob.status.claim.acquiredAt",
-	"paymentjob.status.claim.expiresAt",
-	"paymentjob.status.provider.uid",
-	"paymentjob.status.provider.endpoint",
-	"paymentjob.status.provider.account",
-	"paymentjob.status.providerResponse.id",
-	"paymentjob.status.providerResponse.status",
-	"paymentjob.status.providerResponse.amount",
-	"paymentjob.status.providerResponse.currency",
-	"paymentjob.status.providerResponse.created",
-	"paymentjob.status.providerResponse.replayed",
-	"paymentjob.status.failure.reason",
-	"paymentjob.status.failure.message",
-	"paymentjob.status.startedAt",
-	"paymentjob.status.completedAt",
-	"paymentjob.status.resolution.value",
-	"paymentjob.status.resolution.at",
-	"paymentjob.status.resolution.by",
-	"paymentjob.status.resolution.verified",
-	"paymentjob.status.observedGeneration",
-	"paymentjob.status.conditions[]",
-	"paymentledger.summary.entries",
-	"paymentledger.summary.oldest",
-	"paymentledger.summary.newest",
-	"paymentledger.providers[].uid",
-	"paymentledger.providers[].endpoint",
-	"paymentledger.providers[].account",
-	"paymentledger.entries[].key",
-	"paymentledger.entries[].fingerprint",
-	"paymentledger.entries[].provider",
-	"paymentledger.entries[].charge",
-	"paymentledger.entries[].outcome",
-	"paymentledger.entries[].reason",
-	"paymentledger.entries[].resolvedBy",
-	"paymentledger.entries[].at",
+	"paymentjob.spec.providerRef.name string",
+	"paymentjob.spec.amount int64",
+	"paymentjob.spec.currency string",
+	"paymentjob.spec.idempotencyKey string",
+	"paymentjob.spec.customer string",
+	"paymentjob.spec.paymentMethod string",
+	"paymentjob.spec.description string",
+	"paymentjob.spec.metadata{} string",
+	"paymentjob.spec.suspend bool",
+	"paymentjob.spec.backoffLimit int32",
+	"paymentjob.spec.activeDeadlineSeconds int64",
+	"paymentjob.spec.ttlSecondsAfterFinished int32",
+	"paymentjob.status.phase v1alpha1.PaymentJobPhase",
+	"paymentjob.status.idempotencyKey string",
+	"paymentjob.status.requestHash string",
+	"paymentjob.status.attempts int32",
+	"paymentjob.status.claim.holder string",
+	"paymentjob.status.claim.acquiredAt v1.MicroTime",
+	"paymentjob.status.claim.expiresAt v1.MicroTime",
+	"paymentjob.status.provider.uid string",
+	"paymentjob.status.provider.endpoint string",
+	"paymentjob.status.provider.account string",
+	"paymentjob.status.providerResponse.id string",
+	"paymentjob.status.providerResponse.status string",
+	"paymentjob.status.providerResponse.amount int64",
+	"paymentjob.status.providerResponse.currency string",
+	"paymentjob.status.providerResponse.created v1.Time",
+	"paymentjob.status.providerResponse.replayed bool",
+	"paymentjob.status.failure.reason string",
+	"paymentjob.status.failure.message string",
+	"paymentjob.status.startedAt v1.Time",
+	"paymentjob.status.completedAt v1.Time",
+	"paymentjob.status.resolution.value string",
+	"paymentjob.status.resolution.at v1.Time",
+	"paymentjob.status.resolution.by string",
+	"paymentjob.status.resolution.verified bool",
+	"paymentjob.status.observedGeneration int64",
+	"paymentjob.status.conditions[] v1.Condition",
+	"paymentledger.summary.entries int32",
+	"paymentledger.summary.oldest v1.Time",
+	"paymentledger.summary.newest v1.Time",
+	"paymentledger.providers[].uid string",
+	"paymentledger.providers[].endpoint string",
+	"paymentledger.providers[].account string",
+	"paymentledger.entries[].key string",
+	"paymentledger.entries[].fingerprint string",
+	"paymentledger.entries[].provider int32",
+	"paymentledger.entries[].charge string",
+	"paymentledger.entries[].outcome v1alpha1.LedgerOutcome",
+	"paymentledger.entries[].reason string",
+	"paymentledger.entries[].resolvedBy string",
+	"paymentledger.entries[].at v1.Time",
 }
 
-// A field of a stored object may be added, never renamed or removed: the
-// next version decodes what this one wrote into its own types, and a field
-// it does not know is dropped without a word (the status, the claim, the
+// A field of a stored object may be added, never renamed, retyped or
+// removed: the next version decodes what this one wrote into its own types,
+// a field it does not know is dropped without a word, and one of another
+// type fails to decode (the status, the claim, the
 // key and the fingerprint of every job in flight; the entries of every
 // ledger page).
 func TestStoredFieldsAreNeverRenamedOrRemoved(t *testing.T) {
@@ -131,7 +135,7 @@ func TestStoredFieldsAreNeverRenamedOrRemoved(t *testing.T) {
 		jsonPaths("paymentledger.entries", reflect.TypeFor[[]paymentsv1alpha1.LedgerEntry]()),
 	)
 	for _, f := range storedFields {
-		g.Expect(current).To(ContainElement(f), "%s was renamed or removed; it is %s", f, breaksUpgrades)
+		g.Expect(current).To(ContainElement(f), "%s was renamed, retyped or removed; it is %s", f, breaksUpgrades)
 	}
 }
 
