@@ -121,9 +121,8 @@ var storedFields = []string{
 // A field of a stored object may be added, never renamed, retyped or
 // removed: the next version decodes what this one wrote into its own types,
 // a field it does not know is dropped without a word, and one of another
-// type fails to decode (the status, the claim, the
-// key and the fingerprint of every job in flight; the entries of every
-// ledger page).
+// type fails to decode: the status, the claim, the key and the fingerprint
+// of every job in flight; the entries of every ledger page.
 func TestStoredFieldsAreNeverRenamedOrRemoved(t *testing.T) {
 	g := NewWithT(t)
 
