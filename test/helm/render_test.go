@@ -85,7 +85,7 @@ func TestRenderDefaults(t *testing.T) {
 	g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(1))
 	g.Expect(find(objs, "MutatingAdmissionPolicy")).To(HaveLen(3))
 	// Optional objects are off by default.
-	for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap", "NetworkPolicy"} {
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap", "NetworkPolicy", "PodDisruptionBudget"} {
 		g.Expect(find(objs, kind)).To(BeEmpty(), kind)
 	}
 	// NOTES.txt tells the next step: the labelled Secret, then a PaymentProvider.
@@ -145,6 +145,9 @@ func TestRenderEveryValue(t *testing.T) {
 	g.Expect(deploy.GetAnnotations()).To(HaveKeyWithValue("owner", "platform-team"))
 	g.Expect(field(deploy, "spec", "template", "metadata", "labels")).To(HaveKeyWithValue("team", "platform"))
 	g.Expect(field(deploy, "spec", "template", "metadata", "annotations")).To(HaveKeyWithValue("example.com/scrape", "false"))
+	pdb := only(t, objs, "PodDisruptionBudget")
+	g.Expect(field(pdb, "spec", "maxUnavailable")).To(BeEquivalentTo(1))
+	g.Expect(field(pdb, "spec", "selector", "matchLabels")).To(Equal(field(deploy, "spec", "selector", "matchLabels")))
 	sa := only(t, objs, "ServiceAccount")
 	g.Expect(sa.GetLabels()).To(HaveKeyWithValue("team", "platform"))
 	g.Expect(sa.GetAnnotations()).To(HaveKeyWithValue("example.com/role", "payments"))
@@ -323,9 +326,11 @@ func TestRenderBranches(t *testing.T) {
 				g.Expect(find(objs, "NetworkPolicy")).To(ConsistOf(WithTransform(
 					func(o *unstructured.Unstructured) string { return o.GetName() }, HaveSuffix("allow-metrics-traffic"))))
 			}},
-		{"one replica without leader election", map[string]any{"manager": map[string]any{"replicas": 1, "leaderElection": map[string]any{"enabled": false}}},
+		{"one replica without leader election", map[string]any{"manager": map[string]any{"replicas": 1,
+			"leaderElection": map[string]any{"enabled": false}, "podDisruptionBudget": map[string]any{"enabled": true}}},
 			func(g Gomega, objs []*unstructured.Unstructured) {
 				g.Expect(containerArgs(t, only(t, objs, "Deployment"))).To(ContainElement("--leader-elect=false"))
+				g.Expect(find(objs, "PodDisruptionBudget")).To(BeEmpty(), "a budget for one replica would block every drain")
 			}},
 		{"no manager", map[string]any{"manager": map[string]any{"enabled": false}},
 			func(g Gomega, objs []*unstructured.Unstructured) {
