@@ -143,42 +143,6 @@ func testKill9(t *testing.T) {
 		"no job has attempts > 1 and a replayed providerResponse: no kill landed between a charge and its outcome write")
 }
 
-// claims follows, from a watch, who holds the claim of each of a
-// scenario's Processing jobs.
-type claims struct {
-	mu     sync.Mutex
-	holder map[string]string
-}
-
-// trackClaims starts following the scenario's claims.
-func (s *scenario) trackClaims() *claims {
-	c := &claims{holder: map[string]string{}}
-	s.watchJobs(func(ev watch.EventType, j *paymentsv1alpha1.PaymentJob) {
-		key := j.Namespace + "/" + j.Name
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if ev != watch.Deleted && j.Status.Phase == paymentsv1alpha1.PhaseProcessing && j.Status.Claim != nil {
-			c.holder[key] = j.Status.Claim.Holder
-		} else {
-			delete(c.holder, key)
-		}
-	})
-	return c
-}
-
-// heldBy is how many Processing jobs the manager holds the claim of.
-func (c *claims) heldBy(m *manager) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, h := range c.holder {
-		if m.holds(h) {
-			n++
-		}
-	}
-	return n
-}
-
 // claimedBy returns the jobs Processing under a claim of the manager, by
 // key.
 func (s *scenario) claimedBy(m *manager) (map[string]paymentsv1alpha1.PaymentJob, error) {

@@ -20,14 +20,10 @@ package e2e
 
 import (
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/watch"
-
-	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
 
 // managerVersion is a manager binary and the name the logs give it.
@@ -86,7 +82,7 @@ func testVersionChange(t *testing.T, name string, from, to managerVersion) {
 	g := NewWithT(t)
 	s := newScenario(t, name, "--error-after-commit=0.1", "--latency-min=50ms", "--latency-max=300ms")
 	jobs := s.planJobs(jobsPerScenario, nil)
-	h := s.trackHandover()
+	h := s.trackClaims()
 	old := s.startManager(managerOptions{bin: from.bin})
 	created := s.createJobsAsync(jobs, 15)
 
@@ -151,76 +147,4 @@ func (s *scenario) waitForTerminalFrom(m *manager, n int, timeout time.Duration)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(done).To(BeNumerically(">=", n))
 	}, timeout, 200*time.Millisecond).Should(Succeed(), "%s did not finish jobs", m.Name)
-}
-
-// handover follows, from a watch, the claim holder of each of a scenario's
-// jobs, and who finished each job: the holder of the last claim it was
-// Processing under when its outcome was written.
-type handover struct {
-	mu sync.Mutex
-	// holder is the last claim holder seen, by key.
-	holder map[string]string
-	// finishers are the terminal jobs' last claim holders, by key.
-	finishers map[string]string
-}
-
-// trackHandover starts following the scenario's claims and outcomes.
-func (s *scenario) trackHandover() *handover {
-	h := &handover{holder: map[string]string{}, finishers: map[string]string{}}
-	s.watchJobs(func(ev watch.EventType, j *paymentsv1alpha1.PaymentJob) {
-		key := j.Namespace + "/" + j.Name
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		switch {
-		case ev == watch.Deleted:
-		case terminal(j):
-			if _, ok := h.finishers[key]; !ok {
-				h.finishers[key] = h.holder[key]
-			}
-		case j.Status.Claim != nil:
-			h.holder[key] = j.Status.Claim.Holder
-		}
-	})
-	return h
-}
-
-// heldBy is how many unfinished jobs the manager holds the claim of.
-func (h *handover) heldBy(m *manager) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for key, holder := range h.holder {
-		if _, done := h.finishers[key]; !done && m.holds(holder) {
-			n++
-		}
-	}
-	return n
-}
-
-// finishedBy is how many jobs were finished under a claim of the manager.
-func (h *handover) finishedBy(m *manager) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, holder := range h.finishers {
-		if m.holds(holder) {
-			n++
-		}
-	}
-	return n
-}
-
-// finished is how many jobs were seen terminal.
-func (h *handover) finished() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.finishers)
-}
-
-// finisher is the holder of the last claim of a terminal job; empty when
-// it is not terminal or was never seen claimed.
-func (h *handover) finisher(key string) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.finishers[key]
 }
