@@ -78,6 +78,7 @@ tidy: ## Run go mod tidy on the operator and the control plane tools modules.
 	go mod tidy
 	cd $(ENVTEST_MODULE) && go mod tidy
 	cd $(ENVTEST_MODULE)/etcd && go mod tidy
+	cd $(ENVTEST_MODULE)/etcdutl && go mod tidy
 	cd test/helm && go mod tidy
 
 .PHONY: test
@@ -326,7 +327,7 @@ ENVTEST_K8S_LDFLAGS = -s -w \
 	-X k8s.io/client-go/pkg/version.gitMinor=$(ENVTEST_K8S_MINOR)
 
 .PHONY: envtest-assets
-envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubectl ## Build kube-apiserver, kube-controller-manager, etcd and kubectl into bin/k8s (only when missing).
+envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/etcdutl $(ENVTEST_ASSETS)/kubectl ## Build kube-apiserver, kube-controller-manager, etcd, etcdutl and kubectl into bin/k8s (only when missing).
 
 $(ENVTEST_ASSETS)/kube-apiserver:
 	@echo "Building kube-apiserver v$(ENVTEST_K8S_VERSION) from Go modules (a few minutes, once)"
@@ -346,6 +347,11 @@ $(ENVTEST_ASSETS)/kubectl:
 $(ENVTEST_ASSETS)/etcd:
 	@echo "Building etcd v$(ENVTEST_ETCD_VERSION) from Go modules"
 	cd $(ENVTEST_MODULE)/etcd && GOOS=$(GOOS) GOARCH=$(GOARCH) CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w" -o $@ .
+
+$(ENVTEST_ASSETS)/etcdutl:
+	@echo "Building etcdutl v$(ENVTEST_ETCD_VERSION) from Go modules (the restore tests)"
+	cd $(ENVTEST_MODULE)/etcdutl && GOOS=$(GOOS) GOARCH=$(GOARCH) CGO_ENABLED=0 go build -trimpath \
 		-ldflags "-s -w" -o $@ .
 
 .PHONY: kustomize
