@@ -41,25 +41,56 @@ type ticket struct {
 }
 
 // CreatePaymentIntent creates and confirms a PaymentIntent for p under the
-// idempotency key, with Stripe's idempotency semantics. A new key is held in
-// flight for the configured latency and then charged, declined or refused; a
-// saved key with the same parameters replays its outcome (replayed is true,
-// also for a replayed card error) and moves no money. A request beyond the
-// write rate limit is refused with a 429 first; with idempotency off
-// (SetIdempotency) every request is treated as one with a new key and
-// nothing is remembered. Errors are always *StripeError.
+// idempotency key, with Stripe's idempotency semantics, on-session (no
+// off_session): CreatePaymentIntentWithOptions with zero ConfirmOptions.
 func (e *Engine) CreatePaymentIntent(key string, p PaymentIntentParams) (Intent, bool, error) {
-	return e.createPaymentIntent(key, p, p.fingerprint())
+	return e.CreatePaymentIntentWithOptions(key, p, ConfirmOptions{})
 }
 
-// createPaymentIntent is CreatePaymentIntent with the fingerprint that
-// tells a retry from a reuse of the key with another request.
-func (e *Engine) createPaymentIntent(key string, p PaymentIntentParams, fp string) (Intent, bool, error) {
+// ConfirmOptions are the parameters of a PaymentIntent's confirmation that
+// are not part of the payment itself (PaymentIntentParams).
+type ConfirmOptions struct {
+	// OffSession is Stripe's off_session=true: no customer is present to
+	// authenticate, so a payment method that needs 3-D Secure is declined
+	// with authentication_required instead of waiting in requires_action.
+	// It is one of the parameters a retry must repeat: the same key with
+	// another OffSession is a key reused.
+	OffSession bool
+}
+
+// CreatePaymentIntentWithOptions creates and confirms a PaymentIntent for p
+// under the idempotency key, with Stripe's idempotency semantics. A new key
+// is held in flight for the configured latency and then charged, declined,
+// left in requires_action or refused; a saved key with the same parameters
+// replays its answer as it was given (replayed is true, also for a replayed
+// card error) and moves no money. A request beyond the write rate limit is
+// refused with a 429 first; with idempotency off (SetIdempotency) every
+// request is treated as one with a new key and nothing is remembered.
+// Errors are always *StripeError.
+//
+// A payment method that needs authentication (PaymentMethodAuthenticationRequired,
+// PaymentMethodThreeDSecureRequired) is declined off-session with a card
+// error whose code and decline code are authentication_required, and its
+// intent is kept in requires_payment_method; on-session, and for a payment
+// method of RequireAction always, the intent is kept in requires_action.
+// Neither moves money nor counts in Stats.Charges.
+func (e *Engine) CreatePaymentIntentWithOptions(key string, p PaymentIntentParams, o ConfirmOptions) (Intent, bool, error) {
+	fp := p.fingerprint()
+	if o.OffSession {
+		fp += " off_session"
+	}
+	return e.createPaymentIntent(key, p, o, fp)
+}
+
+// createPaymentIntent is CreatePaymentIntentWithOptions with the
+// fingerprint that tells a retry from a reuse of the key with another
+// request.
+func (e *Engine) createPaymentIntent(key string, p PaymentIntentParams, o ConfirmOptions, fp string) (Intent, bool, error) {
 	a, t, lose := e.admit(key, fp)
 	if t != nil {
 		t.wait(key)
 		var lost bool
-		a, lost = e.commit(key, p, t)
+		a, lost = e.commit(key, p, o, t)
 		lose = lose || lost
 	}
 	// A request that already failed with a 500 keeps its answer.
@@ -113,6 +144,9 @@ func (e *Engine) admit(key, fp string) (a answer, t *ticket, lose bool) {
 		if s.err != nil {
 			return answer{err: s.err.clone(), replayed: true}, nil, lose
 		}
+		if s.saved != nil {
+			return answer{intent: s.saved.clone(), replayed: true}, nil, lose
+		}
 		return answer{intent: e.intents[s.intentID].clone(), replayed: true}, nil, lose
 	}
 
@@ -146,7 +180,7 @@ func (t *ticket) wait(key string) {
 // commit decides a request whose key is in flight: it releases the key on a
 // before-commit fault or a malformed request, and otherwise saves the
 // outcome. lost is true when an after-commit fault must replace the answer.
-func (e *Engine) commit(key string, p PaymentIntentParams, t *ticket) (a answer, lost bool) {
+func (e *Engine) commit(key string, p PaymentIntentParams, o ConfirmOptions, t *ticket) (a answer, lost bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if t.failBeforeCommit {
@@ -165,7 +199,8 @@ func (e *Engine) commit(key string, p PaymentIntentParams, t *ticket) (a answer,
 	if t.remember {
 		e.keys[key] = s
 	}
-	if card, _ := e.cardLocked(p.PaymentMethod); card.declineCode != "" {
+	card, _ := e.cardLocked(p.PaymentMethod)
+	if card.declineCode != "" {
 		s.err = cardError(card.declineCode, card.message)
 		e.stats.Declines++
 		return answer{err: s.err.clone()}, lost
@@ -182,9 +217,32 @@ func (e *Engine) commit(key string, p PaymentIntentParams, t *ticket) (a answer,
 		Status:         StatusSucceeded,
 		Created:        e.now(),
 		IdempotencyKey: key,
+		OffSession:     o.OffSession,
 	}.clone()
-	e.intents[in.ID] = in
 	s.intentID = in.ID
+	switch {
+	case card.auth == authRequired && o.OffSession:
+		// Stripe keeps the intent, waiting for another payment method,
+		// and answers the card error with it.
+		in.Status = StatusRequiresPaymentMethod
+		in.LastPaymentError = authenticationRequiredError()
+		e.intents[in.ID] = in
+		s.err = authenticationRequiredError()
+		saved := in.clone()
+		s.err.intent = &saved
+		e.stats.Declines++
+		return answer{err: s.err.clone()}, lost
+	case card.auth != authNone:
+		in.Status = StatusRequiresAction
+		e.intents[in.ID] = in
+		saved := in.clone()
+		s.saved = &saved
+		e.stats.RequiresAction++
+		return answer{intent: in.clone()}, lost
+	}
+	e.intents[in.ID] = in
+	saved := in.clone()
+	s.saved = &saved
 	e.stats.Charges++
 	e.stats.ChargesByKey[key]++
 	return answer{intent: in.clone()}, lost

@@ -133,7 +133,8 @@ func (s *server) createCharge(w http.ResponseWriter, r *http.Request) {
 	compared := req
 	compared.Metadata = maps.Clone(req.Metadata)
 	delete(compared.Metadata, payment.MetadataKeyFingerprint)
-	in, replayed, err := s.engine.createPaymentIntent(key, req, compared.fingerprint())
+	// A contract charge has no customer present: it is off-session.
+	in, replayed, err := s.engine.createPaymentIntent(key, req, ConfirmOptions{OffSession: true}, compared.fingerprint())
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}

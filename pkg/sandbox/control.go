@@ -91,6 +91,8 @@ func (s *server) getStats(w http.ResponseWriter, _ *http.Request) {
 		Replays:           st.Replays,
 		InFlightConflicts: st.InFlightConflicts,
 		Declines:          st.Declines,
+		RequiresAction:    st.RequiresAction,
+		Cancels:           st.Cancels,
 		KeyReusedErrors:   st.KeyReusedErrors,
 		InvalidRequests:   st.InvalidRequests,
 		Faults:            st.Faults,
@@ -132,6 +134,8 @@ type statsBody struct {
 	Replays           int64          `json:"replays"`
 	InFlightConflicts int64          `json:"inFlightConflicts"`
 	Declines          int64          `json:"declines"`
+	RequiresAction    int64          `json:"requiresAction"`
+	Cancels           int64          `json:"cancels"`
 	KeyReusedErrors   int64          `json:"keyReusedErrors"`
 	InvalidRequests   int64          `json:"invalidRequests"`
 	Faults            int64          `json:"faults"`

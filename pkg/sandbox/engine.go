@@ -44,7 +44,8 @@ type Engine struct {
 	failNext    map[FaultKind]int
 	failNextAny map[FaultKind]int
 	gate        *Gate
-	// declined are payment methods declined on top of the test cards.
+	// declined are payment methods declined, or left in requires_action,
+	// on top of the test cards.
 	declined map[string]testCard
 	keys     map[string]*keyState
 	intents  map[string]Intent
@@ -125,6 +126,13 @@ type Stats struct {
 	// Declines counts the card errors saved; replayed declines are not
 	// counted again.
 	Declines int64
+	// RequiresAction counts the intents the Engine left in requires_action
+	// (waiting for a customer's authentication); they moved no money.
+	RequiresAction int64
+	// Cancels counts the PaymentIntents canceled by CancelPaymentIntent; a
+	// canceled intent moved no money. Replayed cancels are not counted
+	// again.
+	Cancels int64
 	// KeyReusedErrors counts the requests refused because their key was
 	// saved with other parameters.
 	KeyReusedErrors int64

@@ -19,6 +19,7 @@ package sandbox
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -53,6 +54,12 @@ const (
 	CodeIdempotencyKeyInUse = "idempotency_key_in_use"
 	// CodeRateLimit is a request refused because too many were sent.
 	CodeRateLimit = "rate_limit"
+	// CodeAuthenticationRequired is the code (and decline code) of a card
+	// error for a payment that needs 3-D Secure, confirmed off-session.
+	CodeAuthenticationRequired = "authentication_required"
+	// CodePaymentIntentUnexpectedState is a request the intent's status
+	// does not allow, such as canceling a succeeded intent.
+	CodePaymentIntentUnexpectedState = "payment_intent_unexpected_state"
 )
 
 // Decline codes, the "decline_code" field of a card error.
@@ -61,6 +68,9 @@ const (
 	DeclineGeneric = "generic_decline"
 	// DeclineInsufficientFunds is a decline for lack of funds.
 	DeclineInsufficientFunds = "insufficient_funds"
+	// DeclineAuthenticationRequired is a decline of a payment that needs
+	// 3-D Secure, confirmed off-session.
+	DeclineAuthenticationRequired = "authentication_required"
 )
 
 // StripeError is an error answered by the Engine, shaped like a Stripe error
@@ -83,6 +93,19 @@ type StripeError struct {
 	HTTPStatus int
 	// RetryAfter is how long a rate-limited client should wait.
 	RetryAfter time.Duration
+	// intent is the PaymentIntent the error is about, written as the
+	// body's payment_intent, as Stripe does for a declined confirmation
+	// and an intent in an unexpected state.
+	intent *Intent
+}
+
+// PaymentIntent returns the PaymentIntent the error is about, as it was
+// when the error was answered, and false when there is none.
+func (e *StripeError) PaymentIntent() (Intent, bool) {
+	if e.intent == nil {
+		return Intent{}, false
+	}
+	return e.intent.clone(), true
 }
 
 // Error returns the type, the code and the message.
@@ -100,7 +123,38 @@ func (e *StripeError) Error() string {
 // clone returns a copy, so that a saved error cannot be changed by a caller.
 func (e *StripeError) clone() *StripeError {
 	c := *e
+	if c.intent != nil {
+		in := c.intent.clone()
+		c.intent = &in
+	}
 	return &c
+}
+
+// authenticationRequiredError is the card error of a payment that needs
+// 3-D Secure, confirmed off-session.
+func authenticationRequiredError() *StripeError {
+	return &StripeError{
+		Type:        ErrorTypeCard,
+		Code:        CodeAuthenticationRequired,
+		DeclineCode: DeclineAuthenticationRequired,
+		Param:       "payment_method",
+		Message: "Your card was declined. This transaction requires authentication: " +
+			"the customer must complete it on-session.",
+		HTTPStatus: http.StatusPaymentRequired,
+	}
+}
+
+// unexpectedStateError refuses an action that in's status does not allow.
+func unexpectedStateError(in Intent, action string, allowed []string) *StripeError {
+	return &StripeError{
+		Type: ErrorTypeInvalidRequest,
+		Code: CodePaymentIntentUnexpectedState,
+		Message: fmt.Sprintf("You cannot %s this PaymentIntent because it has a status of %s. "+
+			"Only a PaymentIntent with one of the following statuses may be %sed: %s.",
+			action, in.Status, action, strings.Join(allowed, ", ")),
+		HTTPStatus: http.StatusBadRequest,
+		intent:     &in,
+	}
 }
 
 func cardError(declineCode, message string) *StripeError {

@@ -23,9 +23,13 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// PaymentIntent statuses, as at Stripe. The Engine creates only succeeded
-// intents (and declines without an intent); the others come from PutIntent
-// and SetIntentStatus, so that tests can model charges that are not final.
+// PaymentIntent statuses, as at Stripe. The Engine creates succeeded
+// intents, requires_action ones for payment methods that need 3-D Secure
+// on-session (or RequireAction), requires_payment_method ones for those
+// declined with authentication_required off-session, and canceled ones
+// through CancelPaymentIntent (other declines leave no intent); the others
+// come from PutIntent and SetIntentStatus, so that tests can model charges
+// that are not final.
 const (
 	// StatusSucceeded is the status of a PaymentIntent whose money moved.
 	StatusSucceeded = "succeeded"
@@ -76,11 +80,23 @@ type Intent struct {
 	Created time.Time
 	// IdempotencyKey is the key the intent was created with.
 	IdempotencyKey string
+	// OffSession is whether the intent was confirmed off-session
+	// (off_session=true): no customer was present to authenticate.
+	OffSession bool
+	// LastPaymentError is the card error of the intent's failed payment
+	// attempt, for an intent left requires_payment_method; nil otherwise.
+	LastPaymentError *StripeError
+	// CancellationReason is why a canceled intent was canceled, as sent to
+	// CancelPaymentIntent; empty when none was given.
+	CancellationReason string
 }
 
-// clone returns a copy that shares no map with in.
+// clone returns a copy that shares no map or error with in.
 func (in Intent) clone() Intent {
 	in.Metadata = maps.Clone(in.Metadata)
+	if in.LastPaymentError != nil {
+		in.LastPaymentError = in.LastPaymentError.clone()
+	}
 	return in
 }
 

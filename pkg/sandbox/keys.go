@@ -25,8 +25,12 @@ type keyState struct {
 	fingerprint string
 	// inFlight is true until the first request is decided.
 	inFlight bool
-	// intentID is the saved successful intent, if any.
+	// intentID is the intent created under the key, if any.
 	intentID string
+	// saved is the intent as it was first answered: a replay answers it
+	// again, as Stripe replays its saved response, even after the intent
+	// moved on (canceled, or authenticated).
+	saved *Intent
 	// err is the saved card error, if any.
 	err *StripeError
 }

@@ -164,8 +164,9 @@ func (p *Provider) Lookup(ctx context.Context, keys []string) (map[string][]paym
 // Settle reads the intent with id, every settle interval, until its status
 // is final or ctx is done: a succeeded (or requires_capture) intent is
 // returned as an outcome, one that ended without moving money is a
-// payment.Declined refusal, and an unknown id, an intent carrying another
-// key or a context done are transient. Each read counts in Stats.Retrieves.
+// payment.Declined refusal, one that waits for a customer is canceled as
+// Charge does, and an unknown id, an intent carrying another key or a
+// context done are transient. Each read counts in Stats.Retrieves.
 func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome, error) {
 	p.settles.Add(1)
 	var tick *time.Timer
@@ -179,6 +180,9 @@ func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome,
 		}
 		if k, tagged := in.Metadata[payment.MetadataKeyIdempotencyKey]; tagged && k != key {
 			return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot settle charge %s: it carries another idempotency key", id), 0)
+		}
+		if waitsForCustomer(in.Status) {
+			return p.abandon(in)
 		}
 		switch chargeState(in.Status) {
 		case payment.StateSucceeded:
@@ -200,6 +204,36 @@ func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome,
 				fmt.Errorf("charge %s not final (%s): %w", id, in.Status, ctx.Err()), 0)
 		}
 	}
+}
+
+// waitsForCustomer reports whether an intent in status waits for a customer
+// who is not there: requires_action (3-D Secure) or requires_confirmation.
+func waitsForCustomer(status string) bool {
+	return status == StatusRequiresAction || status == StatusRequiresConfirmation
+}
+
+// abandon cancels an intent that waits for a customer, as the Stripe
+// adapter does, and reads it again when the cancel is refused: canceled is a
+// refusal with the reason authentication_required, succeeded (the customer
+// came back first) an outcome, anything else transient.
+func (p *Provider) abandon(in Intent) (payment.Outcome, error) {
+	canceled, _, err := p.engine.CancelPaymentIntent("abandon_"+in.ID, in.ID, CancellationReasonAbandoned)
+	if err != nil {
+		now, ok := p.engine.GetPaymentIntent(in.ID)
+		if !ok {
+			return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot cancel payment intent %s: %w", in.ID, err), 0)
+		}
+		canceled = now
+	}
+	switch chargeState(canceled.Status) {
+	case payment.StateSucceeded:
+		return outcome(canceled, false), nil
+	case payment.StateNotCharged:
+		return payment.Outcome{}, payment.Declined(CodeAuthenticationRequired, fmt.Sprintf(
+			"payment intent %s waited for the customer (%s) and was canceled: no customer is present", in.ID, in.Status))
+	}
+	return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot cancel payment intent %s (status %s): %w",
+		in.ID, canceled.Status, err), 0)
 }
 
 // Account returns the Engine's account.
@@ -244,6 +278,9 @@ func mapError(err error) error {
 		return payment.Transient(err, 0)
 	}
 	switch {
+	case se.Type == ErrorTypeCard && se.Code == CodeAuthenticationRequired:
+		return payment.Declined(CodeAuthenticationRequired,
+			fmt.Sprintf("%s (%s): %s", se.Code, se.DeclineCode, se.Message))
 	case se.Type == ErrorTypeCard:
 		return payment.Declined(payment.ReasonCardDeclined,
 			fmt.Sprintf("%s (%s): %s", se.Code, se.DeclineCode, se.Message))

@@ -47,12 +47,13 @@ type ServerOptions struct {
 }
 
 // NewServer returns an http.Handler that serves the Engine as a subset of
-// Stripe's API, enough for stripe-go to create, retrieve and search
+// Stripe's API, enough for stripe-go to create, retrieve, cancel and search
 // PaymentIntents and to read the account, and as the operator's generic
 // HTTP contract (docs/providers.md, "The HTTP contract"):
 //
-//	POST /v1/payment_intents          create and confirm (confirm=true)
-//	GET  /v1/payment_intents/{id}     retrieve
+//	POST /v1/payment_intents              create and confirm (confirm=true; off_session honoured)
+//	GET  /v1/payment_intents/{id}         retrieve
+//	POST /v1/payment_intents/{id}/cancel  cancel (cancellation_reason), Engine.CancelPaymentIntent
 //	GET  /v1/payment_intents/search   search by metadata['key']:'value' joined by AND or by OR
 //	GET  /v1/account                  the Engine's account
 //	POST /http/charges                charge, in the HTTP contract's JSON
@@ -76,6 +77,7 @@ func NewServer(e *Engine, opts ServerOptions) http.Handler {
 	mux.Handle("/v1/payment_intents", authenticated(methods{http.MethodPost: s.createPaymentIntent}))
 	mux.Handle("/v1/payment_intents/search", authenticated(methods{http.MethodGet: s.searchPaymentIntents}))
 	mux.Handle("/v1/payment_intents/{id}", authenticated(methods{http.MethodGet: s.getPaymentIntent}))
+	mux.Handle("/v1/payment_intents/{id}/cancel", authenticated(methods{http.MethodPost: s.cancelPaymentIntent}))
 	mux.Handle("/v1/account", authenticated(methods{http.MethodGet: s.getAccount}))
 	mux.Handle("/v1/", authenticated(http.HandlerFunc(notFound)))
 	mux.Handle("/http/charges", methods{http.MethodPost: s.createCharge})

@@ -192,7 +192,8 @@ func TestServerCreatesAndReplaysPaymentIntent(t *testing.T) {
 		"currency": "eur", "customer": "cus_123", "payment_method": "pm_card_visa",
 		"description": "order 42", "metadata": {"paymentjob": "default/order-42"},
 		"status": "succeeded", "created": %d, "livemode": false,
-		"confirmation_method": "automatic", "capture_method": "automatic"}`, saved.ID, created.Unix())))
+		"confirmation_method": "automatic", "capture_method": "automatic",
+		"cancellation_reason": null, "last_payment_error": null}`, saved.ID, created.Unix())))
 	g.Expect(first.header.Get("Content-Type")).To(Equal("application/json"))
 	g.Expect(first.header.Get("Request-Id")).To(MatchRegexp(`^req_\w+$`))
 	g.Expect(first.header.Get("Idempotency-Key")).To(Equal(key))
@@ -704,8 +705,9 @@ func TestServerServesStatsAndFaults(t *testing.T) {
 	stats := sendControl(g, srv, http.MethodGet, "/_sandbox/stats", "")
 	g.Expect(stats.status).To(Equal(http.StatusOK))
 	g.Expect(stats.body).To(MatchJSON(`{"account": "acct_stats", "requests": 3, "charges": 1, "replays": 1,
-		"inFlightConflicts": 0, "declines": 1, "keyReusedErrors": 0, "invalidRequests": 0, "faults": 0,
-		"rateLimited": 0, "searches": 0, "retrieves": 0, "keysForgotten": 0, "chargesByKey": {"k1": 1}}`))
+		"inFlightConflicts": 0, "declines": 1, "requiresAction": 0, "cancels": 0, "keyReusedErrors": 0,
+		"invalidRequests": 0, "faults": 0, "rateLimited": 0, "searches": 0, "retrieves": 0, "keysForgotten": 0,
+		"chargesByKey": {"k1": 1}}`))
 
 	faults := sendControl(g, srv, http.MethodGet, "/_sandbox/faults", "")
 	g.Expect(faults.status).To(Equal(http.StatusOK))

@@ -28,8 +28,9 @@ import (
 	"strings"
 )
 
-// The Stripe routes, /v1: create, retrieve and search PaymentIntents, and
-// read the account, with the form-encoded parameters stripe-go sends.
+// The Stripe routes, /v1: create, retrieve, cancel and search
+// PaymentIntents, and read the account, with the form-encoded parameters
+// stripe-go sends.
 
 // Limits of Stripe's metadata.
 const (
@@ -61,18 +62,11 @@ func (s *server) createPaymentIntent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
-	if len(key) > MaxIdempotencyKeyLength {
-		writeError(w, http.StatusBadRequest, apiErrorBody{
-			Type: ErrorTypeInvalidRequest,
-			Message: fmt.Sprintf("Idempotency-Key is %d characters long; it must be at most %d.",
-				len(key), MaxIdempotencyKeyLength),
-		})
+	key, ok := idempotencyKey(w, r)
+	if !ok {
 		return
 	}
-	if key != "" {
-		w.Header().Set("Idempotency-Key", key)
-	} else {
+	if key == "" {
 		// Like Stripe, a request without a key is a new payment each time.
 		key = "sandbox_generated_" + rand.Text()
 	}
@@ -82,8 +76,69 @@ func (s *server) createPaymentIntent(w http.ResponseWriter, r *http.Request) {
 		writeStripeError(w, se)
 		return
 	}
+	offSession, se := offSessionParam(form)
+	if se != nil {
+		writeStripeError(w, se)
+		return
+	}
 
-	in, replayed, err := s.engine.CreatePaymentIntent(key, params)
+	in, replayed, err := s.engine.CreatePaymentIntentWithOptions(key, params, ConfirmOptions{OffSession: offSession})
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if err != nil {
+		writeEngineError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, intentBody(in))
+}
+
+// idempotencyKey reads the Idempotency-Key header and echoes it; it answers
+// 400 and returns false when the key is too long.
+func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	if len(key) > MaxIdempotencyKeyLength {
+		writeError(w, http.StatusBadRequest, apiErrorBody{
+			Type: ErrorTypeInvalidRequest,
+			Message: fmt.Sprintf("Idempotency-Key is %d characters long; it must be at most %d.",
+				len(key), MaxIdempotencyKeyLength),
+		})
+		return "", false
+	}
+	if key != "" {
+		w.Header().Set("Idempotency-Key", key)
+	}
+	return key, true
+}
+
+// offSessionParam reads off_session: "true" or "false" (or left out, false)
+// as Stripe takes a boolean on create with confirm=true. Stripe also takes
+// "one_off" and "recurring" there, which the sandbox treats as true.
+func offSessionParam(form url.Values) (bool, *StripeError) {
+	switch v := form.Get("off_session"); v {
+	case "", "false":
+		return false, nil
+	case "true", "one_off", "recurring":
+		return true, nil
+	default:
+		return false, invalidRequest(CodeParameterInvalid, "off_session",
+			fmt.Sprintf("Invalid off_session: %q; use true or false.", v))
+	}
+}
+
+// cancelPaymentIntent cancels the intent with the ID of the path
+// (Engine.CancelPaymentIntent), with cancellation_reason from the form.
+func (s *server) cancelPaymentIntent(w http.ResponseWriter, r *http.Request) {
+	form, errBody, status := readForm(r)
+	if errBody != nil {
+		writeError(w, status, *errBody)
+		return
+	}
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
+	in, replayed, err := s.engine.CancelPaymentIntent(key, r.PathValue("id"), form.Get("cancellation_reason"))
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}

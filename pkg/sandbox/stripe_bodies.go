@@ -71,6 +71,8 @@ type paymentIntentBody struct {
 	Livemode           bool              `json:"livemode"`
 	ConfirmationMethod string            `json:"confirmation_method"`
 	CaptureMethod      string            `json:"capture_method"`
+	CancellationReason *string           `json:"cancellation_reason"`
+	LastPaymentError   *apiErrorBody     `json:"last_payment_error"`
 }
 
 // intentBody is the PaymentIntent body of an Engine intent.
@@ -82,6 +84,17 @@ func intentBody(in Intent) paymentIntentBody {
 	var received int64
 	if in.Status == StatusSucceeded {
 		received = in.Amount
+	}
+	var lastError *apiErrorBody
+	if se := in.LastPaymentError; se != nil {
+		lastError = &apiErrorBody{
+			Type:        se.Type,
+			Code:        se.Code,
+			DeclineCode: se.DeclineCode,
+			Message:     se.Message,
+			Param:       se.Param,
+			DocURL:      docURL(se.Code),
+		}
 	}
 	return paymentIntentBody{
 		ID:                 in.ID,
@@ -98,6 +111,8 @@ func intentBody(in Intent) paymentIntentBody {
 		Livemode:           false,
 		ConfirmationMethod: methodAutomatic,
 		CaptureMethod:      methodAutomatic,
+		CancellationReason: nullable(in.CancellationReason),
+		LastPaymentError:   lastError,
 	}
 }
 
@@ -130,22 +145,29 @@ type apiErrorBody struct {
 }
 
 // writeStripeError writes an Engine error with its status and, when it has
-// one, its Retry-After in whole seconds rounded up. The Engine keeps no
-// intent for a declined payment, so the error carries no payment_intent.
+// one, its Retry-After in whole seconds rounded up, and its payment_intent:
+// the intent a decline off-session left requires_payment_method, or the one
+// whose status refused a cancel. A plain card decline keeps no intent, so
+// its error carries none.
 func writeStripeError(w http.ResponseWriter, se *StripeError) {
 	setRetryAfter(w, se.RetryAfter)
 	status := se.HTTPStatus
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
-	writeError(w, status, apiErrorBody{
+	body := apiErrorBody{
 		Type:        se.Type,
 		Code:        se.Code,
 		DeclineCode: se.DeclineCode,
 		Message:     se.Message,
 		Param:       se.Param,
 		DocURL:      docURL(se.Code),
-	})
+	}
+	if in, ok := se.PaymentIntent(); ok {
+		ib := intentBody(in)
+		body.PaymentIntent = &ib
+	}
+	writeError(w, status, body)
 }
 
 // setRetryAfter sets the Retry-After header to d in whole seconds rounded
