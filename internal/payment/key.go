@@ -60,6 +60,18 @@ func SentKey(namespace, key string) string {
 	return hashedKeyPrefix + hex.EncodeToString(sum[:])
 }
 
+// ScopedKey is SentKey under a PaymentProvider's key scope:
+// "<scope>:<namespace>/<key>", hashed like SentKey when too long. An empty
+// scope gives SentKey's key, so providers without a scope keep the keys
+// they always sent. Scopes and namespaces never contain ':' or '/', so no
+// scoped key equals another scope's or an unscoped one.
+func ScopedKey(scope, namespace, key string) string {
+	if scope == "" {
+		return SentKey(namespace, key)
+	}
+	return SentKey(scope+":"+namespace, key)
+}
+
 // RequestHash is the fingerprint of a request sent under a key:
 // "sha256:<hex>" of a canonical JSON encoding (struct fields in a fixed
 // order, map keys sorted). It is recorded in the job's status when the job is

@@ -266,3 +266,42 @@ func TestSentKeyNeverEqualsTheHashOfAnotherKey(t *testing.T) {
 	g.Expect(payment.SentKey("payments", lookalike)).NotTo(Equal(hashedLong))
 	g.Expect(payment.SentKey("payments", lookalike)).To(HavePrefix("payments/sha256:"))
 }
+
+func TestScopedKeyKeepsScopesApart(t *testing.T) {
+	tests := []struct {
+		name  string
+		scope string
+		ns    string
+		key   string
+		want  string // "" means hashed: checked by shape
+	}{
+		{name: "no scope is the unscoped key", ns: "billing", key: "invoice-42", want: "billing/invoice-42"},
+		{name: "a scope is prepended", scope: "tenant-7", ns: "billing", key: "invoice-42", want: "tenant-7:billing/invoice-42"},
+		{name: "long keys are hashed within the bound", scope: strings.Repeat("s", 63), ns: strings.Repeat("n", 63), key: strings.Repeat("x", 250)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := payment.ScopedKey(tt.scope, tt.ns, tt.key)
+			g.Expect(len(got)).To(BeNumerically("<=", payment.MaxKeyLength))
+			if tt.want != "" {
+				g.Expect(got).To(Equal(tt.want))
+				return
+			}
+			g.Expect(got).To(HavePrefix(tt.scope + ":" + tt.ns + "/sha256:"))
+		})
+	}
+
+	g := NewWithT(t)
+	keys := map[string]string{}
+	for _, scope := range []string{"", "a", "b", "a-b"} {
+		for _, ns := range []string{"billing", "a", "b", "a-billing"} {
+			for _, key := range []string{"invoice-42", strings.Repeat("x", 300)} {
+				k := payment.ScopedKey(scope, ns, key)
+				where := fmt.Sprintf("scope %q, namespace %q, key %.10q", scope, ns, key)
+				g.Expect(keys).NotTo(HaveKey(k), "%s sends the key of %s", where, keys[k])
+				keys[k] = where
+			}
+		}
+	}
+}

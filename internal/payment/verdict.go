@@ -16,8 +16,6 @@ limitations under the License.
 
 package payment
 
-import "fmt"
-
 // Action is what a job may do after its key was looked up.
 type Action int
 
@@ -79,9 +77,11 @@ func Decide(found []Found, fingerprint string, req ChargeRequest) Verdict {
 	case succeeded != nil:
 		return Verdict{Action: ActionRecord, Charge: *succeeded}
 	case other != nil:
-		return Verdict{Action: ActionStall, Charge: *other, Reason: fmt.Sprintf(
-			"the provider holds charge %s (%d %s, %s) under this idempotency key, made for another request",
-			other.ID, other.Amount, other.Currency, other.Status)}
+		// The reason is shown to whoever can read the job: it names
+		// nothing of the other request (its charge, amount or account may
+		// be another tenant's); Charge carries the detail for the log.
+		return Verdict{Action: ActionStall, Charge: *other, Reason: "a payment under this idempotency key for another " +
+			"request exists at the provider; the operator's log names it (ChargeMismatch)"}
 	case pending != nil:
 		return Verdict{Action: ActionSettle, Charge: *pending}
 	}
