@@ -37,6 +37,14 @@ import (
 // canceled before it succeeded.
 const ReasonPaymentCanceled = "PaymentCanceled"
 
+// ReasonAuthenticationRequired is the failure reason of a payment that
+// needed the customer's authentication (3-D Secure), which a job cannot
+// give: Stripe's code and decline code authentication_required of a payment
+// confirmed off-session, and the reason of an intent that waited in
+// requires_action until the adapter canceled it. Nothing was charged; the
+// customer must pay on-session, or the card be set up for off-session use.
+const ReasonAuthenticationRequired = "authentication_required"
+
 // Error types of Stripe that stripe-go has no constant for.
 const (
 	errorTypeAuthentication stripego.ErrorType = "authentication_error"
@@ -65,7 +73,7 @@ func (p *Provider) classify(op string, err error) error {
 	status := se.HTTPStatusCode
 	switch {
 	case se.Type == stripego.ErrorTypeCard:
-		return payment.Declined(payment.ReasonCardDeclined, p.clean(cardMessage(se)))
+		return payment.Declined(cardReason(se), p.clean(cardMessage(se)))
 	case se.Type == stripego.ErrorTypeIdempotency:
 		return payment.KeyReused(p.clean(withCode(se)))
 	case se.Code == stripego.ErrorCodeIdempotencyKeyInUse || status == http.StatusConflict:
@@ -89,14 +97,43 @@ func (p *Provider) classify(op string, err error) error {
 	}
 }
 
+// cardReason is the failure reason of a card error: authentication_required
+// when Stripe's code or decline code says so, CardDeclined otherwise.
+func cardReason(e *stripego.Error) string {
+	if e.Code == stripego.ErrorCodeAuthenticationRequired || e.DeclineCode == stripego.DeclineCodeAuthenticationRequired {
+		return ReasonAuthenticationRequired
+	}
+	return payment.ReasonCardDeclined
+}
+
 // declinedIntent is the refusal for an intent that needs a new payment
 // method after it was confirmed: its payment attempt failed.
 func (p *Provider) declinedIntent(intent *stripego.PaymentIntent) error {
 	if e := intent.LastPaymentError; e != nil {
-		return payment.Declined(payment.ReasonCardDeclined, p.clean(fmt.Sprintf("%s (payment intent %s)", cardMessage(e), intent.ID)))
+		return payment.Declined(cardReason(e), p.clean(fmt.Sprintf("%s (payment intent %s)", cardMessage(e), intent.ID)))
 	}
 	return payment.Declined(payment.ReasonCardDeclined,
 		p.clean(fmt.Sprintf("payment intent %s requires a new payment method: the payment attempt failed", intent.ID)))
+}
+
+// canceledIntent is the refusal for a canceled intent. waited is the status
+// the intent waited in when the adapter canceled it itself, empty when it
+// found it canceled: requires_action is authentication_required, anything
+// else PaymentCanceled.
+func (p *Provider) canceledIntent(intent *stripego.PaymentIntent, waited stripego.PaymentIntentStatus) error {
+	if waited == stripego.PaymentIntentStatusRequiresAction {
+		return payment.Declined(ReasonAuthenticationRequired, p.clean(fmt.Sprintf(
+			"payment intent %s required the customer's authentication (requires_action) and was canceled: "+
+				"no customer is present to authenticate, nothing was charged", intent.ID)))
+	}
+	msg := fmt.Sprintf("payment intent %s was canceled", intent.ID)
+	if waited != "" {
+		msg = fmt.Sprintf("payment intent %s waited in %s and was canceled: nothing was charged", intent.ID, waited)
+	}
+	if intent.CancellationReason != "" {
+		msg += fmt.Sprintf(" (%s)", intent.CancellationReason)
+	}
+	return payment.Declined(ReasonPaymentCanceled, p.clean(msg))
 }
 
 // cardMessage is "<code> (<decline code>): <message>" of a card error.

@@ -66,9 +66,8 @@ var errorCases = []errorCase{
 		class: payment.ErrDeclined, reason: payment.ReasonCardDeclined, contains: []string{"expired_card: Your card has expired."},
 	},
 	{
-		name:   "key reused with other parameters",
-		answer: jsonAnswer(http.StatusBadRequest, stripeError("idempotency_error", "", "", "Keys for idempotent requests can only be used with the same parameters they were first used with.")),
-		class:  payment.ErrKeyReused, reason: payment.ReasonKeyReused, contains: []string{"same parameters"},
+		name: "authentication required off-session", answer: jsonAnswer(http.StatusPaymentRequired, stripeError("card_error", "authentication_required", "authentication_required", "Your card was declined. This transaction requires authentication.")),
+		class: payment.ErrDeclined, reason: ReasonAuthenticationRequired, contains: []string{"authentication_required (authentication_required): Your card was declined."},
 	},
 	{
 		name:   "invalid parameter",
@@ -146,7 +145,7 @@ var errorCases = []errorCase{
 		name: "invalid_request_error with another status", answer: jsonAnswer(http.StatusPaymentRequired, stripeError("invalid_request_error", "", "", "odd")),
 		contains: []string{"HTTP 402"},
 	},
-	{name: "unexpected status", answer: jsonAnswer(http.StatusOK, intent("pi_1", "requires_confirmation")), contains: []string{"pi_1", "requires_confirmation"}},
+	{name: "unexpected status", answer: jsonAnswer(http.StatusOK, intent("pi_1", "requires_review")), contains: []string{"pi_1", "requires_review"}},
 	{name: "connection closed", answer: hangUp},
 
 	// Answers that are not Stripe's JSON: their bodies never reach the message.

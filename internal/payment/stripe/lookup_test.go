@@ -320,11 +320,11 @@ func TestSettlePollsUntilFinal(t *testing.T) {
 	tests := []pollCase{
 		{name: "processing until succeeded", first: "processing", pending: 2, final: succeeded("pi_1"), check: succeededAs("succeeded")},
 		{name: "already succeeded", final: intent("pi_1", "requires_capture"), check: succeededAs("requires_capture")},
-		{name: "requires_action until the attempt failed", first: "requires_action", pending: 1, final: attemptFailed(), check: declinedWith(payment.ReasonCardDeclined, "do_not_honor")},
+		{name: "processing until the attempt failed", first: "processing", pending: 1, final: attemptFailed(), check: declinedWith(payment.ReasonCardDeclined, "do_not_honor")},
 		{name: "canceled", final: intent("pi_1", "canceled"), check: declinedWith(ReasonPaymentCanceled, "canceled")},
-		{name: "requires_confirmation is not final", final: intent("pi_1", "requires_confirmation"), check: func(g Gomega, _ payment.Outcome, err error) {
+		{name: "an unknown status is not final", final: intent("pi_1", "requires_review"), check: func(g Gomega, _ payment.Outcome, err error) {
 			g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
-			g.Expect(err.Error()).To(ContainSubstring("requires_confirmation"))
+			g.Expect(err.Error()).To(ContainSubstring("requires_review"))
 		}},
 	}
 	for _, tt := range tests {

@@ -135,11 +135,13 @@ func apiBase(raw string) (string, error) {
 	return strings.TrimSuffix(u.String(), "/"), nil
 }
 
-// Charge creates and confirms a PaymentIntent for req under key, polls it
-// while it is processing, and maps the answer to an outcome or to one of
-// package payment's error classes, as the package documentation describes.
-// It sends exactly one create request; a context that is already done sends
-// nothing.
+// Charge creates and confirms a PaymentIntent for req under key,
+// off-session, polls it while it is processing, cancels it when it waits
+// for a customer, and maps the answer to an outcome or to one of package
+// payment's error classes, as the package documentation describes. It
+// sends one create request, and a second one only when Stripe answers the
+// first with an idempotency error (see legacyCreate); a context that is
+// already done sends nothing.
 func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
 	if !payment.ValidKey(key) {
 		// Nothing is sent, so nothing can have been charged.
@@ -149,6 +151,9 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot create the payment intent: %w", err), 0)
 	}
 	intent, err := p.client.V1PaymentIntents.Create(ctx, createParams(key, req))
+	if isIdempotencyError(err) {
+		intent, err = p.legacyCreate(ctx, key, req)
+	}
 	if err != nil {
 		return payment.Outcome{}, p.classify("cannot create the payment intent", err)
 	}
@@ -159,8 +164,19 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 
 // createParams are the parameters of the create request for req under key.
 // They depend on key and req only, and stripe-go encodes metadata with its
-// keys sorted, so a retry sends the same bytes.
+// keys sorted, so a retry sends the same bytes. off_session=true says that
+// no customer is present: a payment that needs the customer's
+// authentication (3-D Secure) is declined with authentication_required
+// instead of waiting in requires_action for someone who never comes.
 func createParams(key string, req payment.ChargeRequest) *stripego.PaymentIntentCreateParams {
+	params := legacyCreateParams(key, req)
+	params.OffSession = stripego.Bool(true)
+	return params
+}
+
+// legacyCreateParams are createParams without off_session: what the
+// operator sent before it sent off_session.
+func legacyCreateParams(key string, req payment.ChargeRequest) *stripego.PaymentIntentCreateParams {
 	metadata := payment.LookupMetadata(key, req)
 
 	params := &stripego.PaymentIntentCreateParams{
@@ -186,12 +202,37 @@ func createParams(key string, req payment.ChargeRequest) *stripego.PaymentIntent
 	return params
 }
 
+// legacyCreate sends the create request as the operator sent it before it
+// sent off_session, after Stripe answered createParams with an idempotency
+// error: Stripe compares every parameter of a retry with the first request,
+// so a job whose first attempt an older operator made would otherwise be
+// refused as a key reused, and fail, although its first attempt may have
+// charged. Stripe replays that first attempt's answer instead. A key
+// genuinely used for another request is refused again, and the refusal
+// stands.
+func (p *Provider) legacyCreate(ctx context.Context, key string, req payment.ChargeRequest) (*stripego.PaymentIntent, error) {
+	return p.client.V1PaymentIntents.Create(ctx, legacyCreateParams(key, req))
+}
+
+// isIdempotencyError reports whether err is Stripe's idempotency_error: the
+// key was first used with other parameters.
+func isIdempotencyError(err error) bool {
+	var se *stripego.Error
+	return errors.As(err, &se) && se.Type == stripego.ErrorTypeIdempotency
+}
+
 // settle turns an intent into an outcome or an error, reading it again with
-// GET while it is processing or requires_action, with a wait that doubles
-// from the poll interval to the maximum, until it is final or ctx is done.
-// It never creates another intent.
+// GET while it is processing, with a wait that doubles from the poll
+// interval to the maximum, until it is final or ctx is done. An intent that
+// waits for a customer (requires_action, requires_confirmation) is canceled
+// once with abandon: a job has no customer present, and an intent left
+// waiting would keep the job uncertain forever. It never creates another
+// intent.
 func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, replayed bool) (payment.Outcome, error) {
 	wait := p.pollInterval
+	// waited is the status the intent waited in when this call canceled
+	// it; empty until then.
+	var waited stripego.PaymentIntentStatus
 	for {
 		switch intent.Status {
 		case stripego.PaymentIntentStatusSucceeded, stripego.PaymentIntentStatusRequiresCapture:
@@ -202,12 +243,23 @@ func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, r
 		case stripego.PaymentIntentStatusRequiresPaymentMethod:
 			return payment.Outcome{}, p.declinedIntent(intent)
 		case stripego.PaymentIntentStatusCanceled:
-			msg := fmt.Sprintf("payment intent %s was canceled", intent.ID)
-			if intent.CancellationReason != "" {
-				msg += fmt.Sprintf(" (%s)", intent.CancellationReason)
+			return payment.Outcome{}, p.canceledIntent(intent, waited)
+		case stripego.PaymentIntentStatusRequiresAction, stripego.PaymentIntentStatusRequiresConfirmation:
+			if intent.ID == "" {
+				return payment.Outcome{}, payment.Transient(fmt.Errorf("the payment intent from Stripe in status %s has no id", intent.Status), 0)
 			}
-			return payment.Outcome{}, payment.Declined(ReasonPaymentCanceled, p.clean(msg))
-		case stripego.PaymentIntentStatusProcessing, stripego.PaymentIntentStatusRequiresAction:
+			if waited != "" {
+				return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s is still %s after it was canceled",
+					p.clean(intent.ID), intent.Status), 0)
+			}
+			waited = intent.Status
+			next, err := p.abandon(ctx, intent)
+			if err != nil {
+				return payment.Outcome{}, err
+			}
+			intent = next
+			continue
+		case stripego.PaymentIntentStatusProcessing:
 			if intent.ID == "" {
 				return payment.Outcome{}, payment.Transient(fmt.Errorf("the payment intent from Stripe in status %s has no id", intent.Status), 0)
 			}
@@ -228,19 +280,62 @@ func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, r
 
 		next, err := p.retrieve(ctx, intent.ID)
 		if err != nil {
-			// Stripe accepted the intent, so it may still succeed: no
-			// error while reading it is a refusal.
-			mapped := p.classify("cannot read the payment intent", err)
-			hint := payment.RetryAfter(mapped)
-			var t *payment.TransientError
-			if errors.As(mapped, &t) && t.Err != nil {
-				mapped = t.Err
-			}
-			return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s, last seen %s: %w",
-				p.clean(intent.ID), intent.Status, mapped), hint)
+			return payment.Outcome{}, p.readError(intent, err)
 		}
 		intent = next
 	}
+}
+
+// abandon cancels intent, which waits for a customer, with POST
+// /v1/payment_intents/{id}/cancel and cancellation_reason=abandoned, under
+// the idempotency key "abandon_<id>" so that a retry replays the first
+// answer. Stripe cancels only an intent that has not succeeded, so a cancel
+// can never take back a payment; but the customer may authenticate just
+// before it, and then Stripe refuses the cancel. So whenever the cancel
+// does not answer a canceled intent, the intent is read again, and
+// whatever it is then (succeeded, canceled, still waiting) is what settle
+// decides on. Every error is uncertain.
+func (p *Provider) abandon(ctx context.Context, intent *stripego.PaymentIntent) (*stripego.PaymentIntent, error) {
+	params := &stripego.PaymentIntentCancelParams{
+		CancellationReason: stripego.String(string(stripego.PaymentIntentCancellationReasonAbandoned)),
+	}
+	params.SetIdempotencyKey(abandonKey(intent.ID))
+	canceled, err := p.client.V1PaymentIntents.Cancel(ctx, intent.ID, params)
+	if err == nil && canceled.ID == intent.ID && canceled.Status == stripego.PaymentIntentStatusCanceled {
+		return canceled, nil
+	}
+	next, rerr := p.retrieve(ctx, intent.ID)
+	if rerr != nil {
+		cause := rerr
+		if err != nil {
+			cause = fmt.Errorf("%w; canceling it: %w", rerr, p.classify("cannot cancel", err))
+		}
+		return nil, p.readError(intent, cause)
+	}
+	if next.ID != intent.ID {
+		return nil, payment.Transient(fmt.Errorf("reading payment intent %s answered another intent, %q",
+			p.clean(intent.ID), p.clean(next.ID)), 0)
+	}
+	return next, nil
+}
+
+// abandonKey is the idempotency key of the cancel of the intent with id.
+func abandonKey(id string) string {
+	return "abandon_" + id
+}
+
+// readError is the uncertain error of a failed read (or cancel) of intent,
+// which Stripe accepted and which may still succeed: no error while reading
+// it is a refusal.
+func (p *Provider) readError(intent *stripego.PaymentIntent, err error) error {
+	mapped := p.classify("cannot read the payment intent", err)
+	hint := payment.RetryAfter(mapped)
+	var t *payment.TransientError
+	if errors.As(mapped, &t) && t.Err != nil {
+		mapped = t.Err
+	}
+	return payment.Transient(fmt.Errorf("payment intent %s, last seen %s: %w",
+		p.clean(intent.ID), intent.Status, mapped), hint)
 }
 
 // retrieve reads the intent with id: GET /v1/payment_intents/{id}.

@@ -102,6 +102,7 @@ func TestChargeSendsOneCreateRequest(t *testing.T) {
 			"confirm":                                    {"true"},
 			"automatic_payment_methods[enabled]":         {"true"},
 			"automatic_payment_methods[allow_redirects]": {"never"},
+			"off_session":                                {"true"},
 		}
 		for k, vs := range extra {
 			v[k] = vs
@@ -271,7 +272,6 @@ func TestChargePollsUntilFinal(t *testing.T) {
 			}},
 			replayed: true,
 		},
-		{pollCase: pollCase{name: "requires_action until succeeded", first: "requires_action", pending: 1, final: succeeded("pi_1"), check: succeededAs("succeeded")}},
 		{pollCase: pollCase{name: "processing until the attempt failed", first: "processing", pending: 1, final: attemptFailed(), check: declinedWith(payment.ReasonCardDeclined, "do_not_honor")}},
 	}
 	for _, tt := range tests {
