@@ -35,6 +35,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -48,13 +49,22 @@ import (
 
 // append stores entries on the newest page, starting new pages as pages
 // fill. A conflict means another process appended first: its page is read
-// again and the append retried, without the entries it already holds.
+// again and the append retried, without the entries it already holds. A
+// stale index is rebuilt first, and the append retried on the rebuilt one.
 func (l *Ledger) append(ctx context.Context, entries []Entry) error {
+	rebuilds := 0
 	for attempt := 1; ; attempt++ {
-		err := l.tryAppend(ctx, entries)
+		err := l.rebuildIfStale(ctx)
+		if err == nil {
+			err = l.tryAppend(ctx, entries)
+		}
 		if err == nil {
 			appendsTotal.Inc()
 			return nil
+		}
+		if errors.Is(err, ErrRebuilding) && rebuilds < maxRebuilds {
+			rebuilds++
+			continue
 		}
 		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) || attempt == maxAppendAttempts {
 			return fmt.Errorf("cannot append to the outcome ledger: %w", err)
@@ -82,6 +92,11 @@ const (
 )
 
 func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
+	l.gate.RLock()
+	defer l.gate.RUnlock()
+	if err := l.checkStale(); err != nil {
+		return err
+	}
 	if err := l.refreshDirty(ctx); err != nil {
 		return err
 	}
@@ -101,7 +116,7 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 		// wins. Checked again on each page written to, since another
 		// process may have put the same outcome there.
 		if todo = l.unrecorded(head, todo); len(todo) == 0 {
-			return nil
+			return l.checkStale()
 		}
 		if full(head, l.opts.MaxEntriesPerPage) {
 			if head, err = l.startPage(ctx, head); err != nil {
@@ -116,6 +131,11 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 			n++
 		}
 		l.mu.Lock()
+		if l.stale {
+			// todo was picked on an index that turned out stale.
+			l.mu.Unlock()
+			return ErrRebuilding
+		}
 		l.writing = updated.Name
 		l.mu.Unlock()
 		if head.ResourceVersion == "" {
@@ -131,6 +151,13 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 		if err != nil {
 			l.mu.Lock()
 			l.writing = ""
+			if apierrors.IsNotFound(err) {
+				// The newest page, written or read here, is gone: an
+				// etcd restored from a snapshot taken before it was
+				// created (or an administrator) took it.
+				l.markStale("page", head.Name, "gone", true, "after", head.ResourceVersion)
+				err = fmt.Errorf("%w: page %s is gone: %w", ErrRebuilding, head.Name, err)
+			}
 			l.mu.Unlock()
 			return err
 		}

@@ -55,13 +55,18 @@ import (
 
 // Observe tells the ledger that the watch saw page name at resourceVersion
 // rv; a page another process wrote is read again before the next Find or
-// append. A deleted page is passed with an empty rv.
+// append. A deleted page is passed with an empty rv. A version older than
+// the last one the watch reported (the watch relisted an etcd restored
+// from a snapshot) makes the index stale until it is rebuilt.
 func (l *Ledger) Observe(name, rv string) {
 	if pageSeq(name) <= 0 {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.observed != nil {
+		l.observed[name] = rv
+	}
 	p, ok := l.pages[name]
 	if rv == "" {
 		delete(l.pages, name)
@@ -71,9 +76,13 @@ func (l *Ledger) Observe(name, rv string) {
 		return
 	}
 	if !ok {
-		l.pages[name] = &page{seq: pageSeq(name), seen: rv}
+		l.pages[name] = &page{seq: pageSeq(name), seen: rv, watched: rv}
 		return
 	}
+	if p.watched != "" && newer(p.watched, rv) {
+		l.markStale("page", name, "watched", rv, "after", p.watched)
+	}
+	p.watched = rv
 	if newer(rv, p.seen) {
 		p.seen = rv
 	}
@@ -162,7 +171,12 @@ func (l *Ledger) reread(ctx context.Context, stale func(name string, p *page) bo
 
 // readPage reads page name from the API server and indexes it; false when
 // it is gone, and then forgotten.
+//
+// A read from the API server is never older than a version this process
+// knew before it asked (indexed, written or watched): a copy that is, is a
+// page of an etcd restored from a snapshot, and makes the index stale.
 func (l *Ledger) readPage(ctx context.Context, name string) (*paymentsv1alpha1.PaymentLedger, bool, error) {
+	known := l.known(name)
 	var p paymentsv1alpha1.PaymentLedger
 	if err := l.reader.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -171,8 +185,29 @@ func (l *Ledger) readPage(ctx context.Context, name string) (*paymentsv1alpha1.P
 		}
 		return nil, false, fmt.Errorf("cannot read ledger page %s: %w", name, err)
 	}
+	if known != "" && newer(known, p.ResourceVersion) {
+		l.mu.Lock()
+		l.markStale("page", name, "read", p.ResourceVersion, "after", known)
+		l.mu.Unlock()
+		return nil, false, fmt.Errorf("%w: page %s read at resourceVersion %s after %s", ErrRebuilding, name, p.ResourceVersion, known)
+	}
 	l.index(&p)
 	return &p, true, nil
+}
+
+// known is the newest resourceVersion of page name this process indexed,
+// wrote or saw in the watch.
+func (l *Ledger) known(name string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.pages[name]
+	if !ok {
+		return ""
+	}
+	if newer(p.indexed, p.seen) {
+		return p.indexed
+	}
+	return p.seen
 }
 
 // newestSeq is the highest page sequence known.
@@ -188,10 +223,32 @@ func (l *Ledger) newestSeq() int {
 
 // index takes the hashes of p's keys, unless this process holds a newer copy.
 func (l *Ledger) index(p *paymentsv1alpha1.PaymentLedger) {
-	seq := pageSeq(p.Name)
-	if seq <= 0 {
+	if pageSeq(p.Name) <= 0 {
 		return
 	}
+	indexed := l.pageOf(p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.pages[p.Name]
+	if ok && old.indexed != "" && !newer(p.ResourceVersion, old.indexed) {
+		return
+	}
+	seen, watched := p.ResourceVersion, ""
+	if ok {
+		watched = old.watched
+		if newer(old.seen, seen) {
+			seen = old.seen
+		}
+	}
+	indexed.seen, indexed.watched = seen, watched
+	l.pages[p.Name] = indexed
+	if l.head != nil && l.head.Name == p.Name && newer(p.ResourceVersion, l.head.ResourceVersion) {
+		l.head = nil
+	}
+}
+
+// pageOf is what the index keeps of p, seen at the version it was read.
+func (l *Ledger) pageOf(p *paymentsv1alpha1.PaymentLedger) *page {
 	hashes := make([]uint64, len(p.Entries))
 	for i, e := range p.Entries {
 		hashes[i] = l.hash(e.Key)
@@ -203,21 +260,8 @@ func (l *Ledger) index(p *paymentsv1alpha1.PaymentLedger) {
 			newest = e.At.Time
 		}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	old, ok := l.pages[p.Name]
-	if ok && old.indexed != "" && !newer(p.ResourceVersion, old.indexed) {
-		return
-	}
-	seen := p.ResourceVersion
-	if ok && newer(old.seen, seen) {
-		seen = old.seen
-	}
-	l.pages[p.Name] = &page{seq: seq, indexed: p.ResourceVersion, seen: seen, hashes: hashes, newest: newest,
-		full: full(p, l.opts.MaxEntriesPerPage)}
-	if l.head != nil && l.head.Name == p.Name && newer(p.ResourceVersion, l.head.ResourceVersion) {
-		l.head = nil
-	}
+	return &page{seq: pageSeq(p.Name), indexed: p.ResourceVersion, seen: p.ResourceVersion, hashes: hashes,
+		newest: newest, full: full(p, l.opts.MaxEntriesPerPage)}
 }
 
 // forget drops a page that is gone.
@@ -231,9 +275,13 @@ func (l *Ledger) forget(name string) {
 }
 
 // pagesHolding names the pages on which a key with hash h may be.
+// None while the index is stale.
 func (l *Ledger) pagesHolding(h uint64) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.stale {
+		return nil
+	}
 	var names []string
 	for name, p := range l.pages {
 		if _, ok := slices.BinarySearch(p.hashes, h); ok {

@@ -110,9 +110,14 @@ type Ledger struct {
 
 	loaded chan struct{}
 	kick   chan struct{}
+	// rebuild asks the loop of Start to rebuild a stale index.
+	rebuild chan struct{}
 
 	// rereading lets one caller at a time read pages again.
 	rereading sync.Mutex
+	// gate is held for reading by every Find and append, and for writing
+	// by a rebuild of the index (rewind.go), which none may overlap.
+	gate sync.RWMutex
 
 	mu sync.Mutex
 	// pages indexes every page by name.
@@ -125,6 +130,15 @@ type Ledger struct {
 	// report the write before it is indexed, and that is no reason to
 	// read the page again.
 	writing string
+	// stale is set when a page's resourceVersion went backwards (an etcd
+	// restored from a snapshot): the index is not trusted, Has says false
+	// and Find and Record return ErrRebuilding until it is rebuilt from a
+	// fresh list. staleWhy says what showed it.
+	stale    bool
+	staleWhy []any
+	// observed collects what the watch reports while a rebuild lists the
+	// pages (nil when none runs), so that no write it missed is lost.
+	observed map[string]string
 }
 
 // page is what the manager keeps of one PaymentLedger: the hashes of its keys.
@@ -133,8 +147,12 @@ type page struct {
 	// indexed is the resourceVersion the hashes were taken from; seen is
 	// the newest one the watch reported. A page is dirty while they differ.
 	indexed, seen string
-	hashes        []uint64
-	newest        time.Time
+	// watched is the last resourceVersion the watch reported. The watch
+	// reports a page's versions in order; one older than the last means
+	// the versions went backwards.
+	watched string
+	hashes  []uint64
+	newest  time.Time
 	// full is true when the copy indexed was full: then it is final,
 	// since a full page is never written again.
 	full bool
@@ -160,14 +178,15 @@ func New(writer client.Client, reader client.Reader, opts Options) *Ledger {
 		opts.MaxEntriesPerPage = maxEntriesPerPage
 	}
 	return &Ledger{
-		writer: writer,
-		reader: reader,
-		opts:   opts,
-		seed:   maphash.MakeSeed(),
-		loaded: make(chan struct{}),
-		kick:   make(chan struct{}, 1),
-		pages:  map[string]*page{},
-		next:   &batch{done: make(chan struct{})},
+		writer:  writer,
+		reader:  reader,
+		opts:    opts,
+		seed:    maphash.MakeSeed(),
+		loaded:  make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		rebuild: make(chan struct{}, 1),
+		pages:   map[string]*page{},
+		next:    &batch{done: make(chan struct{})},
 	}
 }
 
@@ -211,6 +230,26 @@ func (l *Ledger) Find(ctx context.Context, key string) (Entry, bool, error) {
 	if err := l.waitLoaded(ctx); err != nil {
 		return Entry{}, false, err
 	}
+	for attempt := 1; ; attempt++ {
+		if err := l.rebuildIfStale(ctx); err != nil {
+			return Entry{}, false, err
+		}
+		e, found, err := l.find(ctx, key)
+		if errors.Is(err, ErrRebuilding) && attempt < maxRebuilds {
+			continue
+		}
+		return e, found, err
+	}
+}
+
+// find is Find on an index that is not known to be stale. A key not found
+// while the index turned out stale is an error, not an answer.
+func (l *Ledger) find(ctx context.Context, key string) (Entry, bool, error) {
+	l.gate.RLock()
+	defer l.gate.RUnlock()
+	if err := l.checkStale(); err != nil {
+		return Entry{}, false, err
+	}
 	if err := l.refreshDirty(ctx); err != nil {
 		return Entry{}, false, err
 	}
@@ -232,13 +271,18 @@ func (l *Ledger) Find(ctx context.Context, key string) (Entry, bool, error) {
 			}
 		}
 	}
+	if err := l.checkStale(); err != nil {
+		return Entry{}, false, err
+	}
 	return Entry{}, false, nil
 }
 
 // Has reports whether key is on a page as far as this process knows,
 // without an API request. It may be wrong in both directions while another
 // process's write has not been read yet, and says true for the rare key
-// whose 64-bit hash is another key's; use Find to be sure.
+// whose 64-bit hash is another key's; use Find to be sure. It says false
+// while the index is stale (resourceVersions went backwards) and not
+// rebuilt yet: a caller that deletes what the ledger holds keeps it then.
 func (l *Ledger) Has(key string) bool {
 	return len(l.pagesHolding(l.hash(key))) > 0
 }
@@ -297,6 +341,8 @@ func (l *Ledger) Start(ctx context.Context) error {
 
 	prune := time.NewTicker(pruneInterval)
 	defer prune.Stop()
+	verify := time.NewTicker(verifyInterval)
+	defer verify.Stop()
 	if err := l.Prune(ctx); err != nil {
 		logger.Error(err, "Cannot apply the ledger retention")
 	}
@@ -308,6 +354,19 @@ func (l *Ledger) Start(ctx context.Context) error {
 		case <-prune.C:
 			if err := l.Prune(ctx); err != nil {
 				logger.Error(err, "Cannot apply the ledger retention")
+			}
+		case <-verify.C:
+			// A watch that resumed after a restore without relisting
+			// reports nothing: compare the index with the pages.
+			if err := l.verify(ctx); err != nil {
+				logger.Error(err, "Cannot compare the ledger index with the pages")
+			}
+			if err := l.rebuildIfStale(ctx); err != nil {
+				logger.Error(err, "Cannot rebuild the ledger index")
+			}
+		case <-l.rebuild:
+			if err := l.rebuildIfStale(ctx); err != nil {
+				logger.Error(err, "Cannot rebuild the ledger index")
 			}
 		case <-l.kick:
 			l.flush(ctx)
@@ -321,6 +380,12 @@ const pruneInterval = time.Hour
 // load indexes every page, a few at a time, so that the manager's memory
 // holds their hashes only.
 func (l *Ledger) load(ctx context.Context) error {
+	return l.listPages(ctx, func(p *paymentsv1alpha1.PaymentLedger) { l.index(p) })
+}
+
+// listPages reads every page from the API server, a few at a time, and
+// hands each to use.
+func (l *Ledger) listPages(ctx context.Context, use func(*paymentsv1alpha1.PaymentLedger)) error {
 	var list paymentsv1alpha1.PaymentLedgerList
 	cont := ""
 	for {
@@ -328,7 +393,7 @@ func (l *Ledger) load(ctx context.Context) error {
 			return fmt.Errorf("cannot list ledger pages: %w", err)
 		}
 		for i := range list.Items {
-			l.index(&list.Items[i])
+			use(&list.Items[i])
 		}
 		if cont = list.Continue; cont == "" {
 			return nil
@@ -367,6 +432,11 @@ func (l *Ledger) failPending(err error) {
 func (l *Ledger) Prune(ctx context.Context) error {
 	cutoff := l.opts.Clock.Now().Add(-l.opts.Retention)
 	l.mu.Lock()
+	if l.stale {
+		// Pruned once the index is rebuilt.
+		l.mu.Unlock()
+		return nil
+	}
 	type expired struct{ name, rv string }
 	var victims []expired
 	maxSeq := 0

@@ -30,6 +30,8 @@ var (
 		"Ledger pages read again because another process wrote them.")
 	prunedPagesTotal = counter("paymentjob_ledger_pruned_pages_total",
 		"Ledger pages deleted by the retention.")
+	indexRebuildsTotal = counter("paymentjob_ledger_index_rebuilds_total",
+		"Ledger indexes rebuilt from a fresh list of the pages because resourceVersions went backwards (an etcd restored from a snapshot).")
 )
 
 // counter is a counter of the ledger, not registered yet.
@@ -40,7 +42,7 @@ func counter(name, help string) prometheus.Counter {
 // Collectors returns every collector this package registers in
 // controller-runtime's metrics registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{appendsTotal, appendConflictsTotal, pageRereadsTotal, prunedPagesTotal}
+	return []prometheus.Collector{appendsTotal, appendConflictsTotal, pageRereadsTotal, prunedPagesTotal, indexRebuildsTotal}
 }
 
 func init() {
