@@ -28,6 +28,16 @@ limitations under the License.
 // --idempotency=false charges every request, to prove that a client never
 // sends the same payment twice.
 //
+// Stripe's 3-D Secure test cards are known: pm_card_authenticationRequired
+// and pm_card_threeDSecureRequired are declined with authentication_required
+// when confirmed with off_session=true (the intent is left
+// requires_payment_method) and leave the intent in requires_action
+// otherwise. --require-action=PM[,PM...] makes the sandbox leave every
+// intent paid with one of those payment methods in requires_action, off
+// session or not, as an intent made without off_session is left; a client
+// ends it with POST /v1/payment_intents/{id}/cancel. Such intents and
+// canceled ones are never counted as charges.
+//
 // It prints "sandbox listening on http://ADDR" on stdout once it listens,
 // logs one line per request on stderr, and stops gracefully on SIGINT or
 // SIGTERM. Invalid flags exit with status 2.
@@ -45,6 +55,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -96,6 +107,7 @@ type config struct {
 	idempotency      bool
 	searchLag        time.Duration
 	limits           sandbox.RateLimits
+	requireAction    []string
 }
 
 // parseFlags parses the command line; it returns a nil config, and prints
@@ -126,6 +138,21 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		"The create requests per second accepted, with a burst of the rate rounded up; beyond, 429. 0 is unlimited.")
 	fs.Float64Var(&c.limits.Searches, "search-rate", 0,
 		"The search and lookup requests per second accepted, with a burst of the rate rounded up; beyond, 429. 0 is unlimited.")
+	fs.Func("require-action",
+		"A payment method whose intents are left in requires_action (waiting for 3-D Secure), off_session or not; "+
+			"comma-separated, repeatable. Any name is accepted, such as pm_card_visa or pm_card_forced3ds. "+
+			"pm_card_authenticationRequired and pm_card_threeDSecureRequired need no flag: they are declined "+
+			"with authentication_required off-session and wait in requires_action on-session.",
+		func(v string) error {
+			for pm := range strings.SplitSeq(v, ",") {
+				pm = strings.TrimSpace(pm)
+				if pm == "" || !validPaymentMethod(pm) {
+					return fmt.Errorf("invalid payment method %q: use letters, digits and _", pm)
+				}
+				c.requireAction = append(c.requireAction, pm)
+			}
+			return nil
+		})
 	live := fs.Bool("live-rate-limits", false,
 		"Stripe's live-mode rate limits: 100 writes and 20 searches per second. "+
 			"An explicit --write-rate or --search-rate wins over its part of the preset.")
@@ -189,6 +216,17 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	return &c, nil
 }
 
+// validPaymentMethod reports whether pm is letters, digits and '_' only,
+// like Stripe's payment method identifiers.
+func validPaymentMethod(pm string) bool {
+	for _, c := range pm {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
 // checkLoopback returns an error unless addr's host is a loopback IP address
 // or localhost.
 func checkLoopback(addr string) error {
@@ -221,6 +259,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := engine.SetRateLimits(cfg.limits); err != nil {
 		return usageError{err}
 	}
+	for _, pm := range cfg.requireAction {
+		engine.RequireAction(pm)
+	}
 
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.addr)
 	if err != nil {
@@ -246,7 +287,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		"errorAfterCommit", cfg.faults.ErrorAfterCommit, "rateLimit", cfg.faults.RateLimit,
 		"retryAfter", cfg.faults.RetryAfter, "latencyMin", cfg.faults.LatencyMin, "latencyMax", cfg.faults.LatencyMax,
 		"account", engine.Account(), "idempotency", cfg.idempotency, "searchLag", cfg.searchLag,
-		"writeRate", cfg.limits.Writes, "searchRate", cfg.limits.Searches)
+		"writeRate", cfg.limits.Writes, "searchRate", cfg.limits.Searches, "requireAction", cfg.requireAction)
 	if _, err := fmt.Fprintf(stdout, "sandbox listening on http://%s\n", ln.Addr()); err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("cannot announce the address: %w", err)

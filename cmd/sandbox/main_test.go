@@ -66,6 +66,9 @@ func TestRunRefusesInvalidCommandLines(t *testing.T) {
 		{name: "idempotency not a bool", args: []string{"--idempotency=maybe"}, wantErr: "-idempotency"},
 		{name: "unknown flag", args: []string{"--port", "12111"}, wantErr: "flag provided but not defined: -port"},
 		{name: "positional argument", args: []string{"serve"}, wantErr: "unexpected arguments"},
+		{name: "empty require-action", args: []string{"--require-action", "pm_a,"}, wantErr: `invalid payment method ""`},
+		{name: "require-action not an identifier", args: []string{"--require-action", "pm card"},
+			wantErr: `invalid payment method "pm card"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +95,7 @@ func TestParseFlagsShapesTheProvider(t *testing.T) {
 		wantAccount     string
 		wantIdempotency bool
 		wantSearchLag   time.Duration
+		wantRequire     []string
 	}{
 		{name: "defaults", wantIdempotency: true},
 		{name: "live rate limits", args: []string{"--live-rate-limits"},
@@ -105,6 +109,9 @@ func TestParseFlagsShapesTheProvider(t *testing.T) {
 		{name: "account, idempotency off and lag",
 			args:        []string{"--account-id", "acct_cli", "--idempotency=false", "--search-lag", "90s"},
 			wantAccount: "acct_cli", wantSearchLag: 90 * time.Second},
+		{name: "require action, comma-separated and repeated",
+			args:            []string{"--require-action", "pm_card_visa, pm_forced", "--require-action=pm_more"},
+			wantIdempotency: true, wantRequire: []string{"pm_card_visa", "pm_forced", "pm_more"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +123,7 @@ func TestParseFlagsShapesTheProvider(t *testing.T) {
 			g.Expect(cfg.account).To(Equal(tt.wantAccount))
 			g.Expect(cfg.idempotency).To(Equal(tt.wantIdempotency))
 			g.Expect(cfg.searchLag).To(Equal(tt.wantSearchLag))
+			g.Expect(cfg.requireAction).To(Equal(tt.wantRequire))
 		})
 	}
 }
