@@ -1,0 +1,381 @@
+//go:build e2e
+
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+const (
+	// restoreJobs is the batch an etcd snapshot is taken in the middle
+	// of; restoreLaterJobs are created after the restore.
+	restoreJobs      = 40
+	restoreLaterJobs = 6
+	// restoreTTL is the batch's ttlSecondsAfterFinished: the TTL
+	// collector deletes its jobs while and after etcd is restored.
+	restoreTTL = 60
+	// metricIndexRebuilds counts the ledger's index rebuilds.
+	metricIndexRebuilds = "paymentjob_ledger_index_rebuilds_total"
+)
+
+// TestEtcdRestore restores etcd from a snapshot taken in the middle of a
+// batch, under a manager left running throughout, as an administrator
+// would: kube-apiserver stopped, etcd stopped, `etcdutl snapshot restore`
+// into its data folder, etcd and kube-apiserver started again. "naive"
+// restores without --bump-revision (resourceVersions go back below the ones
+// the manager has seen); "bump-revision" with --bump-revision
+// --mark-compacted (the watches relist, with pages older than they
+// reported). The jobs finished after the snapshot go back to what they were
+// and finish again (the sandbox still remembers their keys and replays),
+// and their ledger entries are gone from the pages. Every outcome must end
+// up in the ledger exactly once, the ledger must find entries written
+// after the restore (re-created jobs end FoundInLedger, with no request at
+// the sandbox), the TTL collector must not delete a job whose outcome the
+// restore took from the ledger, and the sandbox must hold one charge per
+// job.
+func TestEtcdRestore(t *testing.T) {
+	t.Run("naive", func(t *testing.T) { testEtcdRestore(t, false) })
+	t.Run("bump-revision", func(t *testing.T) { testEtcdRestore(t, true) })
+}
+
+func testEtcdRestore(t *testing.T, bump bool) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	etcdutl := filepath.Join(suite.assets, "etcdutl")
+	if _, err := os.Stat(etcdutl); err != nil {
+		t.Fatalf("etcdutl missing from KUBEBUILDER_ASSETS: run `make envtest-assets`, which builds it: %v", err)
+	}
+	name := "etcd-restore"
+	if bump {
+		name += "-bump"
+	}
+	started := time.Now()
+	c := startCluster(t, filepath.Join(suite.artifacts, name, "control-plane"))
+	s := newScenarioOn(t, c, name)
+	// Each charge takes a while, so that the snapshot falls mid-batch.
+	g.Expect(s.sandbox.SetLatency(ctx, 400*time.Millisecond)).To(Succeed())
+	batch := s.planJobs(restoreJobs, func(_ int, j *plannedJob) { j.declined = false })
+	m := s.startManager(managerOptions{})
+	s.createJobsWithTTL(batch, restoreTTL)
+
+	// The snapshot, mid-batch. Jobs not finished right after it were not
+	// finished in it: the restore takes their outcomes back.
+	s.waitForTerminal(restoreJobs/4, terminalTimeout)
+	snapshot := filepath.Join(s.dir, "etcd.snapshot")
+	rev, err := c.cp.snapshotEtcd(snapshot)
+	g.Expect(err).NotTo(HaveOccurred())
+	live, err := s.list()
+	g.Expect(err).NotTo(HaveOccurred())
+	var rewound []plannedJob
+	for _, p := range batch {
+		if j := live[p.key()]; !terminal(&j) {
+			rewound = append(rewound, p)
+		}
+	}
+	t.Logf("%s: etcd snapshot at revision %d with %d of %d jobs not finished", name, rev, len(rewound), len(batch))
+	g.Expect(rewound).NotTo(BeEmpty(), "the snapshot must be taken mid-batch")
+
+	// The batch ends, and its outcomes are recorded, before the restore.
+	s.waitForTerminal(restoreJobs, terminalTimeout)
+	s.expectInLedger(batch, false)
+	g.Expect(c.cp.restoreEtcd(etcdutl, snapshot, bump)).To(Succeed())
+	t.Logf("%s: etcd restored (bump-revision %t) %s after the start", name, bump, time.Since(started).Round(time.Second))
+
+	// New jobs after the restore, without a TTL; then every job ends, and
+	// the TTL collector deletes the batch.
+	later := s.planJobs(restoreLaterJobs, func(i int, j *plannedJob) {
+		j.declined = false
+		j.name = fmt.Sprintf("later-%04d", i)
+	})
+	s.createJobs(later)
+	s.waitTerminalOrGone(later, batch)
+	NewWithT(t).Eventually(func(g Gomega) {
+		live, err := s.list()
+		g.Expect(err).NotTo(HaveOccurred())
+		var left []string
+		for _, p := range batch {
+			if _, ok := live[p.key()]; ok {
+				left = append(left, p.key())
+			}
+		}
+		g.Expect(left).To(BeEmpty(), "jobs the TTL collector has not deleted yet")
+	}, restoreTTL*time.Second+terminalTimeout, time.Second).Should(Succeed())
+
+	// Every outcome exactly once in the ledger, with the sandbox's charge;
+	// one charge per job at the sandbox.
+	all := append(append([]plannedJob{}, batch...), later...)
+	stats, err := s.sandbox.Stats(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	s.expectInLedger(all, true)
+	g.Expect(stats.ChargesByKey).To(HaveLen(len(all)), "keys charged at the sandbox")
+	for key, n := range stats.ChargesByKey {
+		g.Expect(n).To(Equal(1), "charges of %s", key)
+	}
+	g.Expect(stats.Charges).To(BeEquivalentTo(len(all)), "charges at the sandbox == jobs")
+
+	// The ledger finds what was written after the restore: the jobs whose
+	// outcomes the restore took back and the later jobs, deleted and
+	// created again from the same manifests, end FoundInLedger without a
+	// request to the sandbox.
+	for _, p := range later {
+		err := s.cluster.k8s.Delete(ctx, p.object(s.name))
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	}
+	s.waitGone(later)
+	again := append(append([]plannedJob{}, rewound...), later...)
+	before, err := s.sandbox.Stats(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	s.createJobs(again)
+	live = s.waitTerminalOrGone(again, nil)
+	after, err := s.sandbox.Stats(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	var charged []string
+	for _, p := range again {
+		j := live[p.key()]
+		if c := meta.FindStatusCondition(j.Status.Conditions, paymentsv1alpha1.ConditionReady); c == nil || c.Reason != reasonFoundInLedger {
+			charged = append(charged, p.key()+": "+describe(&j))
+		}
+	}
+	g.Expect(charged).To(BeEmpty(), "re-created jobs not finished from the ledger")
+	g.Expect(after.Requests).To(Equal(before.Requests), "create requests at the sandbox for re-created jobs")
+	g.Expect(after.Charges).To(Equal(before.Charges), "charges at the sandbox for re-created jobs")
+
+	// One manager ran throughout, and says what it did.
+	g.Expect(m.Exited()).To(BeFalse(), "the manager exited: %v", m.ExitError())
+	ms, err := m.scrape()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ms.sum(metricIndexRebuilds, nil)).To(BeNumerically(">=", 1), "ledger index rebuilds")
+	g.Expect(m.logContainsFold("Ledger index rebuilt after resourceVersions went backwards")).To(BeTrue())
+	t.Logf("%s: %d jobs, %d taken back by the restore and recorded again, %.0f index rebuilds, %d charges; %s in all",
+		name, len(all), len(rewound), ms.sum(metricIndexRebuilds, nil), after.Charges, time.Since(started).Round(time.Second))
+}
+
+// createJobsWithTTL creates the jobs with spec.ttlSecondsAfterFinished.
+func (s *scenario) createJobsWithTTL(jobs []plannedJob, ttl int32) {
+	s.t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(jobs))
+	for _, p := range jobs {
+		wg.Go(func() {
+			j := p.object(s.name)
+			j.Spec.TTLSecondsAfterFinished = &ttl
+			errs <- createWithRetry(s.cluster.k8s, j)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		NewWithT(s.t).Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+// createWithRetry creates obj, retrying over API hiccups for a bounded time.
+func createWithRetry(c client.Client, obj client.Object) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := c.Create(context.Background(), obj)
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cannot create %s: %w", obj.GetName(), err)
+		}
+		<-time.After(200 * time.Millisecond)
+	}
+}
+
+// waitTerminalOrGone waits until every job of jobs is terminal, and every
+// job of mayGo terminal or deleted; it returns the live jobs.
+func (s *scenario) waitTerminalOrGone(jobs, mayGo []plannedJob) map[string]paymentsv1alpha1.PaymentJob {
+	s.t.Helper()
+	var live map[string]paymentsv1alpha1.PaymentJob
+	NewWithT(s.t).Eventually(func(g Gomega) {
+		var err error
+		live, err = s.list()
+		g.Expect(err).NotTo(HaveOccurred())
+		var waiting []string
+		for _, p := range jobs {
+			if j, ok := live[p.key()]; !ok || !terminal(&j) {
+				waiting = append(waiting, p.key()+" ("+describe(&j)+")")
+			}
+		}
+		for _, p := range mayGo {
+			if j, ok := live[p.key()]; ok && !terminal(&j) {
+				waiting = append(waiting, p.key()+" ("+describe(&j)+")")
+			}
+		}
+		g.Expect(waiting).To(BeEmpty(), "%d jobs not terminal yet, first ones: %s",
+			len(waiting), strings.Join(waiting[:min(len(waiting), 8)], "; "))
+	}, terminalTimeout, time.Second).Should(Succeed())
+	return live
+}
+
+// waitGone waits until none of the jobs exists.
+func (s *scenario) waitGone(jobs []plannedJob) {
+	s.t.Helper()
+	NewWithT(s.t).Eventually(func(g Gomega) {
+		live, err := s.list()
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, p := range jobs {
+			g.Expect(live).NotTo(HaveKey(p.key()))
+		}
+	}, time.Minute, 500*time.Millisecond).Should(Succeed())
+}
+
+// expectInLedger checks the PaymentLedger pages: each job's key exactly
+// once, Completed, and with the sandbox's charge for it when withCharges.
+func (s *scenario) expectInLedger(jobs []plannedJob, withCharges bool) {
+	s.t.Helper()
+	g := NewWithT(s.t)
+	var pages paymentsv1alpha1.PaymentLedgerList
+	g.Expect(s.cluster.k8s.List(context.Background(), &pages)).To(Succeed())
+	entries := map[string][]paymentsv1alpha1.LedgerEntry{}
+	for _, p := range pages.Items {
+		for _, e := range p.Entries {
+			entries[e.Key] = append(entries[e.Key], e)
+		}
+	}
+	var wrong []string
+	for _, p := range jobs {
+		es := entries[p.key()]
+		if len(es) != 1 {
+			wrong = append(wrong, fmt.Sprintf("%s: %d entries", p.key(), len(es)))
+			continue
+		}
+		if es[0].Outcome != paymentsv1alpha1.LedgerCompleted {
+			wrong = append(wrong, fmt.Sprintf("%s: outcome %s", p.key(), es[0].Outcome))
+		}
+		if !withCharges {
+			continue
+		}
+		intents, err := s.sandbox.IntentsFor(context.Background(), p.key())
+		g.Expect(err).NotTo(HaveOccurred())
+		if len(intents) != 1 || intents[0].ID != es[0].Charge {
+			wrong = append(wrong, fmt.Sprintf("%s: ledger charge %q, sandbox %+v", p.key(), es[0].Charge, intents))
+		}
+	}
+	g.Expect(wrong).To(BeEmpty(), "ledger entries in %d pages", len(pages.Items))
+}
+
+// snapshotEtcd saves a snapshot of etcd to path, as `etcdctl snapshot
+// save` does, through etcd's gRPC gateway (JSON over HTTP, a message per
+// chunk); it returns the revision the snapshot was taken at.
+func (c *controlPlane) snapshotEtcd(path string) (int64, error) {
+	u := *c.env.ControlPlane.Etcd.URL
+	u.Path = "/v3/maintenance/snapshot"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader("{}"))
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("cannot snapshot etcd: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		return 0, fmt.Errorf("cannot snapshot etcd: %s: %s", resp.Status, body)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	var rev int64
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var msg struct {
+			Result struct {
+				Header struct {
+					Revision int64 `json:"revision,string"`
+				} `json:"header"`
+				Blob []byte `json:"blob"`
+			} `json:"result"`
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		err := dec.Decode(&msg)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err == nil && msg.Error != nil {
+			err = errors.New(msg.Error.Message)
+		}
+		if err == nil {
+			_, err = f.Write(msg.Result.Blob)
+		}
+		if err != nil {
+			_ = f.Close()
+			return 0, fmt.Errorf("cannot snapshot etcd: %w", err)
+		}
+		rev = max(rev, msg.Result.Header.Revision)
+	}
+	return rev, f.Close()
+}
+
+// restoreEtcd restores etcd from snapshot as an administrator would:
+// kube-controller-manager, kube-apiserver and etcd stopped, the data folder
+// replaced by `etcdutl snapshot restore` (with --bump-revision
+// --mark-compacted when bump is true), then etcd and kube-apiserver started
+// again on the same ports.
+func (c *controlPlane) restoreEtcd(etcdutl, snapshot string, bump bool) error {
+	if _, err := c.stopAPIServer(); err != nil {
+		return err
+	}
+	etcd := c.env.ControlPlane.Etcd
+	if err := etcd.Stop(); err != nil {
+		return fmt.Errorf("cannot stop etcd: %w", err)
+	}
+	if err := os.RemoveAll(etcd.DataDir); err != nil {
+		return err
+	}
+	args := []string{"snapshot", "restore", snapshot, "--data-dir", etcd.DataDir}
+	if bump {
+		args = append(args, "--bump-revision", "1000000000", "--mark-compacted")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, etcdutl, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("etcdutl %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	if err := etcd.Start(); err != nil {
+		return fmt.Errorf("cannot start etcd on the restored data: %w", err)
+	}
+	return c.startAPIServer()
+}
