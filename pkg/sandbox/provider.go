@@ -88,9 +88,10 @@ func (p *Provider) Lookups() int64 { return p.lookups.Load() }
 // Settles returns how many times Settle was called.
 func (p *Provider) Settles() int64 { return p.settles.Load() }
 
-// Charge creates a PaymentIntent at the Engine under key, with the metadata
-// of TaggedRequest, and maps its answer to the payment package's outcome and
-// error classes. A context that is already done sends nothing; one that ends
+// Charge creates a PaymentIntent at the Engine under key, off-session, with
+// the metadata of TaggedRequest, and maps its answer to the payment
+// package's outcome and error classes; an intent left waiting for the
+// customer is canceled, as the Stripe adapter does. A context that is already done sends nothing; one that ends
 // while the Engine works returns a transient error, and the Engine still
 // finishes the request.
 func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
@@ -108,7 +109,8 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	// Buffered, so that the request finishes after the caller gave up.
 	done := make(chan result, 1)
 	go func() {
-		in, replayed, err := p.engine.CreatePaymentIntent(key, tagged)
+		// Like the Stripe adapter: no customer is present.
+		in, replayed, err := p.engine.CreatePaymentIntentWithOptions(key, tagged, ConfirmOptions{OffSession: true})
 		done <- result{intent: in, replayed: replayed, err: err}
 	}()
 
@@ -116,6 +118,9 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	case r := <-done:
 		if r.err != nil {
 			return payment.Outcome{}, mapError(r.err)
+		}
+		if waitsForCustomer(r.intent.Status) {
+			return p.abandon(r.intent)
 		}
 		return outcome(r.intent, r.replayed), nil
 	case <-ctx.Done():
