@@ -360,6 +360,20 @@ type ProviderIdentity struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	Account string `json:"account,omitempty"`
+
+	// mode is "live" or "test" for providers whose credentials say which
+	// (Stripe: sk_live_/rk_live_ or sk_test_/rk_test_): a test-mode and a
+	// live-mode key of one Stripe account report the same account id, yet
+	// move money in different books. Empty when the provider does not say.
+	// +optional
+	// +kubebuilder:validation:Enum=live;test
+	Mode string `json:"mode,omitempty"`
+
+	// keyScope is the PaymentProvider's spec.keyScope when the payment was
+	// first claimed: part of every key the payment sends and records.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	KeyScope string `json:"keyScope,omitempty"`
 }
 
 // PaymentJob is one payment, made at its provider exactly once.

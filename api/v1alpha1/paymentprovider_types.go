@@ -129,6 +129,19 @@ type ProviderLookup struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	RequestsPerSecond *int32 `json:"requestsPerSecond,omitempty"`
+
+	// searchLagSeconds is how long a charge may take to show in the
+	// provider's lookup after it was made. A Stalled job is resolved as
+	// not-charged (the resolve annotation) only once its last attempt is
+	// older than this and the lookup finds nothing that succeeded or may
+	// still succeed; until then the resolution waits, and the job makes no
+	// new attempt. Defaults to 900 (15 minutes) for Stripe, whose search
+	// usually lags by under a minute but by up to an hour during incidents,
+	// and to 60 for an HTTP service, whose lookup must be read-after-write.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	SearchLagSeconds *int32 `json:"searchLagSeconds,omitempty"`
 }
 
 // PaymentProviderSpec configures one payment provider account. Exactly one of
@@ -170,6 +183,23 @@ type PaymentProviderSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=600
 	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+
+	// keyScope keeps payments apart that would otherwise share idempotency
+	// keys: it is prepended to every key sent through this provider and
+	// recorded in the outcome ledger ("<keyScope>:<namespace>/<key>").
+	// Set it where namespace names are recycled for new tenants (a new
+	// tenant's manifests never read an old tenant's outcomes) or where
+	// clusters share one provider account with the same namespace names.
+	// A new scope is a new key space: a manifest applied again under
+	// another scope is a new payment, and so is the way to charge at a new
+	// provider account jobs whose outcome the ledger holds for another
+	// (ProviderChanged). It applies to jobs claimed after it is set; a job
+	// already claimed keeps the key it was claimed with.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	KeyScope string `json:"keyScope,omitempty"`
 }
 
 // PaymentProviderStatus is the observed state of a PaymentProvider.

@@ -62,9 +62,9 @@ var expectedPolicies = []expectedPolicy{
 			"observedGeneration does not move and a resolution is not refused",
 	},
 	{
-		name: "resolve-attribution",
-		consequence: "resolutions are attributed to the field manager that wrote the annotation, " +
-			"not to the user the API server authenticated",
+		name: resolveAttributionPolicy,
+		consequence: "resolutions are recorded as unattributed: without the policy, whoever may annotate a job " +
+			"may write any name in the resolved-by annotation, so the operator never trusts it",
 	},
 }
 
@@ -96,6 +96,22 @@ type foundBinding struct {
 	// actions are a validating binding's validationActions.
 	actions []admissionregistrationv1.ValidationAction
 }
+
+// AttributionEnforced checks now, with an uncached read, whether the
+// resolve-attribution policy is in place and enforced: only then does the
+// resolved-by annotation name the user the API server authenticated.
+func (a *Auditor) AttributionEnforced(ctx context.Context) (bool, error) {
+	problems, err := a.auditPolicies(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, missing := problems[resolveAttributionPolicy]
+	return !missing, nil
+}
+
+// resolveAttributionPolicy is the base name of the policy that sets the
+// resolved-by annotation.
+const resolveAttributionPolicy = "resolve-attribution"
 
 // auditPolicies returns the problems of each expected policy that is
 // missing or not enforced, by base name.

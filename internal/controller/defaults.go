@@ -53,6 +53,15 @@ const (
 	// or its credentials gone) stays in memory after a Processing job last
 	// used it.
 	KeptAdapterTTL = time.Hour
+	// DefaultStripeSearchLag is how long a Stripe charge may take to show
+	// in its search, unless the PaymentProvider sets
+	// spec.lookup.searchLagSeconds: Stripe's search usually lags by under
+	// a minute, and by up to an hour during incidents.
+	DefaultStripeSearchLag = 15 * time.Minute
+	// DefaultHTTPSearchLag is the same for an HTTP service's lookup, which
+	// the contract requires to be read-after-write: a margin for the call
+	// of an attempt whose claim was just taken over.
+	DefaultHTTPSearchLag = time.Minute
 )
 
 // DefaultBackoff paces the retries after uncertain provider outcomes:

@@ -281,7 +281,7 @@ func (r *PaymentJobReconciler) wake(job *paymentsv1alpha1.PaymentJob) func() {
 // and the provider may have forgotten its key. It claims the job and
 // charges, or records the charge the lookup found.
 func (r *PaymentJobReconciler) admitAfterLookup(ctx context.Context, job *paymentsv1alpha1.PaymentJob, target *target, now time.Time) (ctrl.Result, error) {
-	c := ChargeOf(job)
+	c := chargeWithKey(job, scopedKey(job, target.id.KeyScope))
 	found, ok := target.lookups.result(c.Key, job.UID)
 	if !ok {
 		// Batched with other jobs' keys; this job is woken when the answer
@@ -297,6 +297,7 @@ func (r *PaymentJobReconciler) admitAfterLookup(ctx context.Context, job *paymen
 	}
 	verdict := payment.Decide(found.found, c.Fingerprint, c.Request)
 	if verdict.Action == payment.ActionStall {
+		logChargeMismatch(ctx, "provider", verdict.Charge.ID, verdict.Charge.Amount, verdict.Charge.Currency)
 		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch,
 			message: "Not charging: " + verdict.Reason + "; delete this job, or use another idempotency key"})
 	}

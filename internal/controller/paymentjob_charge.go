@@ -48,6 +48,14 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 			return ctrl.Result{RequeueAfter: wait}, err
 		}
 	}
+	unclaimed := job.Status.DeepCopy()
+	if job.Status.Provider == nil || unclaimed.Phase != paymentsv1alpha1.PhaseProcessing {
+		// The first claim (or one by a version that did not record it):
+		// the payment is tied to where this claim sends it, key scope
+		// included.
+		id := t.id
+		job.Status.Provider = &id
+	}
 	c := ChargeOf(job)
 	if job.Status.RequestHash != "" && job.Status.RequestHash != c.Fingerprint {
 		// The provider would refuse another request under this key, or worse,
@@ -58,12 +66,6 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 		})
 	}
 
-	unclaimed := job.Status.DeepCopy()
-	if job.Status.Provider == nil {
-		// The first claim, or one by a version that did not record it.
-		id := t.id
-		job.Status.Provider = &id
-	}
 	if verdict.Action == payment.ActionSettle && job.Status.ProviderResponse == nil {
 		// Remembered, so that every later attempt settles this charge too.
 		job.Status.ProviderResponse = responseOf(verdict.Charge.Outcome)
@@ -193,6 +195,7 @@ func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1
 			o.Replayed = err == nil
 			return o, true, err
 		case payment.ActionStall:
+			logChargeMismatch(ctx, "provider", verdict.Charge.ID, verdict.Charge.Amount, verdict.Charge.Currency)
 			return payment.Outcome{}, false, fmt.Errorf("%w: %s", errChargeMismatch, verdict.Reason)
 		}
 	}

@@ -74,6 +74,10 @@ type PaymentJobReconciler struct {
 	// APIReader reads what the cache leaves out: who wrote a resolve
 	// annotation (managedFields). Optional.
 	APIReader client.Reader
+	// Attribution says whether the resolve-attribution admission policy is
+	// enforced; without it (nil, or not enforced) a resolution is recorded
+	// as unattributed, never as the resolved-by annotation says.
+	Attribution AttributionPolicy
 
 	// wakeups brings back jobs whose lookup was answered.
 	wakeups chan event.GenericEvent
@@ -159,8 +163,8 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		// Never claimed, so nothing is in flight: let it go.
 		return ctrl.Result{}, r.removeFinalizer(ctx, job)
 	}
-	if done, err := r.finishFromLedger(ctx, job); done || err != nil {
-		return ctrl.Result{}, err
+	if res, done, err := r.finishFromLedger(ctx, job); done || err != nil {
+		return res, err
 	}
 	if err := r.ensureFinalizer(ctx, job); err != nil {
 		return ctrl.Result{}, err

@@ -48,11 +48,24 @@ func checkRecordedKey(job *paymentsv1alpha1.PaymentJob) *progress {
 			"something other than the operator wrote it", recorded, derived), maxMessageLength)}
 }
 
+// logChargeMismatch tells the cluster admin, in the manager's log only,
+// which payment under a job's key was made for another request (where: the
+// provider or the ledger). The job's conditions and events never name it:
+// under a recycled namespace name, or an account shared by clusters, it may
+// be another tenant's.
+func logChargeMismatch(ctx context.Context, where, charge string, amount int64, currency string) {
+	log.FromContext(ctx).Info("Not charging: a payment under this idempotency key was made for another request",
+		"where", where, "charge", charge, "amount", amount, "currency", currency)
+}
+
 // describeIdentity names a provider identity for a message.
 func describeIdentity(id paymentsv1alpha1.ProviderIdentity) string {
 	s := fmt.Sprintf("%s (PaymentProvider uid %s", id.Endpoint, id.UID)
 	if id.Account != "" {
 		s += ", account " + id.Account
+	}
+	if id.Mode != "" {
+		s += ", " + id.Mode + " mode"
 	}
 	return s + ")"
 }

@@ -22,9 +22,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -72,23 +75,16 @@ func fromLedger(job *paymentsv1alpha1.PaymentJob) bool {
 	return c != nil && c.Reason == ReasonFoundInLedger
 }
 
-// recordFromLedger finishes a job whose key the ledger holds: as the
-// recorded outcome when the request is the same, with no provider call; it
-// stalls when the key was used for another request.
-func (r *PaymentJobReconciler) recordFromLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob, e ledger.Entry) error {
-	key, req := sentKey(job), chargeRequest(job)
-	hash := payment.RequestHash(key, req)
+// recordFromLedger finishes a job whose key the ledger holds, with the
+// recorded outcome and no provider call, as made at t (where the ledger
+// says it was made, checked by the caller).
+func (r *PaymentJobReconciler) recordFromLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, c Charge, e ledger.Entry) error {
 	when := e.At.UTC().Format(time.RFC3339)
-	if e.Fingerprint != hash {
-		return r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: payment.CleanMessage(fmt.Sprintf(
-			"Not charging: the operator's ledger records a payment under this idempotency key for another request "+
-				"(%s %s on %s); delete this job, or use another idempotency key", e.Outcome, e.Charge, when), maxMessageLength)})
-	}
 	now := metav1.NewTime(r.Clock.Now())
-	job.Status.IdempotencyKey = key
-	job.Status.RequestHash = hash
+	job.Status.IdempotencyKey = c.Key
+	job.Status.RequestHash = c.Fingerprint
 	job.Status.Claim = nil
-	provider := e.Provider
+	provider := t.id
 	job.Status.Provider = &provider
 	job.Status.CompletedAt = &now
 	by := ""
@@ -180,16 +176,65 @@ func LedgerEntry(job *paymentsv1alpha1.PaymentJob, now time.Time) ledger.Entry {
 // finishFromLedger finishes a job that was never claimed here but may have
 // been paid before this object existed (a manifest re-created from Git, a
 // TTL-deleted job coming back). The ledger is asked first, before any
-// deadline, suspension or provider, and answers from memory unless it
-// holds the key. A job finished from it needs no finalizer: nothing is in
-// flight. done reports that the job was finished (or the ledger failed).
-func (r *PaymentJobReconciler) finishFromLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (done bool, err error) {
+// deadline or suspension, under the key the job's PaymentProvider scopes
+// (a job whose provider does not exist yet waits for it, and is asked
+// then), and answers from memory unless it holds the key. A hit counts only
+// for the same request made where the provider charges now: another
+// request under the key stalls (ChargeMismatch), and a payment made at
+// another account, mode or endpoint stalls too (ProviderChanged): it is
+// neither this account's payment nor to be charged silently. A job
+// finished from it needs no finalizer: nothing is in flight. done reports
+// that the pass ends here (finished, stalled, waiting for the provider, or
+// the ledger failed).
+func (r *PaymentJobReconciler) finishFromLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (res ctrl.Result, done bool, err error) {
 	if r.Ledger == nil || job.Status.IdempotencyKey != "" {
-		return false, nil
+		return ctrl.Result{}, false, nil
 	}
-	e, found, err := r.Ledger.Find(ctx, sentKey(job))
+	var pp paymentsv1alpha1.PaymentProvider
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: job.Spec.ProviderRef.Name}, &pp); err != nil {
+		// Not found: the scope of the job's keys is not known yet; the
+		// job waits for its provider (admit), and comes back with it.
+		return ctrl.Result{}, !apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}
+	c := chargeWithKey(job, scopedKey(job, pp.Spec.KeyScope))
+	e, found, err := r.Ledger.Find(ctx, c.Key)
 	if err != nil || !found {
-		return err != nil, err
+		return ctrl.Result{}, err != nil, err
 	}
-	return true, r.recordFromLedger(ctx, job, e)
+	if e.Fingerprint != c.Fingerprint {
+		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
+		return ctrl.Result{}, true, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: "Not charging: " +
+			"the operator's ledger records a payment under this idempotency key for another request; the operator's log " +
+			"names it (ChargeMismatch). Delete this job, or use another idempotency key"})
+	}
+	// Where was it made? Only the provider can say where this job would
+	// be charged now.
+	t, waiting, err := r.resolveProvider(ctx, job)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, true, err
+	case waiting != nil:
+		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.reason, 0)}, true, r.setPending(ctx, job, *waiting)
+	}
+	if same, why := sameBooks(e.Provider, t.id, t.identity.accountsOnly); !same {
+		return ctrl.Result{}, true, r.stall(ctx, job, progress{reason: ReasonProviderChanged, message: payment.CleanMessage(fmt.Sprintf(
+			"Not charging: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s. "+
+				"Point the provider back at the account that holds it, or, to charge it at the new account, set spec.keyScope "+
+				"on the PaymentProvider (a new key space: every job claimed through it is a new payment there)",
+			describeBooks(e.Provider), job.Spec.ProviderRef.Name, describeBooks(t.id), why), maxMessageLength)})
+	}
+	return ctrl.Result{}, true, r.recordFromLedger(ctx, job, t, c, e)
+}
+
+// describeBooks names where a payment was made for a message: the account
+// and mode, or the endpoint.
+func describeBooks(id paymentsv1alpha1.ProviderIdentity) string {
+	s := id.Endpoint
+	if id.Account != "" {
+		s = "account " + id.Account
+	}
+	if id.Mode != "" {
+		s += " (" + id.Mode + " mode)"
+	}
+	return s
 }

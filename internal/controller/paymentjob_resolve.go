@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -129,6 +130,14 @@ func (r *PaymentJobReconciler) resolve(ctx context.Context, job *paymentsv1alpha
 		}
 	}
 	verified, outcome, why, err := r.verifyResolution(ctx, job, want)
+	var lag *searchLagWait
+	if errors.As(err, &lag) {
+		// A charge made by the last attempt may not show in the lookup
+		// yet. No new attempt meanwhile: an attempt would start the wait
+		// again, and the person asked to stop.
+		r.refuseResolutionAs(ctx, job, lag.Error(), "lag")
+		return ctrl.Result{RequeueAfter: lag.at.Sub(r.Clock.Now())}, true, nil
+	}
 	if err != nil {
 		// Not sure yet: ask again later; nothing is charged meanwhile.
 		r.refuseResolutionAs(ctx, job, fmt.Sprintf("the provider cannot be asked now (%v); trying again", err), "unanswered")
@@ -168,6 +177,15 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 		}
 	}
 	key := sentKey(job)
+	if !want.charged {
+		// The lookup may lag behind a charge (Stripe's search: usually
+		// under a minute, up to an hour in incidents): "nothing found" says
+		// nothing about an attempt younger than the lag.
+		lag := searchLag(target)
+		if at := lastAttempt(job).Add(lag); r.Clock.Now().Before(at) {
+			return false, o, "", &searchLagWait{at: at, lag: lag}
+		}
+	}
 	callCtx, cancel := context.WithTimeout(ctx, target.timeout)
 	defer cancel()
 	if want.charged {
@@ -199,13 +217,56 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 	if err != nil {
 		return false, o, "", err
 	}
+	fingerprint := ChargeOf(job).Fingerprint
 	for _, f := range found[key] {
-		if f.State != payment.StateNotCharged {
-			return false, o, fmt.Sprintf("the provider holds charge %s under this job's idempotency key (%s); "+
-				"resolve it as %s%s instead", f.ID, f.Status, resolveChargedPrefix, f.ID), nil
+		if f.State == payment.StateNotCharged {
+			continue
 		}
+		if f.Fingerprint != "" && f.Fingerprint != fingerprint {
+			logChargeMismatch(ctx, "provider", f.ID, f.Amount, f.Currency)
+			return false, o, "a payment under this job's idempotency key for another request exists at the provider " +
+				"(the operator's log names it); it is not this job's, and this job is not resolved as not charged", nil
+		}
+		return false, o, fmt.Sprintf("the provider holds charge %s under this job's idempotency key (%s); "+
+			"resolve it as %s%s instead", f.ID, f.Status, resolveChargedPrefix, f.ID), nil
 	}
 	return true, o, "", nil
+}
+
+// searchLagWait says when a not-charged resolution can be checked: once
+// the last attempt is older than the provider's search lag.
+type searchLagWait struct {
+	at  time.Time
+	lag time.Duration
+}
+
+func (w *searchLagWait) Error() string {
+	return fmt.Sprintf("the last attempt was made less than %s ago (the PaymentProvider's spec.lookup.searchLagSeconds), "+
+		"and a charge it made may not show in the provider's lookup yet; no new attempt is made meanwhile, and the "+
+		"resolution is checked at %s", w.lag, w.at.UTC().Format(time.RFC3339))
+}
+
+// lastAttempt is when the job's last claim was written: its provider call
+// came after it.
+func lastAttempt(job *paymentsv1alpha1.PaymentJob) time.Time {
+	switch {
+	case job.Status.Claim != nil:
+		return job.Status.Claim.AcquiredAt.Time
+	case job.Status.StartedAt != nil:
+		return job.Status.StartedAt.Time
+	}
+	return time.Time{}
+}
+
+// searchLag is how long a charge may take to show in t's lookup.
+func searchLag(t *target) time.Duration {
+	if pp := t.provider; pp != nil && pp.Spec.Lookup != nil && pp.Spec.Lookup.SearchLagSeconds != nil {
+		return time.Duration(*pp.Spec.Lookup.SearchLagSeconds) * time.Second
+	}
+	if t.identity != nil && t.identity.accountsOnly {
+		return DefaultStripeSearchLag
+	}
+	return DefaultHTTPSearchLag
 }
 
 // recordResolution finishes the job as the person said: Completed with the
@@ -232,6 +293,13 @@ func (r *PaymentJobReconciler) recordResolution(ctx context.Context, job *paymen
 	} else {
 		job.Status.Phase = paymentsv1alpha1.PhaseFailed
 		msg = fmt.Sprintf("Resolved by %s as not charged (%s); it will not be charged", by, checked)
+	}
+	if by == unattributed {
+		msg += fmt.Sprintf(". Who resolved it is not known: the resolve-attribution admission policy is not enforced, so the %s "+
+			"annotation is not trusted (install config/policy)", paymentsv1alpha1.AnnotationResolvedBy)
+	}
+	msg = payment.CleanMessage(msg, maxMessageLength)
+	if !want.charged {
 		job.Status.Failure = &paymentsv1alpha1.Failure{Reason: ReasonResolved, Message: msg}
 	}
 	setConditions(job, progress{reason: ReasonResolved, message: msg})
@@ -255,10 +323,37 @@ func (r *PaymentJobReconciler) recordResolution(ctx context.Context, job *paymen
 // the admission policy nor the managedFields name them.
 const unknownResolver = "unknown"
 
+// unattributed stands for whoever set a resolve annotation while the
+// resolve-attribution admission policy is not enforced: anyone who may
+// annotate the job may then also write the resolved-by annotation, so its
+// value is never recorded.
+const unattributed = "unattributed (resolve-attribution policy missing)"
+
+// AttributionPolicy says whether the API server attributes resolutions:
+// whether the resolve-attribution admission policy of config/policy is in
+// place and enforced, so that the resolved-by annotation names the user
+// the API server authenticated. *Auditor is the one the manager uses.
+type AttributionPolicy interface {
+	// AttributionEnforced checks the policy now.
+	AttributionEnforced(ctx context.Context) (bool, error)
+}
+
 // resolvedBy names who set the annotation: the user the admission policy
-// recorded, or else the field manager that wrote the annotation, as the API
-// server's managedFields say (the cache drops them, so they are read).
+// recorded when the policy is enforced, or else the field manager that
+// wrote the annotation, as the API server's managedFields say (the cache
+// drops them, so they are read). Without the policy, nobody is named: the
+// resolved-by annotation and the field manager are the writer's own word.
 func (r *PaymentJobReconciler) resolvedBy(ctx context.Context, job *paymentsv1alpha1.PaymentJob) string {
+	enforced := false
+	if r.Attribution != nil {
+		var err error
+		if enforced, err = r.Attribution.AttributionEnforced(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "Cannot check the resolve-attribution admission policy; the resolution is recorded as unattributed")
+		}
+	}
+	if !enforced {
+		return unattributed
+	}
 	if by := job.Annotations[paymentsv1alpha1.AnnotationResolvedBy]; by != "" {
 		return payment.Bound(by, maxShortLength*3)
 	}

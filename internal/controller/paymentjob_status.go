@@ -34,7 +34,8 @@ import (
 
 // Charge is what a job sends to its provider, the same on every attempt.
 type Charge struct {
-	// Key is the idempotency key: the job's key, scoped to its namespace.
+	// Key is the idempotency key: the job's key, scoped to its namespace
+	// and to the key scope of the provider it was claimed for.
 	Key string
 	// Request is the charge request built from the job's spec.
 	Request payment.ChargeRequest
@@ -43,16 +44,33 @@ type Charge struct {
 	Fingerprint string
 }
 
-// ChargeOf derives the charge job sends.
+// ChargeOf derives the charge job sends through the provider it was claimed
+// for (status.provider).
 func ChargeOf(job *paymentsv1alpha1.PaymentJob) Charge {
-	key, req := sentKey(job), chargeRequest(job)
+	return chargeWithKey(job, sentKey(job))
+}
+
+// chargeWithKey is the charge job sends under key.
+func chargeWithKey(job *paymentsv1alpha1.PaymentJob, key string) Charge {
+	req := chargeRequest(job)
 	return Charge{Key: key, Request: req, Fingerprint: payment.RequestHash(key, req)}
 }
 
-// sentKey is the key the job sends: the one derived from its namespace and
-// spec (checkRecordedKey stops a job whose status says otherwise).
+// sentKey is the key the job sends: the one derived from its namespace,
+// its spec and the key scope of the provider it was claimed for
+// (checkRecordedKey stops a job whose status says otherwise).
 func sentKey(job *paymentsv1alpha1.PaymentJob) string {
-	return payment.SentKey(job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
+	scope := ""
+	if p := job.Status.Provider; p != nil {
+		scope = p.KeyScope
+	}
+	return scopedKey(job, scope)
+}
+
+// scopedKey is the key the job sends through a provider with key scope
+// scope.
+func scopedKey(job *paymentsv1alpha1.PaymentJob, scope string) string {
+	return payment.ScopedKey(scope, job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
 }
 
 // chargeRequest is the request the job sends, the same on every attempt.

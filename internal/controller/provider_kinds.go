@@ -52,6 +52,9 @@ type providerKind struct {
 	// accountsOnly says the provider names the account behind its
 	// credentials, which then identifies it whatever its endpoint.
 	accountsOnly bool
+	// mode names the books the credential reaches ("live" or "test"),
+	// part of the provider's identity; nil when the kind cannot tell.
+	mode func(credential string) string
 	// build makes the adapter, calling out through httpClient.
 	build func(spec paymentsv1alpha1.PaymentProviderSpec, credential string, httpClient *http.Client) (payment.Provider, error)
 }
@@ -76,6 +79,7 @@ var providerKinds = []providerKind{
 			return []providerURL{{"spec.stripe.apiBase", base}}
 		},
 		accountsOnly: true,
+		mode:         stripe.Mode,
 		build: func(spec paymentsv1alpha1.PaymentProviderSpec, credential string, httpClient *http.Client) (payment.Provider, error) {
 			return stripe.New(stripe.Config{APIKey: credential, APIBase: spec.Stripe.APIBase, HTTPClient: httpClient})
 		},

@@ -124,8 +124,48 @@ func sameProvider(recorded, current paymentsv1alpha1.ProviderIdentity, accountsO
 		return false, fmt.Sprintf("the account changed from %q to %q", recorded.Account, current.Account)
 	case recorded.Endpoint != current.Endpoint && (!accountsOnly || recorded.Account == ""):
 		return false, fmt.Sprintf("the endpoint changed from %q to %q", recorded.Endpoint, current.Endpoint)
+	case recorded.Mode != "" && recorded.Mode != current.Mode:
+		return false, fmt.Sprintf("the mode changed from %s to %s", recorded.Mode, describeMode(current.Mode))
 	}
 	return true, ""
+}
+
+// sameBooks reports whether a payment the ledger recorded as made at
+// recorded was made where current charges now, and if not, why. Unlike
+// sameProvider it does not compare the PaymentProvider object, which the
+// ledger outlives (a namespace re-created from Git has new objects): only
+// where the money moved, the account and its mode for providers that name
+// one, the endpoint for the others. An entry recorded before modes were
+// recorded matches either mode.
+func sameBooks(recorded, current paymentsv1alpha1.ProviderIdentity, accountsOnly bool) (bool, string) {
+	switch {
+	case accountsOnly && recorded.Account != "":
+		if recorded.Account != current.Account {
+			return false, fmt.Sprintf("the account changed from %q to %q", recorded.Account, current.Account)
+		}
+	case recorded.Endpoint != current.Endpoint:
+		return false, fmt.Sprintf("the endpoint changed from %q to %q", recorded.Endpoint, current.Endpoint)
+	}
+	if recorded.Mode != "" && recorded.Mode != current.Mode {
+		return false, fmt.Sprintf("the mode changed from %s to %s", recorded.Mode, describeMode(current.Mode))
+	}
+	return true, ""
+}
+
+// describeMode names a mode for a message.
+func describeMode(mode string) string {
+	if mode == "" {
+		return "unknown"
+	}
+	return mode
+}
+
+// modeOf is the mode a kind's credential reaches, "" when it cannot tell.
+func modeOf(kind *providerKind, credential string) string {
+	if kind.mode == nil {
+		return ""
+	}
+	return kind.mode(credential)
 }
 
 // AdapterFactory builds the payment.Provider for a PaymentProvider's spec and
@@ -241,7 +281,8 @@ func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, credential
 		Limiter:  limiterFor(pp.Spec),
 		timeout:  timeout,
 		identity: &identity{
-			id:           paymentsv1alpha1.ProviderIdentity{UID: string(pp.UID), Endpoint: endpointOf(pp.Spec)},
+			id: paymentsv1alpha1.ProviderIdentity{UID: string(pp.UID), Endpoint: endpointOf(pp.Spec),
+				Mode: modeOf(kind, credential), KeyScope: pp.Spec.KeyScope},
 			accountsOnly: kind.accountsOnly,
 		},
 	}

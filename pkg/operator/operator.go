@@ -159,7 +159,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("cannot add the ledger's ready check: %w", err)
 		}
 	}
+	auditor := &controller.Auditor{
+		Reader:     mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder("paymentjob-audit"),
+		Interval:   opts.AuditInterval,
+		Namespaces: opts.Namespaces,
+	}
 	if err := (&controller.PaymentJobReconciler{
+		Attribution:             auditor,
 		Ledger:                  outcomes,
 		Collector:               collector,
 		APIReader:               mgr.GetAPIReader(),
@@ -176,12 +183,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the PaymentJob controller: %w", err)
 	}
-	if err := (&controller.Auditor{
-		Reader:     mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder("paymentjob-audit"),
-		Interval:   opts.AuditInterval,
-		Namespaces: opts.Namespaces,
-	}).SetupWithManager(mgr); err != nil {
+	if err := auditor.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the audit: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("informers", controller.InformersSynced(mgr.GetCache())); err != nil {
