@@ -115,7 +115,18 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 		// Entries already on a page stay as they are: the first outcome
 		// wins. Checked again on each page written to, since another
 		// process may have put the same outcome there.
-		if todo = l.unrecorded(head, todo); len(todo) == 0 {
+		todo, dups := l.unrecorded(head, todo)
+		if len(dups) > 0 {
+			// What this process believes recorded is read back before it
+			// is left out: a copy or an index kept across an etcd restore
+			// holds outcomes the pages lost.
+			missing, err := l.notOnPages(ctx, head.Name, dups)
+			if err != nil {
+				return err
+			}
+			todo = append(todo, missing...)
+		}
+		if len(todo) == 0 {
 			return l.checkStale()
 		}
 		if full(head, l.opts.MaxEntriesPerPage) {
@@ -170,22 +181,61 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 	}
 }
 
-// unrecorded is entries without the ones whose key is on page head or, as
-// far as the index knows, on another page, and without repeated keys.
-func (l *Ledger) unrecorded(head *paymentsv1alpha1.PaymentLedger, entries []Entry) []Entry {
-	seen := make(map[string]bool, len(head.Entries)+len(entries))
+// unrecorded is entries without repeated keys, split into the ones to
+// append and the dups whose key is on page head or, as far as the index
+// knows, on another page.
+func (l *Ledger) unrecorded(head *paymentsv1alpha1.PaymentLedger, entries []Entry) (todo, dups []Entry) {
+	onHead := make(map[string]bool, len(head.Entries))
 	for _, e := range head.Entries {
-		seen[e.Key] = true
+		onHead[e.Key] = true
 	}
-	var todo []Entry
+	seen := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		if seen[e.Key] || l.Has(e.Key) {
+		if seen[e.Key] {
 			continue
 		}
 		seen[e.Key] = true
+		if onHead[e.Key] || l.Has(e.Key) {
+			dups = append(dups, e)
+			continue
+		}
 		todo = append(todo, e)
 	}
-	return todo
+	return todo, dups
+}
+
+// notOnPages returns the entries of dups whose key is on none of the pages
+// that may hold it (page head or the ones the index names), read from the
+// API server: each page is read once.
+func (l *Ledger) notOnPages(ctx context.Context, head string, dups []Entry) ([]Entry, error) {
+	read := map[string]map[string]bool{}
+	var missing []Entry
+	for _, e := range dups {
+		found := false
+		for _, name := range append([]string{head}, l.pagesHolding(l.hash(e.Key))...) {
+			keys, ok := read[name]
+			if !ok {
+				p, exists, err := l.readPage(ctx, name)
+				if err != nil {
+					return nil, err
+				}
+				keys = map[string]bool{}
+				if exists {
+					for _, pe := range p.Entries {
+						keys[pe.Key] = true
+					}
+				}
+				read[name] = keys
+			}
+			if found = keys[e.Key]; found {
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, e)
+		}
+	}
+	return missing, l.checkStale()
 }
 
 // newestPage returns the page appends go to: this process's copy of it, or
