@@ -77,6 +77,29 @@ func TestConformance(t *testing.T) {
 		c.g.Expect(form.Get("metadata[" + payment.MetadataKeyIdempotencyKey + "]")).To(Equal("conformance/charge-1"))
 		c.g.Expect(form.Get("metadata[" + payment.MetadataKeyFingerprint + "]")).To(HavePrefix("sha256:"))
 		c.g.Expect(form.Get("metadata[invoice]")).To(Equal("42"))
+		// No customer is present: confirmed off-session.
+		c.g.Expect(form.Get("off_session")).To(Equal("true"))
+	})
+
+	t.Run("an intent waiting for the customer is canceled", func(t *testing.T) {
+		c := newConformanceCall(t, base)
+		// stripe-mock's fixture is made to wait for 3-D Secure, so that
+		// the cancel request is sent and checked.
+		c.rec.rewrite = func(req *http.Request, n int, body map[string]any) {
+			if req.Method == http.MethodPost && req.URL.Path == "/v1/payment_intents" && n == 0 {
+				body["status"] = string(stripego.PaymentIntentStatusRequiresAction)
+			}
+		}
+
+		out, err := c.p.Charge(c.ctx, "conformance/charge-3ds", payment.ChargeRequest{
+			Amount: 2000, Currency: "usd", PaymentMethod: "pm_card_authenticationRequired"})
+		t.Logf("Charge answered: outcome %+v, error %v", out, err)
+		c.expectCreateAccepted(err)
+		c.g.Expect(c.rec.count(http.MethodPost, "/v1/payment_intents")).To(Equal(1))
+		c.g.Expect(c.rec.count(http.MethodPost, "")).To(Equal(2), "one create, one cancel")
+		cancel := c.rec.cancelForm()
+		c.g.Expect(cancel).NotTo(BeNil(), "no cancel request was sent")
+		c.g.Expect(cancel.Get("cancellation_reason")).To(Equal(string(stripego.PaymentIntentCancellationReasonAbandoned)))
 	})
 
 	t.Run("Charge with required fields only", func(t *testing.T) {
@@ -395,6 +418,22 @@ func (r *recorder) form(method, path string) url.Values {
 	defer r.mu.Unlock()
 	for _, e := range r.exchanges {
 		if e.method == method && e.path == path {
+			return e.form
+		}
+	}
+	return nil
+}
+
+// cancelForm is the form body of the first cancel of an intent, or nil.
+func (r *recorder) cancelForm() url.Values {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.exchanges {
+		if e.method == http.MethodPost && strings.HasPrefix(e.path, "/v1/payment_intents/") &&
+			strings.HasSuffix(e.path, "/cancel") {
+			if e.form == nil {
+				return url.Values{}
+			}
 			return e.form
 		}
 	}
