@@ -17,14 +17,32 @@ limitations under the License.
 // Package sandbox is a payment sandbox that behaves like Stripe's
 // PaymentIntents API where exactly-once matters: idempotency keys that are in
 // flight, saved, replayed, reused with other parameters or forgotten (as
-// Stripe forgets them after 24 hours); test payment methods that succeed or
-// are declined; a search that lags behind writes and joins metadata clauses
+// Stripe forgets them after 24 hours); test payment methods that succeed, are
+// declined, or need the customer's authentication (3-D Secure); the
+// cancellation of PaymentIntents; a search that lags behind writes and joins metadata clauses
 // with AND or OR, and that can be turned off like the lookup of a provider
 // that has none; live-mode rate limits; PaymentIntents in every status; and
 // injected faults (errors before and after the commit, rate limits, latency)
 // that can be random or switched on for the next requests. With idempotency
 // switched off every request charges, which makes the sandbox the oracle
 // that proves a caller never sends a payment twice.
+//
+// 3-D Secure is modelled as at Stripe. PaymentMethodAuthenticationRequired
+// and PaymentMethodThreeDSecureRequired, confirmed off-session
+// (off_session=true, ConfirmOptions.OffSession), are declined with a 402
+// card_error whose code and decline code are authentication_required; the
+// error carries the intent, kept in requires_payment_method with that last
+// payment error. Confirmed on-session, their intent is kept in
+// requires_action. To reach requires_action whatever the client sends, as
+// an intent made without off_session is left, a test names a payment method
+// in Engine.RequireAction (cmd/sandbox: --require-action=PM). An intent in
+// requires_action waits until it is canceled (CancelPaymentIntent, POST
+// /v1/payment_intents/{id}/cancel, allowed only in requires_payment_method,
+// requires_capture, requires_confirmation and requires_action) or the
+// customer authenticates (CompleteAction, the test's hook: it succeeds and
+// only then counts as a charge). Neither a waiting nor a canceled intent
+// is ever counted in Stats.Charges; Stats.RequiresAction and Stats.Cancels
+// count them.
 //
 // The Engine holds the state and knows nothing of HTTP, so that an HTTP
 // server can be put on top of it; its errors are *StripeError values that

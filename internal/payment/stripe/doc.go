@@ -24,17 +24,40 @@ limitations under the License.
 // own, payment.MetadataKeyIdempotencyKey (paymentjob_idempotency_key) set to
 // the idempotency key and payment.MetadataKeyFingerprint
 // (paymentjob_request_fingerprint) set to payment.RequestHash(key, request),
-// and automatic_payment_methods[enabled]=true with
+// automatic_payment_methods[enabled]=true with
 // automatic_payment_methods[allow_redirects]=never, so that no return_url is
-// needed. The two entries of its own replace request metadata of the same
+// needed, and off_session=true: a job has no customer present, so a payment
+// that needs the customer's authentication (3-D Secure) is declined with
+// authentication_required instead of waiting in requires_action. The two
+// entries of its own replace request metadata of the same
 // names. The request depends on the key and the request only (metadata is
 // encoded with its keys sorted), so a retry sends the same bytes. The key
 // also goes in the Idempotency-Key header, so a retry is answered with
 // Stripe's saved response (Idempotent-Replayed: true) instead of charging
 // again. stripe-go's own retries are turned off: the operator decides when
-// to retry, always with the same key. An intent that is still processing or
-// requires_action is then polled with GET /v1/payment_intents/{id}, never
-// with another create, until it is final or the context is done.
+// to retry, always with the same key. An intent that is still processing is
+// then polled with GET /v1/payment_intents/{id}, never with another create,
+// until it is final or the context is done.
+//
+// An intent that waits for a customer (requires_action, or
+// requires_confirmation) would keep the job uncertain forever: Charge and
+// Settle cancel it once, POST /v1/payment_intents/{id}/cancel with
+// cancellation_reason=abandoned under the idempotency key "abandon_<id>".
+// Stripe cancels only an intent that has not succeeded (requires_payment_method,
+// requires_capture, requires_confirmation, requires_action, rarely
+// processing), and a canceled intent can never be charged; when the cancel
+// does not answer a canceled intent (refused because the customer
+// authenticated just before, or lost), the intent is read again and decided
+// on as it is then: succeeded is an outcome, never a refusal; canceled is a
+// refusal; still waiting is uncertain. The adapter never cancels a
+// processing or requires_capture intent.
+//
+// Stripe compares every parameter of a retry with the first request under
+// its key, and operators before this one sent no off_session: when the
+// create is answered with an idempotency_error, Charge sends it once more
+// as those operators did, so that a job they began replays its first
+// answer instead of failing as a key reused; a key used for another request
+// is refused again and stays a key reused.
 //
 // Lookup finds the intents made under up to payment.MaxLookupKeys keys with
 // one request to the Search API, GET /v1/payment_intents/search, whose query
@@ -51,7 +74,7 @@ limitations under the License.
 //
 //	status                                              state
 //	succeeded, requires_capture                         payment.StateSucceeded
-//	processing, requires_action, requires_confirmation  payment.StatePending
+//	processing, requires_action, requires_confirmation  payment.StatePending (Settle cancels the waiting ones)
 //	requires_payment_method, canceled                   payment.StateNotCharged
 //	any other status                                    payment.StatePending
 //
@@ -62,8 +85,8 @@ limitations under the License.
 // a time. Every error of Lookup is uncertain.
 //
 // Settle reads the intent that Lookup found with GET
-// /v1/payment_intents/{id} and polls it like Charge; it never creates an
-// intent. An intent whose metadata does not carry the key it was looked up
+// /v1/payment_intents/{id}, polls it and cancels it when it waits for a
+// customer, like Charge; it never creates an intent. An intent whose metadata does not carry the key it was looked up
 // by is an uncertain error, not an outcome.
 //
 // Account reads GET /v1/account and returns the id (acct_...) of the account
@@ -76,12 +99,18 @@ limitations under the License.
 //
 //	answer                                          result
 //	status succeeded or requires_capture            payment.Outcome (Replayed from Idempotent-Replayed: true)
-//	status processing or requires_action            polled until final; payment.Transient naming the
+//	status processing                               polled until final; payment.Transient naming the
 //	                                                intent and its last status when the context ends
-//	status requires_payment_method                  payment.Declined with the last payment error's codes
+//	status requires_action                          canceled, then payment.Declined, reason
+//	                                                authentication_required (or the status it is then)
+//	status requires_confirmation                    canceled, then payment.Declined, reason PaymentCanceled
+//	status requires_payment_method                  payment.Declined with the last payment error's codes;
+//	                                                reason authentication_required when its code says so
 //	status canceled                                 payment.Declined, reason PaymentCanceled
 //	any other status, or not the expected JSON      payment.Transient
-//	card_error                                      payment.Declined "<code> (<decline code>): <message>"
+//	card_error, code or decline code                payment.Declined, reason authentication_required
+//	authentication_required
+//	other card_error                                payment.Declined "<code> (<decline code>): <message>"
 //	idempotency_error                               payment.KeyReused
 //	code idempotency_key_in_use, or HTTP 409        payment.InFlight, Retry-After or 1s
 //	HTTP 429, code rate_limit                       payment.Transient with Retry-After

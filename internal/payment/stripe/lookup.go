@@ -183,15 +183,18 @@ func stateOf(status stripego.PaymentIntentStatus) payment.ChargeState {
 		return payment.StateNotCharged
 	default:
 		// processing, requires_action, requires_confirmation and any
-		// status Stripe adds later.
+		// status Stripe adds later. An intent waiting for the customer
+		// is neither charged nor safe to charge around: Settle cancels
+		// it, and only then is it not charged.
 		return payment.StatePending
 	}
 }
 
 // Settle reads the PaymentIntent with id, which Lookup found under key, with
-// GET /v1/payment_intents/{id}, and polls it like Charge while it is
-// processing or requires_action, until it is final or ctx is done. It never
-// creates an intent. A succeeded or requires_capture intent is an outcome
+// GET /v1/payment_intents/{id}, polls it like Charge while it is processing,
+// and cancels it like Charge when it waits for a customer (requires_action,
+// requires_confirmation), until it is final or ctx is done. It never creates
+// an intent. A succeeded or requires_capture intent is an outcome
 // (Replayed false); requires_payment_method and canceled are
 // payment.Declined as in Charge. Every other error is a
 // payment.TransientError, including an intent in another status, and an
