@@ -54,9 +54,9 @@ func TestJobsThatNeedAuthenticationFail(t *testing.T) {
 		s.expectEvent(name, stripe.ReasonAuthenticationRequired)
 	}
 
-	// The intent that waited for the customer was canceled at the
-	// provider; the off-session one was declined and left
-	// requires_payment_method, as Stripe leaves it.
+	// Both intents were canceled at the provider: the one that waited for
+	// the customer, and the one the off-session decline left
+	// requires_payment_method, so that no one can confirm it later.
 	statusOf := func(name string) string {
 		found, err := s.engine.SearchPaymentIntents(fmt.Sprintf("metadata['%s']:'%s/%s'",
 			payment.MetadataKeyIdempotencyKey, s.ns, name))
@@ -65,10 +65,11 @@ func TestJobsThatNeedAuthenticationFail(t *testing.T) {
 		return found[0].Status
 	}
 	s.Expect(statusOf("waits-for-customer")).To(Equal(sandbox.StatusCanceled))
-	s.Expect(statusOf("needs-3ds")).To(Equal(sandbox.StatusRequiresPaymentMethod))
+	s.Expect(statusOf("needs-3ds")).To(Equal(sandbox.StatusCanceled))
 
 	st := s.engine.Stats()
 	s.Expect(st.Charges).To(BeZero(), "no money moved")
-	s.Expect(st.Cancels).To(Equal(int64(1)))
+	s.Expect(st.Cancels).To(Equal(int64(2)))
+	s.Expect(st.Declines).To(Equal(int64(1)))
 	s.Expect(st.RequiresAction).To(Equal(int64(1)))
 }

@@ -315,8 +315,8 @@ func TestProviderCancelsWhatWaitsForTheCustomer(t *testing.T) {
 		paymentMethod string
 		wantStatus    string
 	}{
-		{name: "off-session decline", paymentMethod: sandbox.PaymentMethodAuthenticationRequired,
-			wantStatus: sandbox.StatusRequiresPaymentMethod},
+		{name: "off-session decline, its intent canceled", paymentMethod: sandbox.PaymentMethodAuthenticationRequired,
+			wantStatus: sandbox.StatusCanceled},
 		{name: "requires_action canceled", paymentMethod: "pm_forced", wantStatus: sandbox.StatusCanceled},
 	}
 	for _, tt := range tests {
@@ -337,6 +337,7 @@ func TestProviderCancelsWhatWaitsForTheCustomer(t *testing.T) {
 			g.Expect(found["ns/job"][0].Status).To(Equal(tt.wantStatus))
 			g.Expect(found["ns/job"][0].State).To(Equal(payment.StateNotCharged))
 			g.Expect(e.Stats().Charges).To(BeZero())
+			g.Expect(e.Stats().Cancels).To(Equal(int64(1)))
 		})
 	}
 }

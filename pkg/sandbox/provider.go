@@ -116,6 +116,14 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 
 	select {
 	case r := <-done:
+		if se, ok := errors.AsType[*StripeError](r.err); ok && se.Code == CodeAuthenticationRequired {
+			if in, ok := se.PaymentIntent(); ok {
+				// Cancel the declined intent, as the Stripe adapter does,
+				// so that no one confirms it after the job failed; it
+				// moved no money, so the refusal stands either way.
+				_, _, _ = p.engine.CancelPaymentIntent("abandon_"+in.ID, in.ID, CancellationReasonAbandoned)
+			}
+		}
 		if r.err != nil {
 			return payment.Outcome{}, mapError(r.err)
 		}

@@ -121,22 +121,23 @@ func TestChargeOffSessionDeclinesAuthenticationRequired(t *testing.T) {
 
 			_, err := s.provider.Charge(ctx, key, authRequest(pm))
 			expectAuthenticationRequired(g, err)
-			g.Expect(err.Error()).To(ContainSubstring("authentication_required (authentication_required)"))
+			g.Expect(err.Error()).To(ContainSubstring("declined off-session with authentication_required"))
 
-			// A retry under the key replays the refusal.
+			// A retry under the key replays the refusal, and the cancel.
 			_, again := s.provider.Charge(ctx, key, authRequest(pm))
 			expectAuthenticationRequired(g, again)
 
 			st := s.engine.Stats()
 			g.Expect(st.Charges).To(BeZero())
 			g.Expect(st.Declines).To(Equal(int64(1)))
-			g.Expect(st.Replays).To(Equal(int64(1)))
-			g.Expect(st.RequiresAction).To(BeZero(), "off-session, no intent waits for the customer")
-			g.Expect(st.Cancels).To(BeZero())
-			// Stripe keeps the intent, waiting for another payment method:
-			// not charged, so a lookup lets nothing wait on it.
+			g.Expect(st.Replays).To(Equal(int64(2)), "the create and the cancel replayed")
+			g.Expect(st.RequiresAction).To(BeZero(), "off-session, no intent waits in requires_action")
+			// Stripe keeps the declined intent, for the customer to
+			// confirm on-session; the adapter cancels it, so that no one
+			// can charge a Failed job later.
+			g.Expect(st.Cancels).To(Equal(int64(1)))
 			found := s.only(g, key)
-			g.Expect(found.Status).To(Equal(sandbox.StatusRequiresPaymentMethod))
+			g.Expect(found.Status).To(Equal(sandbox.StatusCanceled))
 			g.Expect(found.State).To(Equal(payment.StateNotCharged))
 		})
 	}
@@ -297,4 +298,33 @@ func TestChargeReplaysAPaymentBegunWithoutOffSession(t *testing.T) {
 	_, err = s.provider.Charge(ctx, key, other)
 	g.Expect(err).To(MatchError(payment.ErrKeyReused))
 	g.Expect(s.engine.Stats().Charges).To(Equal(int64(1)))
+}
+
+func TestChargeAuthenticationDeclineStandsWhenTheCancelFails(t *testing.T) {
+	g := NewWithT(t)
+	// Every cancel fails before the sandbox does anything.
+	s := newSandboxStripe(t, beforeCancel(func(e *sandbox.Engine, _ string) {
+		e.FailNextAny(sandbox.FaultBeforeCommit, 1)
+	}))
+	const key = "billing/cancel-fails"
+	ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
+	defer cancel()
+
+	// The declined intent moved no money: the refusal stands.
+	_, err := s.provider.Charge(ctx, key, authRequest(sandbox.PaymentMethodAuthenticationRequired))
+	expectAuthenticationRequired(g, err)
+	g.Expect(s.only(g, key).Status).To(Equal(sandbox.StatusRequiresPaymentMethod))
+	st := s.engine.Stats()
+	g.Expect(st.Charges).To(BeZero())
+	g.Expect(st.Cancels).To(BeZero())
+	g.Expect(st.Faults).To(Equal(int64(1)))
+
+	// An intent in requires_action may still succeed: while it is not
+	// canceled, the outcome stays uncertain, never a refusal.
+	_, err = s.provider.Charge(ctx, "billing/still-waiting", authRequest(forcedPaymentMethod))
+	_, refused := payment.IsRefusal(err)
+	g.Expect(refused).To(BeFalse(), "%v", err)
+	g.Expect(err).To(BeAssignableToTypeOf(&payment.TransientError{}))
+	g.Expect(err.Error()).To(ContainSubstring("still requires_action"))
+	g.Expect(s.only(g, "billing/still-waiting").State).To(Equal(payment.StatePending))
 }

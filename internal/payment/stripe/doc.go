@@ -50,7 +50,11 @@ limitations under the License.
 // authenticated just before, or lost), the intent is read again and decided
 // on as it is then: succeeded is an outcome, never a refusal; canceled is a
 // refusal; still waiting is uncertain. The adapter never cancels a
-// processing or requires_capture intent.
+// processing or requires_capture intent. The intent an off-session
+// authentication_required decline leaves in requires_payment_method (the
+// card error's payment_intent) is canceled the same way, so that no one can
+// confirm it on-session after the job failed; it moved no money, so when
+// that cancel fails the refusal stands.
 //
 // Stripe compares every parameter of a retry with the first request under
 // its key, and operators before this one sent no off_session: when the
@@ -108,8 +112,8 @@ limitations under the License.
 //	                                                reason authentication_required when its code says so
 //	status canceled                                 payment.Declined, reason PaymentCanceled
 //	any other status, or not the expected JSON      payment.Transient
-//	card_error, code or decline code                payment.Declined, reason authentication_required
-//	authentication_required
+//	card_error, code or decline code                payment.Declined, reason authentication_required;
+//	authentication_required                         its intent canceled
 //	other card_error                                payment.Declined "<code> (<decline code>): <message>"
 //	idempotency_error                               payment.KeyReused
 //	code idempotency_key_in_use, or HTTP 409        payment.InFlight, Retry-After or 1s

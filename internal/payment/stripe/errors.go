@@ -118,13 +118,19 @@ func (p *Provider) declinedIntent(intent *stripego.PaymentIntent) error {
 
 // canceledIntent is the refusal for a canceled intent. waited is the status
 // the intent waited in when the adapter canceled it itself, empty when it
-// found it canceled: requires_action is authentication_required, anything
-// else PaymentCanceled.
+// found it canceled: requires_action and requires_payment_method (declined
+// with authentication_required) are authentication_required, anything else
+// PaymentCanceled.
 func (p *Provider) canceledIntent(intent *stripego.PaymentIntent, waited stripego.PaymentIntentStatus) error {
-	if waited == stripego.PaymentIntentStatusRequiresAction {
+	switch waited {
+	case stripego.PaymentIntentStatusRequiresAction:
 		return payment.Declined(ReasonAuthenticationRequired, p.clean(fmt.Sprintf(
 			"payment intent %s required the customer's authentication (requires_action) and was canceled: "+
 				"no customer is present to authenticate, nothing was charged", intent.ID)))
+	case stripego.PaymentIntentStatusRequiresPaymentMethod:
+		return payment.Declined(ReasonAuthenticationRequired, p.clean(fmt.Sprintf(
+			"payment intent %s was declined off-session with authentication_required and was canceled: "+
+				"nothing was charged", intent.ID)))
 	}
 	msg := fmt.Sprintf("payment intent %s was canceled", intent.ID)
 	if waited != "" {

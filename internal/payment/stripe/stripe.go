@@ -154,6 +154,11 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	if isIdempotencyError(err) {
 		intent, err = p.legacyCreate(ctx, key, req)
 	}
+	if declined := authenticationDeclined(err); declined != nil {
+		// Settle cancels the intent the decline left, so that nobody can
+		// confirm it later: the job is Failed for good.
+		return p.settle(ctx, declined, false)
+	}
 	if err != nil {
 		return payment.Outcome{}, p.classify("cannot create the payment intent", err)
 	}
@@ -214,6 +219,38 @@ func (p *Provider) legacyCreate(ctx context.Context, key string, req payment.Cha
 	return p.client.V1PaymentIntents.Create(ctx, legacyCreateParams(key, req))
 }
 
+// authenticationDeclined returns the intent that a card error
+// authentication_required left, with the error as its last payment error
+// when Stripe's body left that out, and nil for any other error or one that
+// carries no intent.
+func authenticationDeclined(err error) *stripego.PaymentIntent {
+	var se *stripego.Error
+	if !errors.As(err, &se) || se.Type != stripego.ErrorTypeCard || cardReason(se) != ReasonAuthenticationRequired ||
+		se.PaymentIntent == nil || se.PaymentIntent.ID == "" {
+		return nil
+	}
+	in := *se.PaymentIntent
+	if in.LastPaymentError == nil {
+		last := *se
+		last.PaymentIntent = nil
+		in.LastPaymentError = &last
+	}
+	return &in
+}
+
+// needsAuthentication reports whether intent waits for a customer who is not
+// there: requires_action, requires_confirmation, or requires_payment_method
+// after its payment attempt was declined with authentication_required.
+func needsAuthentication(intent *stripego.PaymentIntent) bool {
+	switch intent.Status {
+	case stripego.PaymentIntentStatusRequiresAction, stripego.PaymentIntentStatusRequiresConfirmation:
+		return true
+	case stripego.PaymentIntentStatusRequiresPaymentMethod:
+		return intent.LastPaymentError != nil && cardReason(intent.LastPaymentError) == ReasonAuthenticationRequired
+	}
+	return false
+}
+
 // isIdempotencyError reports whether err is Stripe's idempotency_error: the
 // key was first used with other parameters.
 func isIdempotencyError(err error) bool {
@@ -224,10 +261,11 @@ func isIdempotencyError(err error) bool {
 // settle turns an intent into an outcome or an error, reading it again with
 // GET while it is processing, with a wait that doubles from the poll
 // interval to the maximum, until it is final or ctx is done. An intent that
-// waits for a customer (requires_action, requires_confirmation) is canceled
-// once with abandon: a job has no customer present, and an intent left
-// waiting would keep the job uncertain forever. It never creates another
-// intent.
+// waits for a customer (needsAuthentication) is canceled once with abandon:
+// a job has no customer present, an intent left in requires_action would
+// keep the job uncertain forever, and one left requires_payment_method could
+// still be confirmed on-session after the job failed. It never creates
+// another intent.
 func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, replayed bool) (payment.Outcome, error) {
 	wait := p.pollInterval
 	// waited is the status the intent waited in when this call canceled
@@ -241,6 +279,18 @@ func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, r
 			}
 			return outcome(intent, replayed), nil
 		case stripego.PaymentIntentStatusRequiresPaymentMethod:
+			if waited == "" && intent.ID != "" && needsAuthentication(intent) {
+				// Declined for want of authentication: Stripe keeps the
+				// intent for the customer to confirm on-session, which
+				// would charge a job already Failed. Cancel it; it moved
+				// no money whatever the cancel answers, so a cancel that
+				// fails leaves the refusal standing.
+				waited = intent.Status
+				if next, err := p.abandon(ctx, intent); err == nil {
+					intent = next
+					continue
+				}
+			}
 			return payment.Outcome{}, p.declinedIntent(intent)
 		case stripego.PaymentIntentStatusCanceled:
 			return payment.Outcome{}, p.canceledIntent(intent, waited)
