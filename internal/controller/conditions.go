@@ -89,6 +89,11 @@ const (
 	// job is not Stalled on an uncertain outcome, the value is not valid, or
 	// the provider contradicts it.
 	ReasonResolutionRefused = "ResolutionRefused"
+	// ReasonResolutionWaiting: a not-charged resolution waits until the
+	// last attempt is older than the provider's search lag (a charge it
+	// made may not show in the lookup before); no attempt is made
+	// meanwhile.
+	ReasonResolutionWaiting = "ResolutionWaiting"
 	// ReasonSucceeded: the provider confirmed the charge.
 	ReasonSucceeded = "Succeeded"
 	// ReasonReplayed: the provider answered with the saved outcome of an

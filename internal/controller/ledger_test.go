@@ -121,7 +121,8 @@ func TestRecreatedJobAfterProviderAndSecretAreRecreated(t *testing.T) {
 	})
 	expectFoundInLedger(s, r)
 	s.Expect(r.again.Status.ProviderResponse.ID).To(Equal(r.first.Status.ProviderResponse.ID))
-	s.Expect(r.again.Status.Provider.UID).To(Equal(string(oldUID)), "the account that was charged, as recorded")
+	s.Expect(r.again.Status.Provider.UID).NotTo(Equal(string(oldUID)), "the job's own provider object")
+	s.Expect(r.again.Status.Provider.Endpoint).To(Equal(r.first.Status.Provider.Endpoint), "where the payment was made")
 	s.expectCharges(1)
 }
 
@@ -247,8 +248,10 @@ func TestResolvingAStalledJob(t *testing.T) {
 		s.expectCharges(charges, "a resolution never charges")
 	})
 
+	// A provider whose lookup shows a charge at once (no search lag): the
+	// resolutions are checked as soon as they are set.
 	t.Run("not-charged, when the provider holds nothing", func(t *testing.T) {
-		s := newScenario(t)
+		s := newScenario(t, withProvider(searchLag(0)))
 		s.engine.FailNextAny(sandbox.FaultBeforeCommit, 1_000_000)
 		s.stall("never")
 
@@ -262,7 +265,7 @@ func TestResolvingAStalledJob(t *testing.T) {
 	})
 
 	t.Run("refused: a charge the provider does not know, and not-charged when it holds one", func(t *testing.T) {
-		s := newScenario(t)
+		s := newScenario(t, withProvider(searchLag(0)))
 		s.engine.FailNextAny(sandbox.FaultAfterCommit, 1_000_000)
 		s.stall("lost")
 		charges := s.engine.Stats().Charges

@@ -223,6 +223,9 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 		if res, handled, err := r.resolve(ctx, job); handled || err != nil {
 			return res, err
 		}
+	} else {
+		// A value set again after it was removed is checked again.
+		r.refused.forget(job.UID)
 	}
 	reason, notBefore := r.nextClaim(job)
 	if now := r.Clock.Now(); now.Before(notBefore) {

@@ -88,6 +88,35 @@ func (s *refusedResolutions) first(uid types.UID, value string) bool {
 	return true
 }
 
+// contradicted reports whether the provider contradicted value for the job
+// (a refusal of kind ""), so that it is not checked again.
+func (s *refusedResolutions) contradicted(uid types.UID, value string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[uid] == value+"\x00"
+}
+
+// forget drops what is remembered of the job's resolutions: its
+// annotation was removed, and a value set again is checked again.
+func (s *refusedResolutions) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.seen, uid)
+}
+
+// announceWait says, once per time, when a not-charged resolution will be
+// checked, with a ResolutionWaiting event (a reason of its own, so that the
+// refusal that may follow is not folded into this event's series).
+func (r *PaymentJobReconciler) announceWait(ctx context.Context, job *paymentsv1alpha1.PaymentJob, w *searchLagWait) {
+	value := job.Annotations[paymentsv1alpha1.AnnotationResolve]
+	if !r.refused.first(job.UID, value+"\x00lag "+w.at.String()) {
+		return
+	}
+	log.FromContext(ctx).Info("Waiting out the provider's search lag before checking a resolution", "value", value, "at", w.at)
+	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolutionWaiting, "Resolve",
+		"%s", payment.CleanMessage(fmt.Sprintf("Not resolving %s=%q yet: %s", paymentsv1alpha1.AnnotationResolve, value, w), maxMessageLength))
+}
+
 // refuseResolution announces, once per value, that the annotation is not
 // honoured, and why. The job goes on as if it was not there.
 func (r *PaymentJobReconciler) refuseResolution(ctx context.Context, job *paymentsv1alpha1.PaymentJob, why string) {
@@ -122,6 +151,11 @@ func (r *PaymentJobReconciler) resolve(ctx context.Context, job *paymentsv1alpha
 		r.refuseResolution(ctx, job, err.Error())
 		return ctrl.Result{}, false, nil
 	}
+	if r.refused.contradicted(job.UID, want.value) {
+		// The provider contradicted this value: the job goes on as if it
+		// was not there, until a person changes or removes it.
+		return ctrl.Result{}, false, nil
+	}
 	if c := job.Status.Claim; c != nil && c.Holder != r.Holder {
 		// Another process may be calling the provider right now: its
 		// answer comes first.
@@ -135,7 +169,7 @@ func (r *PaymentJobReconciler) resolve(ctx context.Context, job *paymentsv1alpha
 		// A charge made by the last attempt may not show in the lookup
 		// yet. No new attempt meanwhile: an attempt would start the wait
 		// again, and the person asked to stop.
-		r.refuseResolutionAs(ctx, job, lag.Error(), "lag")
+		r.announceWait(ctx, job, lag)
 		return ctrl.Result{RequeueAfter: lag.at.Sub(r.Clock.Now())}, true, nil
 	}
 	if err != nil {

@@ -324,6 +324,9 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		g.Expect(mgr.Add(collector)).To(Succeed())
 	}
 	g.Expect((&controller.PaymentJobReconciler{
+		// The manager's own check of the resolve-attribution policy; the
+		// suite installs no admission policies, so it is not enforced.
+		Attribution:             &controller.Auditor{Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("paymentjob-audit")},
 		Ledger:                  outcomes,
 		Collector:               collector,
 		APIReader:               mgr.GetAPIReader(),
