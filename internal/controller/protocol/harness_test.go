@@ -739,3 +739,11 @@ func ledgerEntry(fingerprint string) ledger.Entry {
 	return ledger.Entry{Key: c.Key, Fingerprint: fingerprint, Provider: *sentTo(), Charge: "pi_0",
 		Outcome: paymentsv1alpha1.LedgerCompleted, At: start.Add(-24 * time.Hour)}
 }
+
+// movedLedgerEntry is ledgerEntry for a payment made where the job's
+// provider no longer charges: another endpoint.
+func movedLedgerEntry() ledger.Entry {
+	e := ledgerEntry("")
+	e.Provider.Endpoint = "https://payments.example.com/old/charges"
+	return e
+}

@@ -408,6 +408,13 @@ var theTable = []row{
 		final:  final{phase: pending, ready: "ChargeMismatch", stalled: true},
 	},
 	{
+		name: "ledger holds the job's outcome made at another endpoint: ProviderChanged stall, no provider call",
+		job:  newJob(), answers: []answer{succeeded},
+		ledger: &ledgerState{entries: []ledger.Entry{movedLedgerEntry()}},
+		steps:  []step{{effects: []string{"status: Pending/ProviderChanged"}, events: []string{"ProviderChanged"}}},
+		final:  final{phase: pending, ready: "ProviderChanged", stalled: true},
+	},
+	{
 		name: "ledger has no entry: charged, recorded in the ledger before the finalizer comes off",
 		job:  newJob(), answers: []answer{succeeded}, ledger: &ledgerState{},
 		steps: []step{{
