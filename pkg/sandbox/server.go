@@ -54,16 +54,16 @@ type ServerOptions struct {
 //	POST /v1/payment_intents              create and confirm (confirm=true; off_session honoured)
 //	GET  /v1/payment_intents/{id}         retrieve
 //	POST /v1/payment_intents/{id}/cancel  cancel (cancellation_reason), Engine.CancelPaymentIntent
-//	GET  /v1/payment_intents/search   search by metadata['key']:'value' joined by AND or by OR
-//	GET  /v1/account                  the Engine's account
-//	POST /http/charges                charge, in the HTTP contract's JSON
-//	GET  /http/charges/lookup         the charges carrying ?key=K1&key=K2..., at most 10
-//	GET  /_sandbox/stats              the Engine's Stats and account, without auth
-//	GET  /_sandbox/faults             the random faults, without auth
-//	PUT  /_sandbox/faults             replace the random faults, without auth
-//	POST /_sandbox/forget-keys        forget every decided key (Engine.ForgetKeys), without auth
-//	GET  /_sandbox/lookup             whether search and lookups are on, without auth
-//	PUT  /_sandbox/lookup             {"enabled": false} turns them off (Engine.SetLookupEnabled), without auth
+//	GET  /v1/payment_intents/search       search by metadata['key']:'value' joined by AND or by OR
+//	GET  /v1/account                      the Engine's account
+//	POST /http/charges                    charge, in the HTTP contract's JSON
+//	GET  /http/charges/lookup             the charges carrying ?key=K1&key=K2..., at most 10
+//	GET  /_sandbox/stats                  the Engine's Stats and account, without auth
+//	GET  /_sandbox/faults                 the random faults, without auth
+//	PUT  /_sandbox/faults                 replace the random faults, without auth
+//	POST /_sandbox/forget-keys            forget every decided key (Engine.ForgetKeys), without auth
+//	GET  /_sandbox/lookup                 whether search and lookups are on, without auth
+//	PUT  /_sandbox/lookup                 {"enabled": false} turns them off (Engine.SetLookupEnabled), without auth
 //
 // Every /v1 route requires a test API key (TestKeyPrefix), as a Bearer token
 // or as the user name of HTTP Basic auth; its errors have Stripe's shape:
