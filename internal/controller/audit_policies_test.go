@@ -239,6 +239,44 @@ func TestAuditAdmissionPolicies(t *testing.T) {
 	}
 }
 
+// TestAttributionEnforced: the manager trusts the resolved-by annotation only
+// while the resolve-attribution policy and its binding are in place; the
+// other policies do not matter to it, and an unanswered check is an error.
+func TestAttributionEnforced(t *testing.T) {
+	tests := []struct {
+		name      string
+		objs      []client.Object
+		intercept interceptor.Funcs
+		want      bool
+		wantErr   bool
+	}{
+		{name: "all policies enforced", objs: policyObjects(""), want: true},
+		{name: "another policy missing", objs: without[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](policyObjects(""), "finished-label"), want: true},
+		{name: "its binding missing", objs: without[*admissionregistrationv1.MutatingAdmissionPolicyBinding](policyObjects(""), "resolve-attribution")},
+		{name: "nothing installed"},
+		{name: "mutating policies not served", objs: policyObjects(""), intercept: notServed},
+		{name: "the policies cannot be listed", objs: policyObjects(""), intercept: interceptor.Funcs{
+			List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+				return apierrors.NewForbidden(schema.GroupResource{Group: "admissionregistration.k8s.io"}, "", nil)
+			},
+		}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.objs...).WithInterceptorFuncs(tt.intercept).Build()
+			a := &controller.Auditor{Reader: c, Recorder: events.NewFakeRecorder(10)}
+			enforced, err := a.AttributionEnforced(context.Background())
+			if tt.wantErr {
+				g.Expect(err).To(HaveOccurred())
+			} else {
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			g.Expect(enforced).To(Equal(tt.want))
+		})
+	}
+}
+
 func toAny(s []string) []any {
 	out := make([]any, 0, len(s))
 	for _, v := range s {

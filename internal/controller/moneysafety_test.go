@@ -309,8 +309,8 @@ func TestRecycledNamespaceNeverShowsTheOldTenantsPayment(t *testing.T) {
 		s.Expect(sent).To(BeTrue(), "the scoped key is the one sent")
 		s.expectCharges(2)
 		s.Expect(s.manager.recorded(s, s.ns, "invoice-9")).To(Equal(oldEntry), "the old entry is not touched")
-		entries := ledgerEntries(s, "tenant-2:"+s.ns)
-		s.Expect(entries).To(HaveKeyWithValue("tenant-2:"+s.ns+"/invoice-9", 1))
+		s.Eventually(func(g Gomega) map[string]int { return ledgerEntries(g, "tenant-2:"+s.ns) }, timeout).
+			Should(HaveKeyWithValue("tenant-2:"+s.ns+"/invoice-9", 1))
 	})
 }
 
@@ -331,8 +331,9 @@ func TestForgedAttributionIsNeverRecorded(t *testing.T) {
 	})
 	job := s.waitForPhase("lost", paymentsv1alpha1.PhaseCompleted)
 	s.Expect(job.Status.Resolution.By).To(Equal("unattributed (resolve-attribution policy missing)"))
-	e := s.manager.recorded(s, s.ns, "lost")
-	s.Expect(e.ResolvedBy).To(Equal(job.Status.Resolution.By))
+	// Recorded in the ledger right after the status write.
+	s.Eventually(func(g Gomega) string { return s.manager.recorded(g, s.ns, "lost").ResolvedBy }, timeout).
+		Should(Equal(job.Status.Resolution.By))
 	resolved := notes(s, s.ns, "lost", controller.ReasonResolved)
 	s.Expect(resolved).To(ContainElement(ContainSubstring("resolve-attribution admission policy is not enforced")))
 	for _, m := range append(resolved, condition(job, paymentsv1alpha1.ConditionReady).Message) {
