@@ -73,7 +73,7 @@ func TestAuthenticationCardsOffAndOnSession(t *testing.T) {
 				var ok bool
 				in, ok = se.PaymentIntent()
 				g.Expect(ok).To(BeTrue(), "the decline carries the intent it left")
-				g.Expect(in.LastPaymentError).NotTo(BeNil())
+				g.Expect(in.LastPaymentError).To(HaveOccurred())
 				g.Expect(in.LastPaymentError.Code).To(Equal(sandbox.CodeAuthenticationRequired))
 			} else {
 				g.Expect(err).NotTo(HaveOccurred())
