@@ -216,6 +216,11 @@ func (r *PaymentJobReconciler) finishFromLedger(ctx context.Context, job *paymen
 	case waiting != nil:
 		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.reason, 0)}, true, r.setPending(ctx, job, *waiting)
 	}
+	if t.id.KeyScope != pp.Spec.KeyScope {
+		// The provider's key scope changed between the two reads: look
+		// again under the new one.
+		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, true, nil
+	}
 	if same, why := sameBooks(e.Provider, t.id, t.identity.accountsOnly); !same {
 		return ctrl.Result{}, true, r.stall(ctx, job, progress{reason: ReasonProviderChanged, message: payment.CleanMessage(fmt.Sprintf(
 			"Not charging: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s. "+
