@@ -88,12 +88,16 @@ func (s *refusedResolutions) first(uid types.UID, value string) bool {
 	return true
 }
 
+// refusedContradicted is the kind of refusal of a value the provider
+// contradicted.
+const refusedContradicted = "contradicted"
+
 // contradicted reports whether the provider contradicted value for the job
-// (a refusal of kind ""), so that it is not checked again.
+// (a refusal of kind refusedContradicted), so that it is not checked again.
 func (s *refusedResolutions) contradicted(uid types.UID, value string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.seen[uid] == value+"\x00"
+	return s.seen[uid] == value+"\x00"+refusedContradicted
 }
 
 // forget drops what is remembered of the job's resolutions: its
@@ -178,7 +182,7 @@ func (r *PaymentJobReconciler) resolve(ctx context.Context, job *paymentsv1alpha
 		return ctrl.Result{RequeueAfter: jitter(r.retryDelay(job))}, true, nil
 	}
 	if why != "" {
-		r.refuseResolution(ctx, job, why)
+		r.refuseResolutionAs(ctx, job, why, refusedContradicted)
 		return ctrl.Result{}, false, nil
 	}
 	return ctrl.Result{}, true, r.recordResolution(ctx, job, want, verified, outcome)

@@ -390,6 +390,19 @@ var theTable = []row{
 		final: paid,
 	},
 
+	{
+		name: "resolution refused while the job was not stalled: honoured once it stalls",
+		job:  newJob(backoffLimit(1)), answers: []answer{transient},
+		steps: []step{transientFirst, {
+			after: 2 * time.Second, before: resolvedAs("charged=pi_1"),
+			effects: chargeAgain.then("status: Processing/RetriesExhausted"),
+			requeue: jittered(5 * time.Minute), events: []string{"ResolutionRefused", "Claimed", "RetriesExhausted"},
+		}, {
+			after: time.Minute, effects: []string{"status: Completed/Resolved", finish}, events: []string{"Resolved"},
+		}},
+		final: final{phase: completed, ready: "Resolved"},
+	},
+
 	// The outcome ledger.
 	{
 		name: "ledger holds the job's outcome (job re-created): finished from the ledger, no provider call",
