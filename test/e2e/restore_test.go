@@ -28,14 +28,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -113,8 +117,20 @@ func testEtcdRestore(t *testing.T, bump bool) {
 	// The batch ends, and its outcomes are recorded, before the restore.
 	s.waitForTerminal(restoreJobs, terminalTimeout)
 	s.expectInLedger(batch, false)
-	g.Expect(c.cp.restoreEtcd(etcdutl, snapshot, bump)).To(Succeed())
-	t.Logf("%s: etcd restored (bump-revision %t) %s after the start", name, bump, time.Since(started).Round(time.Second))
+	revision, err := c.cp.restoreEtcd(etcdutl, snapshot, bump)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("%s: etcd at revision %d restored (bump-revision %t) %s after the start", name, revision,
+		bump, time.Since(started).Round(time.Second))
+	if !bump {
+		// After a naive restore, the manager's watches resume from a
+		// revision etcd has not reached again: they report no write
+		// until etcd passes it, and never the objects the restore put
+		// back. Nothing the operator can see from its caches (that is the
+		// controller's part of issue 23, not this test's); writes after
+		// etcd passed the old revision reach it. The ledger must not rely
+		// on them: it compares its index with the pages by itself.
+		s.touchAfterRevision(revision, batch)
+	}
 
 	// New jobs after the restore, without a TTL; then every job ends, and
 	// the TTL collector deletes the batch.
@@ -183,6 +199,33 @@ func testEtcdRestore(t *testing.T, bump bool) {
 	g.Expect(m.logContainsFold("Ledger index rebuilt after resourceVersions went backwards")).To(BeTrue())
 	t.Logf("%s: %d jobs, %d taken back by the restore and recorded again, %.0f index rebuilds, %d charges; %s in all",
 		name, len(all), len(rewound), ms.sum(metricIndexRebuilds, nil), after.Charges, time.Since(started).Round(time.Second))
+}
+
+// touchAfterRevision writes a ConfigMap until etcd's revision passes rv,
+// then annotates the jobs, so that the manager's watches, resumed from rv
+// after a naive restore, report them.
+func (s *scenario) touchAfterRevision(past int64, jobs []plannedJob) {
+	s.t.Helper()
+	g := NewWithT(s.t)
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "revision", Namespace: s.namespaces[0]}}
+	g.Expect(createWithRetry(s.cluster.k8s, cm)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cm.Data = map[string]string{"at": time.Now().Format(time.RFC3339Nano)}
+		g.Expect(s.cluster.k8s.Update(ctx, cm)).To(Succeed())
+		now, err := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(now).To(BeNumerically(">", past))
+	}, time.Minute, time.Millisecond).Should(Succeed())
+	touch := client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"e2e.payments.idempotency.dev/touched":"after-restore"}}}`))
+	for _, ns := range s.namespaces {
+		provider := &paymentsv1alpha1.PaymentProvider{ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns}}
+		g.Expect(s.cluster.k8s.Patch(ctx, provider, touch)).To(Succeed())
+	}
+	for _, p := range jobs {
+		g.Expect(client.IgnoreNotFound(s.cluster.k8s.Patch(ctx, p.object(s.name), touch))).To(Succeed())
+	}
 }
 
 // createJobsWithTTL creates the jobs with spec.ttlSecondsAfterFinished.
@@ -354,11 +397,46 @@ func (c *controlPlane) snapshotEtcd(path string) (int64, error) {
 // kube-controller-manager, kube-apiserver and etcd stopped, the data folder
 // replaced by `etcdutl snapshot restore` (with --bump-revision
 // --mark-compacted when bump is true), then etcd and kube-apiserver started
-// again on the same ports.
-func (c *controlPlane) restoreEtcd(etcdutl, snapshot string, bump bool) error {
+// again on the same ports. It returns etcd's revision before the restore.
+func (c *controlPlane) restoreEtcd(etcdutl, snapshot string, bump bool) (int64, error) {
 	if _, err := c.stopAPIServer(); err != nil {
-		return err
+		return 0, err
 	}
+	revision, err := c.etcdRevision()
+	if err != nil {
+		return 0, err
+	}
+	return revision, c.restoreStopped(etcdutl, snapshot, bump)
+}
+
+// etcdRevision is etcd's current revision, read through its gRPC gateway.
+func (c *controlPlane) etcdRevision() (int64, error) {
+	u := *c.env.ControlPlane.Etcd.URL
+	u.Path = "/v3/kv/range"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(`{"key":"AA==","count_only":true}`))
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("cannot read etcd's revision: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var out struct {
+		Header struct {
+			Revision int64 `json:"revision,string"`
+		} `json:"header"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Header.Revision == 0 {
+		return 0, fmt.Errorf("cannot read etcd's revision (%s): %v", resp.Status, err)
+	}
+	return out.Header.Revision, nil
+}
+
+// restoreStopped is restoreEtcd once kube-apiserver is stopped.
+func (c *controlPlane) restoreStopped(etcdutl, snapshot string, bump bool) error {
 	etcd := c.env.ControlPlane.Etcd
 	if err := etcd.Stop(); err != nil {
 		return fmt.Errorf("cannot stop etcd: %w", err)
