@@ -41,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -110,6 +111,9 @@ type Ledger struct {
 
 	loaded chan struct{}
 	kick   chan struct{}
+	// logger is the ledger's own, set by Start before the pages are
+	// loaded: what it logs is no caller's.
+	logger logr.Logger
 	// rebuild asks the loop of Start to rebuild a stale index.
 	rebuild chan struct{}
 
@@ -318,6 +322,7 @@ func (l *Ledger) NeedLeaderElection() bool { return false }
 // the retention until ctx ends. It is a manager.Runnable.
 func (l *Ledger) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("ledger")
+	l.logger = logger
 	for delay := time.Second; ; delay = min(2*delay, time.Minute) {
 		err := l.load(ctx)
 		if err == nil {

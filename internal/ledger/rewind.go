@@ -142,8 +142,11 @@ func (l *Ledger) rebuildIfStale(ctx context.Context) error {
 	}
 	l.pages, l.head, l.stale, l.staleWhy = pages, nil, false, nil
 	indexRebuildsTotal.Inc()
-	log.FromContext(ctx).WithName("ledger").Info("Ledger index rebuilt after resourceVersions went backwards",
-		append(why, "pages", len(pages), "entries", entries)...)
+	logger := l.logger
+	if logger.GetSink() == nil {
+		logger = log.FromContext(ctx).WithName("ledger")
+	}
+	logger.Info("Ledger index rebuilt after resourceVersions went backwards", append(why, "pages", len(pages), "entries", entries)...)
 	return nil
 }
 
