@@ -115,7 +115,8 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 		// Entries already on a page stay as they are: the first outcome
 		// wins. Checked again on each page written to, since another
 		// process may have put the same outcome there.
-		todo, dups := l.unrecorded(head, todo)
+		var dups []Entry
+		todo, dups = l.unrecorded(head, todo)
 		if len(dups) > 0 {
 			// What this process believes recorded is read back before it
 			// is left out: a copy or an index kept across an etcd restore

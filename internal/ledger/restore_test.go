@@ -263,7 +263,7 @@ func TestLedgerAfterEtcdRestore(t *testing.T) {
 				}
 			}
 			// New outcomes after the restore.
-			var after []Entry
+			after := make([]Entry, 0, restoreJobs)
 			for i := range restoreJobs {
 				e := entry(s.prefix, 2*restoreJobs+i, time.Now())
 				after = append(after, e)
