@@ -216,7 +216,11 @@ func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
 		if err := c.Reader.Get(ctx, d.name, &job); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if job.UID != d.uid {
+		if job.UID != d.uid || !finished(&job) {
+			// Another object, or one that is not finished any more (an
+			// etcd restored from a snapshot took its outcome back): its
+			// outcome is recorded when it finishes again, and its TTL
+			// counts from then.
 			return nil
 		}
 		if err := c.record(ctx, &job); err != nil {
@@ -241,7 +245,10 @@ func (c *FinishedJobCollector) record(ctx context.Context, job *paymentsv1alpha1
 	if c.Ledger == nil {
 		return errors.New("no outcome ledger: finished jobs are kept")
 	}
-	if fromLedger(job) || c.Ledger.Has(sentKey(job)) {
+	if !finished(job) || fromLedger(job) || c.Ledger.Has(sentKey(job)) {
+		// An unfinished job has no outcome to record: recording it would
+		// write a Completed entry without a charge, and the first entry
+		// of a key wins.
 		return nil
 	}
 	return c.Ledger.Record(ctx, LedgerEntry(job, job.CreationTimestamp.Time))
