@@ -20,10 +20,14 @@ package e2e
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
 
 // managerVersion is a manager binary and the name the logs give it.
@@ -41,9 +45,52 @@ func testUpgrade(t *testing.T) {
 
 // testRollback is testUpgrade with the versions swapped: the current
 // manager is killed and the previous one takes its claims over.
+//
+// The current Stripe adapter sends off_session=true, which the previous one
+// does not: Stripe (and the sandbox) compares every parameter of a retried
+// request, so a job whose charge the current version sent, and whose
+// answer was lost, is refused to the previous version as a key reused
+// (idempotency_error). The previous version never fails such a job (an
+// earlier attempt may have charged): it stalls, Processing, with
+// UncertainRefusal, as docs/operations.md says of a rollback across this
+// change. The scenario checks exactly that, then rolls forward: the current
+// version, started again beside the previous one, replays those charges.
 func testRollback(t *testing.T) {
 	previous := previousManager(t)
-	testVersionChange(t, "rollback", managerVersion{"current", suite.managerBin}, previous)
+	testVersionChange(t, "rollback", managerVersion{"current", suite.managerBin}, previous, rollForwardStranded)
+}
+
+// rollForwardStranded waits until every job is finished or stranded by the
+// rollback (Processing, UncertainRefusal after the previous version's retry
+// was refused as a key reused), and starts the current manager again for
+// the stranded ones. It returns that manager, or nil when none was needed.
+func rollForwardStranded(s *scenario) *manager {
+	s.t.Helper()
+	var stranded []string
+	NewWithT(s.t).Eventually(func(g Gomega) {
+		jobs, err := s.list()
+		g.Expect(err).NotTo(HaveOccurred())
+		stranded = stranded[:0]
+		var waiting []string
+		for key, j := range jobs {
+			if terminal(&j) {
+				continue
+			}
+			ready := meta.FindStatusCondition(j.Status.Conditions, paymentsv1alpha1.ConditionReady)
+			if ready != nil && ready.Reason == "UncertainRefusal" && strings.Contains(ready.Message, "IdempotencyKeyReused") {
+				g.Expect(j.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing), "%s: never Failed", key)
+				stranded = append(stranded, key)
+				continue
+			}
+			waiting = append(waiting, key+" ("+describe(&j)+")")
+		}
+		g.Expect(waiting).To(BeEmpty(), "jobs neither finished nor stranded by the rollback")
+	}, terminalTimeout, time.Second).Should(Succeed())
+	s.t.Logf("rollback: %d jobs stranded by the previous version (UncertainRefusal, never Failed): %v", len(stranded), stranded)
+	if len(stranded) == 0 {
+		return nil
+	}
+	return s.startManager(managerOptions{bin: suite.managerBin})
 }
 
 // previousManager is the manager of the previous version, from
@@ -78,7 +125,10 @@ func previousManager(t *testing.T) managerVersion {
 //
 // Both managers get startManager's common flags and nothing more: each of
 // them must be known to the previous version (no managerOptions.args).
-func testVersionChange(t *testing.T, name string, from, to managerVersion) {
+//
+// after, when set, runs once the manager of version to works; it may start
+// another manager, whose finished jobs count with those of version to.
+func testVersionChange(t *testing.T, name string, from, to managerVersion, after ...func(*scenario) *manager) {
 	g := NewWithT(t)
 	s := newScenario(t, name, "--error-after-commit=0.1", "--latency-min=50ms", "--latency-max=300ms")
 	jobs := s.planJobs(jobsPerScenario, nil)
@@ -107,16 +157,24 @@ func testVersionChange(t *testing.T, name string, from, to managerVersion) {
 	// version cannot start (a flag it does not know, say).
 	s.waitForTerminalFrom(cur, done+1, 2*time.Minute)
 	created()
+	var forward *manager
+	for _, f := range after {
+		forward = f(s)
+	}
 	r := s.verify()
 
 	// The watch may trail the List that verify ended on.
 	g.Eventually(h.finished, 30*time.Second, 200*time.Millisecond).Should(Equal(len(jobs)),
 		"terminal jobs seen by the watch")
-	byOld, byNew := h.finishedBy(old), h.finishedBy(cur)
+	byOld, byNew, byForward := h.finishedBy(old), h.finishedBy(cur), 0
+	if forward != nil {
+		byForward = h.finishedBy(forward)
+		t.Logf("%s: %s (current, rolled forward) finished the %d stranded jobs", name, forward.Name, byForward)
+	}
 	replayed := 0
 	for key, was := range held {
 		j := r.live[key]
-		g.Expect(cur.holds(h.finisher(key))).To(BeTrue(),
+		g.Expect(cur.holds(h.finisher(key)) || (forward != nil && forward.holds(h.finisher(key)))).To(BeTrue(),
 			"%s, claimed by %s when it was killed, was finished under the claim of %q", key, old.Name, h.finisher(key))
 		g.Expect(j.Status.Attempts).To(BeNumerically(">", was.Status.Attempts), "%s: %s", key, describe(&j))
 		if j.Status.ProviderResponse != nil && j.Status.ProviderResponse.Replayed {
@@ -128,7 +186,7 @@ func testVersionChange(t *testing.T, name string, from, to managerVersion) {
 		name, old.Name, from.name, byOld, cur.Name, to.name, byNew, len(held), replayed, r.stats.Faults, r.replays)
 	g.Expect(byOld).To(BeNumerically(">", 0), "the %s version finished no job before it was killed", from.name)
 	g.Expect(byNew).To(BeNumerically(">", 0), "the %s version finished no job", to.name)
-	g.Expect(byOld+byNew).To(Equal(len(jobs)), "jobs finished by one of the two managers")
+	g.Expect(byOld+byNew+byForward).To(Equal(len(jobs)), "jobs finished by one of the managers")
 	g.Expect(r.stats.Faults).To(BeNumerically(">", 0), "no fault was injected")
 	g.Expect(r.replays).To(BeNumerically(">", 0), "no dropped response was recovered by a replay")
 	g.Expect(cur.Exited()).To(BeFalse(), "%s exited:\n%s", cur.Name, cur.ReadLog())
