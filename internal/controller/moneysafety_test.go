@@ -29,6 +29,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -230,8 +232,8 @@ func TestLedgerHitAtAnotherAccountIsNeverTaken(t *testing.T) {
 	}
 }
 
-// (5) A namespace's name recycled for a new tenant, who guesses a key the
-// old tenant used: nothing the new tenant can read (conditions, events)
+// (5) A namespace deleted and created again with the same name for a new
+// tenant, who guesses a key the old tenant used: nothing the new tenant can read (conditions, events)
 // shows the old payment's charge, amount or account, whether the ledger or
 // the provider holds it. With spec.keyScope, the new tenant's key is
 // another one: its payment is made, and the old entry is not touched.
@@ -241,11 +243,11 @@ func TestRecycledNamespaceNeverShowsTheOldTenantsPayment(t *testing.T) {
 	newTenant := func(s *paymentsv1alpha1.PaymentJobSpec) { s.Amount = 1717 }
 	leaves := func(s *scenario) paymentsv1alpha1.PaymentJob {
 		first := s.run("invoice-9", paymentsv1alpha1.PhaseCompleted, oldTenant)
-		// The tenant leaves: its job, provider and Secret go; its name is
-		// given to the next tenant, who brings its own.
+		// The tenant leaves: its namespace is deleted and its name given
+		// to the next tenant, who brings its own provider and Secret.
 		deleteJob(s.t, first)
 		pp := getProvider(s, s.ns)
-		deleteProviderAndSecret(s, s.ns)
+		recycleNamespace(s)
 		createSecret(s.t, s.ns)
 		s.Expect(k8sClient.Create(context.Background(), &paymentsv1alpha1.PaymentProvider{
 			ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: s.ns}, Spec: pp.Spec,
@@ -312,6 +314,36 @@ func TestRecycledNamespaceNeverShowsTheOldTenantsPayment(t *testing.T) {
 		s.Eventually(func(g Gomega) map[string]int { return ledgerEntries(g, "tenant-2:"+s.ns) }, timeout).
 			Should(HaveKeyWithValue("tenant-2:"+s.ns+"/invoice-9", 1))
 	})
+}
+
+// recycleNamespace deletes the scenario's namespace, as kube-controller-
+// manager's namespace controller would (the suite runs none): its objects
+// first, events included, then the namespace, finalized; and creates a
+// namespace of the same name again, empty.
+func recycleNamespace(s *scenario) {
+	s.t.Helper()
+	ctx := context.Background()
+	deleteProviderAndSecret(s, s.ns)
+	s.Eventually(func(g Gomega) {
+		var providers paymentsv1alpha1.PaymentProviderList
+		g.Expect(k8sClient.List(ctx, &providers, client.InNamespace(s.ns))).To(Succeed())
+		g.Expect(providers.Items).To(BeEmpty(), "the provider's finalizer comes off once no job uses it")
+	}, timeout).Should(Succeed())
+	s.Expect(k8sClient.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace(s.ns))).To(Succeed())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}
+	s.Expect(k8sClient.Delete(ctx, ns)).To(Succeed())
+	s.Eventually(func(g Gomega) {
+		var current corev1.Namespace
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &current)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		current.Spec.Finalizers = nil
+		g.Expect(k8sClient.SubResource("finalize").Update(ctx, &current)).To(Succeed())
+		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &current))).To(BeTrue())
+	}, timeout).Should(Succeed())
+	s.Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
 }
 
 // (6) Without the resolve-attribution policy (this suite installs none),
