@@ -49,11 +49,18 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 		}
 	}
 	unclaimed := job.Status.DeepCopy()
-	if job.Status.Provider == nil || unclaimed.Phase != paymentsv1alpha1.PhaseProcessing {
-		// The first claim (or one by a version that did not record it):
-		// the payment is tied to where this claim sends it, key scope
-		// included.
+	switch {
+	case unclaimed.Phase != paymentsv1alpha1.PhaseProcessing:
+		// The first claim: the payment is tied to where it sends it, key
+		// scope included.
 		id := t.id
+		job.Status.Provider = &id
+	case job.Status.Provider == nil:
+		// Claimed by a version that did not record where: recorded now,
+		// under the scope of the key that version sent, whatever the
+		// provider's scope is today.
+		id := t.id
+		id.KeyScope = claimedScope(job)
 		job.Status.Provider = &id
 	}
 	c := ChargeOf(job)

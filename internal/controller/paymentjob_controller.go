@@ -163,7 +163,8 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		// Never claimed, so nothing is in flight: let it go.
 		return ctrl.Result{}, r.removeFinalizer(ctx, job)
 	}
-	if res, done, err := r.finishFromLedger(ctx, job); done || err != nil {
+	res, done, searched, err := r.finishFromLedger(ctx, job)
+	if done || err != nil {
 		return res, err
 	}
 	if err := r.ensureFinalizer(ctx, job); err != nil {
@@ -194,6 +195,11 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		// The PaymentProvider watch brings the job back when it changes;
 		// the requeue does even if no event comes.
 		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.reason, wait)}, r.setPending(ctx, job, *waiting)
+	}
+	if !searched.covers(target) {
+		// The provider appeared, or its key scope changed, since the
+		// ledger was asked: ask again under the scope the claim sends.
+		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, nil
 	}
 	if err := r.guardProvider(ctx, target); err != nil {
 		return ctrl.Result{}, err

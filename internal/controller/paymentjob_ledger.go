@@ -186,24 +186,25 @@ func LedgerEntry(job *paymentsv1alpha1.PaymentJob, now time.Time) ledger.Entry {
 // finished from it needs no finalizer: nothing is in flight. done reports
 // that the pass ends here (finished, stalled, waiting for the provider, or
 // the ledger failed).
-func (r *PaymentJobReconciler) finishFromLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (res ctrl.Result, done bool, err error) {
+func (r *PaymentJobReconciler) finishFromLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
 	if r.Ledger == nil || job.Status.IdempotencyKey != "" {
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, false, ledgerSearch{skipped: true}, nil
 	}
 	var pp paymentsv1alpha1.PaymentProvider
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: job.Spec.ProviderRef.Name}, &pp); err != nil {
 		// Not found: the scope of the job's keys is not known yet; the
 		// job waits for its provider (admit), and comes back with it.
-		return ctrl.Result{}, !apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		return ctrl.Result{}, !apierrors.IsNotFound(err), ledgerSearch{}, client.IgnoreNotFound(err)
 	}
 	c := chargeWithKey(job, scopedKey(job, pp.Spec.KeyScope))
+	searched = ledgerSearch{done: true, scope: pp.Spec.KeyScope}
 	e, found, err := r.Ledger.Find(ctx, c.Key)
 	if err != nil || !found {
-		return ctrl.Result{}, err != nil, err
+		return ctrl.Result{}, err != nil, searched, err
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
-		return ctrl.Result{}, true, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: "Not charging: " +
+		return ctrl.Result{}, true, searched, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: "Not charging: " +
 			"the operator's ledger records a payment under this idempotency key for another request; the operator's log " +
 			"names it (ChargeMismatch). Delete this job, or use another idempotency key"})
 	}
@@ -212,23 +213,39 @@ func (r *PaymentJobReconciler) finishFromLedger(ctx context.Context, job *paymen
 	t, waiting, err := r.resolveProvider(ctx, job)
 	switch {
 	case err != nil:
-		return ctrl.Result{}, true, err
+		return ctrl.Result{}, true, searched, err
 	case waiting != nil:
-		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.reason, 0)}, true, r.setPending(ctx, job, *waiting)
+		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.reason, 0)}, true, searched, r.setPending(ctx, job, *waiting)
 	}
 	if t.id.KeyScope != pp.Spec.KeyScope {
 		// The provider's key scope changed between the two reads: look
 		// again under the new one.
-		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, true, nil
+		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, true, searched, nil
 	}
 	if same, why := sameBooks(e.Provider, t.id, t.identity.accountsOnly); !same {
-		return ctrl.Result{}, true, r.stall(ctx, job, progress{reason: ReasonProviderChanged, message: payment.CleanMessage(fmt.Sprintf(
+		return ctrl.Result{}, true, searched, r.stall(ctx, job, progress{reason: ReasonProviderChanged, message: payment.CleanMessage(fmt.Sprintf(
 			"Not charging: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s. "+
 				"Point the provider back at the account that holds it, or, to charge it at the new account, set spec.keyScope "+
 				"on the PaymentProvider (a new key space: every job claimed through it is a new payment there)",
 			describeBooks(e.Provider), job.Spec.ProviderRef.Name, describeBooks(t.id), why), maxMessageLength)})
 	}
-	return ctrl.Result{}, true, r.recordFromLedger(ctx, job, t, c, e)
+	return ctrl.Result{}, true, searched, r.recordFromLedger(ctx, job, t, c, e)
+}
+
+// ledgerSearch says under which key scope finishFromLedger asked the ledger
+// for a job, so that the job is claimed only under that scope.
+type ledgerSearch struct {
+	// skipped: there is no ledger, or the job was claimed before.
+	skipped bool
+	// done: the ledger was asked, under scope.
+	done  bool
+	scope string
+}
+
+// covers reports whether the search covers a claim through t: the ledger
+// was asked under the scope the claim sends.
+func (s ledgerSearch) covers(t *target) bool {
+	return s.skipped || (s.done && s.scope == t.id.KeyScope)
 }
 
 // describeBooks names where a payment was made for a message: the account

@@ -198,6 +198,17 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 	if err != nil {
 		return false, o, "", err
 	}
+	if !want.charged {
+		// Whoever looked (the operator's lookup, or a person searching the
+		// provider's dashboard) may not see a charge made by an attempt
+		// younger than the provider's search lag (Stripe's: usually under
+		// a minute, up to an hour in incidents): "nothing found" says
+		// nothing about it yet, verified or not.
+		lag := r.resolutionLag(ctx, job, target)
+		if at := lastAttempt(job).Add(lag); r.Clock.Now().Before(at) {
+			return false, o, "", &searchLagWait{at: at, lag: lag}
+		}
+	}
 	if waiting != nil {
 		// The provider is gone or not ready: the person's word stands,
 		// recorded as not verified.
@@ -215,15 +226,6 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 		}
 	}
 	key := sentKey(job)
-	if !want.charged {
-		// The lookup may lag behind a charge (Stripe's search: usually
-		// under a minute, up to an hour in incidents): "nothing found" says
-		// nothing about an attempt younger than the lag.
-		lag := searchLag(target)
-		if at := lastAttempt(job).Add(lag); r.Clock.Now().Before(at) {
-			return false, o, "", &searchLagWait{at: at, lag: lag}
-		}
-	}
 	callCtx, cancel := context.WithTimeout(ctx, target.timeout)
 	defer cancel()
 	if want.charged {
@@ -296,15 +298,28 @@ func lastAttempt(job *paymentsv1alpha1.PaymentJob) time.Time {
 	return time.Time{}
 }
 
-// searchLag is how long a charge may take to show in t's lookup.
-func searchLag(t *target) time.Duration {
-	if pp := t.provider; pp != nil && pp.Spec.Lookup != nil && pp.Spec.Lookup.SearchLagSeconds != nil {
+// resolutionLag is how long a charge may take to show at the job's
+// provider: its PaymentProvider's spec.lookup.searchLagSeconds, or the
+// default of its kind. A provider that cannot be read (gone) gets Stripe's,
+// the longer one.
+func (r *PaymentJobReconciler) resolutionLag(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target) time.Duration {
+	var pp *paymentsv1alpha1.PaymentProvider
+	if t != nil {
+		pp = t.provider
+	}
+	if pp == nil {
+		var current paymentsv1alpha1.PaymentProvider
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: job.Spec.ProviderRef.Name}, &current); err == nil {
+			pp = &current
+		}
+	}
+	switch {
+	case pp != nil && pp.Spec.Lookup != nil && pp.Spec.Lookup.SearchLagSeconds != nil:
 		return time.Duration(*pp.Spec.Lookup.SearchLagSeconds) * time.Second
+	case pp != nil && pp.Spec.HTTP != nil:
+		return DefaultHTTPSearchLag
 	}
-	if t.identity != nil && t.identity.accountsOnly {
-		return DefaultStripeSearchLag
-	}
-	return DefaultHTTPSearchLag
+	return DefaultStripeSearchLag
 }
 
 // recordResolution finishes the job as the person said: Completed with the

@@ -18,6 +18,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,11 +61,25 @@ func chargeWithKey(job *paymentsv1alpha1.PaymentJob, key string) Charge {
 // its spec and the key scope of the provider it was claimed for
 // (checkRecordedKey stops a job whose status says otherwise).
 func sentKey(job *paymentsv1alpha1.PaymentJob) string {
-	scope := ""
-	if p := job.Status.Provider; p != nil {
-		scope = p.KeyScope
+	return scopedKey(job, claimedScope(job))
+}
+
+// claimedScope is the key scope the job was claimed with:
+// status.provider.keyScope, or else the scope its recorded key carries. A
+// version that does not know key scopes erases status.provider.keyScope
+// with its first status write (a rollback), but not the key it found
+// recorded; namespaces never contain ':', so "<scope>:<namespace>/..." says
+// the scope. checkRecordedKey still compares the whole key.
+func claimedScope(job *paymentsv1alpha1.PaymentJob) string {
+	if p := job.Status.Provider; p != nil && p.KeyScope != "" {
+		return p.KeyScope
 	}
-	return scopedKey(job, scope)
+	k := job.Status.IdempotencyKey
+	colon, slash := strings.IndexByte(k, ':'), strings.IndexByte(k, '/')
+	if colon > 0 && colon < slash {
+		return k[:colon]
+	}
+	return ""
 }
 
 // scopedKey is the key the job sends through a provider with key scope
