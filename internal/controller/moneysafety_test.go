@@ -51,17 +51,6 @@ func searchLag(seconds int32) func(*paymentsv1alpha1.PaymentProvider) {
 	}
 }
 
-// notes lists the notes of the job's events with reason.
-func notes(g Gomega, ns, name, reason string) []string {
-	var notes []string
-	for _, e := range eventsAbout(g, ns, name) {
-		if e.Reason == reason {
-			notes = append(notes, e.Note)
-		}
-	}
-	return notes
-}
-
 // expectWaiting waits until the job has a ResolutionWaiting event that
 // names the provider's search lag.
 func (s *scenario) expectWaiting(name string) {

@@ -510,15 +510,20 @@ func eventReasons(g Gomega, ns, name string) []string {
 	return reasons
 }
 
-// refusals lists the messages of the job's ResolutionRefused events.
-func refusals(g Gomega, ns, name string) []string {
+// notes lists the notes of the job's events with reason.
+func notes(g Gomega, ns, name, reason string) []string {
 	var notes []string
 	for _, e := range eventsAbout(g, ns, name) {
-		if e.Reason == controller.ReasonResolutionRefused {
+		if e.Reason == reason {
 			notes = append(notes, e.Note)
 		}
 	}
 	return notes
+}
+
+// refusals lists the messages of the job's ResolutionRefused events.
+func refusals(g Gomega, ns, name string) []string {
+	return notes(g, ns, name, controller.ReasonResolutionRefused)
 }
 
 // metricValue reads the metric name on the manager's shared registry: the

@@ -42,18 +42,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
-
-// DefaultRetention keeps entries for 400 days: longer than a year of
-// statements, refunds and disputes.
-const DefaultRetention = 400 * 24 * time.Hour
 
 const (
 	// maxEntriesPerPage and maxPageBytes bound a page well under etcd's
@@ -430,43 +424,4 @@ func (l *Ledger) failPending(err error) {
 	l.next.err = err
 	close(l.next.done)
 	l.next = &batch{done: make(chan struct{})}
-}
-
-// Prune deletes the pages whose newest entry is older than the retention,
-// except the newest page, which appends still go to.
-func (l *Ledger) Prune(ctx context.Context) error {
-	cutoff := l.opts.Clock.Now().Add(-l.opts.Retention)
-	l.mu.Lock()
-	if l.stale {
-		// Pruned once the index is rebuilt.
-		l.mu.Unlock()
-		return nil
-	}
-	type expired struct{ name, rv string }
-	var victims []expired
-	maxSeq := 0
-	for _, p := range l.pages {
-		maxSeq = max(maxSeq, p.seq)
-	}
-	for name, p := range l.pages {
-		if p.seq < maxSeq && p.newest.Before(cutoff) && p.indexed == p.seen {
-			victims = append(victims, expired{name, p.indexed})
-		}
-	}
-	l.mu.Unlock()
-	var errs []error
-	for _, v := range victims {
-		p := &paymentsv1alpha1.PaymentLedger{ObjectMeta: metav1.ObjectMeta{Name: v.name}}
-		err := l.writer.Delete(ctx, p, client.Preconditions{ResourceVersion: &v.rv})
-		switch {
-		case err == nil || apierrors.IsNotFound(err):
-			l.forget(v.name)
-			prunedPagesTotal.Inc()
-		case apierrors.IsConflict(err):
-			// Written since it was read: looked at again next time.
-		default:
-			errs = append(errs, fmt.Errorf("cannot delete expired ledger page %s: %w", v.name, err))
-		}
-	}
-	return errors.Join(errs...)
 }
