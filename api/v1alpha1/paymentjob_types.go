@@ -258,6 +258,13 @@ type Failure struct {
 // PaymentJobStatus is the observed state of a PaymentJob. It is the operator's
 // write-ahead record: the claim is written before the provider is called.
 type PaymentJobStatus struct {
+	PaymentStatus `json:",inline"`
+}
+
+// PaymentStatus is the state of the exactly-once protocol, shared by every
+// kind that moves money (PaymentJob, PaymentRefund): the write-ahead claim,
+// the key and request sent, where they were sent, and the outcome.
+type PaymentStatus struct {
 	// phase is Pending, Processing, Completed or Failed.
 	// +optional
 	Phase PaymentJobPhase `json:"phase,omitempty"`

@@ -322,7 +322,7 @@ func TestPaymentJobStatusUpdateNeedsNoSpec(t *testing.T) {
 	now := metav1.Now()
 	statusOnly := &paymentsv1alpha1.PaymentJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, ResourceVersion: job.ResourceVersion},
-		Status: paymentsv1alpha1.PaymentJobStatus{
+		Status: paymentsv1alpha1.PaymentJobStatus{PaymentStatus: paymentsv1alpha1.PaymentStatus{
 			Phase:          paymentsv1alpha1.PhaseProcessing,
 			IdempotencyKey: namespace + "/invoice-2026-0042",
 			RequestHash:    "sha256:0123",
@@ -333,7 +333,7 @@ func TestPaymentJobStatusUpdateNeedsNoSpec(t *testing.T) {
 				ExpiresAt:  metav1.NewMicroTime(now.Add(60e9)),
 			},
 			StartedAt: &now,
-		},
+		}},
 	}
 	staleResourceVersion := job.ResourceVersion
 	g.Expect(k8sClient.Status().Update(ctx, statusOnly)).To(Succeed())
@@ -371,7 +371,7 @@ func TestPaymentJobPrinterColumns(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, &unstructured.Unstructured{Object: validJob(name)})).To(Succeed())
 	var job paymentsv1alpha1.PaymentJob
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &job)).To(Succeed())
-	job.Status = paymentsv1alpha1.PaymentJobStatus{
+	job.Status.PaymentStatus = paymentsv1alpha1.PaymentStatus{
 		Phase:            paymentsv1alpha1.PhaseCompleted,
 		Attempts:         1,
 		ProviderResponse: &paymentsv1alpha1.ProviderResponse{ID: "pi_123", Status: "succeeded", Amount: 2000, Currency: "usd"},

@@ -92,6 +92,16 @@ type HTTPProvider struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
 	LookupURL string `json:"lookupURL,omitempty"`
+
+	// refundURL is the service's optional refund endpoint (see "Refunds" in
+	// the HTTP contract, docs/providers.md): POST, one refund of a charge
+	// per idempotency key. PaymentRefunds through this provider need it and
+	// lookupURL, which must then list a charge's refunds; without them a
+	// PaymentRefund waits (Pending, RefundsUnsupported) and sends nothing.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	RefundURL string `json:"refundURL,omitempty"`
 }
 
 // LookupPolicy says when a job's key is looked up at the provider.

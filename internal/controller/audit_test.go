@@ -203,7 +203,7 @@ func TestAuditAnnouncesEachJobOnce(t *testing.T) {
 				Labels: map[string]string{paymentsv1alpha1.LabelFinished: "true"},
 			},
 			Spec:   jobSpec(),
-			Status: paymentsv1alpha1.PaymentJobStatus{Phase: phase},
+			Status: paymentsv1alpha1.PaymentJobStatus{PaymentStatus: paymentsv1alpha1.PaymentStatus{Phase: phase}},
 		}
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job("first", "")).Build()

@@ -86,10 +86,10 @@ func TestPendingRecheckBacksOffWithoutAnEvent(t *testing.T) {
 	r := &PaymentJobReconciler{Backoff: Backoff{Initial: time.Second, Max: 5 * time.Minute},
 		Clock: clocktesting.NewFakePassiveClock(now)}
 	waiting := func(reason string, since time.Duration) *paymentsv1alpha1.PaymentJob {
-		return &paymentsv1alpha1.PaymentJob{Status: paymentsv1alpha1.PaymentJobStatus{Conditions: []metav1.Condition{{
+		return &paymentsv1alpha1.PaymentJob{Status: paymentsv1alpha1.PaymentJobStatus{PaymentStatus: paymentsv1alpha1.PaymentStatus{Conditions: []metav1.Condition{{
 			Type: paymentsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
 			LastTransitionTime: metav1.NewTime(now.Add(-since)),
-		}}}}
+		}}}}}
 	}
 	tests := []struct {
 		name     string

@@ -195,7 +195,7 @@ func TestUsersOfMapsByIndexAndFilter(t *testing.T) {
 		return &paymentsv1alpha1.PaymentJob{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: name},
 			Spec:       paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: provider}},
-			Status:     paymentsv1alpha1.PaymentJobStatus{Phase: phase},
+			Status:     paymentsv1alpha1.PaymentJobStatus{PaymentStatus: paymentsv1alpha1.PaymentStatus{Phase: phase}},
 		}
 	}
 	scheme := runtime.NewScheme()

@@ -58,7 +58,7 @@ func TestCollectorLeavesAJobThatIsNoLongerFinished(t *testing.T) {
 	restored := &paymentsv1alpha1.PaymentJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "invoice", Namespace: "billing", UID: "9d2f1c7e"},
 		Spec:       jobSpec(),
-		Status:     paymentsv1alpha1.PaymentJobStatus{Phase: paymentsv1alpha1.PhaseProcessing, Attempts: 1},
+		Status:     paymentsv1alpha1.PaymentJobStatus{PaymentStatus: paymentsv1alpha1.PaymentStatus{Phase: paymentsv1alpha1.PhaseProcessing, Attempts: 1}},
 	}
 	restored.Spec.TTLSecondsAfterFinished = ptr.To(int32(30))
 	var gets, deletes atomic.Int64

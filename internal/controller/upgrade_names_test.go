@@ -55,6 +55,11 @@ func jsonPaths(prefix string, t reflect.Type) []string {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" {
+			// Inline: its fields are this struct's, at the same paths.
+			paths = append(paths, jsonPaths(prefix, f.Type)...)
+			continue
+		}
 		paths = append(paths, jsonPaths(prefix+"."+name, f.Type)...)
 	}
 	return paths
