@@ -24,9 +24,11 @@ import (
 // Creating a PaymentIntent: a request is admitted under the lock, waits
 // without it while its key is in flight, and is committed under the lock.
 
-// answer is the outcome of one request before faults replace it.
+// answer is the outcome of one request before faults replace it: an intent
+// or a refund, or an error.
 type answer struct {
 	intent   Intent
+	refund   Refund
 	replayed bool
 	err      *StripeError
 }
@@ -86,11 +88,27 @@ func (e *Engine) CreatePaymentIntentWithOptions(key string, p PaymentIntentParam
 // fingerprint that tells a retry from a reuse of the key with another
 // request.
 func (e *Engine) createPaymentIntent(key string, p PaymentIntentParams, o ConfirmOptions, fp string) (Intent, bool, error) {
-	a, t, lose := e.admit(key, fp)
+	a := e.process(key, fp, &e.stats.Requests, func(t *ticket) (answer, bool) {
+		return e.commit(key, p, o, t)
+	})
+	if a.err != nil {
+		return Intent{}, a.replayed, a.err
+	}
+	return a.intent, a.replayed, nil
+}
+
+// process runs one create request under an idempotency key, whatever it
+// creates: admit decides it or marks its key in flight, the ticket's latency
+// and gate hold it, commit saves its outcome, and an after-commit fault
+// replaces the answer. requests is the counter of Stats the request counts
+// in. Charges and refunds go through it alike, so that every fault, limit
+// and idempotency rule applies to both.
+func (e *Engine) process(key, fp string, requests *int64, commit func(*ticket) (answer, bool)) answer {
+	a, t, lose := e.admit(key, fp, requests)
 	if t != nil {
 		t.wait(key)
 		var lost bool
-		a, lost = e.commit(key, p, o, t)
+		a, lost = commit(t)
 		lose = lose || lost
 	}
 	// A request that already failed with a 500 keeps its answer.
@@ -98,21 +116,18 @@ func (e *Engine) createPaymentIntent(key string, p PaymentIntentParams, o Confir
 		e.mu.Lock()
 		e.stats.Faults++
 		e.mu.Unlock()
-		return Intent{}, false, apiError(FaultAfterCommit)
+		return answer{err: apiError(FaultAfterCommit)}
 	}
-	if a.err != nil {
-		return Intent{}, a.replayed, a.err
-	}
-	return a.intent, a.replayed, nil
+	return a
 }
 
 // admit decides a request under the lock, or marks its new key in flight and
 // returns a ticket to commit it. lose is true when the answer must be
 // replaced by an after-commit fault.
-func (e *Engine) admit(key, fp string) (a answer, t *ticket, lose bool) {
+func (e *Engine) admit(key, fp string, requests *int64) (a answer, t *ticket, lose bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.stats.Requests++
+	*requests++
 	if !e.allow(e.writes) {
 		return answer{err: rateLimitError(RateLimitRetryAfter, false)}, nil, false
 	}
@@ -143,6 +158,9 @@ func (e *Engine) admit(key, fp string) (a answer, t *ticket, lose bool) {
 		e.stats.Replays++
 		if s.err != nil {
 			return answer{err: s.err.clone(), replayed: true}, nil, lose
+		}
+		if s.savedRefund != nil {
+			return answer{refund: s.savedRefund.clone(), replayed: true}, nil, lose
 		}
 		if s.saved != nil {
 			return answer{intent: s.saved.clone(), replayed: true}, nil, lose

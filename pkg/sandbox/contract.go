@@ -24,6 +24,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
@@ -88,8 +89,9 @@ type contractFound struct {
 
 // contractLookup is the body of GET /http/charges/lookup.
 type contractLookup struct {
-	Account string          `json:"account"`
-	Charges []contractFound `json:"charges"`
+	Account string                `json:"account"`
+	Charges []contractFound       `json:"charges"`
+	Refunds []contractFoundRefund `json:"refunds"`
 }
 
 // contractError is an error body of the contract.
@@ -159,14 +161,20 @@ func (s *server) createCharge(w http.ResponseWriter, r *http.Request) {
 // withLookupMetadata returns a copy of p whose metadata also holds key and,
 // when it is not empty, fingerprint.
 func withLookupMetadata(p PaymentIntentParams, key, fingerprint string) PaymentIntentParams {
-	metadata := make(map[string]string, len(p.Metadata)+2)
-	maps.Copy(metadata, p.Metadata)
-	metadata[payment.MetadataKeyIdempotencyKey] = key
-	if fingerprint != "" {
-		metadata[payment.MetadataKeyFingerprint] = fingerprint
-	}
-	p.Metadata = metadata
+	p.Metadata = lookupMetadata(p.Metadata, key, fingerprint)
 	return p
+}
+
+// lookupMetadata returns a copy of metadata that also holds key and, when
+// it is not empty, fingerprint.
+func lookupMetadata(metadata map[string]string, key, fingerprint string) map[string]string {
+	tagged := make(map[string]string, len(metadata)+2)
+	maps.Copy(tagged, metadata)
+	tagged[payment.MetadataKeyIdempotencyKey] = key
+	if fingerprint != "" {
+		tagged[payment.MetadataKeyFingerprint] = fingerprint
+	}
+	return tagged
 }
 
 // readContractCharge decodes the JSON body of a charge; unknown fields are
@@ -209,19 +217,28 @@ func contractKey(header, body string) (string, error) {
 
 // lookupCharges answers every charge carrying one of the key parameters,
 // newest first, with one search of the Engine (so the search lag and rate
-// limit apply). Without keys it searches nothing and answers the account,
-// so that a client can probe for the endpoint. While lookups are off
-// (Engine.SetLookupEnabled) it answers every request, probes included, with
-// a 404, as a service without the endpoint.
+// limit apply). With a charge parameter it also answers that charge, and
+// every refund of it, ours or not, newest first, without lag
+// (Engine.lookupCharge); refunds is [] without one. Without keys or charge
+// it searches nothing and answers the account, so that a client can probe
+// for the endpoint. While lookups are off (Engine.SetLookupEnabled) it
+// answers every request, probes included, with a 404, as a service without
+// the endpoint.
 func (s *server) lookupCharges(w http.ResponseWriter, r *http.Request) {
 	if err := s.engine.refuseLookup(); err != nil {
 		writeContractError(w, stripeErrorOf(err))
 		return
 	}
+	charge := r.URL.Query().Get("charge")
 	keys := r.URL.Query()["key"]
 	if len(keys) > payment.MaxLookupKeys {
 		writeJSON(w, http.StatusBadRequest, contractError{Reason: payment.ReasonInvalidRequest,
 			Message: fmt.Sprintf("%d keys asked for; at most %d in one lookup", len(keys), payment.MaxLookupKeys)})
+		return
+	}
+	if len(charge) > MaxIdempotencyKeyLength {
+		writeJSON(w, http.StatusBadRequest, contractError{Reason: payment.ReasonInvalidRequest,
+			Message: fmt.Sprintf("the charge must be at most %d characters long", MaxIdempotencyKeyLength)})
 		return
 	}
 	for _, key := range keys {
@@ -231,7 +248,7 @@ func (s *server) lookupCharges(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body := contractLookup{Account: s.engine.Account(), Charges: []contractFound{}}
+	body := contractLookup{Account: s.engine.Account(), Charges: []contractFound{}, Refunds: []contractFoundRefund{}}
 	if len(keys) > 0 {
 		found, err := s.engine.searchKeys(keys)
 		if err != nil {
@@ -239,15 +256,20 @@ func (s *server) lookupCharges(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, in := range found {
-			body.Charges = append(body.Charges, contractFound{
-				IdempotencyKey: in.Metadata[payment.MetadataKeyIdempotencyKey],
-				ID:             in.ID,
-				Status:         contractStatus(in.Status),
-				Amount:         in.Amount,
-				Currency:       in.Currency,
-				Created:        in.Created.Unix(),
-				Fingerprint:    in.Metadata[payment.MetadataKeyFingerprint],
-			})
+			body.Charges = append(body.Charges, foundCharge(in))
+		}
+	}
+	if charge != "" {
+		in, refunds, ok, err := s.engine.lookupCharge(charge)
+		if err != nil {
+			writeContractError(w, stripeErrorOf(err))
+			return
+		}
+		if ok && !slices.ContainsFunc(body.Charges, func(c contractFound) bool { return c.ID == in.ID }) {
+			body.Charges = append(body.Charges, foundCharge(in))
+		}
+		for _, refund := range refunds {
+			body.Refunds = append(body.Refunds, foundRefund(refund))
 		}
 	}
 	writeJSON(w, http.StatusOK, body)

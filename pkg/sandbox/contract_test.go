@@ -299,7 +299,7 @@ func TestContractLookup(t *testing.T) {
 	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
 	g.Expect(res.body).To(MatchJSON(fmt.Sprintf(`{"account": "acct_contract", "charges": [
 		{"idempotencyKey": "ns/b", "id": %q, "status": "pending", "amount": 700, "currency": "usd",
-		 "created": %d, "fingerprint": ""}]}`, old.ID, old.Created.Unix())))
+		 "created": %d, "fingerprint": ""}], "refunds": []}`, old.ID, old.Created.Unix())))
 
 	clock.Add(time.Minute)
 	res = lookup("ns/a", "ns/b")
@@ -308,7 +308,7 @@ func TestContractLookup(t *testing.T) {
 		{"idempotencyKey": "ns/a", "id": %q, "status": "succeeded", "amount": 1999, "currency": "eur",
 		 "created": %d, "fingerprint": %q},
 		{"idempotencyKey": "ns/b", "id": %q, "status": "pending", "amount": 700, "currency": "usd",
-		 "created": %d, "fingerprint": ""}]}`,
+		 "created": %d, "fingerprint": ""}], "refunds": []}`,
 		id, clock.Now().Add(-time.Minute).Unix(), contractFingerprint, old.ID, old.Created.Unix())))
 
 	// Statuses in the contract's words.
@@ -319,7 +319,7 @@ func TestContractLookup(t *testing.T) {
 	searches := e.Stats().Searches
 	res = lookup()
 	g.Expect(res.status).To(Equal(http.StatusOK))
-	g.Expect(res.body).To(MatchJSON(`{"account": "acct_contract", "charges": []}`))
+	g.Expect(res.body).To(MatchJSON(`{"account": "acct_contract", "charges": [], "refunds": []}`))
 	g.Expect(e.Stats().Searches).To(Equal(searches))
 
 	eleven := make([]string, payment.MaxLookupKeys+1)

@@ -24,8 +24,8 @@ import (
 	"time"
 )
 
-// The /_sandbox routes: counters, faults, the key memory and the lookup
-// switch, for tests and tools. They need no API key.
+// The /_sandbox routes: counters, faults, the key memory, the lookup switch
+// and the refund controls, for tests and tools. They need no API key.
 
 // forgetKeys forgets every decided idempotency key.
 func (s *server) forgetKeys(w http.ResponseWriter, _ *http.Request) {
@@ -101,6 +101,11 @@ func (s *server) getStats(w http.ResponseWriter, _ *http.Request) {
 		Retrieves:         st.Retrieves,
 		KeysForgotten:     st.KeysForgotten,
 		ChargesByKey:      st.ChargesByKey,
+		RefundRequests:    st.RefundRequests,
+		Refunds:           st.Refunds,
+		RefundsFailed:     st.RefundsFailed,
+		RefundRefusals:    st.RefundRefusals,
+		RefundsByKey:      st.RefundsByKey,
 	})
 }
 
@@ -144,6 +149,11 @@ type statsBody struct {
 	Retrieves         int64          `json:"retrieves"`
 	KeysForgotten     int64          `json:"keysForgotten"`
 	ChargesByKey      map[string]int `json:"chargesByKey"`
+	RefundRequests    int64          `json:"refundRequests"`
+	Refunds           int64          `json:"refunds"`
+	RefundsFailed     int64          `json:"refundsFailed"`
+	RefundRefusals    int64          `json:"refundRefusals"`
+	RefundsByKey      map[string]int `json:"refundsByKey"`
 }
 
 // faultsBody is Faults in JSON, with durations as Go duration strings.

@@ -49,7 +49,12 @@ type Engine struct {
 	declined map[string]testCard
 	keys     map[string]*keyState
 	intents  map[string]Intent
-	stats    Stats
+	// refunds are the refunds by ID; refundSeq numbers them in the order
+	// they were created.
+	refunds     map[string]Refund
+	refundSeq   int64
+	refundDelay time.Duration
+	stats       Stats
 }
 
 // NewEngine returns an Engine without faults, rate limits or search lag,
@@ -63,7 +68,8 @@ func NewEngine(opts ...Option) *Engine {
 		failNextAny: map[FaultKind]int{},
 		keys:        map[string]*keyState{},
 		intents:     map[string]Intent{},
-		stats:       Stats{ChargesByKey: map[string]int{}},
+		refunds:     map[string]Refund{},
+		stats:       Stats{ChargesByKey: map[string]int{}, RefundsByKey: map[string]int{}},
 	}
 	for _, opt := range opts {
 		opt(e)
@@ -153,6 +159,22 @@ type Stats struct {
 	// ChargesByKey counts the payments whose money moved, by idempotency key.
 	// With idempotency off, a key may count more than one.
 	ChargesByKey map[string]int
+	// RefundRequests counts every CreateRefund call.
+	RefundRequests int64
+	// Refunds counts the refunds created, succeeded or pending: the ones
+	// that moved money back or were set to. Replays are not counted again.
+	Refunds int64
+	// RefundsFailed counts the refunds that failed after they were created
+	// (FailRefund); their money went back to the account.
+	RefundsFailed int64
+	// RefundRefusals counts the refund requests refused for what the
+	// payment allows (nothing left to refund, an amount beyond what is
+	// left, a payment that did not succeed); replayed refusals are not
+	// counted again.
+	RefundRefusals int64
+	// RefundsByKey counts the refunds created, by idempotency key. With
+	// idempotency off, a key may count more than one.
+	RefundsByKey map[string]int
 }
 
 // Stats returns a copy of the counters.
@@ -161,6 +183,7 @@ func (e *Engine) Stats() Stats {
 	defer e.mu.Unlock()
 	s := e.stats
 	s.ChargesByKey = maps.Clone(e.stats.ChargesByKey)
+	s.RefundsByKey = maps.Clone(e.stats.RefundsByKey)
 	return s
 }
 

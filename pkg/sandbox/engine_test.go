@@ -145,6 +145,7 @@ func TestCreatePaymentIntentChargesOnceAndReplays(t *testing.T) {
 		Replays:      1,
 		Retrieves:    2,
 		ChargesByKey: map[string]int{"ns/order-42": 1},
+		RefundsByKey: map[string]int{},
 	}))
 }
 

@@ -21,6 +21,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // Stripe error types, the "type" field of an error body.
@@ -60,6 +62,15 @@ const (
 	// CodePaymentIntentUnexpectedState is a request the intent's status
 	// does not allow, such as canceling a succeeded intent.
 	CodePaymentIntentUnexpectedState = "payment_intent_unexpected_state"
+	// CodeParameterInvalidInteger is a parameter that is not a positive
+	// integer, such as a refund's amount.
+	CodeParameterInvalidInteger = "parameter_invalid_integer"
+	// CodeChargeAlreadyRefunded is a refund of a payment with nothing left
+	// to refund.
+	CodeChargeAlreadyRefunded = "charge_already_refunded"
+	// CodeAmountTooLarge is a refund of more than what is left of the
+	// payment.
+	CodeAmountTooLarge = "amount_too_large"
 )
 
 // Decline codes, the "decline_code" field of a card error.
@@ -97,6 +108,10 @@ type StripeError struct {
 	// body's payment_intent, as Stripe does for a declined confirmation
 	// and an intent in an unexpected state.
 	intent *Intent
+	// refusal is the payment package's reason of a refund refused for what
+	// the payment allows (payment.ReasonRefundExceedsCharge, ...), which
+	// the HTTP contract answers with a 402; empty for any other error.
+	refusal string
 }
 
 // PaymentIntent returns the PaymentIntent the error is about, as it was
@@ -229,4 +244,38 @@ func lookupOffError() *StripeError {
 		Message:    "Unrecognized request URL: search and lookups are turned off on this sandbox (PUT /_sandbox/lookup).",
 		HTTPStatus: http.StatusNotFound,
 	}
+}
+
+// noSuchPaymentIntentError is the 404 of a refund of an unknown
+// PaymentIntent.
+func noSuchPaymentIntentError(id string) *StripeError {
+	se := invalidRequest(CodeResourceMissing, "payment_intent", fmt.Sprintf("No such payment_intent: '%s'", id))
+	se.HTTPStatus = http.StatusNotFound
+	se.refusal = payment.ReasonChargeNotFound
+	return se
+}
+
+// notRefundableError refuses a refund of a PaymentIntent that did not
+// succeed, with Stripe's message; Stripe sends no code with it.
+func notRefundableError(intentID string) *StripeError {
+	se := invalidRequest("", "payment_intent",
+		fmt.Sprintf("This PaymentIntent (%s) does not have a successful charge to refund.", intentID))
+	se.refusal = payment.ReasonChargeNotRefundable
+	return se
+}
+
+// alreadyRefundedError refuses a refund of a payment with nothing left.
+func alreadyRefundedError(charge string) *StripeError {
+	se := invalidRequest(CodeChargeAlreadyRefunded, "", fmt.Sprintf("Charge %s has already been refunded.", charge))
+	se.refusal = payment.ReasonRefundExceedsCharge
+	return se
+}
+
+// amountTooLargeError refuses a refund of more than what is left.
+func amountTooLargeError(amount, left int64, currency string) *StripeError {
+	se := invalidRequest(CodeAmountTooLarge, "amount",
+		fmt.Sprintf("Refund amount (%d %s) is greater than unrefunded amount on charge (%d %s).",
+			amount, currency, left, currency))
+	se.refusal = payment.ReasonRefundExceedsCharge
+	return se
 }

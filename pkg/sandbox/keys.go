@@ -31,8 +31,11 @@ type keyState struct {
 	// again, as Stripe replays its saved response, even after the intent
 	// moved on (canceled, or authenticated).
 	saved *Intent
-	// err is the saved card error, if any.
+	// err is the saved card error or refund refusal, if any.
 	err *StripeError
+	// savedRefund is the refund created under the key, as it was first
+	// answered.
+	savedRefund *Refund
 }
 
 // WithIdempotency switches idempotency keys on (the default) or off; see

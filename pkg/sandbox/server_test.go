@@ -193,7 +193,12 @@ func TestServerCreatesAndReplaysPaymentIntent(t *testing.T) {
 		"description": "order 42", "metadata": {"paymentjob": "default/order-42"},
 		"status": "succeeded", "created": %d, "livemode": false,
 		"confirmation_method": "automatic", "capture_method": "automatic",
-		"cancellation_reason": null, "last_payment_error": null}`, saved.ID, created.Unix())))
+		"cancellation_reason": null, "last_payment_error": null,
+		"latest_charge": {"id": %q, "object": "charge", "amount": 1999, "amount_captured": 1999,
+			"amount_refunded": 0, "captured": true, "paid": true, "refunded": false, "currency": "eur",
+			"metadata": {"paymentjob": "default/order-42"}, "payment_intent": %q, "status": "succeeded",
+			"created": %d}}`,
+		saved.ID, created.Unix(), "ch_"+strings.TrimPrefix(saved.ID, "pi_"), saved.ID, created.Unix())))
 	g.Expect(first.header.Get("Content-Type")).To(Equal("application/json"))
 	g.Expect(first.header.Get("Request-Id")).To(MatchRegexp(`^req_\w+$`))
 	g.Expect(first.header.Get("Idempotency-Key")).To(Equal(key))
@@ -562,9 +567,13 @@ func TestServerRetrievesPaymentIntent(t *testing.T) {
 	g.Expect(created.status).To(Equal(http.StatusOK), string(created.body))
 	id := created.intentOf(g)["id"].(string)
 
-	got := send(g, srv, apiRequest{method: http.MethodGet, path: "/v1/payment_intents/" + id})
+	// The create expanded latest_charge, as stripe-go asks; so does this read.
+	got := send(g, srv, apiRequest{method: http.MethodGet, path: "/v1/payment_intents/" + id + "?expand[0]=latest_charge"})
 	g.Expect(got.status).To(Equal(http.StatusOK), string(got.body))
 	g.Expect(got.body).To(MatchJSON(created.body))
+	plain := send(g, srv, apiRequest{method: http.MethodGet, path: "/v1/payment_intents/" + id})
+	g.Expect(plain.status).To(Equal(http.StatusOK), string(plain.body))
+	g.Expect(plain.intentOf(g)).To(HaveKeyWithValue("latest_charge", "ch_"+strings.TrimPrefix(id, "pi_")))
 
 	head := send(g, srv, apiRequest{method: http.MethodHead, path: "/v1/payment_intents/" + id})
 	g.Expect(head.status).To(Equal(http.StatusOK))
@@ -707,7 +716,8 @@ func TestServerServesStatsAndFaults(t *testing.T) {
 	g.Expect(stats.body).To(MatchJSON(`{"account": "acct_stats", "requests": 3, "charges": 1, "replays": 1,
 		"inFlightConflicts": 0, "declines": 1, "requiresAction": 0, "cancels": 0, "keyReusedErrors": 0,
 		"invalidRequests": 0, "faults": 0, "rateLimited": 0, "searches": 0, "retrieves": 0, "keysForgotten": 0,
-		"chargesByKey": {"k1": 1}}`))
+		"chargesByKey": {"k1": 1}, "refundRequests": 0, "refunds": 0, "refundsFailed": 0, "refundRefusals": 0,
+		"refundsByKey": {}}`))
 
 	faults := sendControl(g, srv, http.MethodGet, "/_sandbox/faults", "")
 	g.Expect(faults.status).To(Equal(http.StatusOK))

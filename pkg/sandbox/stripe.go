@@ -90,7 +90,7 @@ func (s *server) createPaymentIntent(w http.ResponseWriter, r *http.Request) {
 		writeEngineError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, intentBody(in))
+	writeJSON(w, http.StatusOK, s.expandCharge(intentBody(in), in, form))
 }
 
 // idempotencyKey reads the Idempotency-Key header and echoes it; it answers
@@ -183,7 +183,7 @@ func intentParams(form url.Values) (PaymentIntentParams, *StripeError) {
 	}
 	amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
 	if err != nil {
-		return PaymentIntentParams{}, invalidRequest("parameter_invalid_integer", "amount",
+		return PaymentIntentParams{}, invalidRequest(CodeParameterInvalidInteger, "amount",
 			"Invalid integer: amount must be a whole number of the currency's minor unit.")
 	}
 	// The Engine always confirms: a request that would leave the intent
@@ -259,7 +259,7 @@ func (s *server) getPaymentIntent(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	writeJSON(w, http.StatusOK, intentBody(in))
+	writeJSON(w, http.StatusOK, s.expandCharge(intentBody(in), in, r.URL.Query()))
 }
 
 // searchPaymentIntents answers the intents whose metadata matches the query,

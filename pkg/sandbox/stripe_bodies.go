@@ -73,6 +73,9 @@ type paymentIntentBody struct {
 	CaptureMethod      string            `json:"capture_method"`
 	CancellationReason *string           `json:"cancellation_reason"`
 	LastPaymentError   *apiErrorBody     `json:"last_payment_error"`
+	// LatestCharge is the charge's ID (a string) of a succeeded intent,
+	// nil otherwise, or the charge itself when expanded (chargeBody).
+	LatestCharge any `json:"latest_charge"`
 }
 
 // intentBody is the PaymentIntent body of an Engine intent.
@@ -82,8 +85,10 @@ func intentBody(in Intent) paymentIntentBody {
 		metadata = map[string]string{}
 	}
 	var received int64
+	var latestCharge any
 	if in.Status == StatusSucceeded {
 		received = in.Amount
+		latestCharge = chargeID(in.ID)
 	}
 	var lastError *apiErrorBody
 	if se := in.LastPaymentError; se != nil {
@@ -113,6 +118,7 @@ func intentBody(in Intent) paymentIntentBody {
 		CaptureMethod:      methodAutomatic,
 		CancellationReason: nullable(in.CancellationReason),
 		LastPaymentError:   lastError,
+		LatestCharge:       latestCharge,
 	}
 }
 
