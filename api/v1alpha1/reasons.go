@@ -1,0 +1,279 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Reasons are what the operator writes, in one vocabulary, to
+//
+//   - the reason of the Ready, Reconciling and Stalled conditions;
+//   - the reason of the Kubernetes events it records on the object (a
+//     condition and the event announcing it carry the same reason, so
+//     `kubectl get events --field-selector reason=...` finds both);
+//   - status.failure.reason of a Failed PaymentJob or PaymentRefund.
+//
+// Match on these constants rather than on strings copied from the docs. The
+// values are part of the API: they do not change within v1alpha1. Every one
+// is a valid condition reason (^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$).
+//
+// The groups below say on which kind and where each reason appears, what it
+// means and what to do. "Job" stands for PaymentJob and PaymentRefund alike
+// where a reason is shared: both run the same exactly-once protocol.
+
+// Reasons of a job that waits before its claim (phase Pending, Ready=False).
+// No money has moved.
+const (
+	// ReasonSuspended says spec.suspend holds the job in Pending.
+	// To go on, set spec.suspend to false.
+	ReasonSuspended = "Suspended"
+	// ReasonDeadlineExceeded says activeDeadlineSeconds passed before the
+	// job was claimed (Stalled=True). It is never sent: create a new job if
+	// the payment is still wanted.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonProviderNotFound says the PaymentProvider in spec.providerRef
+	// does not exist in the job's namespace. Create it, or fix the name on a
+	// new job (providerRef is immutable).
+	ReasonProviderNotFound = "ProviderNotFound"
+	// ReasonProviderNotReady says the PaymentProvider is not Ready; its own
+	// Ready condition says why (see the PaymentProvider reasons). The job
+	// goes on by itself once the provider is Ready.
+	ReasonProviderNotReady = "ProviderNotReady"
+	// ReasonProviderDeleted says the PaymentProvider is being deleted: a job
+	// not claimed yet waits and is never sent through it. On a Processing
+	// job (Stalled=True) the provider is gone and the operator kept no
+	// client for it: check the payment at the provider and resolve the job
+	// with the payments.idempotency.dev/resolve annotation (a provider
+	// re-created under the same name is another object: ProviderChanged).
+	ReasonProviderDeleted = "ProviderDeleted"
+	// ReasonRateLimited says the job waits for a token of its provider's
+	// client-side rate limit (spec.requestsPerSecond, spec.burst). It goes
+	// on by itself; raise the limits if the wait is too long.
+	ReasonRateLimited = "RateLimited"
+	// ReasonLookupFailed says the provider could not be asked whether it
+	// already holds a payment under the job's key, so nothing is sent until
+	// it answers. It is retried by itself; the message says what failed.
+	ReasonLookupFailed = "LookupFailed"
+)
+
+// Reasons of a job in flight (phase Processing, Reconciling=True): a claim
+// was written and the request may be at the provider. Nothing to do.
+const (
+	// ReasonClaimed says this manager claimed the job and is sending it.
+	ReasonClaimed = "Claimed"
+	// ReasonClaimTakenOver says the previous claim expired (its manager
+	// stopped or lost the API server) and this manager took it over, with
+	// the same idempotency key: the provider answers a second request with
+	// the first one's outcome.
+	ReasonClaimTakenOver = "ClaimTakenOver"
+	// ReasonTransientError says the provider's answer was uncertain (a
+	// timeout, a 5xx, a pending payment); the job is retried with the same
+	// key, with backoff.
+	ReasonTransientError = "TransientError"
+)
+
+// Reasons of a job stopped so that nothing is paid twice (Stalled=True). The
+// job keeps its phase and sends nothing that could move money again until a
+// person looks: the message says what was found. A Processing job is
+// resolved with the payments.idempotency.dev/resolve annotation
+// ("charged=<id>" or "not-charged") once the provider has been checked.
+const (
+	// ReasonRetriesExhausted says backoffLimit uncertain attempts failed.
+	// The job keeps retrying at the longest interval with the same key; look
+	// at the provider (is it reachable, is the credential valid) and at the
+	// events for the last error.
+	ReasonRetriesExhausted = "RetriesExhausted"
+	// ReasonRequestChanged says the request no longer matches the one
+	// recorded in status.requestHash at the first claim, so it is not sent
+	// again. Check the provider under the job's key and resolve the job.
+	ReasonRequestChanged = "RequestChanged"
+	// ReasonChargeMismatch says the provider holds a payment under the job's
+	// key that was made for another request (another amount, card or
+	// description reused the key). Nothing is sent; find out which object
+	// owns the key and give this one another spec.idempotencyKey.
+	ReasonChargeMismatch = "ChargeMismatch"
+	// ReasonProviderChanged says the job's PaymentProvider no longer reaches
+	// the account (or object, endpoint, mode or key scope) its key was first
+	// sent to: the same key elsewhere is a new payment. Point the provider
+	// back at the first account, or resolve the job.
+	ReasonProviderChanged = "ProviderChanged"
+	// ReasonKeyMismatch says status.idempotencyKey is not the key derived
+	// from the namespace and spec (the status was edited or restored from
+	// another object). Check the provider under both keys and resolve the
+	// job.
+	ReasonKeyMismatch = "KeyMismatch"
+	// ReasonUncertainRefusal says a retry was refused as invalid or as a
+	// reused key, but an earlier attempt had no answer and may have gone
+	// through. The job is not Failed: check the provider and resolve it.
+	ReasonUncertainRefusal = "UncertainRefusal"
+)
+
+// Reasons of a finished job (phase Completed, Ready=True). The Ready
+// condition's reason is always ReasonSucceeded; the event says how the
+// outcome was learnt.
+const (
+	// ReasonSucceeded says the provider confirmed the payment.
+	ReasonSucceeded = "Succeeded"
+	// ReasonReplayed (event) says the provider answered with the saved
+	// outcome of an earlier request under the same key: no money moved
+	// again.
+	ReasonReplayed = "Replayed"
+	// ReasonFoundAtProvider (event) says the provider already held this
+	// job's payment, found under its key or settled from pending: no money
+	// moved again.
+	ReasonFoundAtProvider = "FoundAtProvider"
+	// ReasonFoundInLedger (event, condition) says the operator's ledger
+	// records this payment's outcome (the object was deleted and created
+	// again with the same key): it was finished from the ledger, with no
+	// provider call. The outcome is the first object's, Completed or Failed.
+	ReasonFoundInLedger = "FoundInLedger"
+)
+
+// Reasons of a person's resolution with the payments.idempotency.dev/resolve
+// annotation (events; ReasonResolved is also the conditions' reason).
+const (
+	// ReasonResolved says the resolution was accepted and recorded in
+	// status.resolution and the ledger.
+	ReasonResolved = "Resolved"
+	// ReasonResolutionRefused says the annotation was not honoured: the job
+	// is not Stalled on an uncertain outcome, the value is not
+	// "charged=<id>" or "not-charged", or the provider contradicts it. The
+	// message says which; fix or remove the annotation.
+	ReasonResolutionRefused = "ResolutionRefused"
+	// ReasonResolutionWaiting says a not-charged resolution waits until the
+	// last attempt is older than the provider's search lag (a payment it
+	// made may not show in its lookup before). Nothing to do.
+	ReasonResolutionWaiting = "ResolutionWaiting"
+)
+
+// Failure reasons of a PaymentJob the provider definitively refused (phase
+// Failed, status.failure.reason, the Ready condition and a Warning event).
+// Nothing was charged. An HTTP payment service may send its own reason (the
+// body's "reason", a CamelCase code), which is used as it is.
+const (
+	// ReasonCardDeclined says the provider declined the payment method.
+	// Ask the customer for another one and create a new job.
+	ReasonCardDeclined = "CardDeclined"
+	// ReasonInvalidRequest says the provider refused the request as
+	// malformed (an unknown customer or payment method, a bad currency).
+	// The message quotes the provider; fix the spec in a new job.
+	ReasonInvalidRequest = "InvalidRequest"
+	// ReasonIdempotencyKeyReused says the key was already used at the
+	// provider for another request: another object (or another system)
+	// shares it. Give this job another spec.idempotencyKey.
+	ReasonIdempotencyKeyReused = "IdempotencyKeyReused"
+	// ReasonPaymentCanceled says the Stripe PaymentIntent was canceled
+	// before it succeeded.
+	ReasonPaymentCanceled = "PaymentCanceled"
+	// ReasonAuthenticationRequired says the payment needed the customer's
+	// authentication (3-D Secure), which no customer is present to give.
+	// The customer must pay on-session, or the card be set up for
+	// off-session use. The value is Stripe's code, in lower case.
+	ReasonAuthenticationRequired = "authentication_required"
+	// ReasonPaymentRefused stands for a provider's refusal whose own reason
+	// is not a valid condition reason; the message has the provider's words.
+	ReasonPaymentRefused = "PaymentRefused"
+)
+
+// Reasons of a PaymentRefund that waits or cannot start (Ready=False).
+const (
+	// ReasonRefundsUnsupported says the PaymentProvider cannot refund (an
+	// HTTP provider without spec.http.refundURL and lookupURL). The refund
+	// waits (Pending) and sends nothing: give the provider both URLs.
+	ReasonRefundsUnsupported = "RefundsUnsupported"
+	// ReasonPaymentNotCompleted says the PaymentJob in spec.paymentJobRef is
+	// not Completed yet. The refund waits (Pending) and goes on by itself
+	// once the payment is Completed.
+	ReasonPaymentNotCompleted = "PaymentNotCompleted"
+	// ReasonPaymentFailed says the PaymentJob in spec.paymentJobRef Failed:
+	// nothing was charged, so there is nothing to refund and the refund
+	// sends nothing. Delete it.
+	ReasonPaymentFailed = "PaymentFailed"
+	// ReasonPaymentNotFound says neither a PaymentJob named in
+	// spec.paymentJobRef nor a ledger entry under its key exists, so the
+	// payment to refund is unknown. Check paymentJobRef.name and, for a
+	// deleted job, paymentJobRef.idempotencyKey (the job's key, if it set
+	// one).
+	ReasonPaymentNotFound = "PaymentNotFound"
+	// ReasonPaymentMismatch says spec.paymentJobRef.idempotencyKey is not
+	// the key of the PaymentJob it names (Stalled=True), so the refund could
+	// give back another payment. Nothing is sent: create a new PaymentRefund
+	// with the right key, or without one while the job exists.
+	ReasonPaymentMismatch = "PaymentMismatch"
+)
+
+// Failure reasons of a PaymentRefund the provider definitively refused
+// (phase Failed, status.failure.reason): no money went back. Every provider
+// adapter uses these, so a PaymentRefund says the same thing whatever the
+// provider. ReasonInvalidRequest and ReasonIdempotencyKeyReused apply to
+// refunds too.
+const (
+	// ReasonRefundExceedsCharge says the amount is more than what is left of
+	// the charge (the charge less the refunds already made). Refund less, in
+	// a new PaymentRefund.
+	ReasonRefundExceedsCharge = "RefundExceedsCharge"
+	// ReasonChargeNotFound says the provider holds no charge with the id the
+	// payment recorded, usually because the PaymentProvider reaches another
+	// account than the one charged. Refund through a provider for that
+	// account.
+	ReasonChargeNotFound = "ChargeNotFound"
+	// ReasonChargeNotRefundable says the charge exists but cannot be
+	// refunded (it did not succeed, or it is disputed). Settle the dispute
+	// at the provider.
+	ReasonChargeNotRefundable = "ChargeNotRefundable"
+	// ReasonRefundFailed says the provider reports the refund failed or was
+	// canceled (the card was closed, for example). Give the money back
+	// another way, or retry with a new PaymentRefund and another
+	// idempotencyKey.
+	ReasonRefundFailed = "RefundFailed"
+	// ReasonRefundFailedAfterSuccess (Warning event on a Completed
+	// PaymentRefund) says the provider later reports a refund it had
+	// confirmed as failed: the money did not go back after all. Give it back
+	// another way, or create a new PaymentRefund with another idempotencyKey.
+	ReasonRefundFailedAfterSuccess = "RefundFailedAfterSuccess"
+)
+
+// Reasons of a PaymentProvider's Ready condition (and the events of the
+// provider). A job through a provider that is not Ready waits with
+// ReasonProviderNotReady.
+const (
+	// ReasonReady says the provider can be used.
+	ReasonReady = "Ready"
+	// ReasonSecretNotFound says the Secret in secretKeyRef does not exist,
+	// or lacks the label payments.idempotency.dev/credentials: "true"
+	// (the operator reads no other Secret). Create or label it.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretKeyMissing says the Secret has no entry under
+	// secretKeyRef.key. Add it, or fix the key.
+	ReasonSecretKeyMissing = "SecretKeyMissing"
+	// ReasonSecretReadFailed says the Secret could not be read (an API
+	// error); retried with backoff.
+	ReasonSecretReadFailed = "SecretReadFailed"
+	// ReasonEndpointRefused says the provider's URL is not allowed by the
+	// manager's egress policy: https to a public address only, unless the
+	// host is listed in the manager's --insecure-provider-hosts.
+	ReasonEndpointRefused = "EndpointRefused"
+	// ReasonInvalidConfiguration says no client can be built from the
+	// provider's spec and credential; the message says why.
+	ReasonInvalidConfiguration = "InvalidConfiguration"
+)
+
+// Reasons of the operator's periodic audit (Warning events).
+const (
+	// ReasonFinishedLabelWithoutOutcome says a PaymentJob carries the label
+	// payments.idempotency.dev/finished but is neither Completed nor Failed.
+	// The label keeps it out of the operator's sight: it is never charged
+	// until the label is removed.
+	ReasonFinishedLabelWithoutOutcome = "FinishedLabelWithoutOutcome"
+)
