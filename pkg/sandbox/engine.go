@@ -49,10 +49,11 @@ type Engine struct {
 	declined map[string]testCard
 	keys     map[string]*keyState
 	intents  map[string]Intent
-	// refunds are the refunds by ID; refundSeq numbers them in the order
-	// they were created.
+	// refunds are the refunds by ID, refundOrder their IDs in the order
+	// they were created, and settles when each pending refund succeeds.
 	refunds     map[string]Refund
-	refundSeq   int64
+	refundOrder []string
+	settles     map[string]time.Time
 	refundDelay time.Duration
 	stats       Stats
 }
@@ -69,6 +70,7 @@ func NewEngine(opts ...Option) *Engine {
 		keys:        map[string]*keyState{},
 		intents:     map[string]Intent{},
 		refunds:     map[string]Refund{},
+		settles:     map[string]time.Time{},
 		stats:       Stats{ChargesByKey: map[string]int{}, RefundsByKey: map[string]int{}},
 	}
 	for _, opt := range opts {

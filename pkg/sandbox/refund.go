@@ -90,11 +90,6 @@ type Refund struct {
 	Created time.Time
 	// IdempotencyKey is the key the refund was created with.
 	IdempotencyKey string
-	// settles is when a pending refund succeeds; zero for no refund
-	// pending, or one pending until it fails.
-	settles time.Time
-	// seq orders refunds created at the same instant.
-	seq int64
 }
 
 // clone returns a copy that shares no map with r.
@@ -235,7 +230,6 @@ func (e *Engine) commitRefund(key string, p RefundParams, t *ticket) (a answer, 
 		return answer{err: err.clone()}, lost
 	}
 
-	e.refundSeq++
 	r := Refund{
 		ID:             e.newRefundID(),
 		PaymentIntent:  in.ID,
@@ -247,13 +241,13 @@ func (e *Engine) commitRefund(key string, p RefundParams, t *ticket) (a answer, 
 		Status:         RefundStatusSucceeded,
 		Created:        e.now(),
 		IdempotencyKey: key,
-		seq:            e.refundSeq,
 	}.clone()
 	if e.refundDelay > 0 {
 		r.Status = RefundStatusPending
-		r.settles = r.Created.Add(e.refundDelay)
+		e.settles[r.ID] = r.Created.Add(e.refundDelay)
 	}
 	e.refunds[r.ID] = r
+	e.refundOrder = append(e.refundOrder, r.ID)
 	saved := r.clone()
 	s.savedRefund = &saved
 	e.stats.Refunds++

@@ -17,11 +17,9 @@ limitations under the License.
 package sandbox
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Reading refunds, and what becomes of them after they were created: a
@@ -47,14 +45,13 @@ func (e *Engine) GetRefund(id string) (Refund, bool) {
 // made, to check that each was made once.
 func (e *Engine) ListRefunds(paymentIntent string) []Refund {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	found := make([]Refund, 0)
-	for _, r := range e.refunds {
-		if paymentIntent == "" || r.PaymentIntent == paymentIntent {
+	for _, id := range slices.Backward(e.refundOrder) {
+		if r := e.refunds[id]; paymentIntent == "" || r.PaymentIntent == paymentIntent {
 			found = append(found, e.settleLocked(r).clone())
 		}
 	}
-	e.mu.Unlock()
-	slices.SortFunc(found, func(a, b Refund) int { return cmp.Compare(b.seq, a.seq) })
 	return found
 }
 
@@ -93,7 +90,7 @@ func (e *Engine) FailRefund(id, failureReason string) (Refund, error) {
 	}
 	r.Status = RefundStatusFailed
 	r.FailureReason = failureReason
-	r.settles = time.Time{}
+	delete(e.settles, id)
 	e.refunds[id] = r
 	e.stats.RefundsFailed++
 	return r.clone(), nil
@@ -102,10 +99,12 @@ func (e *Engine) FailRefund(id, failureReason string) (Refund, error) {
 // settleLocked returns r, succeeded and stored if it was pending and its
 // delay has passed by the Engine's clock. The caller holds the lock.
 func (e *Engine) settleLocked(r Refund) Refund {
-	if r.Status != RefundStatusPending || r.settles.IsZero() || e.now().Before(r.settles) {
+	at, pending := e.settles[r.ID]
+	if !pending || e.now().Before(at) {
 		return r
 	}
 	r.Status = RefundStatusSucceeded
 	e.refunds[r.ID] = r
+	delete(e.settles, r.ID)
 	return r
 }
