@@ -51,20 +51,20 @@ func jitter(d time.Duration) time.Duration {
 }
 
 // exhausted reports whether the job has used its backoffLimit retries.
-func (r *PaymentJobReconciler) exhausted(job *paymentsv1alpha1.PaymentJob) bool {
+func (r *Reconciler) exhausted(job Object) bool {
 	limit := int32(defaultBackoffLimit)
-	if job.Spec.BackoffLimit != nil {
-		limit = *job.Spec.BackoffLimit
+	if l := r.terms(job).BackoffLimit; l != nil {
+		limit = *l
 	}
-	return job.Status.Attempts-1 >= limit
+	return job.GetPaymentStatus().Attempts-1 >= limit
 }
 
 // retryDelay is the wait after the job's latest failed attempt.
-func (r *PaymentJobReconciler) retryDelay(job *paymentsv1alpha1.PaymentJob) time.Duration {
+func (r *Reconciler) retryDelay(job Object) time.Duration {
 	if r.exhausted(job) {
 		return r.Backoff.Max
 	}
-	return r.Backoff.after(job.Status.Attempts)
+	return r.Backoff.after(job.GetPaymentStatus().Attempts)
 }
 
 // pendingRecheck is when a job waiting before its claim on something
@@ -73,9 +73,9 @@ func (r *PaymentJobReconciler) retryDelay(job *paymentsv1alpha1.PaymentJob) time
 // transition time, while its reason is this one), between Backoff.Initial
 // and Backoff.Max, so the wait backs off without any state. A deadline
 // sooner than that comes first.
-func (r *PaymentJobReconciler) pendingRecheck(job *paymentsv1alpha1.PaymentJob, reason string, deadline time.Duration) time.Duration {
+func (r *Reconciler) pendingRecheck(job Object, reason string, deadline time.Duration) time.Duration {
 	waited := time.Duration(0)
-	if c := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady); c != nil && c.Reason == reason {
+	if c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady); c != nil && c.Reason == reason {
 		waited = r.Clock.Since(c.LastTransitionTime.Time)
 	}
 	d := jitter(min(max(waited, r.Backoff.Initial), r.Backoff.Max))
@@ -91,7 +91,7 @@ func (r *PaymentJobReconciler) pendingRecheck(job *paymentsv1alpha1.PaymentJob, 
 // with jitter is followed at once by the watch event of its own status
 // write, and that must not claim it early. After a restart a job is retried
 // after its backoff, with the same key.
-func (r *PaymentJobReconciler) retryIn(job *paymentsv1alpha1.PaymentJob, d time.Duration) ctrl.Result {
+func (r *Reconciler) retryIn(job Object, d time.Duration) ctrl.Result {
 	r.retries.set(job, r.Clock.Now().Add(d))
 	return ctrl.Result{RequeueAfter: d}
 }

@@ -140,18 +140,18 @@ type progress struct {
 // setConditions computes Ready, Reconciling and Stalled, in the kstatus sense,
 // from the job's phase and the progress of the last pass. It is the only
 // place that sets a PaymentJob's conditions.
-func setConditions(job *paymentsv1alpha1.PaymentJob, p progress) {
-	gen := job.Generation
-	if job.Status.Conditions == nil {
+func setConditions(job Object, p progress) {
+	gen := job.GetGeneration()
+	if job.GetPaymentStatus().Conditions == nil {
 		// Ready, Reconciling and Stalled: one allocation instead of three.
-		job.Status.Conditions = make([]metav1.Condition, 0, 3)
+		job.GetPaymentStatus().Conditions = make([]metav1.Condition, 0, 3)
 	}
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{
+		meta.SetStatusCondition(&job.GetPaymentStatus().Conditions, metav1.Condition{
 			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
 		})
 	}
-	switch job.Status.Phase {
+	switch job.GetPaymentStatus().Phase {
 	case paymentsv1alpha1.PhaseCompleted:
 		set(paymentsv1alpha1.ConditionReady, metav1.ConditionTrue, p.reason, p.message)
 		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, p.reason, "")
@@ -174,7 +174,7 @@ func setConditions(job *paymentsv1alpha1.PaymentJob, p progress) {
 			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.reason, "")
 		}
 	}
-	job.Status.ObservedGeneration = gen
+	job.GetPaymentStatus().ObservedGeneration = gen
 }
 
 func boolStatus(b bool) metav1.ConditionStatus {

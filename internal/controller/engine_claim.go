@@ -41,30 +41,30 @@ import (
 // and, only if that write succeeds, acts on the verdict: charges (after a
 // token from the provider's rate limit), settles the charge the provider
 // holds, or records the charge a lookup found.
-func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, reason string, verdict payment.Verdict) (ctrl.Result, error) {
+func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *target, reason string, verdict payment.Verdict) (ctrl.Result, error) {
 	if verdict.Action == payment.ActionCharge {
 		// A job waiting for a token does not hold a worker, nor a claim.
 		if wait, err := r.waitForToken(ctx, job, t); wait > 0 || err != nil {
 			return ctrl.Result{RequeueAfter: wait}, err
 		}
 	}
-	unclaimed := job.Status.DeepCopy()
+	unclaimed := job.GetPaymentStatus().DeepCopy()
 	switch {
 	case unclaimed.Phase != paymentsv1alpha1.PhaseProcessing:
 		// The first claim: the payment is tied to where it sends it, key
 		// scope included.
 		id := t.id
-		job.Status.Provider = &id
-	case job.Status.Provider == nil:
+		job.GetPaymentStatus().Provider = &id
+	case job.GetPaymentStatus().Provider == nil:
 		// Claimed by a version that did not record where: recorded now,
 		// under the scope of the key that version sent, whatever the
 		// provider's scope is today.
 		id := t.id
 		id.KeyScope = claimedScope(job)
-		job.Status.Provider = &id
+		job.GetPaymentStatus().Provider = &id
 	}
-	c := ChargeOf(job)
-	if job.Status.RequestHash != "" && job.Status.RequestHash != c.Fingerprint {
+	c := r.requestOf(job)
+	if job.GetPaymentStatus().RequestHash != "" && job.GetPaymentStatus().RequestHash != c.Fingerprint {
 		// The provider would refuse another request under this key, or worse,
 		// a changed key would charge again. Never charge; ask for attention.
 		return ctrl.Result{}, r.stall(ctx, job, progress{
@@ -73,11 +73,11 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 		})
 	}
 
-	if verdict.Action == payment.ActionSettle && job.Status.ProviderResponse == nil {
+	if verdict.Action == payment.ActionSettle && job.GetPaymentStatus().ProviderResponse == nil {
 		// Remembered, so that every later attempt settles this charge too.
-		job.Status.ProviderResponse = responseOf(verdict.Charge.Outcome)
+		job.GetPaymentStatus().ProviderResponse = responseOf(verdict.Charge.Outcome)
 	}
-	note := ClaimStatus(job, c, r.Holder, r.Clock.Now(), r.ClaimLease, reason)
+	note := claimStatus(job, c, r.Holder, r.Clock.Now(), r.ClaimLease, reason)
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		if apierrors.IsConflict(err) {
 			claimConflictsTotal.Inc()
@@ -88,13 +88,13 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 		if why := r.providerWithdrawn(ctx, t); why != "" {
 			// Deleted between the look at it and the claim: nothing was
 			// sent, so the claim is taken back and nothing is charged.
-			job.Status = *unclaimed
+			*job.GetPaymentStatus() = *unclaimed
 			return ctrl.Result{RequeueAfter: jitter(r.Backoff.Max)}, r.setPending(ctx, job, progress{
 				reason: ReasonProviderDeleted, message: fmt.Sprintf(
-					"PaymentProvider %q %s; a job that was not charged is never charged through it", job.Spec.ProviderRef.Name, why)})
+					"PaymentProvider %q %s; a job that was not charged is never charged through it", r.terms(job).Provider, why)})
 		}
 	}
-	if reason == ReasonClaimTakenOver || job.Status.Attempts > 1 {
+	if reason == ReasonClaimTakenOver || job.GetPaymentStatus().Attempts > 1 {
 		// A first claim is announced by the outcome's event a few
 		// milliseconds later: one event per job in the happy path. Retries
 		// and takeovers get an event of their own.
@@ -112,14 +112,15 @@ func (r *PaymentJobReconciler) claimAndAct(ctx context.Context, job *paymentsv1a
 	case payment.ActionSettle:
 		return r.settle(ctx, job, t, c.Key, verdict.Charge.ID)
 	}
-	return r.charge(ctx, job, t, c)
+	return r.send(ctx, job, t, c)
 }
 
-// charge calls the provider under the claim just written and records what it
+// send calls the provider under the claim just written and records what it
 // answered.
-func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, c Charge) (ctrl.Result, error) {
+func (r *Reconciler) send(ctx context.Context, job Object, t *target, c Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
-	logger.V(1).Info("Charging payment", "attempt", job.Status.Attempts, "amount", c.Request.Amount, "currency", c.Request.Currency)
+	logger.V(1).Info("Calling the provider", "action", r.kind().Words().Action, "attempt", job.GetPaymentStatus().Attempts,
+		"amount", c.Amount, "currency", c.Currency)
 	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	outcome, found, err := r.chargeOrFind(callCtx, job, t, c)
@@ -128,16 +129,16 @@ func (r *PaymentJobReconciler) charge(ctx context.Context, job *paymentsv1alpha1
 
 // settle reads the charge the provider holds for this job until it is
 // final, under the claim just written; it never creates another.
-func (r *PaymentJobReconciler) settle(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, key, id string) (ctrl.Result, error) {
-	looker, ok := t.Provider.(payment.Looker)
-	if !ok {
-		return r.recordUncertain(ctx, job, fmt.Errorf("charge %s is not final and PaymentProvider %q cannot read it",
-			id, job.Spec.ProviderRef.Name))
+func (r *Reconciler) settle(ctx context.Context, job Object, t *target, key, id string) (ctrl.Result, error) {
+	calls := r.kind().Calls(t, job)
+	if !calls.CanFind() {
+		return r.recordUncertain(ctx, job, fmt.Errorf("%s %s is not final and PaymentProvider %q cannot read it",
+			r.kind().Words().Noun, id, r.terms(job).Provider))
 	}
-	log.FromContext(ctx).V(1).Info("Settling payment", "attempt", job.Status.Attempts, "charge", id)
+	log.FromContext(ctx).V(1).Info("Settling payment", "attempt", job.GetPaymentStatus().Attempts, "charge", id)
 	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	o, err := looker.Settle(callCtx, key, id)
+	o, err := calls.Settle(callCtx, key, id)
 	if err == nil {
 		o.Replayed = true
 	}
@@ -147,7 +148,7 @@ func (r *PaymentJobReconciler) settle(ctx context.Context, job *paymentsv1alpha1
 // recordOutcome records what a provider call answered: Completed on
 // success, Failed on a definitive refusal, and otherwise Processing with a
 // retry. found marks an outcome that no charge of this pass produced.
-func (r *PaymentJobReconciler) recordOutcome(ctx context.Context, job *paymentsv1alpha1.PaymentJob, outcome payment.Outcome, found bool, err error) (ctrl.Result, error) {
+func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome payment.Outcome, found bool, err error) (ctrl.Result, error) {
 	if errors.Is(err, errChargeMismatch) {
 		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: payment.CleanMessage("Not charging: "+err.Error(), maxMessageLength)})
 	}
@@ -160,13 +161,13 @@ func (r *PaymentJobReconciler) recordOutcome(ctx context.Context, job *paymentsv
 	}
 	if refusal, ok := payment.IsRefusal(err); ok {
 		chargesTotal.WithLabelValues(refusalOutcome(refusal)).Inc()
-		if job.Status.Attempts > 1 && !errors.Is(refusal, payment.ErrDeclined) {
+		if job.GetPaymentStatus().Attempts > 1 && !errors.Is(refusal, payment.ErrDeclined) {
 			// An earlier attempt had no answer and may have charged; this
 			// refusal speaks for this request only. Never write Failed.
 			return r.retryIn(job, jitter(r.Backoff.Max)), r.stall(ctx, job, progress{
 				reason: ReasonUncertainRefusal, message: payment.CleanMessage(fmt.Sprintf(
 					"The provider refused attempt %d (%s: %s), but an earlier attempt had no answer and may have charged; "+
-						"not failing the payment. Check it at the provider", job.Status.Attempts, refusal.Reason, refusal.Message), maxMessageLength)})
+						"not failing the payment. Check it at the provider", job.GetPaymentStatus().Attempts, refusal.Reason, refusal.Message), maxMessageLength)})
 		}
 		return ctrl.Result{}, r.recordRefusal(ctx, job, refusal)
 	}
@@ -182,15 +183,16 @@ var errChargeMismatch = errors.New("charge made for another request")
 // than the provider remembers keys, it first looks the key up, so a provider
 // that forgot the key is not asked to charge a second time. found is true
 // when the outcome comes from the lookup.
-func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, c Charge) (payment.Outcome, bool, error) {
-	started := job.Status.StartedAt
-	if t.lookups != nil && r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
-		found, err := t.lookups.lookupNow(ctx, c.Key)
+func (r *Reconciler) chargeOrFind(ctx context.Context, job Object, t *target, c Request) (payment.Outcome, bool, error) {
+	started := job.GetPaymentStatus().StartedAt
+	calls := r.kind().Calls(t, job)
+	if calls.CanFind() && r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
+		found, err := calls.Find(ctx, c.Key)
 		if err != nil {
 			// Unsure whether it charged: never charge on a failed lookup.
 			return payment.Outcome{}, false, payment.Transient(fmt.Errorf("cannot look the charge up by its key: %w", err), payment.RetryAfter(err))
 		}
-		verdict := payment.Decide(found, c.Fingerprint, c.Request)
+		verdict := payment.Decide(found, c.Fingerprint, c.match())
 		switch verdict.Action {
 		case payment.ActionRecord:
 			log.FromContext(ctx).Info("Found the charge of a job older than the provider's key memory", "charge", verdict.Charge.ID)
@@ -198,7 +200,7 @@ func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1
 			o.Replayed = true
 			return o, true, nil
 		case payment.ActionSettle:
-			o, err := t.lookups.looker.Settle(ctx, c.Key, verdict.Charge.ID)
+			o, err := calls.Settle(ctx, c.Key, verdict.Charge.ID)
 			o.Replayed = err == nil
 			return o, true, err
 		case payment.ActionStall:
@@ -206,7 +208,7 @@ func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1
 			return payment.Outcome{}, false, fmt.Errorf("%w: %s", errChargeMismatch, verdict.Reason)
 		}
 	}
-	o, err := t.Provider.Charge(ctx, c.Key, c.Request)
+	o, err := calls.Send(ctx, c.Key)
 	return o, false, err
 }
 
@@ -215,8 +217,8 @@ func (r *PaymentJobReconciler) chargeOrFind(ctx context.Context, job *paymentsv1
 // the later time a pass of this process put it off to) and,
 // when another process holds the claim, after that claim expires (a
 // takeover, with the same key).
-func (r *PaymentJobReconciler) nextClaim(job *paymentsv1alpha1.PaymentJob) (reason string, notBefore time.Time) {
-	c := job.Status.Claim
+func (r *Reconciler) nextClaim(job Object) (reason string, notBefore time.Time) {
+	c := job.GetPaymentStatus().Claim
 	if c == nil {
 		return ReasonClaimed, time.Time{}
 	}
@@ -237,7 +239,7 @@ func (r *PaymentJobReconciler) nextClaim(job *paymentsv1alpha1.PaymentJob) (reas
 // waitForToken takes a token of the provider's client-side rate limit for
 // a charge, or says how long to wait for one. A long wait is said in the
 // job's status, once.
-func (r *PaymentJobReconciler) waitForToken(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target) (time.Duration, error) {
+func (r *Reconciler) waitForToken(ctx context.Context, job Object, t *target) (time.Duration, error) {
 	if t.Limiter == nil {
 		return 0, nil
 	}
@@ -260,8 +262,8 @@ func (r *PaymentJobReconciler) waitForToken(ctx context.Context, job *paymentsv1
 		return delay, nil
 	}
 	p := progress{reason: ReasonRateLimited, message: fmt.Sprintf(
-		"Waiting for the rate limit of PaymentProvider %q (requestsPerSecond) for %s", job.Spec.ProviderRef.Name, waited.Round(time.Second))}
-	if job.Status.Phase == paymentsv1alpha1.PhaseProcessing {
+		"Waiting for the rate limit of PaymentProvider %q (requestsPerSecond) for %s", r.terms(job).Provider, waited.Round(time.Second))}
+	if job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing {
 		return delay, r.writeProgress(ctx, job, p)
 	}
 	return delay, r.setPending(ctx, job, p)

@@ -38,8 +38,8 @@ import (
 // checkRecordedKey stops a job whose status.idempotencyKey is not the key
 // its namespace and spec derive: the status was written by something other
 // than the operator, and either key could charge again.
-func checkRecordedKey(job *paymentsv1alpha1.PaymentJob) *progress {
-	recorded, derived := job.Status.IdempotencyKey, sentKey(job)
+func (r *Reconciler) checkRecordedKey(job Object) *progress {
+	recorded, derived := job.GetPaymentStatus().IdempotencyKey, r.sentKey(job)
 	if recorded == "" || recorded == derived {
 		return nil
 	}
@@ -73,11 +73,11 @@ func describeIdentity(id paymentsv1alpha1.ProviderIdentity) string {
 // stall records that the job needs attention: Stalled=True with the reason,
 // in its current phase (a new job becomes Pending). The reason is announced
 // once with a Warning event.
-func (r *PaymentJobReconciler) stall(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p progress) error {
+func (r *Reconciler) stall(ctx context.Context, job Object, p progress) error {
 	p.stalled = true
 	previous := readyReason(job)
-	if job.Status.Phase == "" {
-		job.Status.Phase = paymentsv1alpha1.PhasePending
+	if job.GetPaymentStatus().Phase == "" {
+		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
 	}
 	changed, err := r.updateStatusIfChanged(ctx, job, p)
 	if err != nil || !changed {
@@ -85,7 +85,7 @@ func (r *PaymentJobReconciler) stall(ctx context.Context, job *paymentsv1alpha1.
 	}
 	if previous != p.reason {
 		stalledTotal.WithLabelValues(p.reason).Inc()
-		log.FromContext(ctx).Info("Stopping payment job without charging", "reason", p.reason, "phase", job.Status.Phase)
+		log.FromContext(ctx).Info("Stopping payment job without charging", "reason", p.reason, "phase", job.GetPaymentStatus().Phase)
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.reason, "Stall", "%s", p.message)
 	}
 	return nil
@@ -93,8 +93,8 @@ func (r *PaymentJobReconciler) stall(ctx context.Context, job *paymentsv1alpha1.
 
 // readyReason is the reason of the job's Ready condition, "" without one. It
 // is a copy: setting the conditions changes them in place.
-func readyReason(job *paymentsv1alpha1.PaymentJob) string {
-	if c := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady); c != nil {
+func readyReason(job Object) string {
+	if c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady); c != nil {
 		return c.Reason
 	}
 	return ""
@@ -104,9 +104,9 @@ func readyReason(job *paymentsv1alpha1.PaymentJob) string {
 // Suspended while spec.suspend is true, or DeadlineExceeded (stalled, for
 // good) once activeDeadlineSeconds have passed since its creation. left is
 // the time until that deadline, zero without one.
-func heldBack(job *paymentsv1alpha1.PaymentJob, now time.Time) (left time.Duration, held *progress) {
-	if d := job.Spec.ActiveDeadlineSeconds; d != nil {
-		deadline := job.CreationTimestamp.Add(time.Duration(*d) * time.Second)
+func heldBack(job Object, terms Terms, now time.Time) (left time.Duration, held *progress) {
+	if d := terms.ActiveDeadlineSeconds; d != nil {
+		deadline := job.GetCreationTimestamp().Add(time.Duration(*d) * time.Second)
 		if !now.Before(deadline) {
 			return 0, &progress{
 				reason:  ReasonDeadlineExceeded,
@@ -116,8 +116,8 @@ func heldBack(job *paymentsv1alpha1.PaymentJob, now time.Time) (left time.Durati
 		}
 		left = deadline.Sub(now)
 	}
-	if job.Spec.Suspend != nil && *job.Spec.Suspend {
-		return left, &progress{reason: ReasonSuspended, message: "spec.suspend is true; set it to false to charge"}
+	if terms.Suspend {
+		return left, &progress{reason: ReasonSuspended, message: "spec.suspend is true; set it to false to send it"}
 	}
 	return left, nil
 }
@@ -125,8 +125,8 @@ func heldBack(job *paymentsv1alpha1.PaymentJob, now time.Time) (left time.Durati
 // providerMoved stops a job whose key was first sent to another provider
 // account or endpoint than the one its PaymentProvider reaches now: the same
 // key there is a new charge.
-func providerMoved(job *paymentsv1alpha1.PaymentJob, t *target) *progress {
-	recorded := job.Status.Provider
+func (r *Reconciler) providerMoved(job Object, t *target) *progress {
+	recorded := job.GetPaymentStatus().Provider
 	if recorded == nil {
 		return nil
 	}
@@ -137,5 +137,5 @@ func providerMoved(job *paymentsv1alpha1.PaymentJob, t *target) *progress {
 	return &progress{reason: ReasonProviderChanged, message: payment.CleanMessage(fmt.Sprintf(
 		"Not charging: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
 			"Point the provider back at the first account, or resolve the payment there by hand",
-		describeIdentity(*recorded), job.Spec.ProviderRef.Name, describeIdentity(t.id), why), maxMessageLength)}
+		describeIdentity(*recorded), r.terms(job).Provider, describeIdentity(t.id), why), maxMessageLength)}
 }

@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,46 +71,46 @@ type OutcomeLedger interface {
 
 // fromLedger reports whether the job was finished from the ledger rather
 // than by a provider answer in its own lifetime.
-func fromLedger(job *paymentsv1alpha1.PaymentJob) bool {
-	c := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady)
+func fromLedger(job Object) bool {
+	c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
 	return c != nil && c.Reason == ReasonFoundInLedger
 }
 
 // recordFromLedger finishes a job whose key the ledger holds, with the
 // recorded outcome and no provider call, as made at t (where the ledger
 // says it was made, checked by the caller).
-func (r *PaymentJobReconciler) recordFromLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target, c Charge, e ledger.Entry) error {
+func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *target, c Request, e ledger.Entry) error {
 	when := e.At.UTC().Format(time.RFC3339)
 	now := metav1.NewTime(r.Clock.Now())
-	job.Status.IdempotencyKey = c.Key
-	job.Status.RequestHash = c.Fingerprint
-	job.Status.Claim = nil
+	job.GetPaymentStatus().IdempotencyKey = c.Key
+	job.GetPaymentStatus().RequestHash = c.Fingerprint
+	job.GetPaymentStatus().Claim = nil
 	provider := t.id
-	job.Status.Provider = &provider
-	job.Status.CompletedAt = &now
+	job.GetPaymentStatus().Provider = &provider
+	job.GetPaymentStatus().CompletedAt = &now
 	by := ""
 	if e.ResolvedBy != "" {
 		by = fmt.Sprintf(", as resolved by %s", e.ResolvedBy)
 	}
 	var msg, eventType string
 	if e.Outcome == paymentsv1alpha1.LedgerCompleted {
-		job.Status.Phase = paymentsv1alpha1.PhaseCompleted
-		job.Status.ProviderResponse = &paymentsv1alpha1.ProviderResponse{
-			ID: e.Charge, Status: "succeeded", Amount: job.Spec.Amount, Currency: job.Spec.Currency, Replayed: true,
+		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
+		job.GetPaymentStatus().ProviderResponse = &paymentsv1alpha1.ProviderResponse{
+			ID: e.Charge, Status: "succeeded", Amount: c.Amount, Currency: c.Currency, Replayed: true,
 		}
-		job.Status.Failure = nil
-		msg = fmt.Sprintf("Charged %d %s as %s on %s%s: found in the operator's ledger, with no provider call; no money moved again",
-			job.Spec.Amount, job.Spec.Currency, e.Charge, when, by)
+		job.GetPaymentStatus().Failure = nil
+		msg = fmt.Sprintf("%s %d %s as %s on %s%s: found in the operator's ledger, with no provider call; no money moved again",
+			r.kind().Words().Done, c.Amount, c.Currency, e.Charge, when, by)
 		eventType = corev1.EventTypeNormal
 	} else {
 		reason := e.Reason
 		if !payment.ValidReason(reason) {
 			reason = ReasonPaymentRefused
 		}
-		job.Status.Phase = paymentsv1alpha1.PhaseFailed
-		msg = fmt.Sprintf("Not charged: the operator's ledger records that this payment failed on %s (%s)%s; no provider call",
-			when, reason, by)
-		job.Status.Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
+		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
+		msg = fmt.Sprintf("Not %s: the operator's ledger records that this payment failed on %s (%s)%s; no provider call",
+			strings.ToLower(r.kind().Words().Done), when, reason, by)
+		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 		eventType = corev1.EventTypeWarning
 	}
 	setConditions(job, progress{reason: ReasonFoundInLedger, message: msg})
@@ -117,7 +118,7 @@ func (r *PaymentJobReconciler) recordFromLedger(ctx context.Context, job *paymen
 		return fmt.Errorf("cannot record the outcome found in the ledger: %w", err)
 	}
 	ledgerHitsTotal.Inc()
-	r.Recorder.Eventf(job, nil, eventType, ReasonFoundInLedger, "Charge", "%s", msg)
+	r.Recorder.Eventf(job, nil, eventType, ReasonFoundInLedger, r.kind().Words().Action, "%s", msg)
 	log.FromContext(ctx).Info("Found the outcome in the ledger; not calling the provider", "charge", e.Charge, "outcome", e.Outcome)
 	return r.finish(ctx, job)
 }
@@ -125,11 +126,11 @@ func (r *PaymentJobReconciler) recordFromLedger(ctx context.Context, job *paymen
 // recordInLedger stores the job's final outcome in the ledger. It is called
 // before the finalizer is removed, and again by any later pass that finds the
 // finalizer still there; the ledger keeps the first outcome of a key.
-func (r *PaymentJobReconciler) recordInLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
+func (r *Reconciler) recordInLedger(ctx context.Context, job Object) error {
 	if r.Ledger == nil || fromLedger(job) || !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
 		return nil
 	}
-	if err := r.Ledger.Record(ctx, LedgerEntry(job, r.Clock.Now())); err != nil {
+	if err := r.Ledger.Record(ctx, ledgerEntry(job, r.requestOf(job), r.Clock.Now())); err != nil {
 		return fmt.Errorf("cannot record the outcome in the ledger: %w", err)
 	}
 	return nil
@@ -138,32 +139,36 @@ func (r *PaymentJobReconciler) recordInLedger(ctx context.Context, job *payments
 // LedgerEntry is the ledger's record of a finished job; now dates it when
 // the job has no completion time. The benchmark records its jobs with it too.
 func LedgerEntry(job *paymentsv1alpha1.PaymentJob, now time.Time) ledger.Entry {
-	// Keyed as a re-created job looks it up: by the key and request its
-	// namespace and spec derive (the status says the same, unless someone
-	// else wrote it).
-	c := ChargeOf(job)
+	return ledgerEntry(job, ChargeOf(job).request(), now)
+}
+
+// ledgerEntry is the ledger's record of a finished object that sends c.
+// It is keyed as a re-created object looks it up: by the key and request its
+// namespace and spec derive (the status says the same, unless someone else
+// wrote it).
+func ledgerEntry(job Object, c Request, now time.Time) ledger.Entry {
 	e := ledger.Entry{
 		Key:         c.Key,
 		Fingerprint: c.Fingerprint,
 		Outcome:     paymentsv1alpha1.LedgerCompleted,
 		At:          now,
 	}
-	if job.Status.CompletedAt != nil {
-		e.At = job.Status.CompletedAt.Time
+	if job.GetPaymentStatus().CompletedAt != nil {
+		e.At = job.GetPaymentStatus().CompletedAt.Time
 	}
-	if p := job.Status.Provider; p != nil {
+	if p := job.GetPaymentStatus().Provider; p != nil {
 		e.Provider = *p
 	}
-	if resp := job.Status.ProviderResponse; resp != nil {
+	if resp := job.GetPaymentStatus().ProviderResponse; resp != nil {
 		e.Charge = resp.ID
 	}
-	if job.Status.Phase == paymentsv1alpha1.PhaseFailed {
+	if job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseFailed {
 		e.Outcome = paymentsv1alpha1.LedgerFailed
-		if f := job.Status.Failure; f != nil {
+		if f := job.GetPaymentStatus().Failure; f != nil {
 			e.Reason = f.Reason
 		}
 	}
-	if res := job.Status.Resolution; res != nil {
+	if res := job.GetPaymentStatus().Resolution; res != nil {
 		e.Reason = ReasonResolved
 		e.ResolvedBy = res.By
 		if e.ResolvedBy == "" {
@@ -186,17 +191,17 @@ func LedgerEntry(job *paymentsv1alpha1.PaymentJob, now time.Time) ledger.Entry {
 // finished from it needs no finalizer: nothing is in flight. done reports
 // that the pass ends here (finished, stalled, waiting for the provider, or
 // the ledger failed).
-func (r *PaymentJobReconciler) finishFromLedger(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
-	if r.Ledger == nil || job.Status.IdempotencyKey != "" {
+func (r *Reconciler) finishFromLedger(ctx context.Context, job Object) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
+	if r.Ledger == nil || job.GetPaymentStatus().IdempotencyKey != "" {
 		return ctrl.Result{}, false, ledgerSearch{skipped: true}, nil
 	}
 	var pp paymentsv1alpha1.PaymentProvider
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: job.Spec.ProviderRef.Name}, &pp); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: r.terms(job).Provider}, &pp); err != nil {
 		// Not found: the scope of the job's keys is not known yet; the
 		// job waits for its provider (admit), and comes back with it.
 		return ctrl.Result{}, !apierrors.IsNotFound(err), ledgerSearch{}, client.IgnoreNotFound(err)
 	}
-	c := chargeWithKey(job, scopedKey(job, pp.Spec.KeyScope))
+	c := r.kind().Request(job, r.kind().Key(job, pp.Spec.KeyScope))
 	searched = ledgerSearch{done: true, scope: pp.Spec.KeyScope}
 	e, found, err := r.Ledger.Find(ctx, c.Key)
 	if err != nil || !found {
@@ -227,7 +232,7 @@ func (r *PaymentJobReconciler) finishFromLedger(ctx context.Context, job *paymen
 			"Not charging: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s. "+
 				"Point the provider back at the account that holds it, or, to charge it at the new account, set spec.keyScope "+
 				"on the PaymentProvider (a new key space: every job claimed through it is a new payment there)",
-			describeBooks(e.Provider), job.Spec.ProviderRef.Name, describeBooks(t.id), why), maxMessageLength)})
+			describeBooks(e.Provider), r.terms(job).Provider, describeBooks(t.id), why), maxMessageLength)})
 	}
 	return ctrl.Result{}, true, searched, r.recordFromLedger(ctx, job, t, c, e)
 }

@@ -56,11 +56,11 @@ type target struct {
 // resolveProvider finds the job's PaymentProvider. It returns why the job
 // must wait when the provider is missing or not ready; for a Processing
 // job, the adapter kept for its provider comes before waiting.
-func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (*target, *progress, error) {
-	processing := job.Status.Phase == paymentsv1alpha1.PhaseProcessing
-	name := job.Spec.ProviderRef.Name
+func (r *Reconciler) resolveProvider(ctx context.Context, job Object) (*target, *progress, error) {
+	processing := job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing
+	name := r.terms(job).Provider
 	var pp paymentsv1alpha1.PaymentProvider
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &pp); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: name}, &pp); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, nil, fmt.Errorf("cannot get PaymentProvider %q: %w", name, err)
 		}
@@ -68,7 +68,7 @@ func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *payment
 			return r.keptProvider(job, "was deleted")
 		}
 		return nil, &progress{reason: ReasonProviderNotFound,
-			message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.Namespace)}, nil
+			message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.GetNamespace())}, nil
 	}
 	deleting := !pp.DeletionTimestamp.IsZero()
 	if deleting && !processing {
@@ -81,7 +81,7 @@ func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *payment
 	}
 	// The provider, or its Secret, is going or gone: the adapter this
 	// process used for it finishes what it started.
-	if job.Status.Provider != nil && job.Status.Provider.UID == string(pp.UID) {
+	if job.GetPaymentStatus().Provider != nil && job.GetPaymentStatus().Provider.UID == string(pp.UID) {
 		if t, ok := r.kept(job); ok {
 			return t, nil, nil
 		}
@@ -94,7 +94,7 @@ func (r *PaymentJobReconciler) resolveProvider(ctx context.Context, job *payment
 
 // usableProvider returns the adapter of a Ready provider, or why it cannot
 // be used.
-func (r *PaymentJobReconciler) usableProvider(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (*target, *progress) {
+func (r *Reconciler) usableProvider(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (*target, *progress) {
 	ready := meta.FindStatusCondition(pp.Status.Conditions, paymentsv1alpha1.ConditionReady)
 	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != pp.Generation {
 		why := "its status is not up to date yet"
@@ -117,7 +117,7 @@ func (r *PaymentJobReconciler) usableProvider(ctx context.Context, pp *paymentsv
 }
 
 // newTarget bounds the provider's calls and asks for its identity.
-func (r *PaymentJobReconciler) newTarget(ctx context.Context, name string, resolved Resolved) (*target, *progress) {
+func (r *Reconciler) newTarget(ctx context.Context, name string, resolved Resolved) (*target, *progress) {
 	timeout := r.ProviderTimeout
 	if resolved.timeout > 0 {
 		timeout = resolved.timeout
@@ -137,22 +137,22 @@ func (r *PaymentJobReconciler) newTarget(ctx context.Context, name string, resol
 
 // kept is the adapter this process kept for the provider a Processing job
 // was first sent to.
-func (r *PaymentJobReconciler) kept(job *paymentsv1alpha1.PaymentJob) (*target, bool) {
-	if job.Status.Provider == nil {
+func (r *Reconciler) kept(job Object) (*target, bool) {
+	if job.GetPaymentStatus().Provider == nil {
 		return nil, false
 	}
-	resolved, ok := r.Providers.Kept(types.UID(job.Status.Provider.UID))
+	resolved, ok := r.Providers.Kept(types.UID(job.GetPaymentStatus().Provider.UID))
 	if !ok {
 		return nil, false
 	}
-	t, waiting := r.newTarget(context.Background(), job.Spec.ProviderRef.Name, resolved)
+	t, waiting := r.newTarget(context.Background(), r.terms(job).Provider, resolved)
 	return t, waiting == nil
 }
 
 // keptProvider finishes a Processing job whose PaymentProvider is gone or
 // going with the adapter kept for it, or stalls it: without the adapter,
 // nothing can tell whether the charge happened.
-func (r *PaymentJobReconciler) keptProvider(job *paymentsv1alpha1.PaymentJob, what string) (*target, *progress, error) {
+func (r *Reconciler) keptProvider(job Object, what string) (*target, *progress, error) {
 	if t, ok := r.kept(job); ok {
 		return t, nil, nil
 	}
@@ -160,14 +160,14 @@ func (r *PaymentJobReconciler) keptProvider(job *paymentsv1alpha1.PaymentJob, wh
 		"PaymentProvider %q %s while this payment was in flight, and this process holds no adapter for it "+
 			"(the operator restarted since): the payment may have happened under idempotency key %q. "+
 			"Check the charge at the provider and set the annotation %s to charged=<charge id> or not-charged",
-		job.Spec.ProviderRef.Name, what, job.Status.IdempotencyKey, paymentsv1alpha1.AnnotationResolve), maxMessageLength)}, nil
+		r.terms(job).Provider, what, job.GetPaymentStatus().IdempotencyKey, paymentsv1alpha1.AnnotationResolve), maxMessageLength)}, nil
 }
 
 // guardProvider makes sure the job's PaymentProvider carries
 // ProviderFinalizer before the job's first claim, so the provider cannot
 // disappear while the charge may be in flight. A provider being deleted
 // takes no new claims (resolveProvider), and no new finalizer.
-func (r *PaymentJobReconciler) guardProvider(ctx context.Context, t *target) error {
+func (r *Reconciler) guardProvider(ctx context.Context, t *target) error {
 	pp := t.provider
 	if pp == nil || controllerutil.ContainsFinalizer(pp, paymentsv1alpha1.ProviderFinalizer) {
 		return nil
@@ -188,7 +188,7 @@ func (r *PaymentJobReconciler) guardProvider(ctx context.Context, t *target) err
 // list saw the claim (and the finalizer stays until the job is done) or
 // this read sees the deletion. Across processes, the other's cache may
 // lag; run one active manager (leader election).
-func (r *PaymentJobReconciler) providerWithdrawn(ctx context.Context, t *target) string {
+func (r *Reconciler) providerWithdrawn(ctx context.Context, t *target) string {
 	if t.provider == nil {
 		return ""
 	}
@@ -233,17 +233,14 @@ func (s *strandedJobs) set(key types.NamespacedName, stranded bool) {
 	}
 }
 
-// jobsWaitingFor maps a PaymentProvider to the unfinished jobs that use it.
-func (r *PaymentJobReconciler) jobsWaitingFor(ctx context.Context, o client.Object) []reconcile.Request {
-	return usersOf(ctx, r.Client, &paymentsv1alpha1.PaymentJobList{}, providerRefIndex, o, func(obj client.Object) bool {
-		phase := obj.(*paymentsv1alpha1.PaymentJob).Status.Phase
-		return phase != paymentsv1alpha1.PhaseCompleted && phase != paymentsv1alpha1.PhaseFailed
-	})
+// waitingFor maps a PaymentProvider to the unfinished objects that use it.
+func (r *Reconciler) waitingFor(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.kind().Users(ctx, r.Client, o)
 }
 
 // forget drops what this process remembers of a job that is gone (deleted,
 // or finished and so out of the cache).
-func (r *PaymentJobReconciler) forget(key types.NamespacedName) {
+func (r *Reconciler) forget(key types.NamespacedName) {
 	r.written.forget(key)
 	r.stranded.set(key, false)
 	r.rateWaits.forget(key)

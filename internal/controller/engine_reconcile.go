@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,10 +39,13 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// PaymentJobReconciler charges each PaymentJob at its provider exactly once.
-// Every write that guards a charge carries the resourceVersion it was decided
-// on; a charge is only requested right after this process wrote a claim.
-type PaymentJobReconciler struct {
+// Reconciler moves the payments of one Kind (a charge, a refund) through
+// the exactly-once protocol. Every write that guards a provider call carries
+// the resourceVersion it was decided on; a call is only made right after
+// this process wrote a claim.
+type Reconciler struct {
+	// Kind is what the payments are: PaymentJobs when nil.
+	Kind Kind
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// Recorder emits the events users see in kubectl describe.
@@ -96,12 +100,27 @@ type PaymentJobReconciler struct {
 	retries jobMemory[time.Time]
 }
 
+// PaymentJobReconciler charges each PaymentJob at its provider exactly once:
+// the engine with the PaymentJob kind.
+type PaymentJobReconciler = Reconciler
+
+// kind is the Kind of the payments: PaymentJobs unless set.
+func (r *Reconciler) kind() Kind {
+	if r.Kind == nil {
+		return jobKind{}
+	}
+	return r.Kind
+}
+
+// terms reads the spec fields of obj the engine needs.
+func (r *Reconciler) terms(obj Object) Terms { return r.kind().Terms(obj) }
+
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/finalizers,verbs=update
 
 // Reconcile moves one PaymentJob one step through the exactly-once protocol.
-func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	job := &paymentsv1alpha1.PaymentJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
@@ -119,13 +138,13 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		staleSkipsTotal.Inc()
 		return ctrl.Result{RequeueAfter: writtenVersionTTL + time.Second}, nil
 	}
-	seen := job.ResourceVersion
+	seen := job.GetResourceVersion()
 	defer func() {
-		if job.ResourceVersion != seen {
+		if job.GetResourceVersion() != seen {
 			r.written.record(job, r.Clock.Now())
 		}
 	}()
-	phase := job.Status.Phase
+	phase := job.GetPaymentStatus().Phase
 	defer func() {
 		reconcileDuration.WithLabelValues(phaseLabel(phase)).Observe(time.Since(start).Seconds())
 	}()
@@ -158,10 +177,19 @@ func (r *PaymentJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // while the job is suspended, past its deadline or its provider is not ready,
 // and, where the provider can, while its key is looked up; then it claims
 // the job and charges, or records the charge the lookup found.
-func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
-	if !job.DeletionTimestamp.IsZero() {
+func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error) {
+	if !job.GetDeletionTimestamp().IsZero() {
 		// Never claimed, so nothing is in flight: let it go.
 		return ctrl.Result{}, r.removeFinalizer(ctx, job)
+	}
+	prepared, refuse, err := r.kind().Prepare(ctx, r, job)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case refuse != nil:
+		return ctrl.Result{}, r.refuseUnsent(ctx, job, nil, Request{}, refuse)
+	case prepared != nil:
+		return r.waitUnsent(ctx, job, *prepared, 0)
 	}
 	res, done, searched, err := r.finishFromLedger(ctx, job)
 	if done || err != nil {
@@ -170,13 +198,13 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 	if err := r.ensureFinalizer(ctx, job); err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, ok := job.Annotations[paymentsv1alpha1.AnnotationResolve]; ok {
+	if _, ok := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok {
 		r.refuseResolution(ctx, job, "the job has not been claimed, so nothing was sent to the provider; "+
 			"set spec.suspend to true, or delete the job, to keep it from being charged")
 	}
 
 	now := r.Clock.Now()
-	wait, held := heldBack(job, now)
+	wait, held := heldBack(job, r.terms(job), now)
 	if held != nil {
 		if held.stalled {
 			// Past its deadline: it will never be charged.
@@ -184,7 +212,7 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 		}
 		return ctrl.Result{RequeueAfter: wait}, r.setPending(ctx, job, *held)
 	}
-	if stall := checkRecordedKey(job); stall != nil {
+	if stall := r.checkRecordedKey(job); stall != nil {
 		return ctrl.Result{}, r.stall(ctx, job, *stall)
 	}
 	target, waiting, err := r.resolveProvider(ctx, job)
@@ -204,11 +232,7 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 	if err := r.guardProvider(ctx, target); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !target.lookupFirst {
-		return r.claimAndAct(ctx, job, target, ReasonClaimed, payment.Verdict{Action: payment.ActionCharge})
-	}
-
-	return r.admitAfterLookup(ctx, job, target, now)
+	return r.admitAfterLookup(ctx, job, target)
 }
 
 // resume handles a Processing job: the charge may already have happened. It
@@ -217,13 +241,13 @@ func (r *PaymentJobReconciler) admit(ctx context.Context, job *paymentsv1alpha1.
 // key was first sent to, then claims again and charges with the same key
 // (the provider replays an earlier success instead of charging twice), or
 // settles the charge the provider already holds.
-func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (ctrl.Result, error) {
-	if job.DeletionTimestamp.IsZero() {
+func (r *Reconciler) resume(ctx context.Context, job Object) (ctrl.Result, error) {
+	if job.GetDeletionTimestamp().IsZero() {
 		if err := r.ensureFinalizer(ctx, job); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if _, ok := job.Annotations[paymentsv1alpha1.AnnotationResolve]; ok {
+	if _, ok := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok {
 		// A person's answer to an uncertain outcome, honoured only on a
 		// Stalled job and never followed by a charge.
 		if res, handled, err := r.resolve(ctx, job); handled || err != nil {
@@ -231,13 +255,13 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 		}
 	} else {
 		// A value set again after it was removed is checked again.
-		r.refused.forget(job.UID)
+		r.refused.forget(job.GetUID())
 	}
 	reason, notBefore := r.nextClaim(job)
 	if now := r.Clock.Now(); now.Before(notBefore) {
 		return ctrl.Result{RequeueAfter: notBefore.Sub(now)}, nil
 	}
-	if stall := checkRecordedKey(job); stall != nil {
+	if stall := r.checkRecordedKey(job); stall != nil {
 		return ctrl.Result{}, r.stall(ctx, job, *stall)
 	}
 
@@ -255,12 +279,12 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 		// Not remembered: the provider's watch event may bring it back sooner.
 		return ctrl.Result{RequeueAfter: jitter(delay)}, r.writeProgress(ctx, job, *waiting)
 	}
-	if moved := providerMoved(job, target); moved != nil {
+	if moved := r.providerMoved(job, target); moved != nil {
 		// The same key at another account is a new charge there.
 		return ctrl.Result{}, r.stall(ctx, job, *moved)
 	}
 	verdict := payment.Verdict{Action: payment.ActionCharge}
-	if resp := job.Status.ProviderResponse; resp != nil && resp.ID != "" {
+	if resp := job.GetPaymentStatus().ProviderResponse; resp != nil && resp.ID != "" {
 		// The provider already holds this job's charge, not final yet:
 		// settle it, never charge around it.
 		verdict = payment.Verdict{Action: payment.ActionSettle, Charge: payment.Found{Outcome: payment.Outcome{ID: resp.ID}}}
@@ -271,16 +295,16 @@ func (r *PaymentJobReconciler) resume(ctx context.Context, job *paymentsv1alpha1
 // finishTerminal touches a Completed or Failed job only to finish what a
 // crash interrupted (the finalizer, the finished label) or to acknowledge a
 // new generation. It never calls the provider.
-func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
-	if v, ok := job.Annotations[paymentsv1alpha1.AnnotationResolve]; ok && (job.Status.Resolution == nil || job.Status.Resolution.Value != v) {
-		r.refuseResolution(ctx, job, fmt.Sprintf("the job is already %s; its outcome is final", job.Status.Phase))
+func (r *Reconciler) finishTerminal(ctx context.Context, job Object) error {
+	if v, ok := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok && (job.GetPaymentStatus().Resolution == nil || job.GetPaymentStatus().Resolution.Value != v) {
+		r.refuseResolution(ctx, job, fmt.Sprintf("the job is already %s; its outcome is final", job.GetPaymentStatus().Phase))
 	}
-	if job.Status.ObservedGeneration != job.Generation {
+	if job.GetPaymentStatus().ObservedGeneration != job.GetGeneration() {
 		// Only spec.suspend can change after the outcome (and only until the
 		// job is finished); it no longer matters, but kstatus reads a stale
 		// observedGeneration as "in progress". Written before the label,
 		// which takes the job out of the cache.
-		ready := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady)
+		ready := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
 		p := progress{reason: ReasonSucceeded}
 		if ready != nil {
 			p = progress{reason: ready.Reason, message: ready.Message}
@@ -298,16 +322,17 @@ func (r *PaymentJobReconciler) finishTerminal(ctx context.Context, job *payments
 
 // SetupWithManager registers the reconciler; IndexFields must have run. It
 // refuses the settings checkSettings refuses.
-func (r *PaymentJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.checkSettings(); err != nil {
 		return err
 	}
 	r.wakeups = make(chan event.GenericEvent, wakeupBuffer)
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&paymentsv1alpha1.PaymentJob{}).
-		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{})).
-		Watches(&paymentsv1alpha1.PaymentProvider{}, handler.EnqueueRequestsFromMapFunc(r.jobsWaitingFor)).
+	k := r.kind()
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(k.New()).
+		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{}))
+	return k.Watch(r, b).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
-		Named("paymentjob").
+		Named(strings.ToLower(k.Name())).
 		Complete(r)
 }

@@ -111,9 +111,9 @@ func (s *refusedResolutions) forget(uid types.UID) {
 // announceWait says, once per time, when a not-charged resolution will be
 // checked, with a ResolutionWaiting event (a reason of its own, so that the
 // refusal that may follow is not folded into this event's series).
-func (r *PaymentJobReconciler) announceWait(ctx context.Context, job *paymentsv1alpha1.PaymentJob, w *searchLagWait) {
-	value := job.Annotations[paymentsv1alpha1.AnnotationResolve]
-	if !r.refused.first(job.UID, value+"\x00lag "+w.at.String()) {
+func (r *Reconciler) announceWait(ctx context.Context, job Object, w *searchLagWait) {
+	value := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]
+	if !r.refused.first(job.GetUID(), value+"\x00lag "+w.at.String()) {
 		return
 	}
 	log.FromContext(ctx).Info("Waiting out the provider's search lag before checking a resolution", "value", value, "at", w.at)
@@ -123,15 +123,15 @@ func (r *PaymentJobReconciler) announceWait(ctx context.Context, job *paymentsv1
 
 // refuseResolution announces, once per value, that the annotation is not
 // honoured, and why. The job goes on as if it was not there.
-func (r *PaymentJobReconciler) refuseResolution(ctx context.Context, job *paymentsv1alpha1.PaymentJob, why string) {
+func (r *Reconciler) refuseResolution(ctx context.Context, job Object, why string) {
 	r.refuseResolutionAs(ctx, job, why, "")
 }
 
 // refuseResolutionAs is refuseResolution with a kind of refusal: a value
 // refused for a new kind of reason is announced again.
-func (r *PaymentJobReconciler) refuseResolutionAs(ctx context.Context, job *paymentsv1alpha1.PaymentJob, why, kind string) {
-	value := job.Annotations[paymentsv1alpha1.AnnotationResolve]
-	if !r.refused.first(job.UID, value+"\x00"+kind) {
+func (r *Reconciler) refuseResolutionAs(ctx context.Context, job Object, why, kind string) {
+	value := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]
+	if !r.refused.first(job.GetUID(), value+"\x00"+kind) {
 		return
 	}
 	resolutionsTotal.WithLabelValues("refused").Inc()
@@ -143,24 +143,24 @@ func (r *PaymentJobReconciler) refuseResolutionAs(ctx context.Context, job *paym
 // resolve handles the resolve annotation of a Processing job. handled is
 // false when the job goes on as if there was none: not Stalled, an invalid
 // value, or a value the provider contradicts.
-func (r *PaymentJobReconciler) resolve(ctx context.Context, job *paymentsv1alpha1.PaymentJob) (res ctrl.Result, handled bool, err error) {
-	stalled := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionStalled)
+func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, handled bool, err error) {
+	stalled := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
 	if stalled == nil || stalled.Status != metav1.ConditionTrue {
 		r.refuseResolution(ctx, job, "the job is not Stalled; only a Processing job whose outcome the operator cannot settle "+
 			"(Stalled=True) can be resolved by hand. It is still being retried with the same idempotency key")
 		return ctrl.Result{}, false, nil
 	}
-	want, err := parseResolution(job.Annotations[paymentsv1alpha1.AnnotationResolve])
+	want, err := parseResolution(job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve])
 	if err != nil {
 		r.refuseResolution(ctx, job, err.Error())
 		return ctrl.Result{}, false, nil
 	}
-	if r.refused.contradicted(job.UID, want.value) {
+	if r.refused.contradicted(job.GetUID(), want.value) {
 		// The provider contradicted this value: the job goes on as if it
 		// was not there, until a person changes or removes it.
 		return ctrl.Result{}, false, nil
 	}
-	if c := job.Status.Claim; c != nil && c.Holder != r.Holder {
+	if c := job.GetPaymentStatus().Claim; c != nil && c.Holder != r.Holder {
 		// Another process may be calling the provider right now: its
 		// answer comes first.
 		if now := r.Clock.Now(); now.Before(c.ExpiresAt.Time) {
@@ -192,8 +192,9 @@ func (r *PaymentJobReconciler) resolve(ctx context.Context, job *paymentsv1alpha
 // (under this job's key, succeeded), or it holds no charge under the key.
 // why says why the provider contradicts the resolution; err that it could
 // not be asked. verified is false when the provider cannot look charges up.
-func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymentsv1alpha1.PaymentJob, want resolution) (verified bool, o payment.Outcome, why string, err error) {
-	o = payment.Outcome{ID: want.id, Status: "succeeded", Amount: job.Spec.Amount, Currency: job.Spec.Currency}
+func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want resolution) (verified bool, o payment.Outcome, why string, err error) {
+	req := r.requestOf(job)
+	o = payment.Outcome{ID: want.id, Status: "succeeded", Amount: req.Amount, Currency: req.Currency}
 	target, waiting, err := r.resolveProvider(ctx, job)
 	if err != nil {
 		return false, o, "", err
@@ -204,7 +205,7 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 		// younger than the provider's search lag (Stripe's: usually under
 		// a minute, up to an hour in incidents): "nothing found" says
 		// nothing about it yet, verified or not.
-		lag := r.resolutionLag(ctx, job, target)
+		lag := r.kind().SearchLag(ctx, r, job, target)
 		if at := lastAttempt(job).Add(lag); r.Clock.Now().Before(at) {
 			return false, o, "", &searchLagWait{at: at, lag: lag}
 		}
@@ -214,22 +215,22 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 		// recorded as not verified.
 		return false, o, "", nil
 	}
-	looker, ok := target.Provider.(payment.Looker)
-	if !ok {
+	calls := r.kind().Calls(target, job)
+	if !calls.CanFind() {
 		return false, o, "", nil
 	}
-	if recorded := job.Status.Provider; recorded != nil {
+	if recorded := job.GetPaymentStatus().Provider; recorded != nil {
 		if same, _ := sameProvider(*recorded, target.id, target.identity.accountsOnly); !same {
 			// The provider now reaches another account: it cannot speak
 			// for the one that was called.
 			return false, o, "", nil
 		}
 	}
-	key := sentKey(job)
+	key := req.Key
 	callCtx, cancel := context.WithTimeout(ctx, target.timeout)
 	defer cancel()
 	if want.charged {
-		got, err := looker.Settle(callCtx, key, want.id)
+		got, err := calls.Settle(callCtx, key, want.id)
 		var refusal *payment.Refusal
 		switch {
 		case err == nil:
@@ -241,11 +242,11 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 		// No answer about the charge: an unknown id, one made under
 		// another key, or no provider at all. If the provider answers a
 		// lookup of the key without that charge, it does not know it.
-		found, lookupErr := looker.Lookup(callCtx, []string{key})
+		found, lookupErr := calls.Find(callCtx, key)
 		if lookupErr != nil {
 			return false, o, "", err
 		}
-		for _, f := range found[key] {
+		for _, f := range found {
 			if f.ID == want.id {
 				return false, o, "", err
 			}
@@ -253,12 +254,12 @@ func (r *PaymentJobReconciler) verifyResolution(ctx context.Context, job *paymen
 		return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not know a charge %s under this job's idempotency key (%v)",
 			want.id, err), maxMessageLength), nil
 	}
-	found, err := looker.Lookup(callCtx, []string{key})
+	found, err := calls.Find(callCtx, key)
 	if err != nil {
 		return false, o, "", err
 	}
-	fingerprint := ChargeOf(job).Fingerprint
-	for _, f := range found[key] {
+	fingerprint := req.Fingerprint
+	for _, f := range found {
 		if f.State == payment.StateNotCharged {
 			continue
 		}
@@ -288,12 +289,12 @@ func (w *searchLagWait) Error() string {
 
 // lastAttempt is when the job's last claim was written: its provider call
 // came after it.
-func lastAttempt(job *paymentsv1alpha1.PaymentJob) time.Time {
+func lastAttempt(job Object) time.Time {
 	switch {
-	case job.Status.Claim != nil:
-		return job.Status.Claim.AcquiredAt.Time
-	case job.Status.StartedAt != nil:
-		return job.Status.StartedAt.Time
+	case job.GetPaymentStatus().Claim != nil:
+		return job.GetPaymentStatus().Claim.AcquiredAt.Time
+	case job.GetPaymentStatus().StartedAt != nil:
+		return job.GetPaymentStatus().StartedAt.Time
 	}
 	return time.Time{}
 }
@@ -302,14 +303,14 @@ func lastAttempt(job *paymentsv1alpha1.PaymentJob) time.Time {
 // provider: its PaymentProvider's spec.lookup.searchLagSeconds, or the
 // default of its kind. A provider that cannot be read (gone) gets Stripe's,
 // the longer one.
-func (r *PaymentJobReconciler) resolutionLag(ctx context.Context, job *paymentsv1alpha1.PaymentJob, t *target) time.Duration {
+func (r *Reconciler) resolutionLag(ctx context.Context, job Object, t *target) time.Duration {
 	var pp *paymentsv1alpha1.PaymentProvider
 	if t != nil {
 		pp = t.provider
 	}
 	if pp == nil {
 		var current paymentsv1alpha1.PaymentProvider
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: job.Spec.ProviderRef.Name}, &current); err == nil {
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: r.terms(job).Provider}, &current); err == nil {
 			pp = &current
 		}
 	}
@@ -324,27 +325,27 @@ func (r *PaymentJobReconciler) resolutionLag(ctx context.Context, job *paymentsv
 
 // recordResolution finishes the job as the person said: Completed with the
 // charge, or Failed as not charged. It never calls Charge.
-func (r *PaymentJobReconciler) recordResolution(ctx context.Context, job *paymentsv1alpha1.PaymentJob, want resolution, verified bool, o payment.Outcome) error {
+func (r *Reconciler) recordResolution(ctx context.Context, job Object, want resolution, verified bool, o payment.Outcome) error {
 	now := metav1.NewTime(r.Clock.Now())
 	by := r.resolvedBy(ctx, job)
 	checked := "not verified: the provider cannot be asked"
 	if verified {
 		checked = "verified with the provider"
 	}
-	job.Status.Resolution = &paymentsv1alpha1.Resolution{Value: want.value, At: now, By: by, Verified: verified}
-	job.Status.Claim = nil
-	job.Status.CompletedAt = &now
-	if job.Status.IdempotencyKey == "" {
-		job.Status.IdempotencyKey = sentKey(job)
+	job.GetPaymentStatus().Resolution = &paymentsv1alpha1.Resolution{Value: want.value, At: now, By: by, Verified: verified}
+	job.GetPaymentStatus().Claim = nil
+	job.GetPaymentStatus().CompletedAt = &now
+	if job.GetPaymentStatus().IdempotencyKey == "" {
+		job.GetPaymentStatus().IdempotencyKey = r.sentKey(job)
 	}
 	var msg string
 	if want.charged {
-		job.Status.Phase = paymentsv1alpha1.PhaseCompleted
-		job.Status.ProviderResponse = responseOf(o)
-		job.Status.Failure = nil
+		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
+		job.GetPaymentStatus().ProviderResponse = responseOf(o)
+		job.GetPaymentStatus().Failure = nil
 		msg = fmt.Sprintf("Resolved by %s as charged (%s, %s); not charged again", by, o.ID, checked)
 	} else {
-		job.Status.Phase = paymentsv1alpha1.PhaseFailed
+		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
 		msg = fmt.Sprintf("Resolved by %s as not charged (%s); it will not be charged", by, checked)
 	}
 	if by == unattributed {
@@ -353,7 +354,7 @@ func (r *PaymentJobReconciler) recordResolution(ctx context.Context, job *paymen
 	}
 	msg = payment.CleanMessage(msg, maxMessageLength)
 	if !want.charged {
-		job.Status.Failure = &paymentsv1alpha1.Failure{Reason: ReasonResolved, Message: msg}
+		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: ReasonResolved, Message: msg}
 	}
 	setConditions(job, progress{reason: ReasonResolved, message: msg})
 	if err := r.Client.Status().Update(ctx, job); err != nil {
@@ -396,7 +397,7 @@ type AttributionPolicy interface {
 // wrote the annotation, as the API server's managedFields say (the cache
 // drops them, so they are read). Without the policy, nobody is named: the
 // resolved-by annotation and the field manager are the writer's own word.
-func (r *PaymentJobReconciler) resolvedBy(ctx context.Context, job *paymentsv1alpha1.PaymentJob) string {
+func (r *Reconciler) resolvedBy(ctx context.Context, job Object) string {
 	enforced := false
 	if r.Attribution != nil {
 		var err error
@@ -407,7 +408,7 @@ func (r *PaymentJobReconciler) resolvedBy(ctx context.Context, job *paymentsv1al
 	if !enforced {
 		return unattributed
 	}
-	if by := job.Annotations[paymentsv1alpha1.AnnotationResolvedBy]; by != "" {
+	if by := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolvedBy]; by != "" {
 		return payment.Bound(by, maxShortLength*3)
 	}
 	if r.APIReader == nil {

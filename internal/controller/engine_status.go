@@ -22,6 +22,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -33,48 +34,29 @@ import (
 // and so does the benchmark's writes-only baseline, so that the baseline
 // writes what the operator writes.
 
-// Charge is what a job sends to its provider, the same on every attempt.
-type Charge struct {
-	// Key is the idempotency key: the job's key, scoped to its namespace
-	// and to the key scope of the provider it was claimed for.
-	Key string
-	// Request is the charge request built from the job's spec.
-	Request payment.ChargeRequest
-	// Fingerprint is the request's hash under Key, recorded at the first
-	// claim (status.requestHash) and compared at every later one.
-	Fingerprint string
-}
+// sentKey is the key obj sends: the one derived from its namespace, its
+// spec and the key scope of the provider it was claimed for
+// (checkRecordedKey stops an object whose status says otherwise).
+func (r *Reconciler) sentKey(obj Object) string { return keyOf(r.kind(), obj) }
 
-// ChargeOf derives the charge job sends through the provider it was claimed
-// for (status.provider).
-func ChargeOf(job *paymentsv1alpha1.PaymentJob) Charge {
-	return chargeWithKey(job, sentKey(job))
-}
+// keyOf is the key obj of kind k sends.
+func keyOf(k Kind, obj Object) string { return k.Key(obj, claimedScope(obj)) }
 
-// chargeWithKey is the charge job sends under key.
-func chargeWithKey(job *paymentsv1alpha1.PaymentJob, key string) Charge {
-	req := chargeRequest(job)
-	return Charge{Key: key, Request: req, Fingerprint: payment.RequestHash(key, req)}
-}
+// requestOf is what obj sends under its key.
+func (r *Reconciler) requestOf(obj Object) Request { return r.kind().Request(obj, r.sentKey(obj)) }
 
-// sentKey is the key the job sends: the one derived from its namespace,
-// its spec and the key scope of the provider it was claimed for
-// (checkRecordedKey stops a job whose status says otherwise).
-func sentKey(job *paymentsv1alpha1.PaymentJob) string {
-	return scopedKey(job, claimedScope(job))
-}
-
-// claimedScope is the key scope the job was claimed with:
+// claimedScope is the key scope the object was claimed with:
 // status.provider.keyScope, or else the scope its recorded key carries. A
 // version that does not know key scopes erases status.provider.keyScope
 // with its first status write (a rollback), but not the key it found
 // recorded; namespaces never contain ':', so "<scope>:<namespace>/..." says
 // the scope. checkRecordedKey still compares the whole key.
-func claimedScope(job *paymentsv1alpha1.PaymentJob) string {
-	if p := job.Status.Provider; p != nil && p.KeyScope != "" {
+func claimedScope(obj Object) string {
+	st := obj.GetPaymentStatus()
+	if p := st.Provider; p != nil && p.KeyScope != "" {
 		return p.KeyScope
 	}
-	k := job.Status.IdempotencyKey
+	k := st.IdempotencyKey
 	colon, slash := strings.IndexByte(k, ':'), strings.IndexByte(k, '/')
 	if colon > 0 && colon < slash {
 		return k[:colon]
@@ -82,43 +64,30 @@ func claimedScope(job *paymentsv1alpha1.PaymentJob) string {
 	return ""
 }
 
-// scopedKey is the key the job sends through a provider with key scope
-// scope.
-func scopedKey(job *paymentsv1alpha1.PaymentJob, scope string) string {
-	return payment.ScopedKey(scope, job.Namespace, payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey))
-}
-
-// chargeRequest is the request the job sends, the same on every attempt.
-func chargeRequest(job *paymentsv1alpha1.PaymentJob) payment.ChargeRequest {
-	return payment.ChargeRequest{
-		Amount:        job.Spec.Amount,
-		Currency:      job.Spec.Currency,
-		Customer:      job.Spec.Customer,
-		PaymentMethod: job.Spec.PaymentMethod,
-		Description:   job.Spec.Description,
-		Metadata:      job.Spec.Metadata,
-	}
-}
-
 // ClaimStatus sets what a claim write sets: phase Processing, the charge's
 // key and fingerprint, one more attempt, a claim by holder from now for
 // lease, the start time of the first claim, and the conditions with reason.
 // It returns the conditions' message.
 func ClaimStatus(job *paymentsv1alpha1.PaymentJob, c Charge, holder string, now time.Time, lease time.Duration, reason string) string {
-	job.Status.Phase = paymentsv1alpha1.PhaseProcessing
-	job.Status.IdempotencyKey = c.Key
-	job.Status.RequestHash = c.Fingerprint
-	job.Status.Attempts++
-	job.Status.Claim = &paymentsv1alpha1.Claim{
+	return claimStatus(job, c.request(), holder, now, lease, reason)
+}
+
+// claimStatus is ClaimStatus for any kind.
+func claimStatus(job Object, c Request, holder string, now time.Time, lease time.Duration, reason string) string {
+	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseProcessing
+	job.GetPaymentStatus().IdempotencyKey = c.Key
+	job.GetPaymentStatus().RequestHash = c.Fingerprint
+	job.GetPaymentStatus().Attempts++
+	job.GetPaymentStatus().Claim = &paymentsv1alpha1.Claim{
 		Holder:     holder,
 		AcquiredAt: metav1.NewMicroTime(now),
 		ExpiresAt:  metav1.NewMicroTime(now.Add(lease)),
 	}
-	if job.Status.StartedAt == nil {
-		job.Status.StartedAt = &metav1.Time{Time: now}
+	if job.GetPaymentStatus().StartedAt == nil {
+		job.GetPaymentStatus().StartedAt = &metav1.Time{Time: now}
 	}
-	note := fmt.Sprintf("Attempt %d claimed by %s until %s", job.Status.Attempts, holder,
-		job.Status.Claim.ExpiresAt.UTC().Format(time.RFC3339))
+	note := fmt.Sprintf("Attempt %d claimed by %s until %s", job.GetPaymentStatus().Attempts, holder,
+		job.GetPaymentStatus().Claim.ExpiresAt.UTC().Format(time.RFC3339))
 	setConditions(job, progress{reason: reason, message: note})
 	return note
 }
@@ -129,23 +98,28 @@ func ClaimStatus(job *paymentsv1alpha1.PaymentJob, c Charge, holder string, now 
 // lookup or a settle) rather than answered to a charge request. It returns
 // the reason and the message of the job's event.
 func CompletedStatus(job *paymentsv1alpha1.PaymentJob, o payment.Outcome, found bool, now time.Time) (reason, message string) {
+	return completedStatus(job, jobKind{}.Words(), o, found, now)
+}
+
+// completedStatus is CompletedStatus for any kind.
+func completedStatus(job Object, words Words, o payment.Outcome, found bool, now time.Time) (reason, message string) {
 	resp := responseOf(o)
-	message = fmt.Sprintf("Charged %d %s as %s", resp.Amount, resp.Currency, resp.ID)
+	message = fmt.Sprintf("%s %d %s as %s", words.Done, resp.Amount, resp.Currency, resp.ID)
 	reason = ReasonSucceeded
 	switch {
 	case found:
-		message += " (found at the provider under this job's idempotency key; no money moved again)"
+		message += " (found at the provider under its idempotency key; no money moved again)"
 		reason = ReasonFoundAtProvider
 	case o.Replayed:
 		message += " (the provider replayed the outcome of an earlier attempt; no money moved again)"
 		reason = ReasonReplayed
 	}
 	completed := metav1.NewTime(now)
-	job.Status.Phase = paymentsv1alpha1.PhaseCompleted
-	job.Status.ProviderResponse = resp
-	job.Status.Failure = nil
-	job.Status.Claim = nil
-	job.Status.CompletedAt = &completed
+	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
+	job.GetPaymentStatus().ProviderResponse = resp
+	job.GetPaymentStatus().Failure = nil
+	job.GetPaymentStatus().Claim = nil
+	job.GetPaymentStatus().CompletedAt = &completed
 	setConditions(job, progress{reason: ReasonSucceeded, message: message})
 	return reason, message
 }
@@ -153,12 +127,14 @@ func CompletedStatus(job *paymentsv1alpha1.PaymentJob, o payment.Outcome, found 
 // MarkFinished sets what the last write of a finished job sets: the
 // finalizer removed and the finished label, which takes the job out of the
 // manager's cache.
-func MarkFinished(job *paymentsv1alpha1.PaymentJob) {
+func MarkFinished(job client.Object) {
 	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
-	if job.Labels == nil {
-		job.Labels = map[string]string{}
+	labels := job.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
 	}
-	job.Labels[paymentsv1alpha1.LabelFinished] = "true"
+	labels[paymentsv1alpha1.LabelFinished] = "true"
+	job.SetLabels(labels)
 }
 
 // responseOf is the status's record of a provider's answer, bounded

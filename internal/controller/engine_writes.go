@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,17 +47,17 @@ import (
 // recordSuccess writes Completed with the provider's response, then removes
 // the finalizer. found marks a charge found at the provider (by a lookup or
 // a settle) rather than answered to this pass's charge request.
-func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv1alpha1.PaymentJob, o payment.Outcome, found bool) error {
+func (r *Reconciler) recordSuccess(ctx context.Context, job Object, o payment.Outcome, found bool) error {
 	now := r.Clock.Now()
 	var eventReason, msg string
-	err := r.writeOutcome(ctx, job, func(j *paymentsv1alpha1.PaymentJob) {
-		eventReason, msg = CompletedStatus(j, o, found, now)
+	err := r.writeOutcome(ctx, job, func(j Object) {
+		eventReason, msg = completedStatus(j, r.kind().Words(), o, found, now)
 	})
 	if err != nil {
 		return fmt.Errorf("cannot record the charge outcome: %w", err)
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, eventReason, "Charge", "%s", msg)
-	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", job.Status.Attempts)
+	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", job.GetPaymentStatus().Attempts)
 	if err := r.recordInLedger(ctx, job); err != nil {
 		return err
 	}
@@ -64,15 +65,15 @@ func (r *PaymentJobReconciler) recordSuccess(ctx context.Context, job *paymentsv
 }
 
 // recordRefusal writes Failed: the provider definitively did not charge.
-func (r *PaymentJobReconciler) recordRefusal(ctx context.Context, job *paymentsv1alpha1.PaymentJob, refusal *payment.Refusal) error {
+func (r *Reconciler) recordRefusal(ctx context.Context, job Object, refusal *payment.Refusal) error {
 	now := metav1.NewTime(r.Clock.Now())
 	msg := payment.CleanMessage(refusal.Message, maxMessageLength)
 	reason := refusalReason(refusal)
-	err := r.writeOutcome(ctx, job, func(j *paymentsv1alpha1.PaymentJob) {
-		j.Status.Phase = paymentsv1alpha1.PhaseFailed
-		j.Status.Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
-		j.Status.Claim = nil
-		j.Status.CompletedAt = &now
+	err := r.writeOutcome(ctx, job, func(j Object) {
+		j.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
+		j.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
+		j.GetPaymentStatus().Claim = nil
+		j.GetPaymentStatus().CompletedAt = &now
 		setConditions(j, progress{reason: reason, message: "The provider refused the payment; nothing was charged: " + msg})
 	})
 	if err != nil {
@@ -84,6 +85,47 @@ func (r *PaymentJobReconciler) recordRefusal(ctx context.Context, job *paymentsv
 		return err
 	}
 	return r.finish(ctx, job)
+}
+
+// refuseUnsent fails an object that was never claimed because its kind
+// refuses the request before any provider call (a refund beyond what is
+// left of its charge). Nothing was sent, so nothing is recorded in the
+// ledger: an object created again under the key is looked at anew. t and
+// c, when known, record where and what it would have sent.
+func (r *Reconciler) refuseUnsent(ctx context.Context, job Object, t *target, c Request, refusal *payment.Refusal) error {
+	st := job.GetPaymentStatus()
+	if t != nil {
+		id := t.id
+		st.Provider = &id
+		st.IdempotencyKey = c.Key
+		st.RequestHash = c.Fingerprint
+	}
+	now := metav1.NewTime(r.Clock.Now())
+	msg := payment.CleanMessage(refusal.Message, maxMessageLength)
+	reason := refusalReason(refusal)
+	st.Phase = paymentsv1alpha1.PhaseFailed
+	st.Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
+	st.CompletedAt = &now
+	setConditions(job, progress{reason: reason, message: "Not sent to the provider: " + msg})
+	if err := r.Client.Status().Update(ctx, job); err != nil {
+		return fmt.Errorf("cannot record the refusal: %w", err)
+	}
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, r.kind().Words().Action, "Not sent to the provider: %s", msg)
+	log.FromContext(ctx).Info("Refused before any provider call", "reason", reason)
+	return r.finish(ctx, job)
+}
+
+// waitUnsent keeps an object that was never claimed waiting (or stalled)
+// for the reason of p, and looks again after requeue (or its pending
+// recheck).
+func (r *Reconciler) waitUnsent(ctx context.Context, job Object, p progress, requeue time.Duration) (ctrl.Result, error) {
+	if p.stalled {
+		return ctrl.Result{RequeueAfter: requeue}, r.stall(ctx, job, p)
+	}
+	if requeue <= 0 {
+		requeue = r.pendingRecheck(job, p.reason, 0)
+	}
+	return ctrl.Result{RequeueAfter: requeue}, r.setPending(ctx, job, p)
 }
 
 // refusalReason is the refusal's reason if the API accepts it as a
@@ -101,19 +143,20 @@ func refusalReason(r *payment.Refusal) string {
 // deletion. The outcome is then written on a fresh copy, but only while the
 // claim is still this attempt's; otherwise the conflict is returned and the
 // job is looked at again (a later claim replays the outcome at the provider).
-func (r *PaymentJobReconciler) writeOutcome(ctx context.Context, job *paymentsv1alpha1.PaymentJob, apply func(*paymentsv1alpha1.PaymentJob)) error {
-	attempt := job.Status.Attempts
+func (r *Reconciler) writeOutcome(ctx context.Context, job Object, apply func(Object)) error {
+	attempt := job.GetPaymentStatus().Attempts
 	current := job
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
-			fresh := &paymentsv1alpha1.PaymentJob{}
+			fresh := r.kind().New()
 			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(job), fresh); err != nil {
 				return err
 			}
-			c := fresh.Status.Claim
-			if fresh.Status.Phase != paymentsv1alpha1.PhaseProcessing || c == nil ||
-				c.Holder != r.Holder || fresh.Status.Attempts != attempt {
+			st := fresh.GetPaymentStatus()
+			c := st.Claim
+			if st.Phase != paymentsv1alpha1.PhaseProcessing || c == nil ||
+				c.Holder != r.Holder || st.Attempts != attempt {
 				return errClaimLost
 			}
 			current = fresh
@@ -128,7 +171,8 @@ func (r *PaymentJobReconciler) writeOutcome(ctx context.Context, job *paymentsv1
 	if err != nil {
 		return err
 	}
-	*job = *current
+	// The caller's object is the one written.
+	reflect.ValueOf(job).Elem().Set(reflect.ValueOf(current).Elem())
 	return nil
 }
 
@@ -138,15 +182,15 @@ var errClaimLost = errors.New("the claim was taken over during the provider call
 // recordUncertain keeps the job Processing after an uncertain outcome and
 // schedules the next attempt; after backoffLimit retries it reports Stalled
 // and keeps retrying at the longest interval. It never writes Failed.
-func (r *PaymentJobReconciler) recordUncertain(ctx context.Context, job *paymentsv1alpha1.PaymentJob, callErr error) (ctrl.Result, error) {
+func (r *Reconciler) recordUncertain(ctx context.Context, job Object, callErr error) (ctrl.Result, error) {
 	delay := max(r.retryDelay(job), payment.RetryAfter(callErr))
 	msg := payment.CleanMessage(fmt.Sprintf("Attempt %d had an uncertain outcome (%v); retrying in %s with the same idempotency key",
-		job.Status.Attempts, callErr, delay.Round(time.Millisecond)), maxMessageLength)
+		job.GetPaymentStatus().Attempts, callErr, delay.Round(time.Millisecond)), maxMessageLength)
 	p := progress{reason: ReasonTransientError, message: msg}
 	if r.exhausted(job) {
 		p = progress{reason: ReasonRetriesExhausted, message: msg, stalled: true}
 	}
-	log.FromContext(ctx).Info("Provider call failed, will retry", "attempt", job.Status.Attempts,
+	log.FromContext(ctx).Info("Provider call failed, will retry", "attempt", job.GetPaymentStatus().Attempts,
 		"retryAfter", delay, "error", callErr.Error())
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.reason, "Charge", "%s", msg)
 	if err := r.writeProgress(ctx, job, p); err != nil && !apierrors.IsConflict(err) {
@@ -156,9 +200,9 @@ func (r *PaymentJobReconciler) recordUncertain(ctx context.Context, job *payment
 }
 
 // setPending writes phase Pending with the reason, if that changes anything.
-func (r *PaymentJobReconciler) setPending(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p progress) error {
+func (r *Reconciler) setPending(ctx context.Context, job Object, p progress) error {
 	previous := readyReason(job)
-	job.Status.Phase = paymentsv1alpha1.PhasePending
+	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
 	changed, err := r.updateStatusIfChanged(ctx, job, p)
 	if err != nil || !changed {
 		return err
@@ -175,15 +219,15 @@ func (r *PaymentJobReconciler) setPending(ctx context.Context, job *paymentsv1al
 
 // writeProgress records the progress of a pass in the conditions, if that
 // changes anything.
-func (r *PaymentJobReconciler) writeProgress(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p progress) error {
+func (r *Reconciler) writeProgress(ctx context.Context, job Object, p progress) error {
 	_, err := r.updateStatusIfChanged(ctx, job, p)
 	return err
 }
 
-func (r *PaymentJobReconciler) updateStatusIfChanged(ctx context.Context, job *paymentsv1alpha1.PaymentJob, p progress) (bool, error) {
-	before := job.Status.DeepCopy()
+func (r *Reconciler) updateStatusIfChanged(ctx context.Context, job Object, p progress) (bool, error) {
+	before := job.GetPaymentStatus().DeepCopy()
 	setConditions(job, p)
-	if equality.Semantic.DeepEqual(before, &job.Status) && before.Phase == job.Status.Phase {
+	if equality.Semantic.DeepEqual(before, job.GetPaymentStatus()) && before.Phase == job.GetPaymentStatus().Phase {
 		return false, nil
 	}
 	if err := r.Client.Status().Update(ctx, job); err != nil {
@@ -193,11 +237,11 @@ func (r *PaymentJobReconciler) updateStatusIfChanged(ctx context.Context, job *p
 }
 
 // ensureFinalizer adds the outcome guard before the job can be claimed.
-func (r *PaymentJobReconciler) ensureFinalizer(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
+func (r *Reconciler) ensureFinalizer(ctx context.Context, job Object) error {
 	if controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	patch := client.MergeFromWithOptions(job.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
 	if err := r.Client.Patch(ctx, job, patch); err != nil {
 		return fmt.Errorf("cannot add finalizer: %w", err)
@@ -206,11 +250,11 @@ func (r *PaymentJobReconciler) ensureFinalizer(ctx context.Context, job *payment
 }
 
 // removeFinalizer releases a job that has no work in flight.
-func (r *PaymentJobReconciler) removeFinalizer(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
+func (r *Reconciler) removeFinalizer(ctx context.Context, job Object) error {
 	if !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	patch := client.MergeFromWithOptions(job.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
 	if err := r.Client.Patch(ctx, job, patch); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -224,12 +268,12 @@ func (r *PaymentJobReconciler) removeFinalizer(ctx context.Context, job *payment
 // finish releases a job with a final outcome: in one write it removes the
 // finalizer and sets the finished label, which takes the job out of the
 // manager's cache (see CacheOptions). Nothing reads a finished job again.
-func (r *PaymentJobReconciler) finish(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
-	if job.Labels[paymentsv1alpha1.LabelFinished] == "true" &&
+func (r *Reconciler) finish(ctx context.Context, job Object) error {
+	if job.GetLabels()[paymentsv1alpha1.LabelFinished] == "true" &&
 		!controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	patch := client.MergeFromWithOptions(job.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	MarkFinished(job)
 	if err := r.Client.Patch(ctx, job, patch); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -237,8 +281,6 @@ func (r *PaymentJobReconciler) finish(ctx context.Context, job *paymentsv1alpha1
 		}
 		return fmt.Errorf("cannot mark the payment job finished: %w", err)
 	}
-	if r.Collector != nil {
-		r.Collector.Schedule(job)
-	}
+	r.kind().Finished(ctx, r, job)
 	return nil
 }

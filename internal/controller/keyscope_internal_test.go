@@ -40,17 +40,17 @@ func TestClaimedScope(t *testing.T) {
 	}{
 		{name: "never claimed", want: ""},
 		{name: "claimed without a scope", provider: &paymentsv1alpha1.ProviderIdentity{UID: "u"},
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return scopedKey(j, "") }, want: ""},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "") }, want: ""},
 		{name: "the scope in status.provider", provider: &paymentsv1alpha1.ProviderIdentity{UID: "u", KeyScope: "live"},
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return scopedKey(j, "live") }, want: "live"},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "live") }, want: "live"},
 		{name: "status.provider.keyScope erased by an older version", provider: &paymentsv1alpha1.ProviderIdentity{UID: "u"},
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return scopedKey(j, "live") }, want: "live"},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "live") }, want: "live"},
 		{name: "erased, with a hashed key", key: long, provider: &paymentsv1alpha1.ProviderIdentity{UID: "u"},
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return scopedKey(j, "tenant-2") }, want: "tenant-2"},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "tenant-2") }, want: "tenant-2"},
 		{name: "a ':' in the key, not in the scope", key: "order:42",
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return scopedKey(j, "") }, want: ""},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "") }, want: ""},
 		{name: "an unscoped hashed key", key: long,
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return scopedKey(j, "") }, want: ""},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "") }, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,8 +63,8 @@ func TestClaimedScope(t *testing.T) {
 			}
 			g.Expect(claimedScope(job)).To(Equal(tt.want))
 			if tt.recorded != nil {
-				g.Expect(sentKey(job)).To(Equal(job.Status.IdempotencyKey), "the job sends the key it recorded")
-				g.Expect(checkRecordedKey(job)).To(BeNil())
+				g.Expect(keyOf(jobKind{}, job)).To(Equal(job.Status.IdempotencyKey), "the job sends the key it recorded")
+				g.Expect((&Reconciler{}).checkRecordedKey(job)).To(BeNil())
 			}
 		})
 	}

@@ -23,12 +23,10 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -265,8 +263,10 @@ const wakeupBuffer = 1024
 // wake returns the function that brings the job back to a worker once its
 // lookup is answered. It never blocks the lookup: a wake-up that does not
 // fit is left to the job's backstop requeue.
-func (r *PaymentJobReconciler) wake(job *paymentsv1alpha1.PaymentJob) func() {
-	ref := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}
+func (r *Reconciler) wake(job Object) func() {
+	ref := r.kind().New()
+	ref.SetNamespace(job.GetNamespace())
+	ref.SetName(job.GetName())
 	return func() {
 		select {
 		case r.wakeups <- event.GenericEvent{Object: ref}:
@@ -275,31 +275,54 @@ func (r *PaymentJobReconciler) wake(job *paymentsv1alpha1.PaymentJob) func() {
 	}
 }
 
-// admitAfterLookup asks the provider for charges under the key of a job
-// that was never claimed, before its first charge: the cluster may not
-// remember this payment (a manifest re-created from Git, a rebuilt cluster)
-// and the provider may have forgotten its key. It claims the job and
-// charges, or records the charge the lookup found.
-func (r *PaymentJobReconciler) admitAfterLookup(ctx context.Context, job *paymentsv1alpha1.PaymentJob, target *target, now time.Time) (ctrl.Result, error) {
-	c := chargeWithKey(job, scopedKey(job, target.id.KeyScope))
-	found, ok := target.lookups.result(c.Key, job.UID)
-	if !ok {
-		// Batched with other jobs' keys; this job is woken when the answer
-		// is there and holds no worker meanwhile.
-		target.lookups.submit(c.Key, job.UID, r.wake(job))
-		return ctrl.Result{RequeueAfter: lookupWakeBackstop}, nil
-	}
-	if found.err != nil {
-		// Unsure whether it charged: never charge on a failed lookup.
-		return ctrl.Result{RequeueAfter: jitter(max(found.expires.Sub(now), lookupFailureTTL))},
+// admitAfterLookup asks the provider, through the kind, what it holds
+// under the key of an object that was never claimed, before its first
+// call: the cluster may not remember this payment (a manifest re-created
+// from Git, a rebuilt cluster) and the provider may have forgotten its key.
+// It claims the object and calls the provider, records what the lookup
+// found, or fails the object when the kind refuses the request unsent.
+func (r *Reconciler) admitAfterLookup(ctx context.Context, job Object, target *target) (ctrl.Result, error) {
+	c := r.kind().Request(job, r.kind().Key(job, target.id.KeyScope))
+	seen, err := r.kind().Observe(ctx, r, job, target, c)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case seen.Waiting:
+		return ctrl.Result{RequeueAfter: seen.Requeue}, nil
+	case seen.Err != nil:
+		// Unsure whether it happened: never call on a failed lookup.
+		return ctrl.Result{RequeueAfter: jitter(max(seen.Requeue, lookupFailureTTL))},
 			r.setPending(ctx, job, progress{reason: ReasonLookupFailed, message: payment.CleanMessage(fmt.Sprintf(
-				"Cannot look the idempotency key up at the provider, so not charging yet: %v", found.err), maxMessageLength)})
+				"Cannot look the idempotency key up at the provider, so not sending yet: %v", seen.Err), maxMessageLength)})
+	case seen.Refuse != nil:
+		return ctrl.Result{}, r.refuseUnsent(ctx, job, target, c, seen.Refuse)
+	case seen.Wait != nil:
+		return r.waitUnsent(ctx, job, *seen.Wait, seen.Requeue)
 	}
-	verdict := payment.Decide(found.found, c.Fingerprint, c.Request)
+	verdict := payment.Decide(seen.Found, c.Fingerprint, c.match())
 	if verdict.Action == payment.ActionStall {
 		logChargeMismatch(ctx, "provider", verdict.Charge.ID, verdict.Charge.Amount, verdict.Charge.Currency)
 		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch,
-			message: "Not charging: " + verdict.Reason + "; delete this job, or use another idempotency key"})
+			message: "Not sending: " + verdict.Reason + "; delete this object, or use another idempotency key"})
 	}
 	return r.claimAndAct(ctx, job, target, ReasonClaimed, verdict)
+}
+
+// observeCharge is a job's look before its first charge: its key, batched
+// with other jobs' keys at the provider's lookup endpoint, where the
+// PaymentProvider looks keys up first. The job is woken when the answer is
+// there, and holds no worker meanwhile.
+func (r *Reconciler) observeCharge(job Object, target *target, c Request) Observation {
+	if !target.lookupFirst {
+		return Observation{}
+	}
+	found, ok := target.lookups.result(c.Key, job.GetUID())
+	if !ok {
+		target.lookups.submit(c.Key, job.GetUID(), r.wake(job))
+		return Observation{Waiting: true, Requeue: lookupWakeBackstop}
+	}
+	if found.err != nil {
+		return Observation{Err: found.err, Requeue: found.expires.Sub(r.Clock.Now())}
+	}
+	return Observation{Found: found.found}
 }

@@ -210,7 +210,7 @@ func TestUsersOfMapsByIndexAndFilter(t *testing.T) {
 	r := &PaymentJobReconciler{Client: c}
 	provider := &paymentsv1alpha1.PaymentProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: "stripe"}}
 
-	reqs := r.jobsWaitingFor(context.Background(), provider)
+	reqs := r.waitingFor(context.Background(), provider)
 	names := make([]string, 0, len(reqs))
 	for _, req := range reqs {
 		g.Expect(req.Namespace).To(Equal("billing"))

@@ -101,7 +101,7 @@ func (c *FinishedJobCollector) Schedule(job *paymentsv1alpha1.PaymentJob) {
 	}
 	c.remember(dueJob{
 		name: client.ObjectKeyFromObject(job), uid: job.UID,
-		key: sentKey(job), at: job.Status.CompletedAt.Add(ttl),
+		key: keyOf(jobKind{}, job), at: job.Status.CompletedAt.Add(ttl),
 	})
 	select {
 	case c.wakeup() <- struct{}{}:
@@ -245,7 +245,7 @@ func (c *FinishedJobCollector) record(ctx context.Context, job *paymentsv1alpha1
 	if c.Ledger == nil {
 		return errors.New("no outcome ledger: finished jobs are kept")
 	}
-	if !finished(job) || fromLedger(job) || c.Ledger.Has(sentKey(job)) {
+	if !finished(job) || fromLedger(job) || c.Ledger.Has(keyOf(jobKind{}, job)) {
 		// An unfinished job has no outcome to record: recording it would
 		// write a Completed entry without a charge, and the first entry
 		// of a key wins.
@@ -292,7 +292,7 @@ func (c *FinishedJobCollector) sweepNamespace(ctx context.Context, ns string) er
 			if errs[i] != nil || !ok {
 				continue
 			}
-			d := dueJob{name: client.ObjectKeyFromObject(job), uid: job.UID, key: sentKey(job),
+			d := dueJob{name: client.ObjectKeyFromObject(job), uid: job.UID, key: keyOf(jobKind{}, job),
 				at: job.Status.CompletedAt.Add(ttl)}
 			if d.at.After(now) {
 				c.remember(d)

@@ -170,8 +170,8 @@ func TestJobFieldsOfANewerVersion(t *testing.T) {
 	g.Expect(store.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 
 	g.Expect(r.ensureFinalizer(ctx, job)).To(Succeed())
-	g.Expect(r.writeOutcome(ctx, job, func(j *paymentsv1alpha1.PaymentJob) {
-		CompletedStatus(j, payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "succeeded", Amount: 2000, Currency: "usd"}, false, contractTime)
+	g.Expect(r.writeOutcome(ctx, job, func(j Object) {
+		CompletedStatus(j.(*paymentsv1alpha1.PaymentJob), payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "succeeded", Amount: 2000, Currency: "usd"}, false, contractTime)
 	})).To(Succeed())
 	g.Expect(r.finish(ctx, job)).To(Succeed())
 

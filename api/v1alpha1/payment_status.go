@@ -1,0 +1,25 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// GetPaymentStatus returns the job's protocol status, which the operator
+// writes (the same for every kind that moves money).
+func (in *PaymentJob) GetPaymentStatus() *PaymentStatus { return &in.Status.PaymentStatus }
+
+// GetPaymentStatus returns the refund's protocol status, which the operator
+// writes (the same for every kind that moves money).
+func (in *PaymentRefund) GetPaymentStatus() *PaymentStatus { return &in.Status.PaymentStatus }

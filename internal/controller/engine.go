@@ -1,0 +1,166 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// The engine is the exactly-once protocol, once, for every kind that moves
+// money: the Reconciler owns the claim, the outcome, the backoff, the stall,
+// the ledger and the resolution, and a Kind supplies what differs between a
+// charge and a refund: the request, the provider call, the lookup, and the
+// checks before the first claim. This is crossplane-runtime's managed
+// reconciler and its ExternalClient in miniature.
+
+// Object is one payment the engine drives: a PaymentJob or a PaymentRefund.
+// Its status (GetPaymentStatus) is written by the engine only.
+type Object interface {
+	client.Object
+	// GetPaymentStatus returns the object's protocol status.
+	GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
+}
+
+// Terms are the spec fields every kind has and the engine reads.
+type Terms struct {
+	// Provider is the name of the PaymentProvider in the object's namespace.
+	Provider string
+	// Key is the object's idempotency key: spec.idempotencyKey or its name.
+	Key string
+	// Suspend holds an unclaimed object (spec.suspend).
+	Suspend bool
+	// BackoffLimit is spec.backoffLimit (nil: the default).
+	BackoffLimit *int32
+	// ActiveDeadlineSeconds is spec.activeDeadlineSeconds.
+	ActiveDeadlineSeconds *int64
+	// TTLSecondsAfterFinished is spec.ttlSecondsAfterFinished.
+	TTLSecondsAfterFinished *int32
+}
+
+// Request is what an object sends under its key, the same on every
+// attempt.
+type Request struct {
+	// Key is the idempotency key sent.
+	Key string
+	// Fingerprint is the request's hash under Key, recorded at the first
+	// claim (status.requestHash) and compared at every later one.
+	Fingerprint string
+	// Amount and Currency are the money the request moves, for messages and
+	// for telling a found payment without a fingerprint apart.
+	Amount   int64
+	Currency string
+}
+
+// match is the request as payment.Decide compares a payment found without
+// a fingerprint: by amount and currency.
+func (q Request) match() payment.ChargeRequest {
+	return payment.ChargeRequest{Amount: q.Amount, Currency: q.Currency}
+}
+
+// Kind is what one kind of payment supplies to the engine.
+type Kind interface {
+	// Name is the kind, as users see it (PaymentJob).
+	Name() string
+	// Noun and Verb word the kind's messages: "charge", "charged".
+	Words() Words
+	// New returns an empty object of the kind.
+	New() Object
+	// Terms reads the fields of obj's spec the engine needs.
+	Terms(obj Object) Terms
+	// Key is the key obj sends through a provider with key scope scope.
+	Key(obj Object, scope string) string
+	// Request is what obj sends under key. It reads only obj (its spec,
+	// and what Prepare recorded in its status), never the API.
+	Request(obj Object, key string) Request
+	// Prepare runs before an unclaimed object is looked up in the ledger
+	// and claimed: it records in obj's status, in memory, what Request
+	// needs (the refunded charge), or says why obj must wait or stall
+	// (wait), or fail without a provider call (refuse). The claim write
+	// persists what it recorded.
+	Prepare(ctx context.Context, r *Reconciler, obj Object) (wait *progress, refuse *payment.Refusal, err error)
+	// Calls is the provider's side of obj through t.
+	Calls(t *target, obj Object) Calls
+	// Observe is the look at the provider before the first claim: what it
+	// holds under req's key, and whether req may still be sent. wait is
+	// set when the answer is not there yet (the kind wakes obj).
+	Observe(ctx context.Context, r *Reconciler, obj Object, t *target, req Request) (Observation, error)
+	// SearchLag is how long after an attempt the provider's lookup may
+	// still miss what it made.
+	SearchLag(ctx context.Context, r *Reconciler, obj Object, t *target) time.Duration
+	// Watch adds the kind's watches beyond its own objects.
+	Watch(r *Reconciler, b *builder.Builder) *builder.Builder
+	// Finished is called once obj is finished (labelled, no finalizer).
+	Finished(ctx context.Context, r *Reconciler, obj Object)
+	// Users maps a PaymentProvider to the unfinished objects that use it.
+	Users(ctx context.Context, c client.Reader, provider client.Object) []reconcile.Request
+}
+
+// Words word a kind's messages and events.
+type Words struct {
+	// Action is the event action of the provider call: Charge, Refund.
+	Action string
+	// Noun names the provider's object: charge, refund.
+	Noun string
+	// Done says it happened: Charged, Refunded.
+	Done string
+}
+
+// Observation is what a kind found at the provider before the first claim.
+type Observation struct {
+	// Waiting: the answer is not there yet; come back after Requeue.
+	Waiting bool
+	Requeue time.Duration
+	// Err: the provider could not be asked; nothing may be sent on its
+	// strength.
+	Err error
+	// Found is what the provider holds under the key.
+	Found []payment.Found
+	// Refuse, when set, ends the object Failed without a provider call.
+	Refuse *payment.Refusal
+	// Wait, when set, keeps the object Pending (or stalls it) for the
+	// reason, without a provider call, and looks again after Requeue.
+	Wait *progress
+}
+
+// Calls is what the engine asks of a kind's provider for one object.
+type Calls interface {
+	// Send makes the request under key (the charge, the refund).
+	Send(ctx context.Context, key string) (payment.Outcome, error)
+	// CanFind reports whether Find and Settle work.
+	CanFind() bool
+	// Find returns what the provider holds under key now.
+	Find(ctx context.Context, key string) ([]payment.Found, error)
+	// Settle reads id, made under key, until it is final.
+	Settle(ctx context.Context, key, id string) (payment.Outcome, error)
+}
+
+// enqueue is a reconcile.Request for obj.
+func enqueue(obj client.Object) reconcile.Request {
+	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+}
+
+// resultIn is a result that comes back after d.
+func resultIn(d time.Duration) ctrl.Result { return ctrl.Result{RequeueAfter: d} }

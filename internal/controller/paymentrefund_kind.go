@@ -1,0 +1,379 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// refundKind is the PaymentRefund: money given back from a PaymentJob's
+// charge, at the account that holds the charge, never more than is left.
+type refundKind struct{}
+
+var _ Kind = refundKind{}
+
+// paymentJobRefIndex indexes PaymentRefunds by the PaymentJob they refund.
+const paymentJobRefIndex = ".spec.paymentJobRef.name"
+
+// Reasons of a PaymentRefund's conditions and events, beyond the engine's.
+const (
+	// ReasonRefundsUnsupported: the refund's PaymentProvider cannot refund
+	// (an http provider without spec.http.refundURL and lookupURL).
+	ReasonRefundsUnsupported = "RefundsUnsupported"
+	// ReasonPaymentNotCompleted: the refunded PaymentJob is not Completed
+	// yet; the refund waits for it.
+	ReasonPaymentNotCompleted = "PaymentNotCompleted"
+	// ReasonPaymentFailed: the refunded PaymentJob failed; nothing to refund.
+	ReasonPaymentFailed = "PaymentFailed"
+	// ReasonPaymentNotFound: no such PaymentJob, and the ledger holds no
+	// payment under its key.
+	ReasonPaymentNotFound = "PaymentNotFound"
+	// ReasonPaymentMismatch: spec.paymentJobRef.idempotencyKey is not the
+	// named PaymentJob's key.
+	ReasonPaymentMismatch = "PaymentMismatch"
+	// ReasonRefundsInFlight: the refund fits in what is left of the charge
+	// only if other refunds in flight fail; it waits for them.
+	ReasonRefundsInFlight = "RefundsInFlight"
+)
+
+// refundRecheck is how often a refund waiting for its payment, or for
+// other refunds of the same charge in flight, looks again without an event.
+const refundRecheck = 30 * time.Second
+
+func (refundKind) Name() string { return "PaymentRefund" }
+
+func (refundKind) Words() Words { return Words{Action: "Refund", Noun: "refund", Done: "Refunded"} }
+
+func (refundKind) New() Object { return &paymentsv1alpha1.PaymentRefund{} }
+
+func (refundKind) Terms(obj Object) Terms {
+	rf := obj.(*paymentsv1alpha1.PaymentRefund)
+	return Terms{
+		Provider:                rf.Spec.ProviderRef.Name,
+		Key:                     payment.EffectiveKey(rf.Name, rf.Spec.IdempotencyKey),
+		Suspend:                 rf.Spec.Suspend != nil && *rf.Spec.Suspend,
+		BackoffLimit:            rf.Spec.BackoffLimit,
+		ActiveDeadlineSeconds:   rf.Spec.ActiveDeadlineSeconds,
+		TTLSecondsAfterFinished: rf.Spec.TTLSecondsAfterFinished,
+	}
+}
+
+func (k refundKind) Key(obj Object, scope string) string {
+	return payment.RefundKey(scope, obj.GetNamespace(), k.Terms(obj).Key)
+}
+
+func (refundKind) Request(obj Object, key string) Request {
+	req := refundRequest(obj.(*paymentsv1alpha1.PaymentRefund))
+	return Request{Key: key, Fingerprint: payment.RefundHash(key, req), Amount: req.Amount, Currency: req.Currency}
+}
+
+// refundRequest is what the refund sends: spec.amount, or the whole charge
+// recorded in status.charge, never "whatever is left", so that every
+// attempt sends the same request.
+func refundRequest(rf *paymentsv1alpha1.PaymentRefund) payment.RefundRequest {
+	req := payment.RefundRequest{Reason: string(rf.Spec.Reason), Metadata: rf.Spec.Metadata}
+	if ch := rf.Status.Charge; ch != nil {
+		req.Charge, req.Amount, req.Currency = ch.ID, ch.Amount, ch.Currency
+	}
+	if rf.Spec.Amount != nil {
+		req.Amount = *rf.Spec.Amount
+	}
+	return req
+}
+
+// Prepare finds the charge the refund gives money back from: the
+// PaymentJob's, read from the API server (a finished job is out of the
+// cache), or, once the job is gone, the ledger's entry under the job's key
+// and the provider's own record of the charge. It waits while the job is
+// not Completed, fails a refund of a job that failed or of more than was
+// charged, and stalls one whose charge was made at another account than
+// the refund's provider reaches.
+func (k refundKind) Prepare(ctx context.Context, r *Reconciler, obj Object) (*progress, *payment.Refusal, error) {
+	rf := obj.(*paymentsv1alpha1.PaymentRefund)
+	ref := rf.Spec.PaymentJobRef
+	ch, books, wait, refuse, err := k.findCharge(ctx, r, rf)
+	if err != nil || wait != nil || refuse != nil {
+		return wait, refuse, err
+	}
+	t, waiting, err := r.resolveProvider(ctx, obj)
+	if err != nil || waiting != nil {
+		return waiting, nil, err
+	}
+	name := rf.Spec.ProviderRef.Name
+	if _, ok := t.Provider.(payment.Refunder); !ok || !refundsConfigured(t) {
+		return &progress{reason: ReasonRefundsUnsupported, stalled: true, message: fmt.Sprintf(
+			"PaymentProvider %q cannot refund: an http provider needs spec.http.refundURL and spec.http.lookupURL", name)}, nil, nil
+	}
+	if books != nil {
+		if same, why := sameBooks(*books, t.id, t.identity.accountsOnly); !same {
+			return &progress{reason: ReasonProviderChanged, stalled: true, message: payment.CleanMessage(fmt.Sprintf(
+				"Not refunding: PaymentJob %q was charged at %s, and PaymentProvider %q reaches %s: %s. A refund is only "+
+					"sent to the account that holds the charge", ref.Name, describeBooks(*books), name, describeBooks(t.id), why),
+				maxMessageLength)}, nil, nil
+		}
+	}
+	if ch.Amount == 0 {
+		// The ledger names the charge, not its amount: the provider does.
+		book, err := lookupBook(ctx, t, ch.ID)
+		if err != nil {
+			return &progress{reason: ReasonLookupFailed, message: payment.CleanMessage(fmt.Sprintf(
+				"Cannot read charge %s at the provider, so not refunding yet: %v", ch.ID, err), maxMessageLength)}, nil, nil
+		}
+		ch.Amount, ch.Currency = book.Charge.Amount, book.Charge.Currency
+	}
+	rf.Status.Charge = ch
+	if req := refundRequest(rf); req.Amount > ch.Amount {
+		return nil, &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonRefundExceedsCharge, Message: fmt.Sprintf(
+			"spec.amount %d is more than charge %s of PaymentJob %q (%d %s)", req.Amount, ch.ID, ref.Name, ch.Amount, ch.Currency)}, nil
+	}
+	return nil, nil, nil
+}
+
+// findCharge finds the refunded charge and where it was made (books, nil
+// when unknown), or says why the refund waits or fails.
+func (refundKind) findCharge(ctx context.Context, r *Reconciler, rf *paymentsv1alpha1.PaymentRefund) (
+	ch *paymentsv1alpha1.RefundedCharge, books *paymentsv1alpha1.ProviderIdentity, wait *progress, refuse *payment.Refusal, err error) {
+	ref := rf.Spec.PaymentJobRef
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	var job paymentsv1alpha1.PaymentJob
+	err = reader.Get(ctx, types.NamespacedName{Namespace: rf.Namespace, Name: ref.Name}, &job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return refundKind{}.chargeFromLedger(ctx, r, rf)
+	case err != nil:
+		return nil, nil, nil, nil, fmt.Errorf("cannot get PaymentJob %q: %w", ref.Name, err)
+	}
+	if ref.IdempotencyKey != "" && ref.IdempotencyKey != payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey) {
+		return nil, nil, &progress{reason: ReasonPaymentMismatch, stalled: true, message: fmt.Sprintf(
+			"spec.paymentJobRef.idempotencyKey %q is not the key of PaymentJob %q; not refunding another payment",
+			ref.IdempotencyKey, ref.Name)}, nil, nil
+	}
+	switch job.Status.Phase {
+	case paymentsv1alpha1.PhaseFailed:
+		return nil, nil, nil, &payment.Refusal{Class: payment.ErrInvalid, Reason: ReasonPaymentFailed,
+			Message: fmt.Sprintf("PaymentJob %q failed: nothing was charged, so nothing is refunded", ref.Name)}, nil
+	case paymentsv1alpha1.PhaseCompleted:
+	default:
+		return nil, nil, &progress{reason: ReasonPaymentNotCompleted, message: fmt.Sprintf(
+			"Waiting for PaymentJob %q to be Completed (it is %s)", ref.Name, phaseOrNew(job.Status.Phase))}, nil, nil
+	}
+	resp := job.Status.ProviderResponse
+	if resp == nil || resp.ID == "" {
+		return nil, nil, &progress{reason: ReasonPaymentNotCompleted, stalled: true, message: fmt.Sprintf(
+			"PaymentJob %q is Completed without a charge id; the refund cannot name the charge", ref.Name)}, nil, nil
+	}
+	ch = &paymentsv1alpha1.RefundedCharge{ID: resp.ID, IdempotencyKey: job.Status.IdempotencyKey, Amount: resp.Amount, Currency: resp.Currency}
+	if ch.Amount == 0 {
+		ch.Amount, ch.Currency = job.Spec.Amount, job.Spec.Currency
+	}
+	return ch, job.Status.Provider, nil, nil, nil
+}
+
+// chargeFromLedger finds the charge of a PaymentJob that is gone in the
+// ledger, under the key the job sent: spec.paymentJobRef.idempotencyKey or
+// its name, scoped like the job's by the provider's key scope.
+func (refundKind) chargeFromLedger(ctx context.Context, r *Reconciler, rf *paymentsv1alpha1.PaymentRefund) (
+	*paymentsv1alpha1.RefundedCharge, *paymentsv1alpha1.ProviderIdentity, *progress, *payment.Refusal, error) {
+	ref := rf.Spec.PaymentJobRef
+	missing := &progress{reason: ReasonPaymentNotFound, message: fmt.Sprintf(
+		"PaymentJob %q does not exist and the operator's ledger holds no payment under its key; "+
+			"waiting for it (if it is gone, set spec.paymentJobRef.idempotencyKey to its key)", ref.Name)}
+	if r.Ledger == nil {
+		return nil, nil, missing, nil, nil
+	}
+	var pp paymentsv1alpha1.PaymentProvider
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: rf.Namespace, Name: rf.Spec.ProviderRef.Name}, &pp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, &progress{reason: ReasonProviderNotFound, message: fmt.Sprintf(
+				"PaymentProvider %q not found in namespace %q", rf.Spec.ProviderRef.Name, rf.Namespace)}, nil, nil
+		}
+		return nil, nil, nil, nil, err
+	}
+	key := payment.ScopedKey(pp.Spec.KeyScope, rf.Namespace, payment.EffectiveKey(ref.Name, ref.IdempotencyKey))
+	e, found, err := r.Ledger.Find(ctx, key)
+	switch {
+	case err != nil:
+		return nil, nil, nil, nil, err
+	case !found:
+		return nil, nil, missing, nil, nil
+	case e.Outcome != paymentsv1alpha1.LedgerCompleted:
+		return nil, nil, nil, &payment.Refusal{Class: payment.ErrInvalid, Reason: ReasonPaymentFailed,
+			Message: fmt.Sprintf("the operator's ledger records that PaymentJob %q failed: nothing to refund", ref.Name)}, nil
+	}
+	books := e.Provider
+	return &paymentsv1alpha1.RefundedCharge{ID: e.Charge, IdempotencyKey: e.Key}, &books, nil, nil, nil
+}
+
+// phaseOrNew names a phase for a message.
+func phaseOrNew(p paymentsv1alpha1.PaymentJobPhase) string {
+	if p == "" {
+		return "new"
+	}
+	return string(p)
+}
+
+// refundsConfigured reports whether t's PaymentProvider has what refunds
+// need: for an http provider, a refund and a lookup endpoint.
+func refundsConfigured(t *target) bool {
+	pp := t.provider
+	return pp == nil || pp.Spec.HTTP == nil || (pp.Spec.HTTP.RefundURL != "" && pp.Spec.HTTP.LookupURL != "")
+}
+
+// lookupBook reads what the provider holds on charge, within t's timeout.
+func lookupBook(ctx context.Context, t *target, charge string) (payment.RefundBook, error) {
+	refunder, ok := t.Provider.(payment.Refunder)
+	if !ok {
+		return payment.RefundBook{}, errors.New("the provider cannot refund")
+	}
+	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return refunder.LookupRefunds(callCtx, charge)
+}
+
+func (refundKind) Calls(t *target, obj Object) Calls {
+	refunder, _ := t.Provider.(payment.Refunder)
+	return refundCalls{refunder: refunder, req: refundRequest(obj.(*paymentsv1alpha1.PaymentRefund))}
+}
+
+// Observe reads the charge's refunds at the provider (an exact list, no
+// search lag): what it holds under the refund's key, and whether the amount
+// still fits in what is left of the charge, counting the refunds of other
+// keys at the provider and the sibling PaymentRefunds in flight.
+func (k refundKind) Observe(ctx context.Context, r *Reconciler, obj Object, t *target, req Request) (Observation, error) {
+	rf := obj.(*paymentsv1alpha1.PaymentRefund)
+	ch := rf.Status.Charge
+	book, err := lookupBook(ctx, t, ch.ID)
+	if err != nil {
+		return Observation{Err: err}, nil
+	}
+	mine := book.Refunds[req.Key]
+	for _, f := range mine {
+		if f.State != payment.StateNotCharged {
+			// Made already: recorded or settled, never sent again.
+			return Observation{Found: mine}, nil
+		}
+	}
+	if book.Charge.State != "" && book.Charge.State != payment.StateSucceeded {
+		return Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonChargeNotRefundable,
+			Message: fmt.Sprintf("charge %s is %s at the provider; only a succeeded charge is refunded", ch.ID, book.Charge.Status)}}, nil
+	}
+	left := ch.Amount - book.Refunded
+	if req.Amount > left {
+		return Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonRefundExceedsCharge,
+			Message: fmt.Sprintf("%d %s is more than what is left of charge %s: %d of %d (the provider holds %d in refunds)",
+				req.Amount, req.Currency, ch.ID, max(left, 0), ch.Amount, book.Refunded)}}, nil
+	}
+	inFlight, names, err := k.inFlight(ctx, r, rf, book)
+	if err != nil {
+		return Observation{}, err
+	}
+	if req.Amount > left-inFlight {
+		return Observation{Requeue: jitter(refundRecheck), Wait: &progress{reason: ReasonRefundsInFlight,
+			message: fmt.Sprintf("%d %s fits in what is left of charge %s (%d) only if the refunds in flight (%s: %d) fail; "+
+				"waiting for them", req.Amount, req.Currency, ch.ID, left, names, inFlight)}}, nil
+	}
+	return Observation{Found: mine}, nil
+}
+
+// inFlight sums the sibling PaymentRefunds of the same PaymentJob that were
+// claimed (money may move) and that the provider does not list yet.
+func (refundKind) inFlight(ctx context.Context, r *Reconciler, rf *paymentsv1alpha1.PaymentRefund, book payment.RefundBook) (int64, string, error) {
+	var siblings paymentsv1alpha1.PaymentRefundList
+	if err := r.Client.List(ctx, &siblings, client.InNamespace(rf.Namespace),
+		client.MatchingFields{paymentJobRefIndex: rf.Spec.PaymentJobRef.Name}); err != nil {
+		return 0, "", fmt.Errorf("cannot list the refunds of PaymentJob %q: %w", rf.Spec.PaymentJobRef.Name, err)
+	}
+	var sum int64
+	names := ""
+	for i := range siblings.Items {
+		s := &siblings.Items[i]
+		st := s.Status
+		if s.UID == rf.UID || st.Phase != paymentsv1alpha1.PhaseProcessing || st.Charge == nil || st.Charge.ID != rf.Status.Charge.ID {
+			continue
+		}
+		if _, listed := book.Refunds[st.IdempotencyKey]; listed {
+			continue
+		}
+		sum += refundRequest(s).Amount
+		if names != "" {
+			names += ", "
+		}
+		names += s.Name
+	}
+	return sum, names, nil
+}
+
+func (refundKind) SearchLag(context.Context, *Reconciler, Object, *target) time.Duration {
+	// A charge's refunds are listed exactly, with no search index.
+	return 0
+}
+
+func (refundKind) Watch(r *Reconciler, b *builder.Builder) *builder.Builder {
+	return b.
+		Watches(&paymentsv1alpha1.PaymentProvider{}, handler.EnqueueRequestsFromMapFunc(r.waitingFor)).
+		Watches(&paymentsv1alpha1.PaymentJob{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return usersOf(ctx, r.Client, &paymentsv1alpha1.PaymentRefundList{}, paymentJobRefIndex, o, unfinishedRefund)
+		}))
+}
+
+func (refundKind) Finished(context.Context, *Reconciler, Object) {}
+
+func (refundKind) Users(ctx context.Context, c client.Reader, provider client.Object) []reconcile.Request {
+	return usersOf(ctx, c, &paymentsv1alpha1.PaymentRefundList{}, providerRefIndex, provider, unfinishedRefund)
+}
+
+// unfinishedRefund keeps the refunds that are not final.
+func unfinishedRefund(obj client.Object) bool {
+	return !terminal(obj.(*paymentsv1alpha1.PaymentRefund).Status.Phase)
+}
+
+// refundCalls are a refund's provider calls.
+type refundCalls struct {
+	refunder payment.Refunder
+	req      payment.RefundRequest
+}
+
+func (c refundCalls) Send(ctx context.Context, key string) (payment.Outcome, error) {
+	return c.refunder.Refund(ctx, key, c.req)
+}
+
+func (c refundCalls) CanFind() bool { return c.refunder != nil }
+
+func (c refundCalls) Find(ctx context.Context, key string) ([]payment.Found, error) {
+	book, err := c.refunder.LookupRefunds(ctx, c.req.Charge)
+	return book.Refunds[key], err
+}
+
+func (c refundCalls) Settle(ctx context.Context, key, id string) (payment.Outcome, error) {
+	return c.refunder.SettleRefund(ctx, key, id)
+}
