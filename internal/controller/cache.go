@@ -39,8 +39,9 @@ import (
 func CacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&paymentsv1alpha1.PaymentJob{}: {Label: unfinished()},
-			&corev1.Secret{}:               {Label: credentials()},
+			&paymentsv1alpha1.PaymentJob{}:    {Label: unfinished()},
+			&paymentsv1alpha1.PaymentRefund{}: {Label: unfinished()},
+			&corev1.Secret{}:                  {Label: credentials()},
 		},
 		// Writes of cached copies keep the server's managedFields: nil
 		// means unchanged.

@@ -118,6 +118,13 @@ type Kind interface {
 	Users(ctx context.Context, c client.Reader, provider client.Object) []reconcile.Request
 }
 
+// PaymentJobKind is the PaymentJob: a charge.
+func PaymentJobKind() Kind { return jobKind{} }
+
+// PaymentRefundKind is the PaymentRefund: money given back from a
+// PaymentJob's charge.
+func PaymentRefundKind() Kind { return refundKind{} }
+
 // Words word a kind's messages and events.
 type Words struct {
 	// Action is the event action of the provider call: Charge, Refund.

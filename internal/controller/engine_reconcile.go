@@ -118,6 +118,9 @@ func (r *Reconciler) terms(obj Object) Terms { return r.kind().Terms(obj) }
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/finalizers,verbs=update
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds/finalizers,verbs=update
 
 // Reconcile moves one PaymentJob one step through the exactly-once protocol.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

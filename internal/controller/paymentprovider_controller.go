@@ -227,6 +227,8 @@ func (r *PaymentProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersOfSecret)).
 		Watches(&paymentsv1alpha1.PaymentJob{}, handler.EnqueueRequestsFromMapFunc(providerOfJob),
 			builder.WithPredicates(usageChanged())).
+		Watches(&paymentsv1alpha1.PaymentRefund{}, handler.EnqueueRequestsFromMapFunc(providerOfJob),
+			builder.WithPredicates(usageChanged())).
 		Named("paymentprovider").
 		Complete(r)
 }

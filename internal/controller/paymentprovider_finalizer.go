@@ -57,8 +57,8 @@ func (r *PaymentProviderReconciler) guard(ctx context.Context, pp *paymentsv1alp
 	has := controllerutil.ContainsFinalizer(pp, paymentsv1alpha1.ProviderFinalizer)
 	deleting := !pp.DeletionTimestamp.IsZero()
 	// Being deleted, only the jobs that may have charged hold it.
-	holds := func(j *paymentsv1alpha1.PaymentJob) bool {
-		return !deleting || j.Status.Phase == paymentsv1alpha1.PhaseProcessing
+	holds := func(j Object) bool {
+		return !deleting || j.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing
 	}
 	inUse, err := jobsUsing(ctx, r.Client, pp, holds, false, client.MatchingFields{providerRefIndex: pp.Name}, client.UnsafeDisableDeepCopy)
 	if err != nil {
@@ -89,46 +89,75 @@ func (r *PaymentProviderReconciler) patchFinalizer(ctx context.Context, pp *paym
 	return nil
 }
 
-// jobsUsing counts the unfinished jobs in the provider's namespace that
-// reference it and that hold reports, read with reader: the cache, or the
-// API server in pages.
+// jobsUsing counts the unfinished payments (jobs and refunds) in the
+// provider's namespace that reference it and that hold reports, read with
+// reader: the cache, or the API server in pages.
 func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider,
-	hold func(*paymentsv1alpha1.PaymentJob) bool, paged bool, opts ...client.ListOption) (int, error) {
+	hold func(Object) bool, paged bool, opts ...client.ListOption) (int, error) {
+	n := 0
+	for _, k := range []Kind{jobKind{}, refundKind{}} {
+		c, err := kindUsing(ctx, reader, pp, k, hold, paged, opts...)
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// kindUsing is jobsUsing for one kind.
+func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, k Kind,
+	hold func(Object) bool, paged bool, opts ...client.ListOption) (int, error) {
 	opts = append(opts, client.InNamespace(pp.Namespace))
 	if paged {
 		opts = append(opts, client.Limit(500))
 	}
 	n := 0
-	var jobs paymentsv1alpha1.PaymentJobList
 	for {
-		if err := reader.List(ctx, &jobs, opts...); err != nil {
-			return 0, fmt.Errorf("cannot list the payment jobs of provider %q: %w", pp.Name, err)
+		list := listOf(k)
+		if err := reader.List(ctx, list, opts...); err != nil {
+			return 0, fmt.Errorf("cannot list the %ss of provider %q: %w", k.Name(), pp.Name, err)
 		}
-		for i := range jobs.Items {
-			j := &jobs.Items[i]
-			if j.Spec.ProviderRef.Name == pp.Name && !finished(j) && hold(j) {
+		_ = meta.EachListItem(list, func(item runtime.Object) error {
+			if obj, ok := item.(Object); ok && k.Terms(obj).Provider == pp.Name &&
+				!terminal(obj.GetPaymentStatus().Phase) && hold(obj) {
 				n++
 			}
-		}
-		if !paged || jobs.Continue == "" {
+			return nil
+		})
+		cont := list.GetContinue()
+		if !paged || cont == "" {
 			return n, nil
 		}
-		opts = append(opts, client.Continue(jobs.Continue))
+		opts = append(opts, client.Continue(cont))
 	}
+}
+
+// listOf is an empty list of kind k.
+func listOf(k Kind) client.ObjectList {
+	if _, ok := k.(refundKind); ok {
+		return &paymentsv1alpha1.PaymentRefundList{}
+	}
+	return &paymentsv1alpha1.PaymentJobList{}
 }
 
 // finished reports whether a job has its final outcome.
 func finished(j *paymentsv1alpha1.PaymentJob) bool {
-	return j.Status.Phase == paymentsv1alpha1.PhaseCompleted || j.Status.Phase == paymentsv1alpha1.PhaseFailed
+	return terminal(j.Status.Phase)
 }
 
-// providerOfJob maps a job to the PaymentProvider it uses.
+// providerOfJob maps a job or a refund to the PaymentProvider it uses.
 func providerOfJob(_ context.Context, o client.Object) []reconcile.Request {
-	job, ok := o.(*paymentsv1alpha1.PaymentJob)
-	if !ok {
+	var name string
+	switch obj := o.(type) {
+	case *paymentsv1alpha1.PaymentJob:
+		name = obj.Spec.ProviderRef.Name
+	case *paymentsv1alpha1.PaymentRefund:
+		name = obj.Spec.ProviderRef.Name
+	default:
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: job.Spec.ProviderRef.Name}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // usageChanged passes the job events that can change whether a provider
@@ -136,9 +165,9 @@ func providerOfJob(_ context.Context, o client.Object) []reconcile.Request {
 func usageChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, ok1 := e.ObjectOld.(*paymentsv1alpha1.PaymentJob)
-			cur, ok2 := e.ObjectNew.(*paymentsv1alpha1.PaymentJob)
-			return ok1 && ok2 && old.Status.Phase != cur.Status.Phase
+			old, ok1 := e.ObjectOld.(Object)
+			cur, ok2 := e.ObjectNew.(Object)
+			return ok1 && ok2 && old.GetPaymentStatus().Phase != cur.GetPaymentStatus().Phase
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
@@ -162,6 +191,12 @@ func FieldIndexes() []FieldIndex {
 	return []FieldIndex{
 		{Object: &paymentsv1alpha1.PaymentJob{}, Field: providerRefIndex, Extract: func(o client.Object) []string {
 			return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
+		}},
+		{Object: &paymentsv1alpha1.PaymentRefund{}, Field: providerRefIndex, Extract: func(o client.Object) []string {
+			return []string{o.(*paymentsv1alpha1.PaymentRefund).Spec.ProviderRef.Name}
+		}},
+		{Object: &paymentsv1alpha1.PaymentRefund{}, Field: paymentJobRefIndex, Extract: func(o client.Object) []string {
+			return []string{o.(*paymentsv1alpha1.PaymentRefund).Spec.PaymentJobRef.Name}
 		}},
 		{Object: &paymentsv1alpha1.PaymentProvider{}, Field: secretRefIndex, Extract: func(o client.Object) []string {
 			if ref := secretRef(o.(*paymentsv1alpha1.PaymentProvider)); ref != nil {

@@ -165,23 +165,31 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Interval:   opts.AuditInterval,
 		Namespaces: opts.Namespaces,
 	}
-	if err := (&controller.PaymentJobReconciler{
-		Attribution:             auditor,
-		Ledger:                  outcomes,
-		Collector:               collector,
-		APIReader:               mgr.GetAPIReader(),
-		Client:                  mgr.GetClient(),
-		Recorder:                mgr.GetEventRecorder("paymentjob-controller"),
-		Providers:               adapters,
-		Clock:                   clock.RealClock{},
-		Holder:                  opts.Holder,
-		ClaimLease:              opts.ClaimLease,
-		ProviderTimeout:         opts.ProviderTimeout,
-		Backoff:                 controller.Backoff{Initial: opts.BackoffInitial, Max: opts.BackoffMax},
-		KeyRetention:            opts.KeyRetention,
-		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("cannot set up the PaymentJob controller: %w", err)
+	// One engine, two kinds: charges and refunds share every setting.
+	for _, kind := range []struct {
+		kind     controller.Kind
+		recorder string
+	}{{controller.PaymentJobKind(), "paymentjob-controller"}, {controller.PaymentRefundKind(), "paymentrefund-controller"}} {
+		r := &controller.Reconciler{
+			Kind:                    kind.kind,
+			Attribution:             auditor,
+			Ledger:                  outcomes,
+			Collector:               collector,
+			APIReader:               mgr.GetAPIReader(),
+			Client:                  mgr.GetClient(),
+			Recorder:                mgr.GetEventRecorder(kind.recorder),
+			Providers:               adapters,
+			Clock:                   clock.RealClock{},
+			Holder:                  opts.Holder,
+			ClaimLease:              opts.ClaimLease,
+			ProviderTimeout:         opts.ProviderTimeout,
+			Backoff:                 controller.Backoff{Initial: opts.BackoffInitial, Max: opts.BackoffMax},
+			KeyRetention:            opts.KeyRetention,
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("cannot set up the %s controller: %w", kind.kind.Name(), err)
+		}
 	}
 	if err := auditor.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the audit: %w", err)
