@@ -59,8 +59,10 @@ func postContractRefund(g *WithT, srv *httptest.Server, key, body string) apiRes
 		contentType: "application/json", idempotencyKey: key, authorization: noAuth})
 }
 
-// contractCharged returns the ID of a contract charge of amount.
-func contractCharged(g *WithT, srv *httptest.Server, key string, amount int64) string {
+// contractCharged returns the ID of a contract charge of amount under the
+// key "ns/charge".
+func contractCharged(g *WithT, srv *httptest.Server, amount int64) string {
+	const key = "ns/charge"
 	res := postCharge(g, srv, key, chargeJSON(g, key, amount))
 	g.ExpectWithOffset(1, res.status).To(Equal(http.StatusCreated), string(res.body))
 	return contractBody(g, res)["id"].(string)
@@ -72,7 +74,7 @@ func TestContractRefundsAndReplays(t *testing.T) {
 	clock := newFakeClock()
 	e := sandbox.NewEngine(sandbox.WithClock(clock.Now))
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
-	charge := contractCharged(g, srv, "ns/charge", 2000)
+	charge := contractCharged(g, srv, 2000)
 	const key = "ns.refund/r1"
 
 	first := postContractRefund(g, srv, key, refundJSON(g, key, charge, 500))
@@ -123,7 +125,7 @@ func TestContractRefundRefusals(t *testing.T) {
 	g := NewWithT(t)
 	e := sandbox.NewEngine()
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
-	charge := contractCharged(g, srv, "ns/charge", 1000)
+	charge := contractCharged(g, srv, 1000)
 	waiting := e.PutIntent(sandbox.Intent{Amount: 1000, Currency: "eur", Status: sandbox.StatusProcessing})
 
 	tests := []struct {
@@ -161,7 +163,7 @@ func TestContractRefundInFlightFaultsAndOutcomes(t *testing.T) {
 	clock := newFakeClock()
 	e := sandbox.NewEngine(sandbox.WithClock(clock.Now))
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
-	charge := contractCharged(g, srv, "ns/charge", 1000)
+	charge := contractCharged(g, srv, 1000)
 
 	// In flight: 409 with a Retry-After.
 	gate := e.Hold()
@@ -207,7 +209,7 @@ func TestContractLookupAnswersTheRefundsOfACharge(t *testing.T) {
 	e := sandbox.NewEngine(sandbox.WithClock(clock.Now), sandbox.WithAccount("acct_refunds"),
 		sandbox.WithSearchLag(time.Hour))
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
-	charge := contractCharged(g, srv, "ns/charge", 1000)
+	charge := contractCharged(g, srv, 1000)
 	ours := postContractRefund(g, srv, "ns.refund/r1", refundJSON(g, "ns.refund/r1", charge, 300))
 	oursID := contractBody(g, ours)["id"].(string)
 	clock.Add(time.Second)

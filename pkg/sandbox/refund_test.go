@@ -390,7 +390,7 @@ func TestRefundsWithIdempotencyOff(t *testing.T) {
 	e := sandbox.NewEngine(sandbox.WithIdempotency(false))
 	in := charged(g, e, "charge", 1000)
 
-	var ids []string
+	ids := make([]string, 0, 3)
 	for range 3 {
 		r, replayed, err := e.CreateRefund("r", refundOf(in, 300))
 		g.Expect(err).NotTo(HaveOccurred())
@@ -413,14 +413,14 @@ func TestListRefundsNewestFirst(t *testing.T) {
 	e := sandbox.NewEngine()
 	a := charged(g, e, "a", 1000)
 	b := charged(g, e, "b", 1000)
-	var made []string
+	made := make([]string, 0, 3)
 	for i, in := range []sandbox.Intent{a, b, a} {
 		r, _, err := e.CreateRefund(string(rune('x'+i)), refundOf(in, 100))
 		g.Expect(err).NotTo(HaveOccurred())
 		made = append(made, r.ID)
 	}
 	ids := func(refunds []sandbox.Refund) []string {
-		var out []string
+		out := make([]string, 0, len(refunds))
 		for _, r := range refunds {
 			out = append(out, r.ID)
 		}

@@ -137,11 +137,10 @@ func (s *server) listRefunds(w http.ResponseWriter, r *http.Request) {
 
 	refunds := s.engine.ListRefunds(intent)
 	var hasMore bool
-	switch cursor := after + before; {
-	case cursor == "":
+	if cursor := after + before; cursor == "" {
 		hasMore = len(refunds) > limit
 		refunds = refunds[:min(limit, len(refunds))]
-	default:
+	} else {
 		i := slices.IndexFunc(refunds, func(r Refund) bool { return r.ID == cursor })
 		if i < 0 {
 			param := "starting_after"
