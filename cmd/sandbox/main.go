@@ -38,6 +38,12 @@ limitations under the License.
 // ends it with POST /v1/payment_intents/{id}/cancel. Such intents and
 // canceled ones are never counted as charges.
 //
+// Succeeded PaymentIntents can be refunded (POST /v1/refunds, or POST
+// /http/refunds in the HTTP contract), never beyond their amount.
+// --refund-settle-delay=D answers new refunds pending and lets them succeed
+// D later, and POST /_sandbox/refunds/{id}/fail fails a refund after it
+// succeeded, as a card refund can fail days later.
+//
 // It prints "sandbox listening on http://ADDR" on stdout once it listens,
 // logs one line per request on stderr, and stops gracefully on SIGINT or
 // SIGTERM. Invalid flags exit with status 2.
@@ -106,6 +112,7 @@ type config struct {
 	account          string
 	idempotency      bool
 	searchLag        time.Duration
+	refundDelay      time.Duration
 	limits           sandbox.RateLimits
 	requireAction    []string
 }
@@ -134,6 +141,8 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 			"which proves that a client never sends the same payment twice.")
 	fs.DurationVar(&c.searchLag, "search-lag", 0,
 		"How long a new payment intent stays invisible to search and lookups, like Stripe's search index.")
+	fs.DurationVar(&c.refundDelay, "refund-settle-delay", 0,
+		"How long a new refund stays pending before it succeeds by itself; 0 makes refunds succeed at once.")
 	fs.Float64Var(&c.limits.Writes, "write-rate", 0,
 		"The create requests per second accepted, with a burst of the rate rounded up; beyond, 429. 0 is unlimited.")
 	fs.Float64Var(&c.limits.Searches, "search-rate", 0,
@@ -182,6 +191,9 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	}
 	if c.searchLag < 0 {
 		return nil, usageError{fmt.Errorf("--search-lag must not be negative, got %s", c.searchLag)}
+	}
+	if c.refundDelay < 0 {
+		return nil, usageError{fmt.Errorf("--refund-settle-delay must not be negative, got %s", c.refundDelay)}
 	}
 	for _, p := range []struct {
 		flag  string
@@ -248,7 +260,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil || cfg == nil {
 		return err
 	}
-	opts := []sandbox.Option{sandbox.WithIdempotency(cfg.idempotency), sandbox.WithSearchLag(cfg.searchLag)}
+	opts := []sandbox.Option{sandbox.WithIdempotency(cfg.idempotency), sandbox.WithSearchLag(cfg.searchLag),
+		sandbox.WithRefundSettleDelay(cfg.refundDelay)}
 	if cfg.account != "" {
 		opts = append(opts, sandbox.WithAccount(cfg.account))
 	}
@@ -287,7 +300,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		"errorAfterCommit", cfg.faults.ErrorAfterCommit, "rateLimit", cfg.faults.RateLimit,
 		"retryAfter", cfg.faults.RetryAfter, "latencyMin", cfg.faults.LatencyMin, "latencyMax", cfg.faults.LatencyMax,
 		"account", engine.Account(), "idempotency", cfg.idempotency, "searchLag", cfg.searchLag,
-		"writeRate", cfg.limits.Writes, "searchRate", cfg.limits.Searches, "requireAction", cfg.requireAction)
+		"writeRate", cfg.limits.Writes, "searchRate", cfg.limits.Searches, "requireAction", cfg.requireAction,
+		"refundSettleDelay", cfg.refundDelay)
 	if _, err := fmt.Fprintf(stdout, "sandbox listening on http://%s\n", ln.Addr()); err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("cannot announce the address: %w", err)

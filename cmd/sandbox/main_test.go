@@ -63,6 +63,8 @@ func TestRunRefusesInvalidCommandLines(t *testing.T) {
 		{name: "NaN search rate", args: []string{"--search-rate", "NaN"}, wantErr: "--search-rate"},
 		{name: "infinite search rate", args: []string{"--live-rate-limits", "--search-rate", "+Inf"}, wantErr: "--search-rate"},
 		{name: "negative search lag", args: []string{"--search-lag", "-1s"}, wantErr: "--search-lag must not be negative"},
+		{name: "negative refund settle delay", args: []string{"--refund-settle-delay", "-1s"},
+			wantErr: "--refund-settle-delay must not be negative"},
 		{name: "idempotency not a bool", args: []string{"--idempotency=maybe"}, wantErr: "-idempotency"},
 		{name: "unknown flag", args: []string{"--port", "12111"}, wantErr: "flag provided but not defined: -port"},
 		{name: "positional argument", args: []string{"serve"}, wantErr: "unexpected arguments"},
@@ -95,6 +97,7 @@ func TestParseFlagsShapesTheProvider(t *testing.T) {
 		wantAccount     string
 		wantIdempotency bool
 		wantSearchLag   time.Duration
+		wantRefundDelay time.Duration
 		wantRequire     []string
 	}{
 		{name: "defaults", wantIdempotency: true},
@@ -112,6 +115,8 @@ func TestParseFlagsShapesTheProvider(t *testing.T) {
 		{name: "require action, comma-separated and repeated",
 			args:            []string{"--require-action", "pm_card_visa, pm_forced", "--require-action=pm_more"},
 			wantIdempotency: true, wantRequire: []string{"pm_card_visa", "pm_forced", "pm_more"}},
+		{name: "pending refunds", args: []string{"--refund-settle-delay", "2s"},
+			wantIdempotency: true, wantRefundDelay: 2 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +129,7 @@ func TestParseFlagsShapesTheProvider(t *testing.T) {
 			g.Expect(cfg.idempotency).To(Equal(tt.wantIdempotency))
 			g.Expect(cfg.searchLag).To(Equal(tt.wantSearchLag))
 			g.Expect(cfg.requireAction).To(Equal(tt.wantRequire))
+			g.Expect(cfg.refundDelay).To(Equal(tt.wantRefundDelay))
 		})
 	}
 }
@@ -143,7 +149,7 @@ func TestRunPrintsUsageOnHelp(t *testing.T) {
 	g.Expect(stdout.String()).To(And(ContainSubstring("-addr"), ContainSubstring("-allow-non-loopback"),
 		ContainSubstring("-rate-limit"), ContainSubstring("-account-id"), ContainSubstring("-idempotency"),
 		ContainSubstring("-search-lag"), ContainSubstring("-write-rate"), ContainSubstring("-search-rate"),
-		ContainSubstring("-live-rate-limits")))
+		ContainSubstring("-live-rate-limits"), ContainSubstring("-refund-settle-delay")))
 }
 
 func TestExitCodeOfOtherErrorsIsOne(t *testing.T) {
@@ -169,7 +175,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--rate-limit", "0.25", "--latency-max", "2ms",
-			"--account-id", "acct_cli", "--idempotency=false", "--live-rate-limits"}, pw)
+			"--account-id", "acct_cli", "--idempotency=false", "--live-rate-limits", "--refund-settle-delay", "1h"}, pw)
 		_ = pw.Close()
 	}()
 
@@ -211,6 +217,13 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	g.Expect(stats).To(HaveKeyWithValue("charges", BeEquivalentTo(2)))
 	g.Expect(stats).To(HaveKeyWithValue("chargesByKey", HaveKeyWithValue("ns/twice", BeEquivalentTo(2))))
 	g.Expect(stats).To(HaveKeyWithValue("account", "acct_cli"))
+
+	res, err = client.Get(base + "/_sandbox/refunds")
+	g.Expect(err).NotTo(HaveOccurred())
+	var refunds map[string]any
+	g.Expect(json.NewDecoder(res.Body).Decode(&refunds)).To(Succeed())
+	g.Expect(res.Body.Close()).To(Succeed())
+	g.Expect(refunds).To(HaveKeyWithValue("settleDelay", "1h0m0s"))
 
 	res, err = client.Get(base + "/_sandbox/faults")
 	g.Expect(err).NotTo(HaveOccurred())
