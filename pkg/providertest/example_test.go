@@ -61,6 +61,7 @@ func Example() {
 	// PASS replay-after-lost-response
 	// PASS key-reuse-refused
 	// PASS fingerprint-not-compared
+	// PASS key-from-header
 	// PASS in-flight-conflict
 	// PASS decline-saved
 	// PASS lookup-by-key

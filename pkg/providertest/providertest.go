@@ -164,6 +164,9 @@ const (
 	// RuleFingerprint: the fingerprint is left out of that comparison: the
 	// same request with and without it is a retry, replayed.
 	RuleFingerprint = "fingerprint-not-compared"
+	// RuleKeyFromHeader: the key is the Idempotency-Key header, not the
+	// body's idempotencyKey.
+	RuleKeyFromHeader = "key-from-header"
 	// RuleInFlight: a second request while the first runs gets 409.
 	RuleInFlight = "in-flight-conflict"
 	// RuleDecline: a decline is a 402, saved and replayed, never a charge.
@@ -190,6 +193,7 @@ var rules = []rule{
 	{RuleLostResponse, checkLostResponse},
 	{RuleKeyReuse, checkKeyReuse},
 	{RuleFingerprint, checkFingerprint},
+	{RuleKeyFromHeader, checkKeyFromHeader},
 	{RuleInFlight, checkInFlight},
 	{RuleDecline, checkDecline},
 	{RuleLookup, checkLookup},

@@ -38,7 +38,7 @@ const refToken = "ref-secret-token"
 // allRules are the names of every rule, in the order they run.
 var allRules = []string{
 	providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
-	providertest.RuleFingerprint, providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup,
+	providertest.RuleFingerprint, providertest.RuleKeyFromHeader, providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup,
 	providertest.RuleErrorBody, providertest.RuleCredentials, providertest.RuleKeyRequired,
 }
 
@@ -154,6 +154,9 @@ func TestBrokenServicesFail(t *testing.T) {
 		opts func(t *testing.T) providertest.Options
 		// wantFailed are the rules that must fail, at least.
 		wantFailed []string
+		// wantSaid are in the message of the first rule of wantFailed:
+		// what the service must change.
+		wantSaid []string
 	}{
 		{
 			name:       "no replay: every request charges again",
@@ -176,6 +179,26 @@ func TestBrokenServicesFail(t *testing.T) {
 			name:       "a request in flight charged twice",
 			opts:       func(t *testing.T) providertest.Options { return refOptions(t, &refService{chargeInFlight: true}) },
 			wantFailed: []string{providertest.RuleInFlight},
+		},
+		{
+			name:       "the key taken from the body, the header ignored",
+			opts:       func(t *testing.T) providertest.Options { return refOptions(t, &refService{keyFromBody: true}) },
+			wantFailed: []string{providertest.RuleKeyFromHeader},
+			wantSaid:   []string{"keys charges on the body's idempotencyKey", "must key charges on the Idempotency-Key header"},
+		},
+		{
+			name: "a lookup without charges answered 404",
+			opts: func(t *testing.T) providertest.Options {
+				return refOptions(t, &refService{notFoundWhenEmpty: true})
+			},
+			wantFailed: []string{providertest.RuleLookup, providertest.RuleDecline},
+			wantSaid:   []string{"404", "answer 200 with an empty charges array"},
+		},
+		{
+			name:       "a charge status the contract does not name",
+			opts:       func(t *testing.T) providertest.Options { return refOptions(t, &refService{status: "ok"}) },
+			wantFailed: []string{providertest.RuleReplay, providertest.RuleLookup},
+			wantSaid:   []string{`status "ok"`, `must report a charge that moved money as "succeeded"`, `"pending"`},
 		},
 		{
 			name: "sandbox with idempotency off",
@@ -204,6 +227,17 @@ func TestBrokenServicesFail(t *testing.T) {
 				g.Expect(r.Status).To(Equal(providertest.Fail), r.String())
 				g.Expect(r.String()).To(ContainSubstring(name))
 				g.Expect(r.Message).NotTo(BeEmpty())
+			}
+			first := byRule[tt.wantFailed[0]]
+			for _, said := range tt.wantSaid {
+				g.Expect(first.Message).To(ContainSubstring(said))
+			}
+			// The reader is the service's author: a failure says what the
+			// service must change, never which operator setting to check.
+			for _, r := range results {
+				if r.Status == providertest.Fail {
+					g.Expect(r.Message).NotTo(MatchRegexp(`spec\.|PaymentProvider|PaymentJob`), r.String())
+				}
 			}
 		})
 	}

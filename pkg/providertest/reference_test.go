@@ -17,6 +17,7 @@ limitations under the License.
 package providertest_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -44,6 +45,14 @@ type refService struct {
 	// echoAuth answers every request with a 500 that quotes its
 	// Authorization header, as a careless service might.
 	echoAuth bool
+	// keyFromBody keys charges on the body's idempotencyKey and ignores
+	// the Idempotency-Key header.
+	keyFromBody bool
+	// notFoundWhenEmpty answers a lookup that finds no charge with 404, as
+	// a REST-minded service might.
+	notFoundWhenEmpty bool
+	// status is the status of a charge, "succeeded" when empty.
+	status string
 
 	mu       sync.Mutex
 	saved    map[string]refSaved
@@ -128,10 +137,15 @@ func (s *refService) charge(w http.ResponseWriter, r *http.Request) {
 		Description   string            `json:"description"`
 		Metadata      map[string]string `json:"metadata"`
 		Fingerprint   string            `json:"fingerprint"`
+		Key           string            `json:"idempotencyKey"`
 	}
+	decoded := json.NewDecoder(r.Body).Decode(&body) == nil
 	key := r.Header.Get("Idempotency-Key")
+	if s.keyFromBody {
+		key = body.Key
+	}
 	switch {
-	case json.NewDecoder(r.Body).Decode(&body) != nil:
+	case !decoded:
 		refError(w, http.StatusBadRequest, "InvalidRequest", "the body is not a charge")
 		return
 	case key == "":
@@ -181,7 +195,7 @@ func (s *refService) charge(w http.ResponseWriter, r *http.Request) {
 	if body.PaymentMethod == "pm_card_chargeDeclined" {
 		saved.reason = "CardDeclined"
 	} else {
-		saved.charge = &refCharge{Key: key, ID: fmt.Sprintf("ch_%d", len(s.charges)+1), Status: "succeeded",
+		saved.charge = &refCharge{Key: key, ID: fmt.Sprintf("ch_%d", len(s.charges)+1), Status: cmp.Or(s.status, "succeeded"),
 			Amount: body.Amount, Currency: body.Currency, Fingerprint: body.Fingerprint}
 		s.charges = append(s.charges, *saved.charge)
 	}
@@ -223,6 +237,10 @@ func (s *refService) lookup(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
+	if len(found) == 0 && s.notFoundWhenEmpty {
+		refError(w, http.StatusNotFound, "NotFound", "no charges under these keys")
+		return
+	}
 	refJSON(w, http.StatusOK, map[string]any{"account": "acct_ref", "charges": found})
 }
 

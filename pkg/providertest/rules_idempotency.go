@@ -172,6 +172,71 @@ func checkFingerprint(ctx context.Context, s *session) (Status, string) {
 		first.outcome.ID, replayMark(second))
 }
 
+// checkKeyFromHeader: the service keys a charge on its Idempotency-Key
+// header, not on the body's idempotencyKey. The operator sends both with
+// one value; the rule sends them different, so that a service keying on the
+// body shows: a new header with an earlier charge's key in the body must not
+// replay that charge, and the earlier charge's header with a new key in the
+// body must not charge again. Refusing the disagreement (400, or 422 for
+// the second) passes too. A service that does not replay the same request
+// is skipped: it fails RuleReplay, and its keys cannot be told apart.
+func checkKeyFromHeader(ctx context.Context, s *session) (Status, string) {
+	key, req := s.key(RuleKeyFromHeader), s.succeeding()
+	first := s.charge(ctx, key, req, nil)
+	if msg := notNewCharge(key, req.PaymentMethod, first); msg != "" {
+		return Fail, msg
+	}
+	// Which key a service uses shows only if it replays at all.
+	if again := s.charge(ctx, key, req, nil); !again.charged() || again.outcome.ID != first.outcome.ID {
+		return Skip, fmt.Sprintf("the same request sent again under key %q was answered %s, not a replay of charge %q, "+
+			"so which key the service uses cannot be told; %s says what to change", key, again, first.outcome.ID, RuleReplay)
+	}
+	const mustKeyOnHeader = "the service must key charges on the Idempotency-Key header " +
+		"(and may refuse a body whose idempotencyKey differs from it with 400)"
+	var notes []string
+
+	header := s.key(RuleKeyFromHeader)
+	a := s.charge(ctx, key, req, &exchange{headerKey: header})
+	what := fmt.Sprintf("a request under the new Idempotency-Key %q, whose body carried the idempotencyKey %q of charge %q,",
+		header, key, first.outcome.ID)
+	switch {
+	case a.status == http.StatusBadRequest:
+		notes = append(notes, "a new header with an earlier key in the body was refused with 400")
+	case a.charged() && a.outcome.ID == first.outcome.ID:
+		return Fail, fmt.Sprintf("%s was answered %s: the service keys charges on the body's idempotencyKey; %s",
+			what, a, mustKeyOnHeader)
+	case !a.charged() || a.outcome.Replayed:
+		return Fail, fmt.Sprintf("%s was answered %s, not a new charge (or 400); %s", what, a, mustKeyOnHeader)
+	default:
+		if failure, _ := s.onlyCharge(ctx, header, a.outcome.ID); failure != "" {
+			return Fail, failure + "; the service must store a charge under its Idempotency-Key header"
+		}
+		notes = append(notes, fmt.Sprintf("a new header with an earlier key in the body was a new charge %q", a.outcome.ID))
+	}
+
+	body := s.key(RuleKeyFromHeader)
+	b := s.charge(ctx, key, req, &exchange{bodyKey: body})
+	what = fmt.Sprintf("the request of charge %q sent again under its Idempotency-Key %q with the idempotencyKey %q in its body",
+		first.outcome.ID, key, body)
+	switch {
+	case b.charged() && b.outcome.ID != first.outcome.ID:
+		return Fail, fmt.Sprintf("charged twice: %s was answered %s: the service keys charges on the body's "+
+			"idempotencyKey; %s", what, b, mustKeyOnHeader)
+	case b.charged():
+		notes = append(notes, "an earlier header with a new key in the body replayed its charge")
+	case b.status == http.StatusBadRequest || b.status == http.StatusUnprocessableEntity:
+		notes = append(notes, fmt.Sprintf("an earlier header with a new key in the body was refused with %d", b.status))
+	default:
+		return Fail, fmt.Sprintf("%s was answered %s, not a replay of charge %q (or 400, 422); %s",
+			what, b, first.outcome.ID, mustKeyOnHeader)
+	}
+	failure, note := s.onlyCharge(ctx, key, first.outcome.ID)
+	if failure != "" {
+		return Fail, failure
+	}
+	return Pass, strings.Join(notes, "; ") + note
+}
+
 // checkInFlight: a request whose key's first request is still running is
 // answered 409 at once, and nothing is charged twice.
 func checkInFlight(ctx context.Context, s *session) (Status, string) {
@@ -256,6 +321,8 @@ func checkInFlight(ctx context.Context, s *session) (Status, string) {
 // key, is a charge that is not marked as a replay.
 func notNewCharge(key, paymentMethod string, a answer) string {
 	switch {
+	case !a.charged() && a.status >= 200 && a.status <= 299:
+		return fmt.Sprintf("the first request under key %q was answered %s", key, a)
 	case !a.charged():
 		return fmt.Sprintf("the first request under key %q was answered %s, not a charge "+
 			"(does the service charge payment method %q?)", key, a, paymentMethod)

@@ -66,10 +66,10 @@ func checkDecline(ctx context.Context, s *session) (Status, string) {
 	if r1.Reason != r2.Reason {
 		return Fail, fmt.Sprintf("the replayed decline under key %q has reason %q, the first %q", key, r2.Reason, r1.Reason)
 	}
-	found, ok, err := s.charges(ctx, key)
+	found, ok, failure := s.charges(ctx, key)
 	switch {
-	case err != nil:
-		return Fail, err.Error()
+	case failure != "":
+		return Fail, failure
 	case len(found) > 0:
 		return Fail, fmt.Sprintf("the lookup holds charge %q (%s) under the declined key %q", found[0].ID, found[0].Status, key)
 	case !ok:
@@ -81,8 +81,9 @@ func checkDecline(ctx context.Context, s *session) (Status, string) {
 }
 
 // checkLookup: the lookup endpoint finds the charge just answered by its
-// key, with its id, amount, currency and fingerprint, finds nothing under a
-// key never sent, and answers the account probe (a lookup without keys).
+// key, with its id, amount, currency and fingerprint; answers a key never
+// sent with no charges (200, not 404), alone and next to a known key; and
+// answers the account probe (a lookup without keys).
 func checkLookup(ctx context.Context, s *session) (Status, string) {
 	if s.looker == nil {
 		return Skip, "Options.LookupURL (--lookup-url) is not set: the service has no lookup endpoint"
@@ -92,36 +93,47 @@ func checkLookup(ctx context.Context, s *session) (Status, string) {
 	if msg := notNewCharge(key, req.PaymentMethod, a); msg != "" {
 		return Fail, msg
 	}
-	lctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	all, err := s.looker.Lookup(lctx, []string{key, unknown})
-	if err != nil {
-		return Fail, fmt.Sprintf("the lookup of keys %q and %q failed: %v", key, unknown, err)
+	none, failure := s.lookup(ctx, []string{unknown})
+	if failure != "" {
+		return Fail, failure
+	}
+	if len(none[unknown]) > 0 {
+		return Fail, fmt.Sprintf("the lookup holds charge %q under key %q, which was never sent: "+
+			"the service must answer only the charges made under the keys asked", none[unknown][0].ID, unknown)
+	}
+	all, failure := s.lookup(ctx, []string{key, unknown})
+	if failure != "" {
+		return Fail, failure
 	}
 	found := all[key]
 	switch {
 	case len(all[unknown]) > 0:
-		return Fail, fmt.Sprintf("the lookup holds charge %q under key %q, which was never sent", all[unknown][0].ID, unknown)
+		return Fail, fmt.Sprintf("the lookup holds charge %q under key %q, which was never sent: "+
+			"the service must answer only the charges made under the keys asked", all[unknown][0].ID, unknown)
 	case len(found) != 1:
-		return Fail, fmt.Sprintf("the lookup holds %d charges under key %q right after charge %q was answered, not 1 "+
-			"(a charge whose request was answered must be found by the next lookup)", len(found), key, a.outcome.ID)
+		return Fail, fmt.Sprintf("the lookup holds %d charges under key %q right after charge %q was answered, not 1: "+
+			"the service must find a charge whose request was answered by the next lookup, under the key it was made under",
+			len(found), key, a.outcome.ID)
 	}
 	f := found[0]
 	fingerprint := payment.RequestHash(key, req)
 	switch {
 	case f.ID != a.outcome.ID:
-		return Fail, fmt.Sprintf("the lookup holds charge %q under key %q, but the charge answered was %q", f.ID, key, a.outcome.ID)
+		return Fail, fmt.Sprintf("the lookup holds charge %q under key %q, but the charge answered was %q: "+
+			"the service must answer the lookup with the charge's own id", f.ID, key, a.outcome.ID)
 	case f.State != payment.StateSucceeded:
-		return Fail, fmt.Sprintf("the lookup holds charge %q with status %q, not succeeded", f.ID, f.Status)
+		return Fail, fmt.Sprintf("the lookup holds charge %q with status %q, not succeeded, where the charge "+
+			"answered succeeded%s", f.ID, f.Status, foundAdvice(f.Status))
 	case f.Amount != req.Amount || f.Currency != req.Currency:
-		return Fail, fmt.Sprintf("the lookup holds charge %q of %d %s, but %d %s was charged",
-			f.ID, f.Amount, f.Currency, req.Amount, req.Currency)
+		return Fail, fmt.Sprintf("the lookup holds charge %q of %d %s, but %d %s was charged: "+
+			"the service must answer the amount and currency charged", f.ID, f.Amount, f.Currency, req.Amount, req.Currency)
 	case f.Fingerprint != "" && f.Fingerprint != fingerprint:
-		return Fail, fmt.Sprintf("the lookup holds charge %q with fingerprint %q, not the %q sent: "+
-			"the operator would stall the job with ChargeMismatch", f.ID, f.Fingerprint, fingerprint)
+		return Fail, fmt.Sprintf("the lookup holds charge %q with fingerprint %q, not the %q sent: the service must "+
+			"store the request's fingerprint with the charge and answer it unchanged (with another one the operator "+
+			"stalls the payment as made for another request)", f.ID, f.Fingerprint, fingerprint)
 	}
-	if _, err := s.looker.Account(lctx); err != nil {
-		return Fail, fmt.Sprintf("the lookup without keys (the account probe) failed: %v", err)
+	if failure := s.account(ctx); failure != "" {
+		return Fail, failure
 	}
 	note := "with its fingerprint"
 	if f.Fingerprint == "" {

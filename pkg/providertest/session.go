@@ -162,22 +162,6 @@ func (a answer) uncertain() bool {
 	return a.err != nil && !refused
 }
 
-// String says what the service answered and what the operator made of it.
-func (a answer) String() string {
-	switch {
-	case a.status == 0:
-		return fmt.Sprintf("no answer (%v)", a.err)
-	case a.charged():
-		replayed := ""
-		if a.outcome.Replayed {
-			replayed = ", marked as a replay"
-		}
-		return fmt.Sprintf("%d with charge %q%s", a.status, a.outcome.ID, replayed)
-	default:
-		return fmt.Sprintf("%d (%v)", a.status, a.err)
-	}
-}
-
 // charge sends req under key with the session's token and returns the
 // answer, within the request timeout; x may ask the transport to tamper.
 func (s *session) charge(ctx context.Context, key string, req payment.ChargeRequest, x *exchange) answer {
@@ -218,36 +202,72 @@ func (s *session) chargeUntilFinal(ctx context.Context, key string, req payment.
 	return a
 }
 
-// charges returns the charges the lookup holds under key that moved or may
-// still move money; ok is false without a lookup endpoint.
-func (s *session) charges(ctx context.Context, key string) (found []payment.Found, ok bool, err error) {
-	if s.looker == nil {
-		return nil, false, nil
-	}
+// lookup sends one lookup of keys; failure says what the service must
+// change when the operator cannot use the answer, "" otherwise.
+func (s *session) lookup(ctx context.Context, keys []string) (found map[string][]payment.Found, failure string) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	all, err := s.looker.Lookup(ctx, []string{key})
+	x := &exchange{}
+	found, err := s.looker.Lookup(context.WithValue(ctx, exchangeKey{}, x), keys)
 	if err != nil {
-		return nil, true, fmt.Errorf("the lookup of key %q failed: %w", key, err)
+		return nil, lookupAdvice("the lookup of "+quoteKeys(keys), x, err)
+	}
+	return found, ""
+}
+
+// account sends the lookup without keys (the account probe); failure is as
+// for lookup.
+func (s *session) account(ctx context.Context) (failure string) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	x := &exchange{}
+	if _, err := s.looker.Account(context.WithValue(ctx, exchangeKey{}, x)); err != nil {
+		return lookupAdvice("the lookup without keys (the account probe)", x, err)
+	}
+	return ""
+}
+
+// quoteKeys is `key "a"` or `keys "a" and "b"`, for a message.
+func quoteKeys(keys []string) string {
+	quoted := make([]string, 0, len(keys))
+	for _, k := range keys {
+		quoted = append(quoted, fmt.Sprintf("%q", k))
+	}
+	if len(quoted) == 1 {
+		return "key " + quoted[0]
+	}
+	return "keys " + strings.Join(quoted[:len(quoted)-1], ", ") + " and " + quoted[len(quoted)-1]
+}
+
+// charges returns the charges the lookup holds under key that moved or may
+// still move money; ok is false without a lookup endpoint, failure is as for
+// lookup.
+func (s *session) charges(ctx context.Context, key string) (found []payment.Found, ok bool, failure string) {
+	if s.looker == nil {
+		return nil, false, ""
+	}
+	all, failure := s.lookup(ctx, []string{key})
+	if failure != "" {
+		return nil, true, failure
 	}
 	for _, f := range all[key] {
 		if f.State != payment.StateNotCharged {
 			found = append(found, f)
 		}
 	}
-	return found, true, nil
+	return found, true, ""
 }
 
 // onlyCharge checks with the lookup, when there is one, that id is the only
 // charge under key that moved or may move money. It returns a failure
 // message, or "" and a note for the message of a pass.
 func (s *session) onlyCharge(ctx context.Context, key, id string) (failure, note string) {
-	found, ok, err := s.charges(ctx, key)
+	found, ok, failure := s.charges(ctx, key)
 	switch {
 	case !ok:
 		return "", " (no lookup endpoint to count the charges)"
-	case err != nil:
-		return err.Error(), ""
+	case failure != "":
+		return failure, ""
 	case len(found) == 1 && found[0].ID == id:
 		return "", "; the lookup holds that one charge"
 	}

@@ -43,6 +43,10 @@ type exchange struct {
 	// withoutFingerprint sends the request without the body's fingerprint,
 	// as an operator that sent none did.
 	withoutFingerprint bool
+	// headerKey, when set, replaces the Idempotency-Key header, and bodyKey
+	// the body's idempotencyKey: the two then disagree, which the operator
+	// never sends, to tell which one the service keys on.
+	headerKey, bodyKey string
 	// throwAway reads the answer and then returns errAnswerThrownAway.
 	throwAway bool
 	// cancelAfterWrite cancels the request once its body is written,
@@ -71,9 +75,9 @@ func (rt recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	if x == nil {
 		return rt.next.RoundTrip(r)
 	}
-	if x.withoutKey || x.withoutFingerprint {
+	if x.withoutKey || x.withoutFingerprint || x.headerKey != "" || x.bodyKey != "" {
 		var err error
-		if r, err = without(r, x.withoutKey); err != nil {
+		if r, err = x.rewrite(r); err != nil {
 			return nil, err
 		}
 	}
@@ -99,10 +103,11 @@ func (rt recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// without returns a copy of the charge request r without the body's
-// fingerprint and, when key is set, without the Idempotency-Key header and
-// the body's idempotencyKey (the fingerprint is derived from the key).
-func without(r *http.Request, key bool) (*http.Request, error) {
+// rewrite returns a copy of the charge request r changed as x asks:
+// without the body's fingerprint; without the Idempotency-Key header and the
+// body's idempotencyKey (the fingerprint is derived from the key); or with
+// another key in the header or in the body.
+func (x *exchange) rewrite(r *http.Request) (*http.Request, error) {
 	var body map[string]json.RawMessage
 	if r.Body != nil {
 		raw, err := io.ReadAll(r.Body)
@@ -114,17 +119,29 @@ func without(r *http.Request, key bool) (*http.Request, error) {
 			return nil, fmt.Errorf("cannot decode the charge body: %w", err)
 		}
 	}
-	delete(body, "fingerprint")
-	if key {
+	if x.withoutFingerprint || x.withoutKey {
+		delete(body, "fingerprint")
+	}
+	if x.withoutKey {
 		delete(body, "idempotencyKey")
+	}
+	if x.bodyKey != "" {
+		if body == nil {
+			body = map[string]json.RawMessage{}
+		}
+		key, _ := json.Marshal(x.bodyKey)
+		body["idempotencyKey"] = key
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the charge body: %w", err)
 	}
 	c := r.Clone(r.Context())
-	if key {
+	switch {
+	case x.withoutKey:
 		c.Header.Del("Idempotency-Key")
+	case x.headerKey != "":
+		c.Header.Set("Idempotency-Key", x.headerKey)
 	}
 	c.Body = io.NopCloser(bytes.NewReader(raw))
 	c.ContentLength = int64(len(raw))
