@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package stripe is a payment.Provider, payment.Looker and
 // payment.Identifier that charges through Stripe's PaymentIntents API with
-// stripe-go.
+// stripe-go, and a payment.Refunder that refunds those payments through
+// Stripe's Refunds API.
 //
 // Charge sends exactly one request, POST /v1/payment_intents, with
 // confirm=true, the amount, currency, customer, payment method, description
@@ -95,6 +96,40 @@ limitations under the License.
 //
 // Account reads GET /v1/account and returns the id (acct_...) of the account
 // the API key belongs to; its errors are uncertain.
+//
+// Refund sends one request, POST /v1/refunds, with payment_intent set to
+// the payment.RefundRequest's charge, the amount (always), the reason when
+// there is one, and payment.RefundMetadata: the request's metadata with the
+// refund key and payment.RefundHash. The key is the Idempotency-Key, so a
+// retry is answered with the first refund (Idempotent-Replayed: true). A
+// refund that is pending or requires_action is read with GET
+// /v1/refunds/{id} until it is final or the context is done, never created
+// again and never canceled:
+//
+//	answer                                          result
+//	status succeeded                                payment.Outcome (Replayed from Idempotent-Replayed: true)
+//	status pending or requires_action               polled until final; payment.Transient wrapping
+//	                                                payment.ErrInFlight when the context ends or a read fails
+//	status failed or canceled                       payment.Declined, reason RefundFailed, with the failure_reason
+//	any other status                                payment.Transient
+//	code amount_too_large, charge_already_refunded  payment.Declined, reason RefundExceedsCharge
+//	code resource_missing, parameter payment_intent payment.Declined, reason ChargeNotFound
+//	code charge_disputed, refund_disputed_payment,  payment.Declined, reason ChargeNotRefundable
+//	charge_not_refundable,
+//	payment_intent_unexpected_state
+//	anything else                                   as for a charge, in the table below
+//
+// LookupRefunds reads the intent, GET /v1/payment_intents/{id}, and lists its
+// refunds, GET /v1/refunds?payment_intent={id}&limit=100, following
+// starting_after for at most ten pages. It has no search lag. Refunds are
+// grouped by the metadata entry paymentjob_idempotency_key, newest first, a
+// refund without it (made in the Dashboard) counting only in Refunded, the
+// sum of the succeeded, pending and requires_action refunds; the book is
+// always Complete. SettleRefund reads the refund that LookupRefunds found and
+// polls it like Refund; a refund whose metadata does not carry the key it was
+// looked up by is uncertain. Every error of LookupRefunds is uncertain, and
+// so is every error of SettleRefund but the refusal of a refund that failed
+// or was canceled.
 //
 // Every answer becomes an outcome or one of the error classes of package
 // payment. A *payment.Refusal means Stripe definitively did not charge, and

@@ -178,30 +178,35 @@ func TestChargeErrors(t *testing.T) {
 			f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, _ int) { tt.answer(w, r) })
 
 			_, err := f.provider(t).Charge(context.Background(), testKey, paymenttest.FullRequest())
-			g.Expect(err).To(HaveOccurred())
-			if tt.class != nil {
-				g.Expect(errors.Is(err, tt.class)).To(BeTrue(), "error %q is not %v", err, tt.class)
-			}
-			if r, refusal := payment.IsRefusal(err); tt.reason != "" {
-				g.Expect(refusal).To(BeTrue(), "error %q is not a refusal", err)
-				g.Expect(r.Reason).To(Equal(tt.reason))
-			} else {
-				g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
-			}
-			g.Expect(payment.RetryAfter(err)).To(Equal(tt.retryAfter))
-			for _, s := range tt.contains {
-				g.Expect(err.Error()).To(ContainSubstring(s))
-			}
-			for _, s := range tt.excludes {
-				g.Expect(err.Error()).NotTo(ContainSubstring(s))
-			}
-			g.Expect(err.Error()).NotTo(ContainSubstring(testAPIKey))
-			g.Expect(err.Error()).NotTo(ContainSubstring("_secret_"), "client secrets stay out of messages")
+			tt.expect(g, err)
 			// stripe-go's retries are off: one request, whatever the answer.
 			g.Expect(f.count(http.MethodPost)).To(Equal(1))
 			g.Expect(f.count(http.MethodGet)).To(Equal(0))
 		})
 	}
+}
+
+// expect asserts that err is what the answer must be made into.
+func (tt errorCase) expect(g Gomega, err error) {
+	g.Expect(err).To(HaveOccurred())
+	if tt.class != nil {
+		g.Expect(errors.Is(err, tt.class)).To(BeTrue(), "error %q is not %v", err, tt.class)
+	}
+	if r, refusal := payment.IsRefusal(err); tt.reason != "" {
+		g.Expect(refusal).To(BeTrue(), "error %q is not a refusal", err)
+		g.Expect(r.Reason).To(Equal(tt.reason))
+	} else {
+		g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
+	}
+	g.Expect(payment.RetryAfter(err)).To(Equal(tt.retryAfter))
+	for _, s := range tt.contains {
+		g.Expect(err.Error()).To(ContainSubstring(s))
+	}
+	for _, s := range tt.excludes {
+		g.Expect(err.Error()).NotTo(ContainSubstring(s))
+	}
+	g.Expect(err.Error()).NotTo(ContainSubstring(testAPIKey))
+	g.Expect(err.Error()).NotTo(ContainSubstring("_secret_"), "client secrets stay out of messages")
 }
 
 func TestErrorsNeverContainAPIKey(t *testing.T) {
@@ -250,6 +255,18 @@ func TestErrorsNeverContainAPIKey(t *testing.T) {
 		}},
 		{name: "Account", call: func(p *Provider) error {
 			_, err := p.Account(context.Background())
+			return err
+		}},
+		{name: "Refund", call: func(p *Provider) error {
+			_, err := p.Refund(context.Background(), testRefundKey, fullRefund())
+			return err
+		}},
+		{name: "LookupRefunds", call: func(p *Provider) error {
+			_, err := p.LookupRefunds(context.Background(), "pi_1")
+			return err
+		}},
+		{name: "SettleRefund", call: func(p *Provider) error {
+			_, err := p.SettleRefund(context.Background(), testRefundKey, "re_1")
 			return err
 		}},
 		{name: "polling", call: func(p *Provider) error {

@@ -22,6 +22,7 @@ package stripe
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -305,14 +306,40 @@ var readErrors = []readError{
 	{name: "connection closed", answer: hangUp},
 }
 
-// expect asserts that err is the uncertain error of the failed read.
-func (tt readError) expect(g Gomega, err error) {
+// expectAbout asserts that err is the uncertain error of the failed read
+// of the object with id.
+func (tt readError) expectAbout(g Gomega, err error, id string) {
 	g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
 	if tt.class != nil {
 		g.Expect(errors.Is(err, tt.class)).To(BeTrue(), "error %q is not %v", err, tt.class)
 	}
 	g.Expect(payment.RetryAfter(err)).To(Equal(tt.retryAfter))
-	g.Expect(err.Error()).To(ContainSubstring("pi_1"))
+	g.Expect(err.Error()).To(ContainSubstring(id))
+	g.Expect(err.Error()).NotTo(ContainSubstring(testAPIKey))
+}
+
+// creators are the calls that create an object at Stripe under a key: a
+// charge, a refund.
+var creators = []struct {
+	name string
+	call func(p *Provider, ctx context.Context, key string) (payment.Outcome, error)
+}{
+	{name: "Charge", call: func(p *Provider, ctx context.Context, key string) (payment.Outcome, error) {
+		return p.Charge(ctx, key, paymenttest.FullRequest())
+	}},
+	{name: "Refund", call: func(p *Provider, ctx context.Context, key string) (payment.Outcome, error) {
+		return p.Refund(ctx, key, fullRefund())
+	}},
+}
+
+// settlers are the calls that read an object Stripe accepted by its id
+// until it is final, each with the id of the object the tests settle.
+var settlers = []struct {
+	name, id string
+	call     func(p *Provider, ctx context.Context, key, id string) (payment.Outcome, error)
+}{
+	{name: "Settle", id: "pi_1", call: (*Provider).Settle},
+	{name: "SettleRefund", id: "re_1", call: (*Provider).SettleRefund},
 }
 
 // pollCase is intent pi_1 read until it is final: the first pending reads

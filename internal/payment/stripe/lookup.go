@@ -107,12 +107,7 @@ func (p *Provider) Lookup(ctx context.Context, keys []string) (map[string][]paym
 				continue
 			}
 			seen[intent.ID] = true
-			found[key] = append(found[key], payment.Found{
-				Key:         key,
-				Outcome:     outcome(intent, false),
-				State:       stateOf(intent.Status),
-				Fingerprint: intent.Metadata[payment.MetadataKeyFingerprint],
-			})
+			found[key] = append(found[key], intentFound(intent))
 		}
 		meta := list.Meta()
 		if !meta.HasMore {
@@ -124,14 +119,26 @@ func (p *Provider) Lookup(ctx context.Context, keys []string) (map[string][]paym
 		next = *meta.NextPage
 	}
 	for _, charges := range found {
-		slices.SortStableFunc(charges, func(a, b payment.Found) int {
-			if c := b.Created.Compare(a.Created); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.ID, b.ID)
-		})
+		newestFirst(charges)
 	}
 	return found, nil
+}
+
+// intentFound is intent as a charge found under the key in its metadata.
+func intentFound(intent *stripego.PaymentIntent) payment.Found {
+	return payment.Found{
+		Key:         intent.Metadata[payment.MetadataKeyIdempotencyKey],
+		Outcome:     outcome(intent, false),
+		State:       stateOf(intent.Status),
+		Fingerprint: intent.Metadata[payment.MetadataKeyFingerprint],
+	}
+}
+
+// newestFirst sorts found by creation, newest first, then by id.
+func newestFirst(found []payment.Found) {
+	slices.SortStableFunc(found, func(a, b payment.Found) int {
+		return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(a.ID, b.ID))
+	})
 }
 
 // lookupKeys checks the keys of a Lookup and returns them as a set.
@@ -201,31 +208,56 @@ func stateOf(status stripego.PaymentIntentStatus) payment.ChargeState {
 // intent whose metadata does not carry key: it is not the charge the caller
 // looked for.
 func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome, error) {
-	switch {
-	case !payment.ValidKey(key):
-		return payment.Outcome{}, payment.Transient(errors.New("cannot settle a payment intent under an idempotency key that is not 1 to 255 visible ASCII characters"), 0)
-	case id == "" || !payment.VisibleASCII(id):
-		return payment.Outcome{}, payment.Transient(errors.New("cannot settle a payment intent without a valid id"), 0)
-	}
-	if err := ctx.Err(); err != nil {
-		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot read payment intent %s: %w", p.clean(id), err), 0)
+	if err := p.beforeRead(ctx, "payment intent", key, id); err != nil {
+		return payment.Outcome{}, err
 	}
 	intent, err := p.retrieve(ctx, id)
 	if err != nil {
 		return payment.Outcome{}, p.uncertain(fmt.Sprintf("cannot read payment intent %s", p.clean(id)), err)
 	}
-	switch got := intent.Metadata[payment.MetadataKeyIdempotencyKey]; {
-	case intent.ID != id:
-		return payment.Outcome{}, payment.Transient(fmt.Errorf("reading payment intent %s answered another intent, %q",
-			p.clean(id), p.clean(intent.ID)), 0)
-	case got == "":
-		return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s carries no idempotency key in its metadata, not the one it was looked up by",
-			p.clean(id)), 0)
-	case got != key:
-		return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s carries another idempotency key than the one it was looked up by",
-			p.clean(id)), 0)
+	if err := p.madeUnder("payment intent", id, intent.ID, key, intent.Metadata); err != nil {
+		return payment.Outcome{}, err
 	}
 	return p.settle(ctx, intent, false)
+}
+
+// beforeRead checks, before anything is sent, the key and the id of the
+// object (a payment intent, a refund) that is settled, and ctx. Each error
+// is a payment.TransientError.
+func (p *Provider) beforeRead(ctx context.Context, object, key, id string) error {
+	switch {
+	case !payment.ValidKey(key):
+		return payment.Transient(fmt.Errorf("cannot settle a %s under an idempotency key that is not 1 to 255 visible ASCII characters", object), 0)
+	case !validID(id):
+		return payment.Transient(fmt.Errorf("cannot settle a %s without a valid id", object), 0)
+	}
+	if err := ctx.Err(); err != nil {
+		return payment.Transient(fmt.Errorf("cannot read %s %s: %w", object, p.clean(id), err), 0)
+	}
+	return nil
+}
+
+// madeUnder checks that the object read by id is the one with id and
+// carries key in its metadata: otherwise it is not what the caller looked
+// for, and the error is a payment.TransientError.
+func (p *Provider) madeUnder(object, id, got, key string, metadata map[string]string) error {
+	switch carried := metadata[payment.MetadataKeyIdempotencyKey]; {
+	case got != id:
+		return payment.Transient(fmt.Errorf("reading %s %s answered another one, %q", object, p.clean(id), p.clean(got)), 0)
+	case carried == "":
+		return payment.Transient(fmt.Errorf("%s %s carries no idempotency key in its metadata, not the one it was looked up by",
+			object, p.clean(id)), 0)
+	case carried != key:
+		return payment.Transient(fmt.Errorf("%s %s carries another idempotency key than the one it was looked up by",
+			object, p.clean(id)), 0)
+	}
+	return nil
+}
+
+// validID reports whether id can be an object id sent to Stripe: not empty,
+// visible ASCII.
+func validID(id string) bool {
+	return id != "" && payment.VisibleASCII(id)
 }
 
 // uncertain classifies err of a request that cannot have charged anything

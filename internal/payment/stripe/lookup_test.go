@@ -381,33 +381,37 @@ func TestSettleRefusesAnotherIntent(t *testing.T) {
 }
 
 func TestSettleErrorsAreUncertain(t *testing.T) {
-	for _, tt := range readErrors {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			f := newFakeStripe(t, first(tt.answer))
-			_, err := f.provider(t).Settle(context.Background(), testKey, "pi_1")
-			tt.expect(g, err)
-			g.Expect(f.received()).To(HaveLen(1))
-		})
+	for _, s := range settlers {
+		for _, tt := range readErrors {
+			t.Run(s.name+"/"+tt.name, func(t *testing.T) {
+				g := NewWithT(t)
+				f := newFakeStripe(t, first(tt.answer))
+				_, err := s.call(f.provider(t), context.Background(), testKey, s.id)
+				tt.expectAbout(g, err, s.id)
+				g.Expect(f.received()).To(HaveLen(1))
+			})
+		}
 	}
 }
 
 func TestSettleRefusesBadInputWithoutSending(t *testing.T) {
 	type settleCase struct{ key, id string }
-	tests := map[string]settleCase{
-		"empty id":          {key: testKey, id: ""},
-		"id with a newline": {key: testKey, id: "pi_1\n"},
-	}
-	for name, key := range paymenttest.InvalidKeys() {
-		tests["key "+name] = settleCase{key: key, id: "pi_1"}
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			f := newFakeAnswering(t, succeeded("pi_1"))
-			_, err := f.provider(t).Settle(context.Background(), tt.key, tt.id)
-			g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
-			g.Expect(f.received()).To(BeEmpty())
-		})
+	for _, s := range settlers {
+		tests := map[string]settleCase{
+			"empty id":          {key: testKey, id: ""},
+			"id with a newline": {key: testKey, id: s.id + "\n"},
+		}
+		for name, key := range paymenttest.InvalidKeys() {
+			tests["key "+name] = settleCase{key: key, id: s.id}
+		}
+		for name, tt := range tests {
+			t.Run(s.name+"/"+name, func(t *testing.T) {
+				g := NewWithT(t)
+				f := newFakeAnswering(t, succeeded("pi_1"))
+				_, err := s.call(f.provider(t), context.Background(), tt.key, tt.id)
+				g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
+				g.Expect(f.received()).To(BeEmpty())
+			})
+		}
 	}
 }

@@ -44,6 +44,7 @@ var (
 	_ payment.Provider   = (*Provider)(nil)
 	_ payment.Looker     = (*Provider)(nil)
 	_ payment.Identifier = (*Provider)(nil)
+	_ payment.Refunder   = (*Provider)(nil)
 )
 
 // Config configures a Provider.
@@ -70,7 +71,8 @@ type Config struct {
 }
 
 // Provider is a payment.Provider, payment.Looker and payment.Identifier that
-// charges through Stripe's PaymentIntents API. It is safe for concurrent use.
+// charges through Stripe's PaymentIntents API, and a payment.Refunder that
+// refunds them through the Refunds API. It is safe for concurrent use.
 type Provider struct {
 	client          *stripego.Client
 	apiKey          string
@@ -162,9 +164,13 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	if err != nil {
 		return payment.Outcome{}, p.classify("cannot create the payment intent", err)
 	}
-	replayed := intent.LastResponse != nil &&
-		strings.EqualFold(intent.LastResponse.Header.Get("Idempotent-Replayed"), "true")
-	return p.settle(ctx, intent, replayed)
+	return p.settle(ctx, intent, replayedAnswer(intent.LastResponse))
+}
+
+// replayedAnswer reports whether Stripe answered a create with the saved
+// answer of an earlier request under the same key: Idempotent-Replayed: true.
+func replayedAnswer(resp *stripego.APIResponse) bool {
+	return resp != nil && strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true")
 }
 
 // createParams are the parameters of the create request for req under key.
@@ -318,21 +324,30 @@ func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, r
 				p.clean(intent.ID), p.clean(string(intent.Status))), 0)
 		}
 
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if err := p.pause(ctx, &wait); err != nil {
 			return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s is still %s: %w",
-				p.clean(intent.ID), intent.Status, ctx.Err()), 0)
-		case <-timer.C:
+				p.clean(intent.ID), intent.Status, err), 0)
 		}
-		wait = min(2*wait, p.maxPollInterval)
-
 		next, err := p.retrieve(ctx, intent.ID)
 		if err != nil {
-			return payment.Outcome{}, p.readError(intent, err)
+			return payment.Outcome{}, p.readError("payment intent", intent.ID, string(intent.Status), err)
 		}
 		intent = next
+	}
+}
+
+// pause waits *wait, or until ctx is done, and doubles *wait up to the
+// maximum poll interval: the wait between two reads of an object that is
+// not final yet. It returns ctx's error when ctx ended the wait.
+func (p *Provider) pause(ctx context.Context, wait *time.Duration) error {
+	timer := time.NewTimer(*wait)
+	defer timer.Stop()
+	*wait = min(2**wait, p.maxPollInterval)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 
@@ -360,7 +375,7 @@ func (p *Provider) abandon(ctx context.Context, intent *stripego.PaymentIntent) 
 		if err != nil {
 			cause = fmt.Errorf("%w; canceling it: %w", rerr, p.classify("cannot cancel", err))
 		}
-		return nil, p.readError(intent, cause)
+		return nil, p.readError("payment intent", intent.ID, string(intent.Status), cause)
 	}
 	if next.ID != intent.ID {
 		return nil, payment.Transient(fmt.Errorf("reading payment intent %s answered another intent, %q",
@@ -374,18 +389,19 @@ func abandonKey(id string) string {
 	return "abandon_" + id
 }
 
-// readError is the uncertain error of a failed read (or cancel) of intent,
-// which Stripe accepted and which may still succeed: no error while reading
-// it is a refusal.
-func (p *Provider) readError(intent *stripego.PaymentIntent, err error) error {
-	mapped := p.classify("cannot read the payment intent", err)
+// readError is the uncertain error of a failed read (or cancel) of the
+// object (a payment intent, a refund) with id, last seen in status, which
+// Stripe accepted and which may still succeed: no error while reading it is
+// a refusal.
+func (p *Provider) readError(object, id, status string, err error) error {
+	mapped := p.classify("cannot read the "+object, err)
 	hint := payment.RetryAfter(mapped)
 	var t *payment.TransientError
 	if errors.As(mapped, &t) && t.Err != nil {
 		mapped = t.Err
 	}
-	return payment.Transient(fmt.Errorf("payment intent %s, last seen %s: %w",
-		p.clean(intent.ID), intent.Status, mapped), hint)
+	return payment.Transient(fmt.Errorf("%s %s, last seen %s: %w",
+		object, p.clean(id), status, mapped), hint)
 }
 
 // retrieve reads the intent with id: GET /v1/payment_intents/{id}.
@@ -399,16 +415,20 @@ func outcome(intent *stripego.PaymentIntent, replayed bool) payment.Outcome {
 	if intent.AmountReceived > 0 {
 		amount = intent.AmountReceived
 	}
-	var created time.Time
-	if intent.Created > 0 {
-		created = time.Unix(intent.Created, 0).UTC()
-	}
 	return payment.Outcome{
 		ID:       intent.ID,
 		Status:   string(intent.Status),
 		Amount:   amount,
 		Currency: string(intent.Currency),
-		Created:  created,
+		Created:  unixTime(intent.Created),
 		Replayed: replayed,
 	}
+}
+
+// unixTime is the time of Stripe's created, Unix seconds; zero for none.
+func unixTime(secs int64) time.Time {
+	if secs <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(secs, 0).UTC()
 }

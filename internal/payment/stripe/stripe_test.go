@@ -235,27 +235,33 @@ func TestChargeOutcome(t *testing.T) {
 }
 
 func TestChargeRefusesBadKeysWithoutSending(t *testing.T) {
-	for name, key := range paymenttest.InvalidKeys() {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			f := newFakeAnswering(t, succeeded("pi_1"))
-			_, err := f.provider(t).Charge(context.Background(), key, paymenttest.FullRequest())
-			g.Expect(errors.Is(err, payment.ErrInvalid)).To(BeTrue())
-			g.Expect(f.received()).To(BeEmpty())
-		})
+	for _, c := range creators {
+		for name, key := range paymenttest.InvalidKeys() {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				g := NewWithT(t)
+				f := newFakeAnswering(t, succeeded("pi_1"))
+				_, err := c.call(f.provider(t), context.Background(), key)
+				g.Expect(errors.Is(err, payment.ErrInvalid)).To(BeTrue())
+				g.Expect(f.received()).To(BeEmpty())
+			})
+		}
 	}
 }
 
 func TestChargeWithDoneContextSendsNothing(t *testing.T) {
-	g := NewWithT(t)
-	f := newFakeAnswering(t, succeeded("pi_1"))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := f.provider(t).Charge(ctx, testKey, paymenttest.FullRequest())
-	g.Expect(errors.Is(err, context.Canceled)).To(BeTrue())
-	_, refusal := payment.IsRefusal(err)
-	g.Expect(refusal).To(BeFalse())
-	g.Expect(f.received()).To(BeEmpty())
+	for _, c := range creators {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFakeAnswering(t, succeeded("pi_1"))
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := c.call(f.provider(t), ctx, testKey)
+			g.Expect(errors.Is(err, context.Canceled)).To(BeTrue())
+			_, refusal := payment.IsRefusal(err)
+			g.Expect(refusal).To(BeFalse())
+			g.Expect(f.received()).To(BeEmpty())
+		})
+	}
 }
 
 func TestChargePollsUntilFinal(t *testing.T) {
@@ -296,52 +302,84 @@ func TestChargePollsUntilFinal(t *testing.T) {
 	}
 }
 
-func TestChargeProcessingForeverIsTransient(t *testing.T) {
-	g := NewWithT(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	const reads = 3
-	f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if r.Method == http.MethodGet && n == reads-1 {
-			// The operator's deadline passes while the intent is
-			// still processing.
-			cancel()
-		}
-		writeJSON(w, http.StatusOK, intent("pi_1", "processing"))
-	})
+// pendingCreate is a create that Stripe answers with an object that is not
+// final yet (status), which the call then reads until it is.
+type pendingCreate struct {
+	name, id, status string
+	// answer is the create's answer and every read's.
+	answer map[string]any
+	// inFlight is whether an object still pending is payment.ErrInFlight.
+	inFlight bool
+	call     func(p *Provider, ctx context.Context) (payment.Outcome, error)
+}
 
-	_, err := f.provider(t).Charge(ctx, testKey, paymenttest.FullRequest())
-	g.Expect(err).To(HaveOccurred())
-	_, refusal := payment.IsRefusal(err)
-	g.Expect(refusal).To(BeFalse())
-	var te *payment.TransientError
-	g.Expect(errors.As(err, &te)).To(BeTrue())
-	g.Expect(errors.Is(err, context.Canceled)).To(BeTrue())
-	g.Expect(err.Error()).To(ContainSubstring("pi_1"))
-	g.Expect(err.Error()).To(ContainSubstring("processing"))
-	g.Expect(f.count(http.MethodPost)).To(Equal(1))
-	g.Expect(f.count(http.MethodGet)).To(Equal(reads))
+// pendingCreates are the charge and the refund whose creates are answered
+// pending.
+var pendingCreates = []pendingCreate{
+	{name: "Charge", id: "pi_1", status: "processing", answer: intent("pi_1", "processing"),
+		call: func(p *Provider, ctx context.Context) (payment.Outcome, error) {
+			return p.Charge(ctx, testKey, paymenttest.FullRequest())
+		}},
+	{name: "Refund", id: "re_1", status: "pending", answer: pendingRefund("pending"), inFlight: true,
+		call: func(p *Provider, ctx context.Context) (payment.Outcome, error) {
+			return p.Refund(ctx, testRefundKey, fullRefund())
+		}},
+}
+
+func TestChargeProcessingForeverIsTransient(t *testing.T) {
+	for _, c := range pendingCreates {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			const reads = 3
+			f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				if r.Method == http.MethodGet && n == reads-1 {
+					// The operator's deadline passes while the object
+					// is still not final.
+					cancel()
+				}
+				writeJSON(w, http.StatusOK, c.answer)
+			})
+
+			_, err := c.call(f.provider(t), ctx)
+			g.Expect(err).To(HaveOccurred())
+			_, refusal := payment.IsRefusal(err)
+			g.Expect(refusal).To(BeFalse())
+			var te *payment.TransientError
+			g.Expect(errors.As(err, &te)).To(BeTrue())
+			g.Expect(errors.Is(err, context.Canceled)).To(BeTrue())
+			g.Expect(errors.Is(err, payment.ErrInFlight)).To(Equal(c.inFlight))
+			g.Expect(err.Error()).To(ContainSubstring(c.id))
+			g.Expect(err.Error()).To(ContainSubstring(c.status))
+			g.Expect(f.count(http.MethodPost)).To(Equal(1))
+			g.Expect(f.count(http.MethodGet)).To(Equal(reads))
+		})
+	}
 }
 
 func TestChargePollingErrorsAreTransient(t *testing.T) {
-	for _, tt := range readErrors {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, _ int) {
-				if r.Method == http.MethodPost {
-					// A fresh connection for the GET: net/http itself
-					// resends a GET once when a reused connection is
-					// closed before the answer.
-					writeJSON(w, http.StatusOK, intent("pi_1", "processing"), "Connection", "close")
-					return
-				}
-				tt.answer(w, r)
+	for _, c := range pendingCreates {
+		for _, tt := range readErrors {
+			t.Run(c.name+"/"+tt.name, func(t *testing.T) {
+				g := NewWithT(t)
+				f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+					if r.Method == http.MethodPost {
+						// A fresh connection for the GET: net/http itself
+						// resends a GET once when a reused connection is
+						// closed before the answer.
+						writeJSON(w, http.StatusOK, c.answer, "Connection", "close")
+						return
+					}
+					tt.answer(w, r)
+				})
+				_, err := c.call(f.provider(t), context.Background())
+				tt.expectAbout(g, err, c.id)
+				g.Expect(err.Error()).To(ContainSubstring("last seen " + c.status))
+				g.Expect(errors.Is(err, payment.ErrInFlight)).To(Equal(c.inFlight))
+				g.Expect(f.count(http.MethodPost)).To(Equal(1))
+				g.Expect(f.count(http.MethodGet)).To(Equal(1))
 			})
-			_, err := f.provider(t).Charge(context.Background(), testKey, paymenttest.FullRequest())
-			tt.expect(g, err)
-			g.Expect(err.Error()).To(ContainSubstring("last seen processing"))
-			g.Expect(f.count(http.MethodPost)).To(Equal(1))
-			g.Expect(f.count(http.MethodGet)).To(Equal(1))
-		})
+		}
 	}
 }
