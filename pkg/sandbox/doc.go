@@ -44,6 +44,16 @@ limitations under the License.
 // is ever counted in Stats.Charges; Stats.RequiresAction and Stats.Cancels
 // count them.
 //
+// Refunds are modelled as at Stripe too (CreateRefund, POST /v1/refunds):
+// only a succeeded PaymentIntent is refunded, never beyond its amount less
+// its succeeded and pending refunds (charge_already_refunded when nothing is
+// left, amount_too_large beyond what is left), under the same idempotency
+// keys, faults and rate limits as charges and in the same key space. A
+// refund succeeds at once, or stays pending for SetRefundSettleDelay;
+// FailRefund fails one afterwards, which leaves its amount to refund again.
+// ListRefunds and Refunded are the oracle that proves a caller never
+// refunds twice; Stats.RefundsByKey counts the refunds made under each key.
+//
 // The Engine holds the state and knows nothing of HTTP, so that an HTTP
 // server can be put on top of it; its errors are *StripeError values that
 // carry the HTTP status and the fields of a Stripe error body. NewServer

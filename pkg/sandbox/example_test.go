@@ -53,3 +53,32 @@ func ExampleEngine_CreatePaymentIntent() {
 	// 400 idempotency_error
 	// false 2
 }
+
+// A refund is idempotent like a charge, and never goes beyond what is left
+// of the payment; a refund that fails later leaves its amount to refund
+// again.
+func ExampleEngine_CreateRefund() {
+	e := sandbox.NewEngine()
+	paid, _, _ := e.CreatePaymentIntent("default/order-42",
+		sandbox.PaymentIntentParams{Amount: 2000, Currency: "eur", PaymentMethod: sandbox.PaymentMethodVisa})
+
+	part := sandbox.RefundParams{PaymentIntent: paid.ID, Amount: 1500}
+	first, _, err := e.CreateRefund("default.refund/r1", part)
+	fmt.Println(first.Status, first.Amount, err)
+	again, replayed, _ := e.CreateRefund("default.refund/r1", part)
+	fmt.Println(again.ID == first.ID, replayed, e.Refunded(paid.ID))
+
+	_, _, err = e.CreateRefund("default.refund/r2", part)
+	var stripeErr *sandbox.StripeError
+	if errors.As(err, &stripeErr) {
+		fmt.Println(stripeErr.HTTPStatus, stripeErr.Code)
+	}
+
+	_, _ = e.FailRefund(first.ID, sandbox.RefundFailureExpiredOrCanceledCard)
+	fmt.Println(e.Refunded(paid.ID))
+	// Output:
+	// succeeded 1500 <nil>
+	// true true 1500
+	// 400 amount_too_large
+	// 0
+}
