@@ -37,8 +37,17 @@ limitations under the License.
 //	})
 //	job, err := env.WaitForPhase(ctx, "billing", "invoice-42", paymentsv1alpha1.PhaseCompleted, time.Minute)
 //
+// CreateProvider makes a provider of the Stripe adapter, CreateHTTPProvider
+// one of the HTTP adapter against the sandbox's routes of the HTTP contract
+// (Env.SandboxURLs); a provider the test writes itself is waited for with
+// WaitForProviderReady. WaitForPhase and WaitFor wait for a job's status,
+// WaitForEvent for an event on any object (the operator records an event
+// just after the status it announces, so reading events once races it);
+// the reasons are the Reason constants of the API package.
+//
 // Env.Charges counts the sandbox's charges per idempotency key, and
 // Env.Faults switches its faults: declines, responses lost after the
-// charge, rate limits, latency, forgotten keys. docs/testing.md shows a
-// complete test and how to get the control plane's binaries.
+// charge, rate limits, latency, forgotten keys; every switch returns an
+// error. docs/testing.md shows a complete test and how to get the control
+// plane's binaries.
 package paymentjobtest

@@ -233,6 +233,36 @@ func (e *Env) Config() *rest.Config { return rest.CopyConfig(e.config) }
 // Client is a client of the API server that knows the operator's types.
 func (e *Env) Client() client.Client { return e.client }
 
-// Sandbox is the payment sandbox the providers of CreateProvider charge
-// at, for what Faults does not cover.
+// Sandbox is the payment sandbox the providers of CreateProvider and
+// CreateHTTPProvider charge at, for what Faults does not cover.
 func (e *Env) Sandbox() *sandbox.Engine { return e.engine }
+
+// SandboxURLs are where the sandbox answers, on 127.0.0.1, for a
+// PaymentProvider of the test's own (see WaitForProviderReady) or for
+// pkg/providertest.
+type SandboxURLs struct {
+	// StripeAPIBase is the base of the sandbox's Stripe API: a stripe
+	// provider's spec.stripe.apiBase.
+	StripeAPIBase string
+	// HTTPCharges is the charge endpoint of the operator's HTTP contract
+	// (/http/charges): an http provider's spec.http.url.
+	HTTPCharges string
+	// HTTPLookup is its lookup endpoint (/http/charges/lookup):
+	// spec.http.lookupURL.
+	HTTPLookup string
+	// HTTPRefunds is its refund endpoint (/http/refunds):
+	// spec.http.refundURL.
+	HTTPRefunds string
+}
+
+// SandboxURLs returns the sandbox's URLs. The sandbox accepts any bearer
+// token, or none, on its HTTP contract routes.
+func (e *Env) SandboxURLs() SandboxURLs {
+	base := e.server.URL
+	return SandboxURLs{
+		StripeAPIBase: base,
+		HTTPCharges:   base + "/http/charges",
+		HTTPLookup:    base + "/http/charges/lookup",
+		HTTPRefunds:   base + "/http/refunds",
+	}
+}

@@ -103,10 +103,10 @@ func TestFaultSwitches(t *testing.T) {
 				g.Expect(job.Status.Failure.Reason).To(Equal("CardDeclined"))
 			}},
 		{name: "decline a payment method", paymentMethod: "pm_card_mastercard",
-			fault: func(f paymentjobtest.Faults) error { f.Decline("pm_card_mastercard"); return nil },
+			fault: func(f paymentjobtest.Faults) error { return f.Decline("pm_card_mastercard") },
 			phase: paymentsv1alpha1.PhaseFailed, charges: 0},
 		{name: "response lost after the charge", paymentMethod: paymentjobtest.PaymentMethodSucceeds,
-			fault: func(f paymentjobtest.Faults) error { f.LoseResponses(1); return nil },
+			fault: func(f paymentjobtest.Faults) error { return f.LoseResponses(1) },
 			phase: paymentsv1alpha1.PhaseCompleted, charges: 1, faults: 1,
 			check: func(g Gomega, job *paymentsv1alpha1.PaymentJob, _ time.Duration) {
 				g.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue())
@@ -194,8 +194,8 @@ func TestReadableFailure(t *testing.T) {
 func TestResetTurnsEveryFaultOff(t *testing.T) {
 	g := NewWithT(t)
 	f := env.Faults()
-	f.Decline("pm_card_mastercard")
-	f.LoseResponses(3)
+	g.Expect(f.Decline("pm_card_mastercard")).To(Succeed())
+	g.Expect(f.LoseResponses(3)).To(Succeed())
 	g.Expect(f.RateLimit(3, time.Second)).To(Succeed())
 	g.Expect(f.Reset()).To(Succeed())
 	ns := namespace(t)

@@ -19,9 +19,11 @@ package paymentjobtest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -39,7 +41,10 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	env.Faults().LoseResponses(1)
+	if err := env.Faults().LoseResponses(1); err != nil {
+		fmt.Println(err)
+		return
+	}
 	_ = c.Create(ctx, &paymentsv1alpha1.PaymentJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "invoice-42", Namespace: "example"},
 		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
@@ -52,4 +57,90 @@ func Example() {
 	}
 	fmt.Println(job.Status.Phase, "replayed:", job.Status.ProviderResponse.Replayed, "charges:", env.Charges("example/invoice-42"))
 	// Output: Completed replayed: true charges: 1
+}
+
+// A payment through the operator's HTTP adapter: the provider charges at
+// the sandbox's routes of the HTTP contract instead of its Stripe API.
+func ExampleEnv_CreateHTTPProvider() {
+	ctx := context.Background()
+	c := env.Client()
+	_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "example-http"}})
+	if err := env.CreateHTTPProvider(ctx, "example-http", "payments"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = c.Create(ctx, &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "invoice-43", Namespace: "example-http"},
+		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "payments"},
+			Amount: 2000, Currency: "usd", PaymentMethod: paymentjobtest.PaymentMethodSucceeds},
+	})
+	job, err := env.WaitForPhase(ctx, "example-http", "invoice-43", paymentsv1alpha1.PhaseCompleted, time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(job.Status.Phase, "at", strings.TrimPrefix(job.Status.Provider.Endpoint, env.SandboxURLs().StripeAPIBase),
+		"charges:", env.Charges("example-http/invoice-43"))
+	// Output: Completed at /http/charges charges: 1
+}
+
+// A provider the test writes itself, here an http one without a lookup
+// endpoint: jobs through it wait until it is Ready, so the test waits too.
+func ExampleEnv_WaitForProviderReady() {
+	ctx := context.Background()
+	c := env.Client()
+	_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "example-ready"}})
+	_ = c.Create(ctx, &paymentsv1alpha1.PaymentProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-lookup", Namespace: "example-ready"},
+		Spec: paymentsv1alpha1.PaymentProviderSpec{HTTP: &paymentsv1alpha1.HTTPProvider{
+			URL: env.SandboxURLs().HTTPCharges,
+		}},
+	})
+	pp, err := env.WaitForProviderReady(ctx, "example-ready", "no-lookup", time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ready := meta.FindStatusCondition(pp.Status.Conditions, paymentsv1alpha1.ConditionReady)
+	fmt.Println(ready.Type, ready.Status, ready.Reason)
+	// Output: Ready True Ready
+}
+
+// The event a job's outcome is announced with, waited for instead of read
+// once: the operator records it just after the status it announces.
+func ExampleEnv_WaitForEvent() {
+	ctx := context.Background()
+	c := env.Client()
+	_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "example-events"}})
+	if err := env.CreateProvider(ctx, "example-events", "stripe"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	job := &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "invoice-44", Namespace: "example-events"},
+		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
+			Amount: 2000, Currency: "usd", PaymentMethod: paymentjobtest.PaymentMethodDeclined},
+	}
+	_ = c.Create(ctx, job)
+	ev, err := env.WaitForEvent(ctx, job, paymentsv1alpha1.ReasonCardDeclined, time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(ev.Type, ev.Reason)
+	// Output: Warning CardDeclined
+}
+
+// Every fault switch returns an error: nil when the sandbox took it.
+func ExampleFaults() {
+	f := env.Faults()
+	fmt.Println(f.LoseResponses(1))
+	fmt.Println(f.RateLimit(1, time.Second))
+	fmt.Println(f.LoseResponses(-1))
+	fmt.Println(f.Reset())
+	// Output:
+	// <nil>
+	// <nil>
+	// paymentjobtest: cannot lose -1 responses
+	// <nil>
 }
