@@ -90,4 +90,41 @@ limitations under the License.
 // payment.Looker, and whose Account names no account and sends nothing. The
 // service must then keep its idempotency keys for as long as a manifest can
 // come back: the operator has no other way to find an earlier charge.
+//
+// Both are a payment.Refunder. Refund sends one JSON POST to
+// Config.RefundURL with the charge's headers (Idempotency-Key: the refund
+// key) and the body {"charge", "amount", "currency", "reason", "metadata",
+// "idempotencyKey", "fingerprint"} (empty optional fields left out;
+// fingerprint is payment.RefundHash), and maps the answer with the table
+// above, but for these rows:
+//
+//	answer                                          result
+//	2xx, status processing or pending, 202 without  payment.Transient wrapping payment.ErrInFlight
+//	     a status
+//	2xx, status failed, declined, canceled,         payment.Declined, reason from the body (default RefundFailed)
+//	     cancelled or rejected
+//	400 Bad Request                                 payment.Invalid, reason from the body when it is a valid
+//	                                                condition reason (default InvalidRequest)
+//	402 Payment Required                            payment.Declined, reason from the body (default RefundFailed;
+//	                                                RefundExceedsCharge, ChargeNotFound, ChargeNotRefundable)
+//	401, 403, 404, 3xx                              payment.Transient, naming spec.http.refundURL
+//
+// Without Config.RefundURL, Refund sends nothing and returns a
+// payment.TransientError saying that refunds need spec.http.refundURL.
+//
+// LookupRefunds sends GET {lookupURL}?charge=ID and reads the answer's
+// "charges" (the charge with that id, if any; otherwise the book's Charge
+// is the zero payment.Found with that ID and no State) and "refunds" (every
+// refund of the charge, required: an answer without it is an error), each
+// refund like a charge of a lookup, plus "charge"; refunds naming another
+// charge are ignored. Refunds are grouped by idempotencyKey, newest first;
+// Refunded sums those that succeeded or may still (any status but failed,
+// declined, canceled, cancelled and rejected), with or without a key; the
+// book is always Complete. SettleRefund repeats GET {lookupURL}?key=K until
+// the refund with its id under K in "refunds" is final, as Settle does for
+// charges; still pending when the context ends is payment.ErrInFlight. Both
+// need Config.LookupURL: a *Provider without it answers them with a
+// payment.TransientError and sends nothing. Every error of LookupRefunds,
+// and every error of SettleRefund but the refusal of a refund that failed,
+// is a payment.TransientError.
 package httpprovider

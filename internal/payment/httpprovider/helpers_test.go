@@ -22,6 +22,7 @@ package httpprovider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -55,6 +56,26 @@ const (
 
 // classes are the error classes a caller tests for with errors.Is.
 var classes = []error{payment.ErrDeclined, payment.ErrInvalid, payment.ErrKeyReused, payment.ErrInFlight}
+
+// creators are the calls that send a request that creates something at the
+// service under testKey: a charge, a refund.
+var creators = []struct {
+	name string
+	call func(ctx context.Context, p payment.Provider) (payment.Outcome, error)
+}{
+	{name: "Charge", call: chargeCall},
+	{name: "Refund", call: refundCall},
+}
+
+// chargeCall charges testRequest under testKey.
+func chargeCall(ctx context.Context, p payment.Provider) (payment.Outcome, error) {
+	return p.Charge(ctx, testKey, testRequest)
+}
+
+// refundCall refunds testRefund under testKey.
+func refundCall(ctx context.Context, p payment.Provider) (payment.Outcome, error) {
+	return p.(payment.Refunder).Refund(ctx, testKey, testRefund)
+}
 
 // received is a request as the payment service saw it.
 type received struct {
@@ -132,6 +153,21 @@ func sequence(bodies ...string) http.HandlerFunc {
 // charges is a lookup answer holding the charges, each a JSON object.
 func charges(c ...string) string {
 	return `{"charges":[` + strings.Join(c, ",") + `]}`
+}
+
+// refundEntry is a refund of ch_1 in a lookup answer, with the extra
+// fields, each a JSON "name":value, after its own (one named as its own
+// wins over it).
+func refundEntry(key, id, status string, amount, created int64, extra ...string) string {
+	fields := append([]string{fmt.Sprintf(`"idempotencyKey":%q,"id":%q,"status":%q,"amount":%d,"currency":"eur","created":%d,"fingerprint":"sha256:%s","charge":"ch_1"`,
+		key, id, status, amount, created, id)}, extra...)
+	return "{" + strings.Join(fields, ",") + "}"
+}
+
+// book is a lookup answer holding the charges and the refunds, each a
+// JSON object.
+func book(charges, refunds []string) string {
+	return `{"charges":[` + strings.Join(charges, ",") + `],"refunds":[` + strings.Join(refunds, ",") + `]}`
 }
 
 // drain returns every request received so far.

@@ -34,6 +34,10 @@ import (
 // keyParameter is the query parameter that carries each key looked up.
 const keyParameter = "key"
 
+// chargeParameter is the query parameter that carries the charge whose
+// refunds are looked up.
+const chargeParameter = "charge"
+
 // maxAccountLength bounds the account identifier the service names.
 const maxAccountLength = 255
 
@@ -60,6 +64,15 @@ type lookupResponse struct {
 	Account string `json:"account"`
 	// Charges is nil when the body has no charges array.
 	Charges *[]lookupCharge `json:"charges"`
+	// Refunds is nil when the body has no refunds array.
+	Refunds *[]lookupRefund `json:"refunds"`
+}
+
+// lookupRefund is one refund of a lookup answer: the fields of a charge,
+// and the charge it refunds.
+type lookupRefund struct {
+	lookupCharge
+	Charge string `json:"charge"`
 }
 
 // lookupCharge is one charge of a lookup answer.
@@ -90,7 +103,7 @@ func (p *LookupProvider) Lookup(ctx context.Context, keys []string) (map[string]
 	}
 	found := make(map[string][]payment.Found)
 	for _, c := range charges {
-		f, err := p.found(c)
+		f, err := p.found(c, chargeOp)
 		if err != nil {
 			return nil, err
 		}
@@ -106,45 +119,57 @@ func (p *LookupProvider) Lookup(ctx context.Context, keys []string) (map[string]
 // lookup or a charge still pending when ctx is done is a
 // payment.TransientError. It never sends a charge.
 func (p *LookupProvider) Settle(ctx context.Context, key, id string) (payment.Outcome, error) {
-	if err := checkKeys([]string{key}); err != nil {
-		return payment.Outcome{}, err
-	}
-	if id == "" {
-		return payment.Outcome{}, payment.Transient(errors.New("cannot settle a charge without an id"), 0)
-	}
-	wait := p.pollInterval
-	for {
+	return p.settle(ctx, chargeOp, key, id, func() (*lookupCharge, error) {
 		charges, err := p.lookup(ctx, []string{key})
-		if err != nil {
-			return payment.Outcome{}, p.settleError(id, err)
-		}
 		var charge *lookupCharge
 		for i := range charges {
 			if charges[i].ID == id {
 				charge = &charges[i]
 			}
 		}
-		if charge == nil {
-			return payment.Outcome{}, payment.Transient(fmt.Errorf(
-				"cannot settle charge %s: the payment service's lookup endpoint holds no charge with this id under the key", p.clean(id)), 0)
-		}
-		f, err := p.found(*charge)
+		return charge, err
+	})
+}
+
+// settle reads the entry (a charge, a refund: op) with id under key with
+// read, a lookup, until it is final, waiting between two lookups from the
+// poll interval, doubling to the maximum, until ctx is done. read returns
+// nil when the lookup holds no entry with id under key. A key or an id that
+// cannot be settled is an error before anything is sent.
+func (p *LookupProvider) settle(ctx context.Context, op operation, key, id string, read func() (*lookupCharge, error)) (payment.Outcome, error) {
+	if err := checkKeys([]string{key}); err != nil {
+		return payment.Outcome{}, err
+	}
+	if id == "" {
+		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot settle a %s without an id", op.noun), 0)
+	}
+	wait := p.pollInterval
+	for {
+		entry, err := read()
 		if err != nil {
-			return payment.Outcome{}, p.settleError(id, err)
+			return payment.Outcome{}, p.settleError(op, id, err)
+		}
+		if entry == nil {
+			return payment.Outcome{}, payment.Transient(fmt.Errorf(
+				"cannot settle %[1]s %[2]s: the payment service's lookup endpoint holds no %[1]s with this id under the key", op.noun, p.clean(id)), 0)
+		}
+		f, err := p.found(*entry, op)
+		if err != nil {
+			return payment.Outcome{}, p.settleError(op, id, err)
 		}
 		status := strings.ToLower(strings.TrimSpace(f.Status))
 		switch f.State {
 		case payment.StateSucceeded:
 			return f.Outcome, nil
 		case payment.StateNotCharged:
-			return payment.Outcome{}, p.declined("charge "+p.clean(id), status, charge.Reason, charge.Message)
+			return payment.Outcome{}, p.declined(op, op.noun+" "+p.clean(id), status, entry.Reason, entry.Message)
 		}
 
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return payment.Outcome{}, payment.Transient(fmt.Errorf("charge %s is still %q: %w", p.clean(id), p.clean(status), ctx.Err()), 0)
+			return payment.Outcome{}, op.pending(fmt.Errorf("%s %s is still %q: %w", op.noun, p.clean(id), p.clean(status), ctx.Err()), 0)
 		case <-timer.C:
 		}
 		wait = min(2*wait, p.maxPollInterval)
@@ -155,7 +180,7 @@ func (p *LookupProvider) Settle(ctx context.Context, key, id string) (payment.Ou
 // answer's account, or "" when it names none. Every error is a
 // payment.TransientError.
 func (p *LookupProvider) Account(ctx context.Context) (string, error) {
-	body, err := p.get(ctx, nil)
+	body, err := p.get(ctx, url.Values{})
 	if err != nil {
 		return "", err
 	}
@@ -186,7 +211,7 @@ func checkKeys(keys []string) error {
 // lookup returns the charges of the lookup answer for keys that carry one of
 // keys.
 func (p *LookupProvider) lookup(ctx context.Context, keys []string) ([]lookupCharge, error) {
-	body, err := p.get(ctx, keys)
+	body, err := p.get(ctx, keyQuery(keys))
 	if err != nil {
 		return nil, err
 	}
@@ -207,19 +232,20 @@ func (p *LookupProvider) lookup(ctx context.Context, keys []string) ([]lookupCha
 	return charges, nil
 }
 
-// found maps a charge of a lookup answer. A charge without an id, an amount
-// or a currency, or with a malformed created time, is a transient error.
-func (p *LookupProvider) found(c lookupCharge) (payment.Found, error) {
-	const prefix = "payment service's lookup endpoint answered a charge"
+// found maps a charge (or a refund: op) of a lookup answer. One without an
+// id, an amount or a currency, or with a malformed created time, is a
+// transient error.
+func (p *LookupProvider) found(c lookupCharge, op operation) (payment.Found, error) {
+	prefix := "payment service's lookup endpoint answered a " + op.noun
 	switch {
 	case c.ID == "":
 		return payment.Found{}, payment.Transient(errors.New(prefix+" without an id, so nothing is known about the keys"), 0)
 	case c.Amount == nil || c.Currency == "":
-		return payment.Found{}, payment.Transient(fmt.Errorf(prefix+" %s without an amount or a currency", p.clean(c.ID)), 0)
+		return payment.Found{}, payment.Transient(fmt.Errorf("%s %s without an amount or a currency", prefix, p.clean(c.ID)), 0)
 	}
 	created, err := parseCreated(c.Created)
 	if err != nil {
-		return payment.Found{}, payment.Transient(fmt.Errorf(prefix+" %s that is malformed: %w", p.clean(c.ID), err), 0)
+		return payment.Found{}, payment.Transient(fmt.Errorf("%s %s that is malformed: %w", prefix, p.clean(c.ID), err), 0)
 	}
 	return payment.Found{
 		Key: c.IdempotencyKey,
@@ -250,13 +276,13 @@ func chargeState(status string) payment.ChargeState {
 	}
 }
 
-// get sends one GET to the lookup endpoint with keys as key parameters and
+// get sends one GET to the lookup endpoint with the parameters of q and
 // decodes a 200 answer. Anything else is a payment.TransientError.
-func (p *LookupProvider) get(ctx context.Context, keys []string) (lookupResponse, error) {
+func (p *LookupProvider) get(ctx context.Context, q url.Values) (lookupResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return lookupResponse{}, payment.Transient(fmt.Errorf("cannot look charges up: %w", err), 0)
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.requestURL(keys), nil)
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.requestURL(q), nil)
 	if err != nil {
 		return lookupResponse{}, payment.Transient(errors.New("cannot build the lookup request"), 0)
 	}
@@ -309,16 +335,21 @@ func (p *LookupProvider) get(ctx context.Context, keys []string) (lookupResponse
 	return body, nil
 }
 
-// requestURL is the lookup url with one key parameter per distinct key,
-// after the parameters the url has.
-func (p *LookupProvider) requestURL(keys []string) string {
-	u := *p.lookupURL
+// keyQuery is one key parameter per distinct key.
+func keyQuery(keys []string) url.Values {
 	q := url.Values{}
 	for _, k := range keys {
 		if !slices.Contains(q[keyParameter], k) {
 			q.Add(keyParameter, k)
 		}
 	}
+	return q
+}
+
+// requestURL is the lookup url with the parameters of q after the
+// parameters the url has.
+func (p *LookupProvider) requestURL(q url.Values) string {
+	u := *p.lookupURL
 	if len(q) > 0 {
 		if u.RawQuery != "" {
 			u.RawQuery += "&"
@@ -328,13 +359,13 @@ func (p *LookupProvider) requestURL(keys []string) string {
 	return u.String()
 }
 
-// settleError is err, a failed lookup, said of the charge with id; it keeps
-// err's Retry-After.
-func (p *LookupProvider) settleError(id string, err error) error {
+// settleError is err, a failed lookup, said of op's entry with id; it
+// keeps err's Retry-After.
+func (p *LookupProvider) settleError(op operation, id string, err error) error {
 	cause := err
 	var t *payment.TransientError
 	if errors.As(err, &t) && t.Err != nil {
 		cause = t.Err
 	}
-	return payment.Transient(fmt.Errorf("cannot settle charge %s: %w", p.clean(id), cause), payment.RetryAfter(err))
+	return payment.Transient(fmt.Errorf("cannot settle %s %s: %w", op.noun, p.clean(id), cause), payment.RetryAfter(err))
 }

@@ -435,6 +435,26 @@ func TestAccountReadsTheLookupEndpoint(t *testing.T) {
 	}
 }
 
+// settled is what a settle call made of the lookup's answers, and the
+// requests it sent.
+type settled struct {
+	got  payment.Outcome
+	err  error
+	sent []received
+}
+
+// settleAgainst serves answers, in order, to call, which settles, bounded
+// by ten seconds should it poll on by mistake.
+func settleAgainst(t *testing.T, answers []string, call func(ctx context.Context, p *httpprovider.LookupProvider) (payment.Outcome, error)) settled {
+	t.Helper()
+	srv, requests := newServer(t, sequence(answers...))
+	p := newLooker(t, srv, httpprovider.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := call(ctx, p)
+	return settled{got: got, err: err, sent: drain(requests)}
+}
+
 func TestSettleLooksTheChargeUpUntilItIsFinal(t *testing.T) {
 	created := time.Unix(createdEpoch, 0).UTC()
 	pending := fmt.Sprintf(testCharge, "pending")
@@ -496,15 +516,11 @@ func TestSettleLooksTheChargeUpUntilItIsFinal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			srv, requests := newServer(t, sequence(tt.answers...))
-			p := newLooker(t, srv, httpprovider.Config{})
-			// Bounds a Settle that polls on by mistake.
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			s := settleAgainst(t, tt.answers, func(ctx context.Context, p *httpprovider.LookupProvider) (payment.Outcome, error) {
+				return p.Settle(ctx, testKey, "ch_1")
+			})
+			got, err, sent := s.got, s.err, s.sent
 
-			got, err := p.Settle(ctx, testKey, "ch_1")
-
-			sent := drain(requests)
 			g.Expect(sent).To(HaveLen(tt.wantRequests))
 			for _, r := range sent {
 				g.Expect(r.method).To(Equal(http.MethodGet), "settling never charges")

@@ -59,6 +59,10 @@ type Config struct {
 	// answers the charges held under idempotency keys and the account's
 	// identifier. With it New returns a *LookupProvider, a payment.Looker.
 	LookupURL string
+	// RefundURL is the optional refund endpoint, validated like URL, that
+	// receives the refund requests. Without it Refund sends nothing and
+	// fails; refunds need LookupURL too.
+	RefundURL string
 	// Token is the optional bearer token sent in the Authorization header.
 	// Surrounding whitespace, such as the newline a Secret created from a
 	// file often ends with, is removed. It never appears in errors.
@@ -80,13 +84,16 @@ type Config struct {
 }
 
 // Provider is a payment.Provider that charges through a payment service that
-// implements the operator's HTTP contract, and a payment.Identifier that
-// names no account. It is safe for concurrent use.
+// implements the operator's HTTP contract, a payment.Identifier that names no
+// account, and a payment.Refunder whose refunds need Config.RefundURL, and
+// whose refund lookups need Config.LookupURL (a *LookupProvider). It is safe
+// for concurrent use.
 type Provider struct {
-	url      string
-	token    string
-	client   *http.Client
-	maxBytes int64
+	url       string
+	refundURL string
+	token     string
+	client    *http.Client
+	maxBytes  int64
 }
 
 // New validates cfg and returns a *Provider, or a *LookupProvider, which is
@@ -102,8 +109,16 @@ func New(cfg Config) (payment.Provider, error) {
 		if lookup, err = endpoint("lookup url", cfg.LookupURL); err != nil {
 			return nil, err
 		}
-		if lookup.Query().Has(keyParameter) {
-			return nil, fmt.Errorf("cannot use the payment service lookup url: it must not have a %q parameter; the operator adds the keys", keyParameter)
+		for _, param := range []string{keyParameter, chargeParameter} {
+			if lookup.Query().Has(param) {
+				return nil, fmt.Errorf("cannot use the payment service lookup url: it must not have a %q parameter; the operator adds it", param)
+			}
+		}
+	}
+	var refund *url.URL
+	if cfg.RefundURL != "" {
+		if refund, err = endpoint("refund url", cfg.RefundURL); err != nil {
+			return nil, err
 		}
 	}
 	token := strings.TrimSpace(cfg.Token)
@@ -123,6 +138,9 @@ func New(cfg Config) (payment.Provider, error) {
 		token:    token,
 		client:   cfg.HTTPClient,
 		maxBytes: cfg.MaxResponseBytes,
+	}
+	if refund != nil {
+		p.refundURL = refund.String()
 	}
 	if p.client == nil {
 		p.client = payment.NewHTTPClient()
@@ -169,24 +187,48 @@ type chargeBody struct {
 // outcome or to one of package payment's error classes, as the package
 // documentation describes. A context that is already done sends nothing.
 func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+	body := chargeBody{ChargeRequest: req, IdempotencyKey: key, Fingerprint: payment.RequestHash(key, req)}
+	return p.create(ctx, chargeOp, p.url, key, body, payment.Outcome{Amount: req.Amount, Currency: req.Currency})
+}
+
+// create sends payload to target under key and maps the answer to op's
+// outcome, whose amount and currency default to fallback's. An invalid key
+// sends nothing, so nothing can have been created: a payment.Invalid
+// refusal.
+func (p *Provider) create(ctx context.Context, op operation, target, key string, payload any, fallback payment.Outcome) (payment.Outcome, error) {
 	if !payment.ValidKey(key) {
-		// Nothing is sent, so nothing can have been charged.
 		return payment.Outcome{}, payment.Invalid("the idempotency key must be 1 to 255 visible ASCII characters")
 	}
-	body, err := json.Marshal(chargeBody{
-		ChargeRequest:  req,
-		IdempotencyKey: key,
-		Fingerprint:    payment.RequestHash(key, req),
-	})
+	a, err := p.post(ctx, op, target, key, payload)
 	if err != nil {
-		return payment.Outcome{}, payment.Invalid(fmt.Sprintf("cannot encode the charge request: %v", err))
+		return payment.Outcome{}, err
+	}
+	return p.interpret(op, a, fallback)
+}
+
+// answer is a complete answer of the service.
+type answer struct {
+	code       int
+	header     http.Header
+	raw        []byte
+	retryAfter time.Duration
+}
+
+// post sends payload, encoded as JSON, in one POST to target under key with
+// the contract's headers, and reads the whole answer. Every error is
+// uncertain but one in encoding payload, which sends nothing: a
+// payment.Invalid refusal.
+func (p *Provider) post(ctx context.Context, op operation, target, key string, payload any) (answer, error) {
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return answer{}, payment.Invalid(fmt.Sprintf("cannot encode the %s request: %v", op.noun, err))
 	}
 	if err := ctx.Err(); err != nil {
-		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot send the charge: %w", err), 0)
+		return answer{}, payment.Transient(fmt.Errorf("cannot send the %s: %w", op.noun, err), 0)
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot build the charge request: %w", err), 0)
+		return answer{}, payment.Transient(fmt.Errorf("cannot build the %s request: %w", op.noun, err), 0)
 	}
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Accept", "application/json")
@@ -200,15 +242,15 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	if err != nil {
 		// Neither the token nor the body is part of a client error; the
 		// url is, and New refuses urls with user information.
-		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot reach the payment service: %w", err), 0)
+		return answer{}, payment.Transient(fmt.Errorf("cannot reach the payment service: %w", err), 0)
 	}
 	defer func() { _ = resp.Body.Close() }()
 
-	retryAfter := payment.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	raw, err := readBody(resp.Body, p.maxBytes)
-	if err != nil {
-		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s, but %w", statusLine(resp.StatusCode), err), retryAfter)
+	a := answer{code: resp.StatusCode, header: resp.Header,
+		retryAfter: payment.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	if a.raw, err = readBody(resp.Body, p.maxBytes); err != nil {
+		return answer{}, payment.Transient(
+			fmt.Errorf("payment service answered %s, but %w", statusLine(resp.StatusCode), err), a.retryAfter)
 	}
-	return p.interpret(resp.StatusCode, resp.Header, raw, req, retryAfter)
+	return a, nil
 }

@@ -152,22 +152,56 @@ func TestChargeSendsTheContractRequest(t *testing.T) {
 	}
 }
 
+// answerCase is an answer of the service and what the call that sent the
+// request must make of it.
+type answerCase struct {
+	name   string
+	status int
+	header map[string]string
+	body   string
+
+	wantOutcome    *payment.Outcome // success
+	wantClass      error            // errors.Is; nil for a bare transient
+	wantRefusal    bool
+	wantReason     string
+	wantRetryAfter time.Duration
+	wantMessage    string
+	notWant        string // never in the message
+}
+
+// check asserts that got and err are what the answer must be made into.
+func (tt answerCase) check(g Gomega, got payment.Outcome, err error) {
+	if tt.wantOutcome != nil {
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(*tt.wantOutcome))
+		return
+	}
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(got).To(Equal(payment.Outcome{}))
+	refusal, refused := payment.IsRefusal(err)
+	g.Expect(refused).To(Equal(tt.wantRefusal), "refusal: %v", err)
+	if tt.wantRefusal {
+		g.Expect(refusal.Reason).To(Equal(tt.wantReason))
+	} else if tt.wantClass == nil {
+		expectTransient(g, err)
+	}
+	for _, class := range classes {
+		g.Expect(errors.Is(err, class)).To(Equal(class == tt.wantClass), "errors.Is(err, %v) for %v", class, err)
+	}
+	g.Expect(payment.RetryAfter(err)).To(Equal(tt.wantRetryAfter))
+	g.Expect(err.Error()).To(ContainSubstring(tt.wantMessage))
+	g.Expect(err.Error()).NotTo(ContainSubstring(testToken))
+	if tt.notWant != "" {
+		g.Expect(err.Error()).NotTo(ContainSubstring(tt.notWant))
+		if tt.wantRefusal {
+			g.Expect(refusal.Message).NotTo(ContainSubstring(tt.notWant))
+		}
+	}
+}
+
 func TestChargeMapsEveryAnswer(t *testing.T) {
 	created := time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)
-	tests := []struct {
-		name   string
-		status int
-		header map[string]string
-		body   string
-
-		wantOutcome    *payment.Outcome // success
-		wantClass      error            // errors.Is; nil for a bare transient
-		wantRefusal    bool
-		wantReason     string
-		wantRetryAfter time.Duration
-		wantMessage    string
-		notWant        string // never in the message
-	}{
+	tests := []answerCase{
 		// Successes.
 		{
 			name: "200 succeeded with every field, created as unix seconds", status: 200,
@@ -355,40 +389,23 @@ func TestChargeMapsEveryAnswer(t *testing.T) {
 		{name: "418, another 4xx", status: 418, wantMessage: "418 I'm a teapot: the contract does not use this status"},
 		{name: "304, a 3xx", status: 304, wantMessage: "304 Not Modified: redirects are not followed"},
 	}
+	runAnswers(t, chargeCall, tests)
+}
+
+// runAnswers sends one request with call to a service that answers each of
+// tests, and checks what call makes of the answer.
+func runAnswers(t *testing.T, call func(ctx context.Context, p payment.Provider) (payment.Outcome, error), tests []answerCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			srv, _ := newServer(t, answer(tt.status, tt.header, tt.body))
-			p := newProvider(t, httpprovider.Config{URL: srv.URL, Token: testToken})
+			srv, requests := newServer(t, answer(tt.status, tt.header, tt.body))
+			p := newProvider(t, httpprovider.Config{URL: srv.URL, RefundURL: srv.URL, Token: testToken})
 
-			got, err := p.Charge(context.Background(), testKey, testRequest)
+			got, err := call(context.Background(), p)
 
-			if tt.wantOutcome != nil {
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(got).To(Equal(*tt.wantOutcome))
-				return
-			}
-			g.Expect(err).To(HaveOccurred())
-			g.Expect(got).To(Equal(payment.Outcome{}))
-			refusal, refused := payment.IsRefusal(err)
-			g.Expect(refused).To(Equal(tt.wantRefusal), "refusal: %v", err)
-			if tt.wantRefusal {
-				g.Expect(refusal.Reason).To(Equal(tt.wantReason))
-			} else if tt.wantClass == nil {
-				expectTransient(g, err)
-			}
-			for _, class := range classes {
-				g.Expect(errors.Is(err, class)).To(Equal(class == tt.wantClass), "errors.Is(err, %v) for %v", class, err)
-			}
-			g.Expect(payment.RetryAfter(err)).To(Equal(tt.wantRetryAfter))
-			g.Expect(err.Error()).To(ContainSubstring(tt.wantMessage))
-			g.Expect(err.Error()).NotTo(ContainSubstring(testToken))
-			if tt.notWant != "" {
-				g.Expect(err.Error()).NotTo(ContainSubstring(tt.notWant))
-				if tt.wantRefusal {
-					g.Expect(refusal.Message).NotTo(ContainSubstring(tt.notWant))
-				}
-			}
+			tt.check(g, got, err)
+			g.Expect(drain(requests)).To(HaveLen(1), "one request, whatever the answer")
 		})
 	}
 }
@@ -424,19 +441,21 @@ func TestChargeTreatsBrokenAnswersAsTransient(t *testing.T) {
 			wantMessage: "larger than 33 bytes",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			srv, _ := newServer(t, tt.respond)
-			p := newProvider(t, httpprovider.Config{URL: srv.URL, MaxResponseBytes: tt.maxBytes})
+	for _, c := range creators {
+		for _, tt := range tests {
+			t.Run(c.name+"/"+tt.name, func(t *testing.T) {
+				g := NewWithT(t)
+				srv, _ := newServer(t, tt.respond)
+				p := newProvider(t, httpprovider.Config{URL: srv.URL, RefundURL: srv.URL, MaxResponseBytes: tt.maxBytes})
 
-			got, err := p.Charge(context.Background(), testKey, testRequest)
+				got, err := c.call(context.Background(), p)
 
-			expectTransient(g, err)
-			g.Expect(errors.Is(err, payment.ErrInFlight)).To(BeFalse())
-			g.Expect(err.Error()).To(ContainSubstring(tt.wantMessage))
-			g.Expect(got).To(Equal(payment.Outcome{}))
-		})
+				expectTransient(g, err)
+				g.Expect(errors.Is(err, payment.ErrInFlight)).To(BeFalse())
+				g.Expect(err.Error()).To(ContainSubstring(tt.wantMessage))
+				g.Expect(got).To(Equal(payment.Outcome{}))
+			})
+		}
 	}
 }
 
@@ -475,15 +494,19 @@ func TestChargeGivesUpAtTheContextDeadline(t *testing.T) {
 }
 
 func TestChargeWithADoneContextSendsNothing(t *testing.T) {
-	g := NewWithT(t)
-	srv, requests := newServer(t, answer(http.StatusOK, nil, `{"id":"ch_1"}`))
-	p := newProvider(t, httpprovider.Config{URL: srv.URL})
+	for _, c := range creators {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			srv, requests := newServer(t, answer(http.StatusOK, nil, `{"id":"ch_1"}`))
+			p := newProvider(t, httpprovider.Config{URL: srv.URL, RefundURL: srv.URL})
 
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := p.Charge(ctx, testKey, testRequest)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := c.call(ctx, p)
 
-	expectCanceledBeforeSending(g, err, requests)
+			expectCanceledBeforeSending(g, err, requests)
+		})
+	}
 }
 
 func TestChargeDoesNotFollowRedirects(t *testing.T) {
@@ -530,20 +553,22 @@ func TestChargeNeverPutsTheTokenInAnError(t *testing.T) {
 		{name: "message split across lines", respond: echoToken(402, jsonType, `{"message":"a TOKEN\nb"}`)},
 		{name: "message longer than the cut", respond: echoToken(402, jsonType, `{"message":"`+strings.Repeat("x", 490)+`TOKEN"}`)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			srv, _ := newServer(t, tt.respond)
-			p := newProvider(t, httpprovider.Config{URL: srv.URL, Token: testToken})
+	for _, c := range creators {
+		for _, tt := range tests {
+			t.Run(c.name+"/"+tt.name, func(t *testing.T) {
+				g := NewWithT(t)
+				srv, _ := newServer(t, tt.respond)
+				p := newProvider(t, httpprovider.Config{URL: srv.URL, RefundURL: srv.URL, Token: testToken})
 
-			_, err := p.Charge(context.Background(), testKey, testRequest)
+				_, err := c.call(context.Background(), p)
 
-			expectNoToken(g, err)
-			if r, ok := payment.IsRefusal(err); ok {
-				g.Expect(r.Reason).NotTo(ContainSubstring(testToken))
-				g.Expect(r.Message).NotTo(ContainSubstring(testToken))
-			}
-		})
+				expectNoToken(g, err)
+				if r, ok := payment.IsRefusal(err); ok {
+					g.Expect(r.Reason).NotTo(ContainSubstring(testToken))
+					g.Expect(r.Message).NotTo(ContainSubstring(testToken))
+				}
+			})
+		}
 	}
 
 	t.Run("service unreachable", func(t *testing.T) {

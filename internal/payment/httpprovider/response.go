@@ -18,6 +18,7 @@ package httpprovider
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,63 +73,106 @@ func readBody(r io.Reader, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// interpret maps a complete answer to an outcome or an error class.
-func (p *Provider) interpret(code int, h http.Header, raw []byte, req payment.ChargeRequest, retryAfter time.Duration) (payment.Outcome, error) {
-	switch {
+// operation is what differs between the endpoints that create something
+// at the service, a charge or a refund, and between the lookups of the two:
+// the words of their errors, the default reason of their refusals, and
+// what a 400 and an answer that is not final yet become.
+type operation struct {
+	// noun names what is created: "charge" or "refund".
+	noun string
+	// effect names what may have happened when an answer is not
+	// understood: "payment" or "refund".
+	effect string
+	// reason is the default reason of a refusal without one ("" is
+	// payment.Declined's, CardDeclined).
+	reason string
+	// invalidReason is whether a 400's body may give its refusal's reason
+	// (the default is payment.ReasonInvalidRequest).
+	invalidReason bool
+	// notFinal, when it is not nil, is wrapped by the error of an answer
+	// that is not final yet.
+	notFinal error
+	// hints say what to fix for the status codes the contract does not use.
+	hints endpointHints
+}
+
+var (
+	// chargeOp is the charge endpoint's operation.
+	chargeOp = operation{noun: "charge", effect: "payment", hints: chargeHints}
+	// refundOp is the refund endpoint's operation.
+	refundOp = operation{
+		noun: "refund", effect: "refund", reason: payment.ReasonRefundFailed,
+		invalidReason: true, notFinal: payment.ErrInFlight, hints: refundHints,
+	}
+)
+
+// pending is the uncertain error of an answer that is not final yet: cause,
+// wrapping op.notFinal too when there is one.
+func (op operation) pending(cause error, retryAfter time.Duration) error {
+	if op.notFinal != nil {
+		cause = fmt.Errorf("%w: %w", cause, op.notFinal)
+	}
+	return payment.Transient(cause, retryAfter)
+}
+
+// interpret maps a complete answer to op to an outcome or an error class;
+// fallback holds the amount and currency of the request.
+func (p *Provider) interpret(op operation, a answer, fallback payment.Outcome) (payment.Outcome, error) {
+	switch code := a.code; {
 	case code >= 200 && code <= 299:
-		return p.success(code, h, raw, req, retryAfter)
+		return p.success(op, a, fallback)
 	case code == http.StatusBadRequest:
-		_, msg := p.explain(code, raw)
-		return payment.Outcome{}, payment.Invalid(msg)
+		reason, msg := p.explain(code, a.raw)
+		if !op.invalidReason || reason == "" {
+			reason = payment.ReasonInvalidRequest
+		}
+		return payment.Outcome{}, &payment.Refusal{Class: payment.ErrInvalid, Reason: reason, Message: msg}
 	case code == http.StatusPaymentRequired:
-		reason, msg := p.explain(code, raw)
-		return payment.Outcome{}, payment.Declined(reason, msg)
+		reason, msg := p.explain(code, a.raw)
+		return payment.Outcome{}, payment.Declined(cmp.Or(reason, op.reason), msg)
 	case code == http.StatusUnprocessableEntity:
-		_, msg := p.explain(code, raw)
+		_, msg := p.explain(code, a.raw)
 		return payment.Outcome{}, payment.KeyReused(msg)
 	case code == http.StatusConflict:
-		return payment.Outcome{}, payment.InFlight(retryAfter)
+		return payment.Outcome{}, payment.InFlight(a.retryAfter)
 	case code == http.StatusTooManyRequests || (code >= 500 && code <= 599):
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s%s", statusLine(code), p.serviceSaid(raw)), retryAfter)
+			fmt.Errorf("payment service answered %s%s", statusLine(code), p.serviceSaid(a.raw)), a.retryAfter)
 	default:
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s: %s%s", statusLine(code), chargeHints.hint(code), p.serviceSaid(raw)), retryAfter)
+			fmt.Errorf("payment service answered %s: %s%s", statusLine(code), op.hints.hint(code), p.serviceSaid(a.raw)), a.retryAfter)
 	}
 }
 
-// success maps a 2xx answer. Anything short of a well-formed charge with an
-// id is Transient: the payment may have happened.
-func (p *Provider) success(code int, h http.Header, raw []byte, req payment.ChargeRequest, retryAfter time.Duration) (payment.Outcome, error) {
-	line := statusLine(code)
-	if len(bytes.TrimSpace(raw)) == 0 {
+// success maps a 2xx answer. Anything short of a well-formed answer with an
+// id is Transient: the payment (or refund) may have happened.
+func (p *Provider) success(op operation, a answer, fallback payment.Outcome) (payment.Outcome, error) {
+	line := statusLine(a.code)
+	if len(bytes.TrimSpace(a.raw)) == 0 {
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s with an empty body, so the payment may have happened", line), retryAfter)
+			fmt.Errorf("payment service answered %s with an empty body, so the %s may have happened", line, op.effect), a.retryAfter)
 	}
 	var body chargeResponse
-	if err := json.Unmarshal(raw, &body); err != nil {
+	if err := json.Unmarshal(a.raw, &body); err != nil {
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s with a body that is not the expected JSON object, so the payment may have happened: %s",
-				line, p.clean(err.Error())), retryAfter)
+			fmt.Errorf("payment service answered %s with a body that is not the expected JSON object, so the %s may have happened: %s",
+				line, op.effect, p.clean(err.Error())), a.retryAfter)
 	}
 	if body.ID == "" {
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s without a charge id, so the payment may have happened", line), retryAfter)
+			fmt.Errorf("payment service answered %s without a %s id, so the %s may have happened", line, op.noun, op.effect), a.retryAfter)
 	}
 	created, err := parseCreated(body.Created)
 	if err != nil {
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service answered %s with a malformed charge, so the payment may have happened: %w", line, err), retryAfter)
+			fmt.Errorf("payment service answered %s with a malformed %s, so the %s may have happened: %w", line, op.noun, op.effect, err), a.retryAfter)
 	}
 
-	outcome := payment.Outcome{
-		ID:       body.ID,
-		Status:   body.Status,
-		Amount:   req.Amount,
-		Currency: req.Currency,
-		Created:  created,
-		Replayed: body.Replayed || strings.EqualFold(strings.TrimSpace(h.Get("Idempotent-Replayed")), "true"),
-	}
+	outcome := fallback
+	outcome.ID = body.ID
+	outcome.Status = body.Status
+	outcome.Created = created
+	outcome.Replayed = body.Replayed || strings.EqualFold(strings.TrimSpace(a.header.Get("Idempotent-Replayed")), "true")
 	if body.Amount != nil {
 		outcome.Amount = *body.Amount
 	}
@@ -141,32 +185,32 @@ func (p *Provider) success(code int, h http.Header, raw []byte, req payment.Char
 	case "succeeded", "paid", "completed":
 		return outcome, nil
 	case "":
-		if code == http.StatusAccepted {
-			return payment.Outcome{}, payment.Transient(
-				errors.New("payment service accepted the charge without a status; asking again later with the same key"), retryAfter)
+		if a.code == http.StatusAccepted {
+			return payment.Outcome{}, op.pending(fmt.Errorf(
+				"payment service accepted the %s without a status; asking again later with the same key", op.noun), a.retryAfter)
 		}
 		return outcome, nil
 	case "failed", "declined", "canceled", "cancelled", "rejected":
-		return payment.Outcome{}, p.declined("the charge", status, body.Reason, body.Message)
+		return payment.Outcome{}, p.declined(op, "the "+op.noun, status, body.Reason, body.Message)
 	case "processing", "pending":
-		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service reported the charge as %q; asking again later with the same key", status), retryAfter)
+		return payment.Outcome{}, op.pending(fmt.Errorf(
+			"payment service reported the %s as %q; asking again later with the same key", op.noun, status), a.retryAfter)
 	default:
 		return payment.Outcome{}, payment.Transient(
-			fmt.Errorf("payment service reported the charge with the unknown status %q, so the outcome is uncertain", p.clean(status)), retryAfter)
+			fmt.Errorf("payment service reported the %s with the unknown status %q, so the outcome is uncertain", op.noun, p.clean(status)), a.retryAfter)
 	}
 }
 
-// declined is the refusal of a charge, named by what, that the service
+// declined is the refusal of op's object, named by what, that the service
 // reports in the final status without money moved, with the reason and
-// message the service gave.
-func (p *Provider) declined(what, status, reason, message string) error {
+// message the service gave; op.reason when it gave none.
+func (p *Provider) declined(op operation, what, status, reason, message string) error {
 	msg := fmt.Sprintf("payment service reported %s as %q", what, status)
 	if m := p.clean(message); m != "" {
 		msg += ": " + m
 	}
 	reason, msg = p.reason(reason, msg)
-	return payment.Declined(reason, msg)
+	return payment.Declined(cmp.Or(reason, op.reason), msg)
 }
 
 // explain returns the reason and message of a refusal: from the fields of
@@ -245,6 +289,13 @@ var (
 		url:      "url (spec.http.url)",
 		may:      "create charges",
 		endpoint: "the charge endpoint",
+		other:    "the contract does not use this status",
+	}
+	// refundHints are the hints of the refund endpoint.
+	refundHints = endpointHints{
+		url:      "refund url (spec.http.refundURL)",
+		may:      "create refunds",
+		endpoint: "the refund endpoint",
 		other:    "the contract does not use this status",
 	}
 	// lookupHints are the hints of the lookup endpoint.
