@@ -438,7 +438,7 @@ func TestPaymentRefundPhaseIsSelectable(t *testing.T) {
 	refund := createRefund(g, validRefund(uniqueName("refund-selected")))
 	refund.Status.Phase = paymentsv1alpha1.PhaseFailed
 	g.Expect(k8sClient.Status().Update(ctx, refund)).To(Succeed())
-	createRefund(g, validRefund(uniqueName("refund-unselected")))
+	unselected := createRefund(g, validRefund(uniqueName("refund-unselected")))
 
 	// kubectl get prefund --field-selector status.phase=Failed
 	var failed paymentsv1alpha1.PaymentRefundList
@@ -446,7 +446,9 @@ func TestPaymentRefundPhaseIsSelectable(t *testing.T) {
 		client.MatchingFields{"status.phase": string(paymentsv1alpha1.PhaseFailed)})).To(Succeed())
 	names := make([]string, 0, len(failed.Items))
 	for _, r := range failed.Items {
+		g.Expect(r.Status.Phase).To(Equal(paymentsv1alpha1.PhaseFailed))
 		names = append(names, r.Name)
 	}
-	g.Expect(names).To(ConsistOf(refund.Name))
+	g.Expect(names).To(ContainElement(refund.Name))
+	g.Expect(names).NotTo(ContainElement(unselected.Name))
 }
