@@ -186,38 +186,49 @@ const (
 	ReasonPaymentRefused = "PaymentRefused"
 )
 
-// Reasons of a PaymentRefund that waits or cannot start (Ready=False).
+// Reasons of a PaymentRefund that waits, or cannot be made, before it is
+// sent (Ready=False). The engine's reasons above apply to refunds too
+// (ProviderNotFound, LookupFailed, ProviderChanged, ...).
 const (
 	// ReasonRefundsUnsupported says the PaymentProvider cannot refund (an
-	// HTTP provider without spec.http.refundURL and lookupURL). The refund
-	// waits (Pending) and sends nothing: give the provider both URLs.
+	// http provider without spec.http.refundURL and lookupURL). The refund
+	// waits (Pending, Stalled=True) and sends nothing: give the provider
+	// both URLs.
 	ReasonRefundsUnsupported = "RefundsUnsupported"
 	// ReasonPaymentNotCompleted says the PaymentJob in spec.paymentJobRef is
-	// not Completed yet. The refund waits (Pending) and goes on by itself
-	// once the payment is Completed.
+	// not Completed yet: the refund waits (Pending) and goes on by itself
+	// once it is. With Stalled=True the job is Completed without a charge
+	// id, and the refund cannot name the charge.
 	ReasonPaymentNotCompleted = "PaymentNotCompleted"
-	// ReasonPaymentFailed says the PaymentJob in spec.paymentJobRef Failed:
-	// nothing was charged, so there is nothing to refund and the refund
-	// sends nothing. Delete it.
+	// ReasonPaymentFailed says the PaymentJob in spec.paymentJobRef Failed
+	// (or the ledger records that it did): nothing was charged, so nothing
+	// is refunded. The refund is Failed with this reason, without a call to
+	// the provider.
 	ReasonPaymentFailed = "PaymentFailed"
-	// ReasonPaymentNotFound says neither a PaymentJob named in
-	// spec.paymentJobRef nor a ledger entry under its key exists, so the
-	// payment to refund is unknown. Check paymentJobRef.name and, for a
-	// deleted job, paymentJobRef.idempotencyKey (the job's key, if it set
-	// one).
+	// ReasonPaymentNotFound says neither the PaymentJob named in
+	// spec.paymentJobRef nor a ledger entry under its key exists. The refund
+	// waits for it (Pending). For a job that is gone, set
+	// spec.paymentJobRef.idempotencyKey to the job's spec.idempotencyKey,
+	// in a new PaymentRefund.
 	ReasonPaymentNotFound = "PaymentNotFound"
 	// ReasonPaymentMismatch says spec.paymentJobRef.idempotencyKey is not
 	// the key of the PaymentJob it names (Stalled=True), so the refund could
 	// give back another payment. Nothing is sent: create a new PaymentRefund
 	// with the right key, or without one while the job exists.
 	ReasonPaymentMismatch = "PaymentMismatch"
+	// ReasonRefundsInFlight says the refund fits in what is left of the
+	// charge only if other refunds of it, still in flight, fail. It waits
+	// for them and goes on, or fails with ReasonRefundExceedsCharge, by
+	// itself.
+	ReasonRefundsInFlight = "RefundsInFlight"
 )
 
-// Failure reasons of a PaymentRefund the provider definitively refused
-// (phase Failed, status.failure.reason): no money went back. Every provider
-// adapter uses these, so a PaymentRefund says the same thing whatever the
-// provider. ReasonInvalidRequest and ReasonIdempotencyKeyReused apply to
-// refunds too.
+// Failure reasons of a PaymentRefund that cannot be made (phase Failed,
+// status.failure.reason): no money went back. The operator finds some before
+// it sends anything (it reads the charge and its refunds at the provider);
+// every provider adapter answers the others the same way, so a PaymentRefund
+// says the same thing whatever the provider. ReasonInvalidRequest and
+// ReasonIdempotencyKeyReused apply to refunds too.
 const (
 	// ReasonRefundExceedsCharge says the amount is more than what is left of
 	// the charge (the charge less the refunds already made). Refund less, in
