@@ -125,6 +125,14 @@ func PaymentJobKind() Kind { return jobKind{} }
 // PaymentJob's charge.
 func PaymentRefundKind() Kind { return refundKind{} }
 
+// paymentKindOf is the Kind of obj.
+func paymentKindOf(obj Object) Kind {
+	if _, ok := obj.(*paymentsv1alpha1.PaymentRefund); ok {
+		return refundKind{}
+	}
+	return jobKind{}
+}
+
 // Words word a kind's messages and events.
 type Words struct {
 	// Action is the event action of the provider call: Charge, Refund.

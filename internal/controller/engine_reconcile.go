@@ -125,7 +125,7 @@ func (r *Reconciler) terms(obj Object) Terms { return r.kind().Terms(obj) }
 // Reconcile moves one PaymentJob one step through the exactly-once protocol.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
-	job := &paymentsv1alpha1.PaymentJob{}
+	job := r.kind().New()
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
@@ -185,14 +185,8 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 		// Never claimed, so nothing is in flight: let it go.
 		return ctrl.Result{}, r.removeFinalizer(ctx, job)
 	}
-	prepared, refuse, err := r.kind().Prepare(ctx, r, job)
-	switch {
-	case err != nil:
-		return ctrl.Result{}, err
-	case refuse != nil:
-		return ctrl.Result{}, r.refuseUnsent(ctx, job, nil, Request{}, refuse)
-	case prepared != nil:
-		return r.waitUnsent(ctx, job, *prepared, 0)
+	if res, done, err := r.prepare(ctx, job); done || err != nil {
+		return res, err
 	}
 	res, done, searched, err := r.finishFromLedger(ctx, job)
 	if done || err != nil {
@@ -235,7 +229,29 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 	if err := r.guardProvider(ctx, target); err != nil {
 		return ctrl.Result{}, err
 	}
+	// Again: the writes since the first time returned the object as
+	// stored, without what Prepare recorded in memory.
+	if res, done, err := r.prepare(ctx, job); done || err != nil {
+		return res, err
+	}
 	return r.admitAfterLookup(ctx, job, target)
+}
+
+// prepare runs the kind's checks before an unclaimed object's ledger
+// lookup and claim; done reports that the pass ends here (waiting,
+// stalled, or failed without a provider call).
+func (r *Reconciler) prepare(ctx context.Context, job Object) (res ctrl.Result, done bool, err error) {
+	wait, refuse, err := r.kind().Prepare(ctx, r, job)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, true, err
+	case refuse != nil:
+		return ctrl.Result{}, true, r.refuseUnsent(ctx, job, nil, Request{}, refuse)
+	case wait != nil:
+		res, err := r.waitUnsent(ctx, job, *wait, 0)
+		return res, true, err
+	}
+	return ctrl.Result{}, false, nil
 }
 
 // resume handles a Processing job: the charge may already have happened. It

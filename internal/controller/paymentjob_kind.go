@@ -84,7 +84,7 @@ func (jobKind) Watch(r *Reconciler, b *builder.Builder) *builder.Builder {
 
 func (jobKind) Finished(_ context.Context, r *Reconciler, obj Object) {
 	if r.Collector != nil {
-		r.Collector.Schedule(obj.(*paymentsv1alpha1.PaymentJob))
+		r.Collector.Schedule(obj)
 	}
 }
 

@@ -272,6 +272,9 @@ func (refundKind) Calls(t *target, obj Object) Calls {
 func (k refundKind) Observe(ctx context.Context, r *Reconciler, obj Object, t *target, req Request) (Observation, error) {
 	rf := obj.(*paymentsv1alpha1.PaymentRefund)
 	ch := rf.Status.Charge
+	if ch == nil {
+		return Observation{}, errors.New("the refunded charge is not known yet")
+	}
 	book, err := lookupBook(ctx, t, ch.ID)
 	if err != nil {
 		return Observation{Err: err}, nil
@@ -346,7 +349,11 @@ func (refundKind) Watch(r *Reconciler, b *builder.Builder) *builder.Builder {
 		}))
 }
 
-func (refundKind) Finished(context.Context, *Reconciler, Object) {}
+func (refundKind) Finished(_ context.Context, r *Reconciler, obj Object) {
+	if r.Collector != nil {
+		r.Collector.Schedule(obj)
+	}
+}
 
 func (refundKind) Users(ctx context.Context, c client.Reader, provider client.Object) []reconcile.Request {
 	return usersOf(ctx, c, &paymentsv1alpha1.PaymentRefundList{}, providerRefIndex, provider, unfinishedRefund)

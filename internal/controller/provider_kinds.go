@@ -95,11 +95,14 @@ var providerKinds = []providerKind{
 			if spec.HTTP.LookupURL != "" {
 				urls = append(urls, providerURL{"spec.http.lookupURL", spec.HTTP.LookupURL})
 			}
+			if spec.HTTP.RefundURL != "" {
+				urls = append(urls, providerURL{"spec.http.refundURL", spec.HTTP.RefundURL})
+			}
 			return urls
 		},
 		build: func(spec paymentsv1alpha1.PaymentProviderSpec, credential string, httpClient *http.Client) (payment.Provider, error) {
 			return httpprovider.New(httpprovider.Config{URL: spec.HTTP.URL, LookupURL: spec.HTTP.LookupURL,
-				Token: credential, HTTPClient: httpClient})
+				RefundURL: spec.HTTP.RefundURL, Token: credential, HTTPClient: httpClient})
 		},
 	},
 }

@@ -323,24 +323,28 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		}
 		g.Expect(mgr.Add(collector)).To(Succeed())
 	}
-	g.Expect((&controller.PaymentJobReconciler{
-		// The manager's own check of the resolve-attribution policy; the
-		// suite installs no admission policies, so it is not enforced.
-		Attribution:             &controller.Auditor{Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("paymentjob-audit")},
-		Ledger:                  outcomes,
-		Collector:               collector,
-		APIReader:               mgr.GetAPIReader(),
-		Client:                  mgr.GetClient(),
-		Recorder:                mgr.GetEventRecorder("paymentjob-controller"),
-		Providers:               adapters,
-		Clock:                   clock.RealClock{},
-		Holder:                  holder,
-		ClaimLease:              cfg.lease,
-		ProviderTimeout:         cfg.timeout,
-		Backoff:                 cfg.backoff,
-		KeyRetention:            cfg.keyRetention,
-		MaxConcurrentReconciles: cfg.concurrency,
-	}).SetupWithManager(mgr)).To(Succeed())
+	// The manager runs both kinds on the engine, as pkg/operator does.
+	for _, kind := range []controller.Kind{controller.PaymentJobKind(), controller.PaymentRefundKind()} {
+		g.Expect((&controller.Reconciler{
+			Kind: kind,
+			// The manager's own check of the resolve-attribution policy; the
+			// suite installs no admission policies, so it is not enforced.
+			Attribution:             &controller.Auditor{Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("paymentjob-audit")},
+			Ledger:                  outcomes,
+			Collector:               collector,
+			APIReader:               mgr.GetAPIReader(),
+			Client:                  mgr.GetClient(),
+			Recorder:                mgr.GetEventRecorder(strings.ToLower(kind.Name()) + "-controller"),
+			Providers:               adapters,
+			Clock:                   clock.RealClock{},
+			Holder:                  holder,
+			ClaimLease:              cfg.lease,
+			ProviderTimeout:         cfg.timeout,
+			Backoff:                 cfg.backoff,
+			KeyRetention:            cfg.keyRetention,
+			MaxConcurrentReconciles: cfg.concurrency,
+		}).SetupWithManager(mgr)).To(Succeed())
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &testManager{holder: holder, ledger: l, counter: counter, cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{})}

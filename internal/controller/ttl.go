@@ -25,7 +25,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,6 +76,7 @@ type FinishedJobCollector struct {
 type dueJob struct {
 	name types.NamespacedName
 	uid  types.UID
+	kind Kind
 	key  string
 	at   time.Time
 }
@@ -83,25 +86,25 @@ const ttlSweepPage = 500
 
 // ttlOf is how long after it finished the job is kept, and false if it is
 // kept for good.
-func (c *FinishedJobCollector) ttlOf(job *paymentsv1alpha1.PaymentJob) (time.Duration, bool) {
-	if job.Status.CompletedAt == nil || fromLedger(job) {
+func (c *FinishedJobCollector) ttlOf(job Object) (time.Duration, bool) {
+	if job.GetPaymentStatus().CompletedAt == nil || fromLedger(job) {
 		return 0, false
 	}
-	if s := job.Spec.TTLSecondsAfterFinished; s != nil {
+	if s := paymentKindOf(job).Terms(job).TTLSecondsAfterFinished; s != nil {
 		return time.Duration(*s) * time.Second, true
 	}
 	return c.DefaultTTL, c.DefaultTTL >= 0
 }
 
 // Schedule remembers a job that was just finished, if it has a TTL.
-func (c *FinishedJobCollector) Schedule(job *paymentsv1alpha1.PaymentJob) {
+func (c *FinishedJobCollector) Schedule(job Object) {
 	ttl, ok := c.ttlOf(job)
 	if !ok {
 		return
 	}
 	c.remember(dueJob{
-		name: client.ObjectKeyFromObject(job), uid: job.UID,
-		key: keyOf(jobKind{}, job), at: job.Status.CompletedAt.Add(ttl),
+		name: client.ObjectKeyFromObject(job), uid: job.GetUID(), kind: paymentKindOf(job),
+		key: keyOf(paymentKindOf(job), job), at: job.GetPaymentStatus().CompletedAt.Add(ttl),
 	})
 	select {
 	case c.wakeup() <- struct{}{}:
@@ -211,23 +214,20 @@ func (c *FinishedJobCollector) deleteDue(ctx context.Context) {
 // that object: one created again under the same name has another uid.
 func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
 	if c.Ledger == nil || !c.Ledger.Has(d.key) {
-		// Never delete the only record of a payment.
-		var job paymentsv1alpha1.PaymentJob
-		if err := c.Reader.Get(ctx, d.name, &job); err != nil {
+		obj := d.kind.New()
+		if err := c.Reader.Get(ctx, d.name, obj); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if job.UID != d.uid || !finished(&job) {
-			// Another object, or one that is not finished any more (an
-			// etcd restored from a snapshot took its outcome back): its
-			// outcome is recorded when it finishes again, and its TTL
-			// counts from then.
+		if obj.GetUID() != d.uid || !terminal(obj.GetPaymentStatus().Phase) {
 			return nil
 		}
-		if err := c.record(ctx, &job); err != nil {
+		if err := c.record(ctx, obj); err != nil {
 			return err
 		}
 	}
-	job := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: d.name.Namespace, Name: d.name.Name}}
+	job := d.kind.New()
+	job.SetNamespace(d.name.Namespace)
+	job.SetName(d.name.Name)
 	uid := d.uid
 	err := c.Client.Delete(ctx, job, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -241,17 +241,19 @@ func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
 }
 
 // record stores a finished job's outcome in the ledger unless it is there.
-func (c *FinishedJobCollector) record(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
+func (c *FinishedJobCollector) record(ctx context.Context, job Object) error {
 	if c.Ledger == nil {
 		return errors.New("no outcome ledger: finished jobs are kept")
 	}
-	if !finished(job) || fromLedger(job) || c.Ledger.Has(keyOf(jobKind{}, job)) {
+	k := paymentKindOf(job)
+	key := keyOf(k, job)
+	if !terminal(job.GetPaymentStatus().Phase) || fromLedger(job) || c.Ledger.Has(key) {
 		// An unfinished job has no outcome to record: recording it would
 		// write a Completed entry without a charge, and the first entry
 		// of a key wins.
 		return nil
 	}
-	return c.Ledger.Record(ctx, LedgerEntry(job, job.CreationTimestamp.Time))
+	return c.Ledger.Record(ctx, ledgerEntry(job, k.Request(job, key), job.GetCreationTimestamp().Time))
 }
 
 // sweep reads every finished job, a page at a time: it records in the ledger
@@ -270,30 +272,38 @@ func (c *FinishedJobCollector) sweep(ctx context.Context) error {
 
 // sweepNamespace sweeps one namespace, or every one for "".
 func (c *FinishedJobCollector) sweepNamespace(ctx context.Context, ns string) error {
-	var list paymentsv1alpha1.PaymentJobList
+	return errors.Join(c.sweepKind(ctx, ns, jobKind{}), c.sweepKind(ctx, ns, refundKind{}))
+}
+
+// sweepKind is sweepNamespace for the objects of one kind.
+func (c *FinishedJobCollector) sweepKind(ctx context.Context, ns string, k Kind) error {
 	cont := ""
 	for {
-		err := c.Reader.List(ctx, &list, client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished},
+		list := listOf(k)
+		err := c.Reader.List(ctx, list, client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished},
 			client.Limit(ttlSweepPage), client.Continue(cont))
 		if err != nil {
-			return fmt.Errorf("cannot list finished payment jobs: %w", err)
+			return fmt.Errorf("cannot list finished %ss: %w", k.Name(), err)
 		}
-		// Recorded together, so that a page of old jobs costs a write or two.
+		var items []Object
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			items = append(items, o.(Object))
+			return nil
+		})
 		var wg sync.WaitGroup
-		errs := make([]error, len(list.Items))
-		for i := range list.Items {
-			wg.Go(func() { errs[i] = c.record(ctx, &list.Items[i]) })
+		errs := make([]error, len(items))
+		for i := range items {
+			wg.Go(func() { errs[i] = c.record(ctx, items[i]) })
 		}
 		wg.Wait()
 		now := c.Clock.Now()
-		for i := range list.Items {
-			job := &list.Items[i]
+		for i, job := range items {
 			ttl, ok := c.ttlOf(job)
 			if errs[i] != nil || !ok {
 				continue
 			}
-			d := dueJob{name: client.ObjectKeyFromObject(job), uid: job.UID, key: keyOf(jobKind{}, job),
-				at: job.Status.CompletedAt.Add(ttl)}
+			d := dueJob{name: client.ObjectKeyFromObject(job), uid: job.GetUID(), kind: k, key: keyOf(k, job),
+				at: job.GetPaymentStatus().CompletedAt.Add(ttl)}
 			if d.at.After(now) {
 				c.remember(d)
 				continue
@@ -305,9 +315,8 @@ func (c *FinishedJobCollector) sweepNamespace(ctx context.Context, ns string) er
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		if cont = list.Continue; cont == "" {
+		if cont = list.GetContinue(); cont == "" {
 			return nil
 		}
-		list = paymentsv1alpha1.PaymentJobList{}
 	}
 }

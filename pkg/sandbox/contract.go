@@ -219,7 +219,8 @@ func contractKey(header, body string) (string, error) {
 // newest first, with one search of the Engine (so the search lag and rate
 // limit apply). With a charge parameter it also answers that charge, and
 // every refund of it, ours or not, newest first, without lag
-// (Engine.lookupCharge); refunds is [] without one. Without keys or charge
+// (Engine.lookupCharge). The refunds made under a key parameter are listed
+// too; refunds is [] without either. Without keys or charge
 // it searches nothing and answers the account, so that a client can probe
 // for the endpoint. While lookups are off (Engine.SetLookupEnabled) it
 // answers every request, probes included, with a 404, as a service without
@@ -258,6 +259,13 @@ func (s *server) lookupCharges(w http.ResponseWriter, r *http.Request) {
 		for _, in := range found {
 			body.Charges = append(body.Charges, foundCharge(in))
 		}
+		// Refunds made under an asked key are listed too: a client settles
+		// a refund by its key.
+		for _, refund := range s.engine.ListRefunds("") {
+			if slices.Contains(keys, cmp.Or(refund.Metadata[payment.MetadataKeyIdempotencyKey], refund.IdempotencyKey)) {
+				body.Refunds = append(body.Refunds, foundRefund(refund))
+			}
+		}
 	}
 	if charge != "" {
 		in, refunds, ok, err := s.engine.lookupCharge(charge)
@@ -269,7 +277,9 @@ func (s *server) lookupCharges(w http.ResponseWriter, r *http.Request) {
 			body.Charges = append(body.Charges, foundCharge(in))
 		}
 		for _, refund := range refunds {
-			body.Refunds = append(body.Refunds, foundRefund(refund))
+			if !slices.ContainsFunc(body.Refunds, func(f contractFoundRefund) bool { return f.ID == refund.ID }) {
+				body.Refunds = append(body.Refunds, foundRefund(refund))
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, body)
