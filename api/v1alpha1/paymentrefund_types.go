@@ -25,11 +25,11 @@ import (
 type RefundReason string
 
 const (
-	// RefundDuplicate: the charge was made twice.
+	// RefundDuplicate says the charge was made twice.
 	RefundDuplicate RefundReason = "duplicate"
-	// RefundFraudulent: the charge was fraudulent.
+	// RefundFraudulent says the charge was fraudulent.
 	RefundFraudulent RefundReason = "fraudulent"
-	// RefundRequestedByCustomer: the customer asked for the money back.
+	// RefundRequestedByCustomer says the customer asked for the money back.
 	RefundRequestedByCustomer RefundReason = "requested_by_customer"
 )
 
@@ -155,9 +155,9 @@ type RefundedCharge struct {
 	// +optional
 	Amount int64 `json:"amount,omitempty"`
 
-	// currency of the charge.
+	// currency of the charge, as the provider answered it.
 	// +optional
-	// +kubebuilder:validation:MaxLength=3
+	// +kubebuilder:validation:MaxLength=64
 	Currency string `json:"currency,omitempty"`
 }
 
@@ -178,7 +178,8 @@ type PaymentRefundStatus struct {
 // +kubebuilder:selectablefield:JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Payment",type=string,JSONPath=`.spec.paymentJobRef.name`
-// +kubebuilder:printcolumn:name="Amount",type=integer,JSONPath=`.status.providerResponse.amount`
+// +kubebuilder:printcolumn:name="Amount",type=integer,JSONPath=`.spec.amount`
+// +kubebuilder:printcolumn:name="Refunded",type=integer,JSONPath=`.status.providerResponse.amount`
 // +kubebuilder:printcolumn:name="Currency",type=string,JSONPath=`.status.charge.currency`
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.providerRef.name`
 // +kubebuilder:printcolumn:name="Refund",type=string,JSONPath=`.status.providerResponse.id`

@@ -425,11 +425,20 @@ func TestPaymentRefundPrinterColumns(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		columns = append(columns, c.Name)
 	}
-	g.Expect(columns).To(Equal([]string{"Name", "Phase", "Payment", "Amount", "Currency", "Provider", "Refund", "Attempts", "Age"}))
+	g.Expect(columns).To(Equal([]string{"Name", "Phase", "Payment", "Amount", "Refunded", "Currency", "Provider", "Refund", "Attempts", "Age"}))
 	g.Expect(table.Rows).To(HaveLen(1))
-	g.Expect(table.Rows[0].Cells[:8]).To(Equal([]any{
-		refund.Name, "Completed", "invoice-42", float64(500), "usd", "stripe", "re_123", float64(1),
-	}), "the amount refunded, not the charge's")
+	g.Expect(table.Rows[0].Cells[:9]).To(Equal([]any{
+		refund.Name, "Completed", "invoice-42", amountCell(refund), float64(500), "usd", "stripe", "re_123", float64(1),
+	}), "the amount asked and the amount refunded, not the charge's")
+}
+
+// amountCell is the Amount column of refund: spec.amount, or nothing (the
+// whole charge).
+func amountCell(refund *paymentsv1alpha1.PaymentRefund) any {
+	if refund.Spec.Amount == nil {
+		return nil
+	}
+	return float64(*refund.Spec.Amount)
 }
 
 func TestPaymentRefundPhaseIsSelectable(t *testing.T) {

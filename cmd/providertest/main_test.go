@@ -74,7 +74,7 @@ func TestRunPassesTheSandbox(t *testing.T) {
 	g.Expect(code).To(Equal(0))
 	g.Expect(stderr).To(BeEmpty())
 	g.Expect(stdout).To(HavePrefix("RULE "))
-	g.Expect(stdout).To(ContainSubstring("9 passed, 0 failed, 1 skipped"))
+	g.Expect(stdout).To(ContainSubstring("10 passed, 0 failed, 1 skipped"))
 	for _, rule := range []string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
 		providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup, providertest.RuleErrorBody,
 		providertest.RuleKeyRequired} {

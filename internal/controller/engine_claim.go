@@ -153,14 +153,16 @@ func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome paym
 		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: payment.CleanMessage("Not charging: "+err.Error(), maxMessageLength)})
 	}
 	if err == nil {
-		chargesTotal.WithLabelValues(outcomeSucceeded).Inc()
+		calls, replays := callMetrics(r.kind())
+		calls.WithLabelValues(outcomeSucceeded).Inc()
 		if outcome.Replayed {
-			replaysTotal.Inc()
+			replays.Inc()
 		}
 		return ctrl.Result{}, r.recordSuccess(ctx, job, outcome, found)
 	}
 	if refusal, ok := payment.IsRefusal(err); ok {
-		chargesTotal.WithLabelValues(refusalOutcome(refusal)).Inc()
+		calls, _ := callMetrics(r.kind())
+		calls.WithLabelValues(refusalOutcome(refusal)).Inc()
 		if job.GetPaymentStatus().Attempts > 1 && !errors.Is(refusal, payment.ErrDeclined) {
 			// An earlier attempt had no answer and may have charged; this
 			// refusal speaks for this request only. Never write Failed.
@@ -171,7 +173,8 @@ func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome paym
 		}
 		return ctrl.Result{}, r.recordRefusal(ctx, job, refusal)
 	}
-	chargesTotal.WithLabelValues(outcomeTransient).Inc()
+	calls, _ := callMetrics(r.kind())
+	calls.WithLabelValues(outcomeTransient).Inc()
 	return r.recordUncertain(ctx, job, err)
 }
 

@@ -77,6 +77,22 @@ var (
 	claimLostTotal      = newCounter("paymentjob_claim_lost_total", "Outcomes not written because another process took the claim over during the provider call; the new holder replays the outcome.")
 )
 
+// The refund: the same for refund calls, and refunds the provider failed
+// after it reported them succeeded.
+var (
+	refundsTotal                   = newCounterVec("paymentjob_refunds_total", "outcome", "Provider refund calls by outcome: succeeded (including replays), declined (the refund failed), invalid (beyond what is left, not refundable), key_reused, transient.")
+	refundReplaysTotal             = newCounter("paymentjob_refund_replays_total", "Refund calls that the provider answered with the saved outcome of an earlier request with the same key.")
+	refundsFailedAfterSuccessTotal = newCounter("paymentjob_refunds_failed_after_success_total", "Completed PaymentRefunds that the provider later reported failed or canceled: the money did not go back. Each is set Failed (RefundFailedAfterSuccess) with a Warning event.")
+)
+
+// callMetrics are the provider-call counters of kind k.
+func callMetrics(k Kind) (*prometheus.CounterVec, prometheus.Counter) {
+	if _, ok := k.(refundKind); ok {
+		return refundsTotal, refundReplaysTotal
+	}
+	return chargesTotal, replaysTotal
+}
+
 // Lookups of a key at the provider before a charge.
 var (
 	lookupRequestsTotal = newCounter("paymentjob_lookup_requests_total", "Lookup requests sent to providers; one request looks up to 10 keys up.")
@@ -124,7 +140,7 @@ func phaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
 // controller-runtime's metrics registry: the names the dashboards, the
 // alerts and docs/observability.md may use.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{chargesTotal, replaysTotal, claimConflictsTotal, writeConflictsTotal, claimLostTotal,
+	return []prometheus.Collector{chargesTotal, replaysTotal, refundsTotal, refundReplaysTotal, refundsFailedAfterSuccessTotal, claimConflictsTotal, writeConflictsTotal, claimLostTotal,
 		lookupRequestsTotal, lookupKeysTotal, stalledTotal,
 		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal, ttlDeletionsTotal,
 		strandedJobsGauge, rateLimitedTotal, admissionPoliciesMissing, finishedLabelWithoutOutcome, auditErrorsTotal}
