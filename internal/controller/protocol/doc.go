@@ -63,4 +63,17 @@ limitations under the License.
 // only follows a claim write of the same pass that the API server accepted;
 // every charge sends the job's own idempotency key and request; a Failed
 // job follows a definitive refusal only.
+//
+// The refunds have a table of their own, refundTable in
+// refund_protocol_test.go, read the same way: the same engine with
+// controller.PaymentRefundKind, a PaymentRefund of a Completed PaymentJob
+// (or of one that is gone, found in the ledger), and a provider that also
+// refunds (payment.Refunder). Its effects add "refund" (the refund call)
+// and "lookup" (the provider's list of the charge's refunds, read before
+// the first claim). Its invariants: a refund call only follows an accepted
+// claim write; every call sends the refund's key and request for the
+// refunded charge, which the claim records in status.charge; a Failed
+// refund follows the provider's definitive refusal, or, with no provider
+// call and no claim at all, the refund kind's own (more than is left, a
+// charge that cannot be refunded, a payment that failed).
 package protocol

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,10 +50,12 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// The harness of the table: a world of one PaymentJob, its PaymentProvider
-// in a fake API server, a scripted provider, an optional ledger and a fake
-// clock, and the code that runs a row against it. Nothing here starts a
-// process or listens on the network.
+// The harness of the tables: a world of one object that moves money (a
+// PaymentJob, or a PaymentRefund and the PaymentJob it refunds), its
+// PaymentProvider in a fake API server, a scripted provider, an optional
+// ledger and a fake clock, and the code that runs a row against it. Nothing
+// here starts a process or listens on the network. What only refunds need
+// is in refund_harness_test.go.
 
 // The names of the world.
 const (
@@ -106,8 +109,12 @@ func between(lo, hi time.Duration) window { return window{lo, hi} }
 type answer func() (payment.Outcome, error)
 
 // chargeOutcome is what the provider answers for a charge that succeeded.
-func chargeOutcome(replayed bool) payment.Outcome {
-	return payment.Outcome{ID: "pi_1", Status: "succeeded", Amount: amount, Currency: currency,
+func chargeOutcome(replayed bool) payment.Outcome { return succeededAs("pi_1", replayed) }
+
+// succeededAs is what the provider answers for a payment of amount that
+// succeeded as id: a charge, or a refund of the whole charge.
+func succeededAs(id string, replayed bool) payment.Outcome {
+	return payment.Outcome{ID: id, Status: "succeeded", Amount: amount, Currency: currency,
 		Created: start.Add(-time.Second), Replayed: replayed}
 }
 
@@ -302,14 +309,51 @@ type world struct {
 	clock    *clocktesting.FakeClock
 	recorder *events.FakeRecorder
 	provider *fakeProvider
-	r        *controller.PaymentJobReconciler
+	r        *controller.Reconciler
+	// kind and key are the object the reconciler is asked about.
+	kind controller.Kind
+	key  types.NamespacedName
+	// guarded are the provider calls that must follow a claim write.
+	guarded []string
 
 	mu      sync.Mutex
 	effects []string
 	faults  []fault
 }
 
+// setup is what a world is made of.
+type setup struct {
+	kind controller.Kind
+	key  types.NamespacedName
+	// objects are in the API server before the first pass.
+	objects []client.Object
+	ledger  *ledgerState
+	// adapter is what the PaymentProvider resolves to, given the world's
+	// scripted provider.
+	adapter func(*fakeProvider) payment.Provider
+	answers []answer
+	settle  answer
+	guarded []string
+}
+
 func newWorld(t *testing.T, tt row) *world {
+	objs := []client.Object{tt.job.DeepCopy()}
+	if pp := newProvider(tt.provider); pp != nil {
+		objs = append(objs, pp)
+	}
+	return build(t, setup{kind: controller.PaymentJobKind(), key: jobKey, objects: objs, ledger: tt.ledger,
+		answers: tt.answers, settle: tt.settle, guarded: []string{"charge", "settle"},
+		adapter: func(p *fakeProvider) payment.Provider {
+			if tt.looker {
+				return lookingProvider{p}
+			}
+			return p
+		}})
+}
+
+// build makes the world of s: the reconciler of s.kind, as cmd/main.go
+// sets it up, on a fake API server holding s.objects.
+func build(t *testing.T, s setup) *world {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -318,35 +362,33 @@ func newWorld(t *testing.T, tt row) *world {
 	if err := paymentsv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	objs := []client.Object{tt.job.DeepCopy()}
-	if pp := newProvider(tt.provider); pp != nil {
-		objs = append(objs, pp)
-	}
 	w := &world{
 		clock:    clocktesting.NewFakeClock(start),
 		recorder: events.NewFakeRecorder(100),
+		kind:     s.kind,
+		key:      s.key,
+		guarded:  s.guarded,
 	}
-	w.provider = &fakeProvider{answers: tt.answers, settle: tt.settle, note: w.note}
-	// The manager's cache indexes (controller.FieldIndexes). Reconcile
-	// itself lists nothing; the PaymentProvider watch's mapping does.
+	w.provider = &fakeProvider{answers: s.answers, settle: s.settle, note: w.note}
+	// The manager's cache indexes (controller.FieldIndexes): the refund
+	// kind lists a payment's refunds by them, and the PaymentProvider
+	// watch's mapping lists its users.
 	b := fake.NewClientBuilder().
 		WithScheme(scheme).
-		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}, &paymentsv1alpha1.PaymentProvider{})
+		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}, &paymentsv1alpha1.PaymentRefund{},
+			&paymentsv1alpha1.PaymentProvider{})
 	for _, ix := range controller.FieldIndexes() {
 		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
 	}
-	w.store = b.WithObjects(objs...).Build()
+	w.store = b.WithObjects(s.objects...).Build()
 	providers := &controller.ProviderCache{
 		SecretReader: w.store,
 		Clock:        w.clock,
 		Build: func(paymentsv1alpha1.PaymentProviderSpec, string) (payment.Provider, error) {
-			if tt.looker {
-				return lookingProvider{w.provider}, nil
-			}
-			return w.provider, nil
+			return s.adapter(w.provider), nil
 		},
 	}
-	w.r = &controller.PaymentJobReconciler{
+	w.r = &controller.Reconciler{
 		Client:          interceptor.NewClient(w.store, w.interceptors()),
 		Recorder:        w.recorder,
 		Providers:       providers,
@@ -356,13 +398,13 @@ func newWorld(t *testing.T, tt row) *world {
 		ProviderTimeout: providerTimeout,
 		Backoff:         backoff,
 	}
-	if tt.ledger != nil {
-		w.r.Ledger = &fakeLedger{state: *tt.ledger, note: w.note}
+	if s.ledger != nil {
+		w.r.Ledger = &fakeLedger{state: *s.ledger, note: w.note}
 	}
 	return w
 }
 
-// pass is one Reconcile of the job, and what it did.
+// pass is one Reconcile of the world's object, and what it did.
 type pass struct {
 	result  ctrl.Result
 	err     error
@@ -375,7 +417,7 @@ func (w *world) reconcile(t *testing.T, faults []fault) pass {
 	w.effects, w.faults = nil, faults
 	w.mu.Unlock()
 	ctx := log.IntoContext(context.Background(), testr.New(t))
-	res, err := w.r.Reconcile(ctx, ctrl.Request{NamespacedName: jobKey})
+	res, err := w.reconcileOnce(ctx)
 	p := pass{result: res, err: err}
 	w.mu.Lock()
 	p.effects = w.effects
@@ -391,6 +433,19 @@ func (w *world) reconcile(t *testing.T, faults []fault) pass {
 			return p
 		}
 	}
+}
+
+// reconcileOnce runs Reconcile once. A panic is an error and the effect
+// "panic", as the manager recovers it (RecoverPanic), so that one broken
+// row does not end the others.
+func (w *world) reconcileOnce(ctx context.Context) (res ctrl.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.note("panic")
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return w.r.Reconcile(ctx, ctrl.Request{NamespacedName: w.key})
 }
 
 // note appends an effect.
@@ -468,13 +523,14 @@ func outcomeOf(err error, gone bool) string {
 	return " (error)"
 }
 
-// describeStatus names a status write by the job's phase and Ready reason.
+// describeStatus names a status write by the object's phase and Ready
+// reason.
 func describeStatus(sub string, obj client.Object) string {
-	job, ok := obj.(*paymentsv1alpha1.PaymentJob)
+	o, ok := obj.(controller.Object)
 	if !ok {
 		return sub + ": " + kindOf(obj)
 	}
-	return fmt.Sprintf("%s: %s/%s", sub, job.Status.Phase, readyReason(job))
+	return fmt.Sprintf("%s: %s/%s", sub, o.GetPaymentStatus().Phase, readyReason(o))
 }
 
 // describePatch names a patch by what it changes against the stored object:
@@ -508,14 +564,16 @@ func kindOf(obj client.Object) string {
 	switch obj.(type) {
 	case *paymentsv1alpha1.PaymentJob:
 		return "PaymentJob"
+	case *paymentsv1alpha1.PaymentRefund:
+		return "PaymentRefund"
 	case *paymentsv1alpha1.PaymentProvider:
 		return "PaymentProvider"
 	}
 	return fmt.Sprintf("%T", obj)
 }
 
-func readyReason(job *paymentsv1alpha1.PaymentJob) string {
-	if c := meta.FindStatusCondition(job.Status.Conditions, paymentsv1alpha1.ConditionReady); c != nil {
+func readyReason(obj controller.Object) string {
+	if c := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady); c != nil {
 		return c.Reason
 	}
 	return ""
@@ -531,6 +589,15 @@ func (w *world) job() *paymentsv1alpha1.PaymentJob {
 		panic(fmt.Sprintf("cannot read the job: %v", err))
 	}
 	return job
+}
+
+// subject reads the stored object the world reconciles.
+func (w *world) subject() controller.Object {
+	obj := w.kind.New()
+	if err := w.store.Get(context.Background(), w.key, obj); err != nil {
+		panic(fmt.Sprintf("cannot read the %s: %v", w.kind.Name(), err))
+	}
+	return obj
 }
 
 // must panics on a failed write of the world's own: a broken harness, not
@@ -574,12 +641,12 @@ func unsuspended(w *world) {
 // policy recording who did).
 func resolvedAs(value string) func(w *world) {
 	return func(w *world) {
-		job := w.job()
-		job.Annotations = map[string]string{
+		obj := w.subject()
+		obj.SetAnnotations(map[string]string{
 			paymentsv1alpha1.AnnotationResolve:    value,
 			paymentsv1alpha1.AnnotationResolvedBy: "alice@example.com",
-		}
-		must(w.store.Update(context.Background(), job))
+		})
+		must(w.store.Update(context.Background(), obj))
 	}
 }
 
@@ -599,12 +666,14 @@ func providerGone(w *world) {
 	must(w.store.Delete(ctx, pp))
 }
 
-// call is one request to the provider.
+// call is one request to the provider: a charge, a refund, a settle, or a
+// look at a charge's refunds (refund.Charge names the charge).
 type call struct {
-	what string
-	key  string
-	req  payment.ChargeRequest
-	err  error
+	what   string
+	key    string
+	req    payment.ChargeRequest
+	refund payment.RefundRequest
+	err    error
 }
 
 // fakeProvider is a payment.Provider that answers from a script: the n-th
@@ -621,34 +690,54 @@ type fakeProvider struct {
 
 // Charge answers from the script.
 func (p *fakeProvider) Charge(_ context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+	return p.play(call{what: "charge", key: key, req: req}, p.answers)
+}
+
+// play answers c with script: the n-th call named c.what gets script[n],
+// the last answer repeats. It records c and its answer, and notes it.
+func (p *fakeProvider) play(c call, script []answer) (payment.Outcome, error) {
 	p.mu.Lock()
-	n := len(p.calls)
-	var a answer
-	switch {
-	case len(p.answers) == 0:
-		a = func() (payment.Outcome, error) { return payment.Outcome{}, errors.New("the row scripts no answer") }
-	case n < len(p.answers):
-		a = p.answers[n]
-	default:
-		a = p.answers[len(p.answers)-1]
-	}
-	o, err := a()
-	p.calls = append(p.calls, call{what: "charge", key: key, req: req, err: err})
+	o, err := nth(script, len(p.named(c.what)), noAnswer)()
+	c.err = err
+	p.calls = append(p.calls, c)
 	p.mu.Unlock()
-	p.note("charge")
+	p.note(c.what)
 	return o, err
 }
 
-func (p *fakeProvider) chargeCalls() []call {
+// noAnswer is the answer of a call the row did not script.
+func noAnswer() (payment.Outcome, error) {
+	return payment.Outcome{}, errors.New("the row scripts no answer")
+}
+
+// nth is the n-th entry of script, the last one repeating, or none when
+// the script is empty.
+func nth[T any](script []T, n int, none T) T {
+	switch {
+	case n < len(script):
+		return script[n]
+	case len(script) > 0:
+		return script[len(script)-1]
+	}
+	return none
+}
+
+// callsNamed are the provider's calls named one of what, in order.
+func (p *fakeProvider) callsNamed(what ...string) []call {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var charges []call
+	return p.named(what...)
+}
+
+// named is callsNamed; the caller holds the lock.
+func (p *fakeProvider) named(what ...string) []call {
+	var named []call
 	for _, c := range p.calls {
-		if c.what == "charge" {
-			charges = append(charges, c)
+		if slices.Contains(what, c.what) {
+			named = append(named, c)
 		}
 	}
-	return charges
+	return named
 }
 
 // lastCall is the provider's last call, and whether there was one.
@@ -674,12 +763,7 @@ func (p lookingProvider) Lookup(context.Context, []string) (map[string][]payment
 
 // Settle answers from the script.
 func (p lookingProvider) Settle(_ context.Context, key, _ string) (payment.Outcome, error) {
-	p.mu.Lock()
-	o, err := p.settle()
-	p.calls = append(p.calls, call{what: "settle", key: key, err: err})
-	p.mu.Unlock()
-	p.note("settle")
-	return o, err
+	return p.play(call{what: "settle", key: key}, []answer{p.settle})
 }
 
 // fakeLedger is a controller.OutcomeLedger in memory.
