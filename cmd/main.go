@@ -74,6 +74,8 @@ func main() {
 		defaultTTL           int
 		insecureHosts        string
 		auditInterval        time.Duration
+		refundRecheck        time.Duration
+		refundWatch          time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -115,6 +117,11 @@ func main() {
 	flag.DurationVar(&auditInterval, "audit-interval", controller.DefaultAuditInterval,
 		"How often the manager checks that its admission policies are installed and enforced, and lists "+
 			"PaymentJobs that carry the finished label without an outcome.")
+	flag.DurationVar(&refundRecheck, "refund-recheck-interval", controller.DefaultRefundRecheckInterval,
+		"How often Completed PaymentRefunds are read again at their providers: a refund that later fails there is set "+
+			"Failed (RefundFailedAfterSuccess).")
+	flag.DurationVar(&refundWatch, "refund-watch-period", controller.DefaultRefundWatchPeriod,
+		"How long after it completed a PaymentRefund is read again at its provider.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -138,6 +145,10 @@ func main() {
 	hosts, err := egress.ParseHosts(insecureHosts)
 	if err != nil {
 		setupLog.Error(err, "Invalid --"+egress.FlagName)
+		os.Exit(1)
+	}
+	if refundRecheck <= 0 || refundWatch <= 0 {
+		setupLog.Error(errors.New("invalid flags"), "--refund-recheck-interval and --refund-watch-period must be positive")
 		os.Exit(1)
 	}
 	if auditInterval <= 0 {
@@ -208,6 +219,8 @@ func main() {
 		DisableLedger:           !useLedger,
 		LedgerRetention:         ledgerRetention,
 		AuditInterval:           auditInterval,
+		RefundRecheckInterval:   refundRecheck,
+		RefundWatchPeriod:       refundWatch,
 	}
 	if keyRetention == 0 {
 		operatorOpts.KeyRetention = -1

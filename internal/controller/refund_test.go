@@ -135,7 +135,7 @@ func TestRefundOfTheWholeCharge(t *testing.T) {
 		rf := s.getRefund(g, "all")
 		g.Expect(rf.Finalizers).To(BeEmpty())
 		g.Expect(rf.Labels).To(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
-	}).WithTimeout(30 * time.Second).Should(Succeed(), "finished: its outcome in the ledger, its finalizer off")
+	}).WithTimeout(30*time.Second).Should(Succeed(), "finished: its outcome in the ledger, its finalizer off")
 	s.Expect(s.manager.recorded(s, s.ns+".refund", "all").Charge).To(Equal(rf.Status.ProviderResponse.ID))
 }
 
@@ -297,4 +297,30 @@ func TestRefundThroughAProviderThatCannotRefund(t *testing.T) {
 	rf := s.waitForRefund("back", paymentsv1alpha1.PhasePending, "RefundsUnsupported")
 	s.Expect(meta.IsStatusConditionTrue(rf.Status.Conditions, paymentsv1alpha1.ConditionStalled)).To(BeTrue())
 	s.Expect(s.engine.Stats().RefundRequests).To(BeZero())
+}
+
+// A refund that the provider fails after it reported it succeeded is never
+// hidden: the refund watch reads it again and sets it Failed, with a
+// Warning event and the metric.
+func TestRefundFailedAfterSuccessIsReported(t *testing.T) {
+	s := newScenario(t, withManager(managerConfig{refundRecheck: 200 * time.Millisecond}))
+	s.run("invoice", paymentsv1alpha1.PhaseCompleted)
+	s.createRefund("back", "invoice", 800)
+	done := s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
+	before, _ := metricValue(t, "paymentjob_refunds_failed_after_success_total", nil)
+
+	_, err := s.engine.FailRefund(done.Status.ProviderResponse.ID, sandbox.RefundFailureLostOrStolenCard)
+	s.Expect(err).NotTo(HaveOccurred())
+	failed := s.waitForRefund("back", paymentsv1alpha1.PhaseFailed, "RefundFailedAfterSuccess")
+	s.Expect(failed.Status.Failure.Reason).To(Equal("RefundFailedAfterSuccess"))
+	s.Expect(failed.Status.Failure.Message).To(ContainSubstring(done.Status.ProviderResponse.ID))
+	s.Expect(meta.IsStatusConditionTrue(failed.Status.Conditions, paymentsv1alpha1.ConditionStalled)).To(BeTrue())
+	s.Eventually(func(g Gomega) []string { return eventReasons(g, s.ns, "back") }, timeout).
+		Should(ContainElement("RefundFailedAfterSuccess"))
+	after, _ := metricValue(t, "paymentjob_refunds_failed_after_success_total", nil)
+	s.Expect(after).To(BeNumerically(">", before))
+
+	// The money is back at the merchant: the charge can be refunded again.
+	s.createRefund("again", "invoice", 2000)
+	s.expectRefundedAt(s.waitForRefund("again", paymentsv1alpha1.PhaseCompleted, "Succeeded"), "invoice", 2000)
 }

@@ -214,6 +214,8 @@ type managerConfig struct {
 	ttl time.Duration
 	// sweep is the collector's sweep interval; an hour when zero.
 	sweep time.Duration
+	// refundRecheck runs the refund watch at this interval; zero runs none.
+	refundRecheck time.Duration
 	// egress checks the providers' URLs; nil checks nothing.
 	egress controller.EndpointPolicy
 	// transport wraps the manager's connection to the API server.
@@ -325,7 +327,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	}
 	// The manager runs both kinds on the engine, as pkg/operator does.
 	for _, kind := range []controller.Kind{controller.PaymentJobKind(), controller.PaymentRefundKind()} {
-		g.Expect((&controller.Reconciler{
+		r := &controller.Reconciler{
 			Kind: kind,
 			// The manager's own check of the resolve-attribution policy; the
 			// suite installs no admission policies, so it is not enforced.
@@ -343,7 +345,12 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 			Backoff:                 cfg.backoff,
 			KeyRetention:            cfg.keyRetention,
 			MaxConcurrentReconciles: cfg.concurrency,
-		}).SetupWithManager(mgr)).To(Succeed())
+		}
+		g.Expect(r.SetupWithManager(mgr)).To(Succeed())
+		if kind == controller.PaymentRefundKind() && cfg.refundRecheck > 0 {
+			g.Expect(mgr.Add(&controller.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: cfg.refundRecheck,
+				Namespaces: cfg.namespaces})).To(Succeed())
+		}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

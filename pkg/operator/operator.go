@@ -56,6 +56,12 @@ const (
 	// DefaultAuditInterval is the time between audits of the admission
 	// policies and of the jobs with the finished label.
 	DefaultAuditInterval = controller.DefaultAuditInterval
+	// DefaultRefundRecheckInterval is the time between two reads of the
+	// Completed refunds at their providers.
+	DefaultRefundRecheckInterval = controller.DefaultRefundRecheckInterval
+	// DefaultRefundWatchPeriod is how long after it completed a refund is
+	// read again, to report one that failed at the provider later.
+	DefaultRefundWatchPeriod = controller.DefaultRefundWatchPeriod
 )
 
 // Options configure the operator in a manager. The zero value is the
@@ -93,6 +99,11 @@ type Options struct {
 	// AuditInterval is the time between audits; zero is
 	// DefaultAuditInterval.
 	AuditInterval time.Duration
+	// RefundRecheckInterval and RefundWatchPeriod: Completed refunds are
+	// read again at their providers every RefundRecheckInterval for
+	// RefundWatchPeriod after they completed; one the provider failed since
+	// is set Failed (RefundFailedAfterSuccess). Zero is the default.
+	RefundRecheckInterval, RefundWatchPeriod time.Duration
 	// Namespaces restrict the collector of finished jobs and the audit of
 	// finished labels, as CacheOptions restricts the cache; nil is every
 	// namespace.
@@ -190,6 +201,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("cannot set up the %s controller: %w", kind.kind.Name(), err)
 		}
+		if kind.kind == controller.PaymentRefundKind() {
+			watch := &controller.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: opts.RefundRecheckInterval,
+				Period: opts.RefundWatchPeriod, Namespaces: opts.Namespaces}
+			if err := mgr.Add(watch); err != nil {
+				return fmt.Errorf("cannot add the refund watch: %w", err)
+			}
+		}
 	}
 	if err := auditor.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the audit: %w", err)
@@ -214,6 +232,8 @@ func (o Options) complete() (Options, error) {
 	def(&o.KeyRetention, DefaultKeyRetention)
 	def(&o.LedgerRetention, DefaultLedgerRetention)
 	def(&o.AuditInterval, DefaultAuditInterval)
+	def(&o.RefundRecheckInterval, DefaultRefundRecheckInterval)
+	def(&o.RefundWatchPeriod, DefaultRefundWatchPeriod)
 	if o.KeyRetention < 0 {
 		o.KeyRetention = 0
 	}
@@ -227,6 +247,9 @@ func (o Options) complete() (Options, error) {
 		return o, errors.New("a TTL after finished needs the ledger: without it, deleting a finished job deletes the only record that it was paid")
 	case o.LedgerRetention < 24*time.Hour:
 		return o, fmt.Errorf("the ledger retention (%s) must be at least 24h", o.LedgerRetention)
+	case o.RefundRecheckInterval < 0 || o.RefundWatchPeriod < 0:
+		return o, fmt.Errorf("the refund recheck interval (%s) and watch period (%s) must be positive",
+			o.RefundRecheckInterval, o.RefundWatchPeriod)
 	case o.AuditInterval < 0:
 		return o, fmt.Errorf("the audit interval (%s) must be positive", o.AuditInterval)
 	}

@@ -160,7 +160,7 @@ func mapRefundError(err error) error {
 		return mapError(err)
 	}
 	refusal := func(reason string) error {
-		return &payment.Refusal{Class: payment.ErrInvalid, Reason: reason, Message: se.Message}
+		return payment.Declined(reason, se.Message)
 	}
 	switch {
 	case se.Code == CodeChargeAlreadyRefunded || se.Code == CodeAmountTooLarge:
