@@ -17,9 +17,10 @@ limitations under the License.
 // Command localenv runs the operator locally, with nothing installed but Go:
 // etcd and kube-apiserver from bin/k8s, the CRDs, bin/sandbox on
 // 127.0.0.1:12111 and bin/manager, all as processes of this one. With --demo
-// it applies config/samples, waits until every sample reaches its expected
-// phase, prints the results and stops everything (make demo); without it,
-// it stays up until Ctrl-C (make run-local).
+// it applies config/samples, waits until every sample (the PaymentJobs and
+// the PaymentRefund) reaches its expected phase, prints the results and the
+// sandbox's charges and refunds, and stops everything (make demo); without
+// it, it stays up until Ctrl-C (make run-local).
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -40,6 +42,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +63,18 @@ type expectation struct {
 	phase           paymentsv1alpha1.PaymentJobPhase
 	note            string
 }
+
+// refundSamples are the PaymentRefunds of config/samples.
+var refundSamples = []expectation{
+	{"payments-demo", "invoice-2026-0042-partial", paymentsv1alpha1.PhaseCompleted, "500 of invoice-2026-0042's 2000 given back"},
+}
+
+// Refunds the sandbox must hold once the samples are done: one per
+// refund sample, for this much in all.
+const (
+	wantRefunds        = 1
+	wantRefundedAmount = 500
+)
 
 var samples = []expectation{
 	{"payments-demo", "coffee-subscription", paymentsv1alpha1.PhaseCompleted, "plain payment, key = name"},
@@ -201,14 +216,19 @@ func run() error {
 	if err := waitForSamples(ctx, c, kubectl, timeout, manager, sandbox); err != nil {
 		return err
 	}
-	out, err = kubectl("get", "pj", "-A")
-	if err != nil {
+	for _, kind := range []string{"pj", "prefund"} {
+		out, err = kubectl("get", kind, "-A")
+		if err != nil {
+			return err
+		}
+		fmt.Println()
+		step("kubectl get %s -A", kind)
+		fmt.Print(indent(out))
+	}
+	if err := printStats(ctx); err != nil {
 		return err
 	}
-	fmt.Println()
-	step("kubectl get pj -A")
-	fmt.Print(indent(out))
-	if err := printStats(ctx); err != nil {
+	if err := checkRefunds(ctx, c); err != nil {
 		return err
 	}
 	fmt.Println()
@@ -234,6 +254,14 @@ func waitForSamples(ctx context.Context, c client.Client, kubectl func(...string
 		for _, j := range jobs.Items {
 			byKey[j.Namespace+"/"+j.Name] = j
 		}
+		var refunds paymentsv1alpha1.PaymentRefundList
+		if err := c.List(ctx, &refunds); err != nil {
+			return fmt.Errorf("cannot list payment refunds: %w", err)
+		}
+		refundByKey := map[string]paymentsv1alpha1.PaymentRefund{}
+		for _, r := range refunds.Items {
+			refundByKey[r.Namespace+"/"+r.Name] = r
+		}
 
 		held := byKey["payments-demo/held-until-approved"]
 		if !resumed && held.Status.Phase == paymentsv1alpha1.PhasePending {
@@ -250,21 +278,31 @@ func waitForSamples(ctx context.Context, c client.Client, kubectl func(...string
 
 		var parts []string
 		done := 0
-		for _, s := range samples {
-			phase := byKey[s.namespace+"/"+s.name].Status.Phase
+		count := func(s expectation, phase paymentsv1alpha1.PaymentJobPhase, why, suffix string) {
 			if phase == "" {
 				phase = "New"
 			}
 			if phase == s.phase {
 				done++
 			}
-			parts = append(parts, fmt.Sprintf("%s/%s=%s", strings.TrimPrefix(s.namespace, "payments-"), s.name, phase))
+			if why != "" && phase != s.phase {
+				phase += paymentsv1alpha1.PaymentJobPhase("(" + why + ")")
+			}
+			parts = append(parts, fmt.Sprintf("%s/%s%s=%s", strings.TrimPrefix(s.namespace, "payments-"), s.name, suffix, phase))
 		}
+		for _, s := range samples {
+			count(s, byKey[s.namespace+"/"+s.name].Status.Phase, "", "")
+		}
+		for _, s := range refundSamples {
+			rf := refundByKey[s.namespace+"/"+s.name]
+			count(s, rf.Status.Phase, readyReason(rf.Status.Conditions), " (refund)")
+		}
+		total := len(samples) + len(refundSamples)
 		if line := strings.Join(parts, " "); line != last {
-			fmt.Printf("  [%d/%d] %s\n", done, len(samples), line)
+			fmt.Printf("  [%d/%d] %s\n", done, total, line)
 			last = line
 		}
-		if done == len(samples) {
+		if done == total {
 			return nil
 		}
 
@@ -273,15 +311,20 @@ func waitForSamples(ctx context.Context, c client.Client, kubectl func(...string
 			return errors.New("interrupted")
 		case <-deadline:
 			var missing []string
-			for _, s := range samples {
-				got := byKey[s.namespace+"/"+s.name]
-				if got.Status.Phase != s.phase {
+			miss := func(kind string, s expectation, st paymentsv1alpha1.PaymentStatus) {
+				if st.Phase != s.phase {
 					why := ""
-					if ready := meta.FindStatusCondition(got.Status.Conditions, paymentsv1alpha1.ConditionReady); ready != nil {
+					if ready := meta.FindStatusCondition(st.Conditions, paymentsv1alpha1.ConditionReady); ready != nil {
 						why = fmt.Sprintf(" (%s: %s)", ready.Reason, ready.Message)
 					}
-					missing = append(missing, fmt.Sprintf("%s/%s is %q, want %s%s", s.namespace, s.name, got.Status.Phase, s.phase, why))
+					missing = append(missing, fmt.Sprintf("%s %s/%s is %q, want %s%s", kind, s.namespace, s.name, st.Phase, s.phase, why))
 				}
+			}
+			for _, s := range samples {
+				miss("PaymentJob", s, byKey[s.namespace+"/"+s.name].Status.PaymentStatus)
+			}
+			for _, s := range refundSamples {
+				miss("PaymentRefund", s, refundByKey[s.namespace+"/"+s.name].Status.PaymentStatus)
 			}
 			return fmt.Errorf("samples did not reach their expected phase within %s:\n  %s", timeout, strings.Join(missing, "\n  "))
 		case <-tick.C:
@@ -305,10 +348,11 @@ The local environment is up. In another terminal:
   %s wait --for=condition=Ready pj/invoice-2026-0042 -n payments-demo --timeout=60s
   %s describe pj declined-card -n payments-demo
   %s patch pj held-until-approved -n payments-demo --type=merge -p '{"spec":{"suspend":false}}'
+  %s get prefund -A
   curl -s http://%s/_sandbox/stats
 
 Press Ctrl-C to stop everything.
-`, kubeconfig, kubectl, kubectl, kubectl, kubectl, sandboxAddr)
+`, kubeconfig, kubectl, kubectl, kubectl, kubectl, kubectl, sandboxAddr)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -337,11 +381,15 @@ func printStats(ctx context.Context) error {
 	}
 	defer resp.Body.Close()
 	var stats struct {
-		Requests     int64          `json:"requests"`
-		Charges      int64          `json:"charges"`
-		Replays      int64          `json:"replays"`
-		Declines     int64          `json:"declines"`
-		ChargesByKey map[string]int `json:"chargesByKey"`
+		Requests       int64          `json:"requests"`
+		Charges        int64          `json:"charges"`
+		Replays        int64          `json:"replays"`
+		Declines       int64          `json:"declines"`
+		ChargesByKey   map[string]int `json:"chargesByKey"`
+		RefundRequests int64          `json:"refundRequests"`
+		Refunds        int64          `json:"refunds"`
+		RefundRefusals int64          `json:"refundRefusals"`
+		RefundsByKey   map[string]int `json:"refundsByKey"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
 		return fmt.Errorf("cannot decode the sandbox stats: %w", err)
@@ -363,7 +411,97 @@ func printStats(ctx context.Context) error {
 	if want := 5; len(keys) != want {
 		return fmt.Errorf("the sandbox charged %d keys, want %d", len(keys), want)
 	}
+
+	step("Sandbox (GET /_sandbox/stats): %d refund requests, %d refunds, %d refused",
+		stats.RefundRequests, stats.Refunds, stats.RefundRefusals)
+	keys = keys[:0]
+	for k := range stats.RefundsByKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Printf("    %-48s refunded %d time(s)\n", k, stats.RefundsByKey[k])
+		if stats.RefundsByKey[k] != 1 {
+			return fmt.Errorf("key %s was refunded %d times", k, stats.RefundsByKey[k])
+		}
+	}
+	if len(keys) != wantRefunds || stats.Refunds != wantRefunds {
+		return fmt.Errorf("the sandbox made %d refunds under %d keys, want %d", stats.Refunds, len(keys), wantRefunds)
+	}
 	return nil
+}
+
+// checkRefunds reads, at the sandbox's Stripe API, the refunds of the
+// charges the refund samples name: what went back is the sandbox's word,
+// not the operator's status.
+func checkRefunds(ctx context.Context, c client.Client) error {
+	var total int64
+	for _, s := range refundSamples {
+		var rf paymentsv1alpha1.PaymentRefund
+		if err := c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.name}, &rf); err != nil {
+			return fmt.Errorf("cannot get PaymentRefund %s/%s: %w", s.namespace, s.name, err)
+		}
+		if rf.Status.Charge == nil || rf.Status.ProviderResponse == nil {
+			return fmt.Errorf("PaymentRefund %s/%s names no charge or refund", s.namespace, s.name)
+		}
+		refunds, err := sandboxRefunds(ctx, rf.Status.Charge.ID)
+		if err != nil {
+			return err
+		}
+		step("Sandbox (GET /v1/refunds?payment_intent=%s), refunded by %s:", rf.Status.Charge.ID, s.name)
+		for _, r := range refunds {
+			fmt.Printf("    %s  %d %s  %s\n", r.ID, r.Amount, r.Currency, r.Status)
+			if r.Status == "succeeded" {
+				total += r.Amount
+			}
+		}
+	}
+	if total != wantRefundedAmount {
+		return fmt.Errorf("the sandbox gave back %d in all, want %d", total, wantRefundedAmount)
+	}
+	return nil
+}
+
+// sandboxRefund is what the demo reads of a refund at the sandbox.
+type sandboxRefund struct {
+	ID       string `json:"id"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Status   string `json:"status"`
+}
+
+// sandboxRefunds lists the refunds of a PaymentIntent as the operator does,
+// GET /v1/refunds?payment_intent=, with any test key the sandbox accepts.
+func sandboxRefunds(ctx context.Context, paymentIntent string) ([]sandboxRefund, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		"http://"+sandboxAddr+"/v1/refunds?limit=100&payment_intent="+url.QueryEscape(paymentIntent), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer sk_test_localenv")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the sandbox's refunds: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("listing the sandbox's refunds of %s: HTTP %d", paymentIntent, resp.StatusCode)
+	}
+	var list struct {
+		Data []sandboxRefund `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("cannot decode the sandbox's refunds: %w", err)
+	}
+	return list.Data, nil
+}
+
+// readyReason is the reason of the Ready condition, if any.
+func readyReason(cs []metav1.Condition) string {
+	if ready := meta.FindStatusCondition(cs, paymentsv1alpha1.ConditionReady); ready != nil {
+		return ready.Reason
+	}
+	return ""
 }
 
 // process is a child process: the sandbox or the manager.
