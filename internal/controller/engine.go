@@ -88,6 +88,8 @@ type Kind interface {
 	Words() Words
 	// New returns an empty object of the kind.
 	New() Object
+	// NewList returns an empty list of the kind.
+	NewList() client.ObjectList
 	// Terms reads the fields of obj's spec the engine needs.
 	Terms(obj Object) Terms
 	// Key is the key obj sends through a provider with key scope scope.
@@ -125,12 +127,10 @@ func PaymentJobKind() Kind { return jobKind{} }
 // PaymentJob's charge.
 func PaymentRefundKind() Kind { return refundKind{} }
 
-// paymentKindOf is the Kind of obj.
-func paymentKindOf(obj Object) Kind {
-	if _, ok := obj.(*paymentsv1alpha1.PaymentRefund); ok {
-		return refundKind{}
-	}
-	return jobKind{}
+// Scheduler deletes finished objects after their TTL (the TTL collector).
+type Scheduler interface {
+	// Schedule takes obj of kind k, just finished, into account.
+	Schedule(k Kind, obj Object)
 }
 
 // Words word a kind's messages and events.

@@ -74,7 +74,7 @@ type Reconciler struct {
 	// off, and finishes re-created jobs from it; nil turns it off.
 	Ledger OutcomeLedger
 	// Collector deletes finished jobs after their TTL; nil keeps them.
-	Collector *FinishedJobCollector
+	Collector Scheduler
 	// APIReader reads what the cache leaves out: who wrote a resolve
 	// annotation (managedFields). Optional.
 	APIReader client.Reader

@@ -319,7 +319,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"PaymentJobReconcileErrors",
 		"PaymentJobAdmissionPoliciesMissing",
 		"PaymentJobFinishedLabelWithoutOutcome",
-		"PaymentJobStuckBehindDeletedProvider",
+		"PaymentJobStuckBehindDeletedProvider", "PaymentRefundFailedAfterSuccess",
 	))
 	for _, grp := range r.Spec.Groups {
 		for _, rule := range grp.Rules {

@@ -41,6 +41,8 @@ func (jobKind) Words() Words { return Words{Action: "Charge", Noun: "charge", Do
 
 func (jobKind) New() Object { return &paymentsv1alpha1.PaymentJob{} }
 
+func (jobKind) NewList() client.ObjectList { return &paymentsv1alpha1.PaymentJobList{} }
+
 func (jobKind) Terms(obj Object) Terms {
 	job := obj.(*paymentsv1alpha1.PaymentJob)
 	return Terms{
@@ -84,7 +86,7 @@ func (jobKind) Watch(r *Reconciler, b *builder.Builder) *builder.Builder {
 
 func (jobKind) Finished(_ context.Context, r *Reconciler, obj Object) {
 	if r.Collector != nil {
-		r.Collector.Schedule(obj)
+		r.Collector.Schedule(jobKind{}, obj)
 	}
 }
 

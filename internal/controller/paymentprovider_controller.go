@@ -63,6 +63,10 @@ type EndpointPolicy interface {
 // and its adapter could be built. It keeps the ProviderCache up to date, and
 // keeps ProviderFinalizer on the provider while Processing jobs use it.
 type PaymentProviderReconciler struct {
+	// Kinds are the kinds of payments that use providers (PaymentJob,
+	// PaymentRefund): a provider keeps its finalizer while an unfinished
+	// object of one of them uses it.
+	Kinds []Kind
 	// Client reads PaymentProviders and PaymentJobs from the cache and
 	// writes providers and their status.
 	Client client.Client
@@ -216,21 +220,21 @@ func (r *PaymentProviderReconciler) refresh(pp *paymentsv1alpha1.PaymentProvider
 // it watches the labelled Secrets they reference and the PaymentJobs that
 // enter or leave Processing through them.
 func (r *PaymentProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.SecretReader == nil || r.APIReader == nil || r.Adapters == nil || r.Recorder == nil {
-		return errors.New("payment provider reconciler needs a client, a secret reader, an API reader, a provider cache and an event recorder")
+	if r.Client == nil || r.SecretReader == nil || r.APIReader == nil || r.Adapters == nil || r.Recorder == nil || len(r.Kinds) == 0 {
+		return errors.New("payment provider reconciler needs a client, a secret reader, an API reader, a provider cache, " +
+			"an event recorder and the kinds of payments")
 	}
 	if r.SecretPollInterval <= 0 {
 		r.SecretPollInterval = DefaultSecretPollInterval
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&paymentsv1alpha1.PaymentProvider{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersOfSecret)).
-		Watches(&paymentsv1alpha1.PaymentJob{}, handler.EnqueueRequestsFromMapFunc(providerOfJob),
-			builder.WithPredicates(usageChanged())).
-		Watches(&paymentsv1alpha1.PaymentRefund{}, handler.EnqueueRequestsFromMapFunc(providerOfJob),
-			builder.WithPredicates(usageChanged())).
-		Named("paymentprovider").
-		Complete(r)
+		Named("paymentprovider")
+	for _, k := range r.Kinds {
+		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(providerOf(k)), builder.WithPredicates(usageChanged()))
+	}
+	return b.Complete(r)
 }
 
 // providersOfSecret maps a labelled Secret to the providers that use it.

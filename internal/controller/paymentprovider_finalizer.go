@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -60,7 +61,7 @@ func (r *PaymentProviderReconciler) guard(ctx context.Context, pp *paymentsv1alp
 	holds := func(j Object) bool {
 		return !deleting || j.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing
 	}
-	inUse, err := jobsUsing(ctx, r.Client, pp, holds, false, client.MatchingFields{providerRefIndex: pp.Name}, client.UnsafeDisableDeepCopy)
+	inUse, err := jobsUsing(ctx, r.Client, pp, r.Kinds, holds, false, client.MatchingFields{providerRefIndex: pp.Name}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func (r *PaymentProviderReconciler) guard(ctx context.Context, pp *paymentsv1alp
 		return r.patchFinalizer(ctx, pp, controllerutil.AddFinalizer)
 	case inUse == 0 && has:
 		// The cache may not have seen a job or a claim yet: ask the API server.
-		inUse, err = jobsUsing(ctx, r.APIReader, pp, holds, true, client.MatchingLabelsSelector{Selector: unfinished()})
+		inUse, err = jobsUsing(ctx, r.APIReader, pp, r.Kinds, holds, true, client.MatchingLabelsSelector{Selector: unfinished()})
 		if err != nil || inUse > 0 {
 			return err
 		}
@@ -92,10 +93,10 @@ func (r *PaymentProviderReconciler) patchFinalizer(ctx context.Context, pp *paym
 // jobsUsing counts the unfinished payments (jobs and refunds) in the
 // provider's namespace that reference it and that hold reports, read with
 // reader: the cache, or the API server in pages.
-func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider,
+func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, kinds []Kind,
 	hold func(Object) bool, paged bool, opts ...client.ListOption) (int, error) {
 	n := 0
-	for _, k := range []Kind{jobKind{}, refundKind{}} {
+	for _, k := range kinds {
 		c, err := kindUsing(ctx, reader, pp, k, hold, paged, opts...)
 		if err != nil {
 			return 0, err
@@ -114,7 +115,7 @@ func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.P
 	}
 	n := 0
 	for {
-		list := listOf(k)
+		list := k.NewList()
 		if err := reader.List(ctx, list, opts...); err != nil {
 			return 0, fmt.Errorf("cannot list the %ss of provider %q: %w", k.Name(), pp.Name, err)
 		}
@@ -133,31 +134,20 @@ func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.P
 	}
 }
 
-// listOf is an empty list of kind k.
-func listOf(k Kind) client.ObjectList {
-	if _, ok := k.(refundKind); ok {
-		return &paymentsv1alpha1.PaymentRefundList{}
-	}
-	return &paymentsv1alpha1.PaymentJobList{}
-}
-
 // finished reports whether a job has its final outcome.
 func finished(j *paymentsv1alpha1.PaymentJob) bool {
 	return terminal(j.Status.Phase)
 }
 
-// providerOfJob maps a job or a refund to the PaymentProvider it uses.
-func providerOfJob(_ context.Context, o client.Object) []reconcile.Request {
-	var name string
-	switch obj := o.(type) {
-	case *paymentsv1alpha1.PaymentJob:
-		name = obj.Spec.ProviderRef.Name
-	case *paymentsv1alpha1.PaymentRefund:
-		name = obj.Spec.ProviderRef.Name
-	default:
-		return nil
+// providerOf maps an object of kind k to the PaymentProvider it uses.
+func providerOf(k Kind) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		obj, ok := o.(Object)
+		if !ok {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: k.Terms(obj).Provider}}}
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // usageChanged passes the job events that can change whether a provider

@@ -73,6 +73,8 @@ func (refundKind) Words() Words { return Words{Action: "Refund", Noun: "refund",
 
 func (refundKind) New() Object { return &paymentsv1alpha1.PaymentRefund{} }
 
+func (refundKind) NewList() client.ObjectList { return &paymentsv1alpha1.PaymentRefundList{} }
+
 func (refundKind) Terms(obj Object) Terms {
 	rf := obj.(*paymentsv1alpha1.PaymentRefund)
 	return Terms{
@@ -351,7 +353,7 @@ func (refundKind) Watch(r *Reconciler, b *builder.Builder) *builder.Builder {
 
 func (refundKind) Finished(_ context.Context, r *Reconciler, obj Object) {
 	if r.Collector != nil {
-		r.Collector.Schedule(obj)
+		r.Collector.Schedule(refundKind{}, obj)
 	}
 }
 

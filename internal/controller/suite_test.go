@@ -294,6 +294,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: build}
 	g.Expect(mgr.Add(adapters)).To(Succeed())
 	g.Expect((&controller.PaymentProviderReconciler{
+		Kinds:              []controller.Kind{controller.PaymentJobKind(), controller.PaymentRefundKind()},
 		Client:             mgr.GetClient(),
 		SecretReader:       mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
@@ -320,6 +321,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 			ttl = cfg.ttl
 		}
 		collector = &controller.FinishedJobCollector{
+			Kinds:  []controller.Kind{controller.PaymentJobKind(), controller.PaymentRefundKind()},
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
 			DefaultTTL: ttl, SweepInterval: cfg.sweep, Clock: clock.RealClock{}, Namespaces: cfg.namespaces,
 		}

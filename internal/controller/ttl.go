@@ -50,6 +50,9 @@ import (
 // the finished jobs, when the manager starts and then every SweepInterval,
 // catches the rest (jobs finished by another replica or before a restart).
 type FinishedJobCollector struct {
+	// Kinds are the kinds whose finished objects are swept (PaymentJob,
+	// PaymentRefund).
+	Kinds []Kind
 	// Client deletes jobs.
 	Client client.Client
 	// Reader lists finished jobs from the API server: they are not cached.
@@ -86,25 +89,25 @@ const ttlSweepPage = 500
 
 // ttlOf is how long after it finished the job is kept, and false if it is
 // kept for good.
-func (c *FinishedJobCollector) ttlOf(job Object) (time.Duration, bool) {
+func (c *FinishedJobCollector) ttlOf(k Kind, job Object) (time.Duration, bool) {
 	if job.GetPaymentStatus().CompletedAt == nil || fromLedger(job) {
 		return 0, false
 	}
-	if s := paymentKindOf(job).Terms(job).TTLSecondsAfterFinished; s != nil {
+	if s := k.Terms(job).TTLSecondsAfterFinished; s != nil {
 		return time.Duration(*s) * time.Second, true
 	}
 	return c.DefaultTTL, c.DefaultTTL >= 0
 }
 
 // Schedule remembers a job that was just finished, if it has a TTL.
-func (c *FinishedJobCollector) Schedule(job Object) {
-	ttl, ok := c.ttlOf(job)
+func (c *FinishedJobCollector) Schedule(k Kind, job Object) {
+	ttl, ok := c.ttlOf(k, job)
 	if !ok {
 		return
 	}
 	c.remember(dueJob{
-		name: client.ObjectKeyFromObject(job), uid: job.GetUID(), kind: paymentKindOf(job),
-		key: keyOf(paymentKindOf(job), job), at: job.GetPaymentStatus().CompletedAt.Add(ttl),
+		name: client.ObjectKeyFromObject(job), uid: job.GetUID(), kind: k,
+		key: keyOf(k, job), at: job.GetPaymentStatus().CompletedAt.Add(ttl),
 	})
 	select {
 	case c.wakeup() <- struct{}{}:
@@ -221,7 +224,7 @@ func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
 		if obj.GetUID() != d.uid || !terminal(obj.GetPaymentStatus().Phase) {
 			return nil
 		}
-		if err := c.record(ctx, obj); err != nil {
+		if err := c.record(ctx, d.kind, obj); err != nil {
 			return err
 		}
 	}
@@ -241,11 +244,10 @@ func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
 }
 
 // record stores a finished job's outcome in the ledger unless it is there.
-func (c *FinishedJobCollector) record(ctx context.Context, job Object) error {
+func (c *FinishedJobCollector) record(ctx context.Context, k Kind, job Object) error {
 	if c.Ledger == nil {
 		return errors.New("no outcome ledger: finished jobs are kept")
 	}
-	k := paymentKindOf(job)
 	key := keyOf(k, job)
 	if !terminal(job.GetPaymentStatus().Phase) || fromLedger(job) || c.Ledger.Has(key) {
 		// An unfinished job has no outcome to record: recording it would
@@ -272,14 +274,18 @@ func (c *FinishedJobCollector) sweep(ctx context.Context) error {
 
 // sweepNamespace sweeps one namespace, or every one for "".
 func (c *FinishedJobCollector) sweepNamespace(ctx context.Context, ns string) error {
-	return errors.Join(c.sweepKind(ctx, ns, jobKind{}), c.sweepKind(ctx, ns, refundKind{}))
+	errs := make([]error, 0, len(c.Kinds))
+	for _, k := range c.Kinds {
+		errs = append(errs, c.sweepKind(ctx, ns, k))
+	}
+	return errors.Join(errs...)
 }
 
 // sweepKind is sweepNamespace for the objects of one kind.
 func (c *FinishedJobCollector) sweepKind(ctx context.Context, ns string, k Kind) error {
 	cont := ""
 	for {
-		list := listOf(k)
+		list := k.NewList()
 		err := c.Reader.List(ctx, list, client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished},
 			client.Limit(ttlSweepPage), client.Continue(cont))
 		if err != nil {
@@ -293,12 +299,12 @@ func (c *FinishedJobCollector) sweepKind(ctx context.Context, ns string, k Kind)
 		var wg sync.WaitGroup
 		errs := make([]error, len(items))
 		for i := range items {
-			wg.Go(func() { errs[i] = c.record(ctx, items[i]) })
+			wg.Go(func() { errs[i] = c.record(ctx, k, items[i]) })
 		}
 		wg.Wait()
 		now := c.Clock.Now()
 		for i, job := range items {
-			ttl, ok := c.ttlOf(job)
+			ttl, ok := c.ttlOf(k, job)
 			if errs[i] != nil || !ok {
 				continue
 			}

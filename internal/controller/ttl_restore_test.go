@@ -76,14 +76,15 @@ func TestCollectorLeavesAJobThatIsNoLongerFinished(t *testing.T) {
 	}).Build()
 	clock := clocktesting.NewFakeClock(now)
 	outcomes := &emptyLedger{}
-	collector := &controller.FinishedJobCollector{Client: c, Reader: c, Ledger: outcomes, DefaultTTL: -1, Clock: clock}
+	collector := &controller.FinishedJobCollector{Kinds: []controller.Kind{controller.PaymentJobKind()}, Client: c, Reader: c,
+		Ledger: outcomes, DefaultTTL: -1, Clock: clock}
 
 	// What the collector remembered when the job finished, before the
 	// restore.
 	finished := restored.DeepCopy()
 	finished.Status.Phase = paymentsv1alpha1.PhaseCompleted
 	finished.Status.CompletedAt = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
-	collector.Schedule(finished)
+	collector.Schedule(controller.PaymentJobKind(), finished)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)

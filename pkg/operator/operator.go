@@ -134,7 +134,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(adapters); err != nil {
 		return fmt.Errorf("cannot add the provider cache: %w", err)
 	}
+	kinds := []controller.Kind{controller.PaymentJobKind(), controller.PaymentRefundKind()}
 	if err := (&controller.PaymentProviderReconciler{
+		Kinds:        kinds,
 		Client:       mgr.GetClient(),
 		SecretReader: mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
@@ -160,6 +162,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			ttl = *opts.TTLAfterFinished
 		}
 		collector = &controller.FinishedJobCollector{
+			Kinds:  kinds,
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
 			DefaultTTL: ttl, Clock: clock.RealClock{}, Namespaces: opts.Namespaces,
 		}
