@@ -47,7 +47,12 @@ limitations under the License.
 //
 // Env.Charges counts the sandbox's charges per idempotency key, and
 // Env.Faults switches its faults: declines, responses lost after the
-// charge, rate limits, latency, forgotten keys; every switch returns an
-// error. docs/testing.md shows a complete test and how to get the control
+// charge, rate limits, latency, forgotten keys, refunds that stay pending
+// or fail after they succeeded; every switch returns an error.
+//
+// Refunds: CreateRefund creates a PaymentRefund of a job (the whole charge,
+// or RefundOptions.Amount), WaitForRefundPhase and WaitForRefund wait for
+// its status, and Env.Refunds and Env.Refunded read what the sandbox gave
+// back of the job's charge. docs/testing.md shows a complete test and how to get the control
 // plane's binaries.
 package paymentjobtest

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -56,7 +57,9 @@ type Options struct {
 	Namespaces []string
 	// Operator tunes the operator. The kit's defaults suit tests: 5-second
 	// provider calls, a claim lease of twice the provider timeout (10
-	// seconds at least), retries from 50 ms to 1 s. InsecureProviderHosts
+	// seconds at least), retries from 50 ms to 1 s, Completed refunds read
+	// again at the sandbox every second (so that a refund failed there
+	// after it succeeded, Faults.FailRefund, shows). InsecureProviderHosts
 	// always includes 127.0.0.1, where the sandbox listens; Namespaces is
 	// always the Options' own.
 	Operator operator.Options
@@ -154,6 +157,9 @@ func (e *Env) start(opts Options) error {
 		HealthProbeBindAddress: "0",
 		Cache:                  operator.CacheOptions(opts.Namespaces...),
 		Logger:                 logger(opts.Logger),
+		// The runnables that log from their context (the refund watch, the
+		// collector) log where the reconcilers do.
+		BaseContext: func() context.Context { return ctrllog.IntoContext(context.Background(), logger(opts.Logger)) },
 		// Several environments may run in one test binary.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -170,6 +176,7 @@ func (e *Env) start(opts Options) error {
 	def(&o.ClaimLease, max(10*time.Second, 2*o.ProviderTimeout))
 	def(&o.BackoffInitial, 50*time.Millisecond)
 	def(&o.BackoffMax, time.Second)
+	def(&o.RefundRecheckInterval, time.Second)
 	o.InsecureProviderHosts = slices.Concat(o.InsecureProviderHosts, []string{"127.0.0.1"})
 	// The cache, the collector and the audit all watch the same namespaces.
 	o.Namespaces = opts.Namespaces
@@ -192,13 +199,25 @@ func (e *Env) start(opts Options) error {
 	return nil
 }
 
-// logger is l, or a logger that discards when l is the zero value.
+// logger is l, or a logger that discards when l is the zero value. Not
+// logr.Discard(): controller-runtime replaces a logger without a sink with
+// its global one, which warns on stderr when no test set it.
 func logger(l logr.Logger) logr.Logger {
 	if l.GetSink() == nil {
-		return logr.Discard()
+		return logr.New(discard{})
 	}
 	return l
 }
+
+// discard is a logr.LogSink that drops everything.
+type discard struct{}
+
+func (discard) Init(logr.RuntimeInfo)            {}
+func (discard) Enabled(int) bool                 { return false }
+func (discard) Info(int, string, ...any)         {}
+func (discard) Error(error, string, ...any)      {}
+func (d discard) WithValues(...any) logr.LogSink { return d }
+func (d discard) WithName(string) logr.LogSink   { return d }
 
 // stopped reports whether the operator is no longer running.
 func (e *Env) stopped() bool { return e.exited.Load() }

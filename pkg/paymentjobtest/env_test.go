@@ -190,14 +190,17 @@ func TestReadableFailure(t *testing.T) {
 }
 
 // TestResetTurnsEveryFaultOff: after Reset, a payment method Decline
-// added is charged again, and no lost response or rate limit is pending.
+// added is charged again, no lost response or rate limit is pending, and
+// refunds are no longer kept pending.
 func TestResetTurnsEveryFaultOff(t *testing.T) {
 	g := NewWithT(t)
 	f := env.Faults()
 	g.Expect(f.Decline("pm_card_mastercard")).To(Succeed())
 	g.Expect(f.LoseResponses(3)).To(Succeed())
 	g.Expect(f.RateLimit(3, time.Second)).To(Succeed())
+	g.Expect(f.PendingRefunds(time.Hour)).To(Succeed())
 	g.Expect(f.Reset()).To(Succeed())
+	g.Expect(env.Sandbox().RefundSettleDelay()).To(BeZero(), "refunds succeed at once again")
 	ns := namespace(t)
 	before := env.Sandbox().Stats().Faults
 	job(t, ns, "after-reset", "pm_card_mastercard")

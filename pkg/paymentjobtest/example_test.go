@@ -136,11 +136,84 @@ func ExampleFaults() {
 	f := env.Faults()
 	fmt.Println(f.LoseResponses(1))
 	fmt.Println(f.RateLimit(1, time.Second))
+	fmt.Println(f.PendingRefunds(2 * time.Second))
 	fmt.Println(f.LoseResponses(-1))
+	fmt.Println(f.FailRefund("re_unknown"))
 	fmt.Println(f.Reset())
 	// Output:
 	// <nil>
 	// <nil>
-	// paymentjobtest: cannot lose -1 responses
 	// <nil>
+	// paymentjobtest: cannot lose -1 responses
+	// paymentjobtest: cannot fail refund re_unknown: no such refund
+	// <nil>
+}
+
+// A partial refund of a paid job, and what the sandbox gave back of the
+// charge: the refund is made once, whatever the operator's retries.
+func ExampleEnv_CreateRefund() {
+	ctx := context.Background()
+	c := env.Client()
+	_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "example-refund"}})
+	if err := env.CreateProvider(ctx, "example-refund", "stripe"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = c.Create(ctx, &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "invoice-45", Namespace: "example-refund"},
+		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
+			Amount: 2000, Currency: "usd", PaymentMethod: paymentjobtest.PaymentMethodSucceeds},
+	})
+	// The refund waits until the job is Completed.
+	if _, err := env.CreateRefund(ctx, "example-refund", "invoice-45-partial", "invoice-45",
+		paymentjobtest.RefundOptions{Amount: 500, Reason: paymentsv1alpha1.RefundRequestedByCustomer}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	rf, err := env.WaitForRefundPhase(ctx, "example-refund", "invoice-45-partial", paymentsv1alpha1.PhaseCompleted, time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(rf.Status.Phase, rf.Status.ProviderResponse.Amount, rf.Status.Charge.Currency,
+		"refunds:", len(env.Refunds("example-refund/invoice-45")), "refunded:", env.Refunded("example-refund/invoice-45"))
+	// Output: Completed 500 usd refunds: 1 refunded: 500
+}
+
+// A refund the provider fails after it succeeded (a closed card): the
+// operator reads it again and sets the PaymentRefund Failed.
+func ExampleFaults_FailRefund() {
+	ctx := context.Background()
+	c := env.Client()
+	_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "example-failed-refund"}})
+	if err := env.CreateProvider(ctx, "example-failed-refund", "stripe"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = c.Create(ctx, &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "invoice-46", Namespace: "example-failed-refund"},
+		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
+			Amount: 2000, Currency: "usd", PaymentMethod: paymentjobtest.PaymentMethodSucceeds},
+	})
+	if _, err := env.CreateRefund(ctx, "example-failed-refund", "invoice-46-refund", "invoice-46",
+		paymentjobtest.RefundOptions{}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	rf, err := env.WaitForRefundPhase(ctx, "example-failed-refund", "invoice-46-refund", paymentsv1alpha1.PhaseCompleted, time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := env.Faults().FailRefund(rf.Status.ProviderResponse.ID); err != nil {
+		fmt.Println(err)
+		return
+	}
+	rf, err = env.WaitForRefundPhase(ctx, "example-failed-refund", "invoice-46-refund", paymentsv1alpha1.PhaseFailed, time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(rf.Status.Phase, rf.Status.Failure.Reason, "refunded:", env.Refunded("example-failed-refund/invoice-46"))
+	// Output: Failed RefundFailedAfterSuccess refunded: 0
 }

@@ -37,8 +37,9 @@ func (e *Env) Faults() Faults { return Faults{engine: e.engine} }
 //
 //	g.Expect(env.Faults().LoseResponses(1)).To(Succeed())
 //
-// ForgetKeys, which acts at once instead of switching, returns how many
-// keys it forgot and cannot fail.
+// FailRefund acts at once on one refund instead of switching, and returns
+// an error all the same. ForgetKeys, which acts at once too, returns how
+// many keys it forgot and cannot fail.
 type Faults struct{ engine *sandbox.Engine }
 
 // Decline makes the sandbox decline paymentMethod from now on: the jobs
@@ -52,10 +53,11 @@ func (f Faults) Decline(paymentMethod string) error {
 	return nil
 }
 
-// LoseResponses charges the next n new payments and then answers them with
-// a server error, as when the answer is lost on the way back: the operator
-// retries with the same key and the sandbox replays the charge. Zero
-// cancels the ones still pending; a negative n is an error.
+// LoseResponses makes the next n new payments or refunds and then answers
+// them with a server error, as when the answer is lost on the way back:
+// the operator retries with the same key and the sandbox replays the
+// charge (or the refund). Zero cancels the ones still pending; a negative
+// n is an error.
 func (f Faults) LoseResponses(n int) error {
 	if n < 0 {
 		return fmt.Errorf("paymentjobtest: cannot lose %d responses", n)
@@ -91,15 +93,49 @@ func (f Faults) Latency(least, most time.Duration) error {
 	return f.engine.SetFaults(faults)
 }
 
+// PendingRefunds keeps the refunds the sandbox makes from now on pending
+// for d, as refunds of some payment methods are at Stripe, after which
+// they succeed by themselves: the operator reads a pending refund again
+// until it is final, and the PaymentRefund stays Processing meanwhile. A
+// pending refund counts against what is left of its charge. Zero makes
+// new refunds succeed at once again; a negative d is an error.
+func (f Faults) PendingRefunds(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("paymentjobtest: cannot keep refunds pending for %s", d)
+	}
+	f.engine.SetRefundSettleDelay(d)
+	return nil
+}
+
+// FailRefund fails the sandbox's refund with the id (a PaymentRefund's
+// status.providerResponse.id) after it succeeded, as a card refund fails
+// days later when the card was closed: the money did not go back, and its
+// amount may be refunded again. The operator reads its Completed refunds
+// again (every second in the kit: Options.Operator.RefundRecheckInterval)
+// and sets this one Failed with RefundFailedAfterSuccess and a Warning
+// event. An id the sandbox never answered, or a refund that already
+// failed, is an error.
+func (f Faults) FailRefund(id string) error {
+	if strings.TrimSpace(id) == "" {
+		return errors.New("paymentjobtest: cannot fail a refund without an id")
+	}
+	if _, err := f.engine.FailRefund(id, sandbox.RefundFailureUnknown); err != nil {
+		return fmt.Errorf("paymentjobtest: %w", err)
+	}
+	return nil
+}
+
 // ForgetKeys makes the sandbox forget every idempotency key, as Stripe does
 // after 24 hours; it returns how many it forgot. Charges stay.
 func (f Faults) ForgetKeys() int { return f.engine.ForgetKeys() }
 
 // Reset turns every fault off: latency, the pending LoseResponses and
-// RateLimit counts, and the payment methods Decline added. Faults belong to
+// RateLimit counts, the payment methods Decline added, and PendingRefunds.
+// Refunds FailRefund failed stay failed. Faults belong to
 // the Env, not to a test: tests that switch them do not run in parallel.
 func (f Faults) Reset() error {
 	f.engine.ClearDeclines()
+	f.engine.SetRefundSettleDelay(0)
 	for _, kind := range []sandbox.FaultKind{sandbox.FaultBeforeCommit, sandbox.FaultAfterCommit, sandbox.FaultRateLimit} {
 		f.engine.FailNext(kind, 0)
 		f.engine.FailNextAny(kind, 0)

@@ -41,6 +41,9 @@ func TestFaultSwitchesRefuseWhatTheyCannotDo(t *testing.T) {
 		{"rate-limit a negative number of requests", func(f paymentjobtest.Faults) error { return f.RateLimit(-2, time.Second) }, "-2 requests"},
 		{"a negative Retry-After", func(f paymentjobtest.Faults) error { return f.RateLimit(1, -time.Second) }, "-1s"},
 		{"latency the wrong way round", func(f paymentjobtest.Faults) error { return f.Latency(time.Second, time.Millisecond) }, "least latency"},
+		{"refunds pending for a negative time", func(f paymentjobtest.Faults) error { return f.PendingRefunds(-time.Second) }, "pending for -1s"},
+		{"fail a refund without an id", func(f paymentjobtest.Faults) error { return f.FailRefund(" ") }, "without an id"},
+		{"fail a refund the sandbox never made", func(f paymentjobtest.Faults) error { return f.FailRefund("re_unknown") }, "no such refund"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +72,7 @@ func TestFaultSwitchesAcceptZero(t *testing.T) {
 	g.Expect(f.LoseResponses(0)).To(Succeed())
 	g.Expect(f.RateLimit(0, 0)).To(Succeed())
 	g.Expect(f.Latency(0, 0)).To(Succeed())
+	g.Expect(f.PendingRefunds(0)).To(Succeed())
 
 	ns := namespace(t)
 	before := env.Sandbox().Stats().Faults

@@ -64,34 +64,42 @@ func (e *Env) WaitForPhase(ctx context.Context, namespace, name string, phase pa
 // end the wait with an error. Otherwise the error says where the job is.
 func (e *Env) WaitFor(ctx context.Context, namespace, name, what string, timeout time.Duration,
 	done func(*paymentsv1alpha1.PaymentJob) (bool, error)) (*paymentsv1alpha1.PaymentJob, error) {
-	job := &paymentsv1alpha1.PaymentJob{}
-	key := client.ObjectKey{Namespace: namespace, Name: name}
+	return waitFor(ctx, e, &paymentsv1alpha1.PaymentJob{}, "PaymentJob", client.ObjectKey{Namespace: namespace, Name: name},
+		what, timeout, done, func(job *paymentsv1alpha1.PaymentJob) string { return e.describe(job, &job.Status.PaymentStatus, "") })
+}
+
+// waitFor reads obj under key until done says it is where the test wants
+// it, within timeout; the error names kind and what, and says where obj is
+// with describe. One wait for both kinds, so that they fail alike.
+func waitFor[T client.Object](ctx context.Context, e *Env, obj T, kind string, key client.ObjectKey, what string,
+	timeout time.Duration, done func(T) (bool, error), describe func(T) string) (T, error) {
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := e.client.Get(ctx, key, job); err != nil {
+		if err := e.client.Get(ctx, key, obj); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		return done(job)
+		return done(obj)
 	})
 	if err == nil {
-		return job, nil
+		return obj, nil
 	}
 	if e.stopped() {
 		err = fmt.Errorf("%w; the operator is not running", err)
 	}
-	return job, fmt.Errorf("paymentjobtest: PaymentJob %s did not reach %s within %s (%w): %s", key, what, timeout, err, e.describe(job))
+	return obj, fmt.Errorf("paymentjobtest: %s %s did not reach %s within %s (%w): %s", kind, key, what, timeout, err, describe(obj))
 }
 
-// describe is the job's phase, conditions and events, for failures.
-func (e *Env) describe(job *paymentsv1alpha1.PaymentJob) string {
-	if job.UID == "" {
+// describe is the phase, conditions and events of obj, whose status is
+// st, for failures; more is said after the attempts.
+func (e *Env) describe(obj client.Object, st *paymentsv1alpha1.PaymentStatus, more string) string {
+	if obj.GetUID() == "" {
 		return "it does not exist"
 	}
-	phase := string(job.Status.Phase)
+	phase := string(st.Phase)
 	if phase == "" {
 		phase = "none yet"
 	}
-	return fmt.Sprintf("phase %s, attempts %d; conditions: %s; events: %s",
-		phase, job.Status.Attempts, describeConditions(job.Status.Conditions), e.describeEvents(job))
+	return fmt.Sprintf("phase %s, attempts %d%s; conditions: %s; events: %s",
+		phase, st.Attempts, more, describeConditions(st.Conditions), e.describeEvents(obj))
 }
 
 // describeConditions is "Type=Status Reason: message; ..." or "none".
