@@ -34,15 +34,25 @@ import (
 // timeout bounds every run of these tests.
 const timeout = time.Minute
 
+// sandboxURLs are the urls of a sandbox's HTTP contract.
+type sandboxURLs struct {
+	charges, lookup, refunds string
+}
+
 // startSandbox serves a new Engine's HTTP contract on a loopback server
-// closed with the test, and returns the charge and lookup urls.
-func startSandbox(t *testing.T, opts ...sandbox.Option) (*sandbox.Engine, string, string) {
+// closed with the test, and returns its urls.
+func startSandbox(t *testing.T, opts ...sandbox.Option) (*sandbox.Engine, sandboxURLs) {
 	t.Helper()
 	e := sandbox.NewEngine(opts...)
 	srv := httptest.NewServer(sandbox.NewServer(e, sandbox.ServerOptions{}))
 	t.Cleanup(srv.Close)
-	return e, srv.URL + "/http/charges", srv.URL + "/http/charges/lookup"
+	return e, sandboxURLs{charges: srv.URL + "/http/charges", lookup: srv.URL + "/http/charges/lookup",
+		refunds: srv.URL + "/http/refunds"}
 }
+
+// refundRules are the refund rules.
+var refundRules = []string{providertest.RuleRefundReplay, providertest.RuleRefundLostResponse,
+	providertest.RuleRefundExceedsCharge, providertest.RuleRefundUnknownCharge, providertest.RuleRefundLookup}
 
 // env is a getenv of the variables given.
 func env(vars map[string]string) func(string) string {
@@ -65,34 +75,53 @@ func TestRunPassesTheSandbox(t *testing.T) {
 	g := NewWithT(t)
 	// Every new charge takes 300ms, so that the slow payment method keeps
 	// the in-flight rule's first request running.
-	e, url, lookupURL := startSandbox(t)
+	e, urls := startSandbox(t)
 	g.Expect(e.SetFaults(sandbox.Faults{LatencyMin: 300 * time.Millisecond, LatencyMax: 300 * time.Millisecond})).To(Succeed())
 
-	code, stdout, stderr := runCommand(t, []string{"--url", url, "--lookup-url", lookupURL, "--timeout", "5s",
+	code, stdout, stderr := runCommand(t, []string{"--url", urls.charges, "--lookup-url", urls.lookup,
+		"--refund-url", urls.refunds, "--timeout", "5s",
 		"--slow-payment-method", sandbox.PaymentMethodVisa, "--in-flight-after", "50ms"}, nil)
 
 	g.Expect(code).To(Equal(0))
 	g.Expect(stderr).To(BeEmpty())
 	g.Expect(stdout).To(HavePrefix("RULE "))
-	g.Expect(stdout).To(ContainSubstring("10 passed, 0 failed, 1 skipped"))
-	for _, rule := range []string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
+	g.Expect(stdout).To(ContainSubstring("15 passed, 0 failed, 1 skipped"))
+	for _, rule := range append([]string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
 		providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup, providertest.RuleErrorBody,
-		providertest.RuleKeyRequired} {
+		providertest.RuleKeyRequired}, refundRules...) {
 		g.Expect(stdout).To(MatchRegexp(`(?m)^%s +PASS +\S`, rule))
 	}
 	g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +\S`, providertest.RuleCredentials))
 }
 
+// TestRunSkipsTheRefundRulesWithoutARefundURL: a service checked without
+// --refund-url passes no refund rule: each is skipped, saying why.
+func TestRunSkipsTheRefundRulesWithoutARefundURL(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	_, urls := startSandbox(t)
+
+	code, stdout, _ := runCommand(t, []string{"--url", urls.charges, "--lookup-url", urls.lookup, "--timeout", "5s"}, nil)
+
+	g.Expect(code).To(Equal(0))
+	for _, rule := range refundRules {
+		g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +.*--refund-url\) is not set`, rule))
+	}
+	g.Expect(stdout).To(ContainSubstring("9 passed, 0 failed, 7 skipped"))
+}
+
 func TestRunFailsABrokenService(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	_, url, lookupURL := startSandbox(t, sandbox.WithIdempotency(false))
+	_, urls := startSandbox(t, sandbox.WithIdempotency(false))
 
-	code, stdout, _ := runCommand(t, []string{"--url", url, "--lookup-url", lookupURL, "--timeout", "5s"}, nil)
+	code, stdout, _ := runCommand(t, []string{"--url", urls.charges, "--lookup-url", urls.lookup,
+		"--refund-url", urls.refunds, "--timeout", "5s"}, nil)
 
 	g.Expect(code).To(Equal(1))
 	g.Expect(stdout).To(MatchRegexp(`(?m)^%s +FAIL +.*charged again`, providertest.RuleReplay))
 	g.Expect(stdout).To(MatchRegexp(`(?m)^%s +FAIL `, providertest.RuleKeyReuse))
+	g.Expect(stdout).To(MatchRegexp(`(?m)^%s +FAIL +.*refunded again`, providertest.RuleRefundReplay))
 	g.Expect(stdout).To(MatchRegexp(`\d passed, [1-9] failed, \d skipped`))
 }
 
@@ -116,9 +145,9 @@ func TestRunNeverPrintsTheToken(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := NewWithT(t)
-			_, url, _ := startSandbox(t)
+			_, urls := startSandbox(t)
 
-			code, stdout, stderr := runCommand(t, append([]string{"--url", url, "--timeout", "5s"}, tt.args...), tt.vars)
+			code, stdout, stderr := runCommand(t, append([]string{"--url", urls.charges, "--timeout", "5s"}, tt.args...), tt.vars)
 
 			// The sandbox accepts any token or none: the rule fails.
 			g.Expect(code).To(Equal(1))
@@ -137,6 +166,8 @@ func TestRunRefusesInvalidCommandLines(t *testing.T) {
 	}{
 		{name: "no url", args: nil, wantErr: "--url is required"},
 		{name: "not http", args: []string{"--url", "ftp://127.0.0.1/charges"}, wantErr: "scheme must be http or https"},
+		{name: "refund url not http", args: []string{"--url", "http://127.0.0.1/c", "--refund-url", "ftp://127.0.0.1/refunds"},
+			wantErr: "refund url"},
 		{name: "unknown flag", args: []string{"--url", "http://127.0.0.1/c", "--port", "1"}, wantErr: "-port"},
 		{name: "positional argument", args: []string{"--url", "http://127.0.0.1/c", "now"}, wantErr: "unexpected arguments"},
 		{name: "zero timeout", args: []string{"--url", "http://127.0.0.1/c", "--timeout", "0s"}, wantErr: "--timeout"},
@@ -162,5 +193,6 @@ func TestRunPrintsHelp(t *testing.T) {
 	code, stdout, _ := runCommand(t, []string{"--help"}, nil)
 	g.Expect(code).To(Equal(0))
 	g.Expect(stdout).To(ContainSubstring("Usage: providertest --url URL"))
+	g.Expect(stdout).To(ContainSubstring("-refund-url"))
 	g.Expect(stdout).To(ContainSubstring(tokenEnv))
 }

@@ -46,6 +46,38 @@ const statusAdvice = `the service must report a charge that moved money as "succ
 	`one that did not as "failed" (or "declined", "canceled", "cancelled", "rejected"), ` +
 	`and one that is not final yet as "processing" or "pending"`
 
+// refundStatusAdvice says which statuses a service must use for refunds.
+const refundStatusAdvice = `the service must report a refund that gave money back as "succeeded" (or "paid", "completed"), ` +
+	`one that did not as "failed" (or "declined", "canceled", "cancelled", "rejected"), ` +
+	`and one that is not final yet as "processing" or "pending"`
+
+// endpoint is what an answer's messages say of the endpoint it came from.
+type endpoint struct {
+	// noun is what the endpoint makes: "charge" or "refund".
+	noun string
+	// did says that it was made: "charged" or "refunded".
+	did string
+	// option and flag name the setting that holds the endpoint's url.
+	option, flag string
+	// codes say which status codes the contract uses for the endpoint.
+	codes string
+	// statuses say which statuses the contract names.
+	statuses string
+}
+
+var (
+	// chargeEndpoint is the charge endpoint.
+	chargeEndpoint = endpoint{noun: "charge", did: "charged", option: "Options.URL", flag: "--url",
+		codes: "the service must answer a charge with 2xx, a decline with 402, an invalid request with 400, " +
+			"a reused key with 422 and a key in flight with 409",
+		statuses: statusAdvice}
+	// refundEndpoint is the refund endpoint.
+	refundEndpoint = endpoint{noun: "refund", did: "refunded", option: "Options.RefundURL", flag: "--refund-url",
+		codes: "the service must answer a refund with 2xx, a refusal with 402 (an invalid request with 400), " +
+			"a reused key with 422 and a key in flight with 409",
+		statuses: refundStatusAdvice}
+)
+
 // emptyLookupAdvice says how a lookup answers keys without charges.
 const emptyLookupAdvice = `the service must answer 200 with an empty charges array ({"charges": []}) ` +
 	`for keys it holds no charge under, never 404`
@@ -60,6 +92,7 @@ func knownStatus(status string) bool {
 // and for an answer the operator cannot act on, what the service must
 // change.
 func (a answer) String() string {
+	e := a.endpoint()
 	switch {
 	case a.status == 0:
 		return fmt.Sprintf("no answer (%v)", a.err)
@@ -68,55 +101,62 @@ func (a answer) String() string {
 		if a.outcome.Replayed {
 			replayed = ", marked as a replay"
 		}
-		return fmt.Sprintf("%d with charge %q%s", a.status, a.outcome.ID, replayed)
+		return fmt.Sprintf("%d with %s %q%s", a.status, e.noun, a.outcome.ID, replayed)
 	case !a.uncertain():
 		return fmt.Sprintf("%d (%v)", a.status, a.err)
 	case a.status == http.StatusConflict:
 		return fmt.Sprintf("409 (%v)", a.err)
 	}
-	return fmt.Sprintf("%d %s", a.status, chargeAdvice(a.status, a.header, a.body, a.err))
+	return fmt.Sprintf("%d %s", a.status, e.advice(a.status, a.header, a.body, a.err))
 }
 
-// chargeAdvice explains a charge answer with status code code that the
-// operator reads as uncertain, and says what the service must change when
-// the contract does not allow it.
-func chargeAdvice(code int, h http.Header, body []byte, err error) string {
+// endpoint is the endpoint that answered a.
+func (a answer) endpoint() endpoint {
+	if a.refund {
+		return refundEndpoint
+	}
+	return chargeEndpoint
+}
+
+// advice explains an answer of e with status code code that the operator
+// reads as uncertain, and says what the service must change when the
+// contract does not allow it.
+func (e endpoint) advice(code int, h http.Header, body []byte, err error) string {
 	said := serviceSaid(body)
 	switch {
 	case code >= 200 && code <= 299:
-		return successAdvice(code, body, err)
+		return e.successAdvice(code, body, err)
 	case code == http.StatusTooManyRequests || code >= 500:
 		return "(the operator retries it with the same key" + said + ")"
 	case code >= 300 && code <= 399:
-		return fmt.Sprintf("(a redirect to %q%s): the operator never follows a redirect, which could send the charge "+
-			"elsewhere; the charge endpoint must answer at its own url (or Options.URL, --url, must be the url redirected to)",
-			h.Get("Location"), said)
+		return fmt.Sprintf("(a redirect to %q%s): the operator never follows a redirect, which could send the %s "+
+			"elsewhere; the %s endpoint must answer at its own url (or %s, %s, must be the url redirected to)",
+			h.Get("Location"), said, e.noun, e.noun, e.option, e.flag)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return "(the credentials were refused" + said + "): Options.Token (--token-file) must be a token " +
-			"the service accepts for charges"
+		return fmt.Sprintf("(the credentials were refused%s): Options.Token (--token-file) must be a token "+
+			"the service accepts for %ss", said, e.noun)
 	case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
-		return "(no charge endpoint at this url" + said + "): Options.URL (--url) must be the service's charge endpoint, " +
-			"which answers POST"
+		return fmt.Sprintf("(no %s endpoint at this url%s): %s (%s) must be the service's %s endpoint, which answers POST",
+			e.noun, said, e.option, e.flag, e.noun)
 	}
-	return fmt.Sprintf("(a status code the contract does not use for a charge%s): the service must answer a charge "+
-		"with 2xx, a decline with 402, an invalid request with 400, a reused key with 422 and a key in flight with 409", said)
+	return fmt.Sprintf("(a status code the contract does not use for a %s%s): %s", e.noun, said, e.codes)
 }
 
-// successAdvice explains a 2xx charge answer the operator reads as
+// successAdvice explains a 2xx answer of e the operator reads as
 // uncertain.
-func successAdvice(code int, body []byte, err error) string {
+func (e endpoint) successAdvice(code int, body []byte, err error) string {
 	var charge struct {
 		ID     *string `json:"id"`
 		Status *string `json:"status"`
 	}
 	switch {
 	case len(strings.TrimSpace(string(body))) == 0 || json.Unmarshal(body, &charge) != nil:
-		return fmt.Sprintf("with a body that is not a JSON object (%q): the operator cannot tell whether it charged "+
-			`and sends the request again; the service must answer a charge with a JSON object with its "id" and "status"`,
-			snippet(body))
+		return fmt.Sprintf("with a body that is not a JSON object (%q): the operator cannot tell whether it %s "+
+			`and sends the request again; the service must answer a %s with a JSON object with its "id" and "status"`,
+			snippet(body), e.did, e.noun)
 	case charge.ID == nil || *charge.ID == "":
-		return `without a charge "id": the operator cannot tell whether it charged and sends the request again; ` +
-			`the service must answer every charge with its "id"`
+		return fmt.Sprintf(`without a %s "id": the operator cannot tell whether it %s and sends the request again; `+
+			`the service must answer every %s with its "id"`, e.noun, e.did, e.noun)
 	case charge.Status == nil || *charge.Status == "":
 		if code == http.StatusAccepted {
 			return "without a status: the operator reads it as pending and asks again with the same key; " +
@@ -125,7 +165,7 @@ func successAdvice(code int, body []byte, err error) string {
 		return fmt.Sprintf("(%v)", err)
 	case !knownStatus(*charge.Status):
 		return fmt.Sprintf("with status %q, which the contract does not name: the operator cannot tell whether it "+
-			"charged and asks again with the same key; %s", *charge.Status, statusAdvice)
+			"%s and asks again with the same key; %s", *charge.Status, e.did, e.statuses)
 	case slices.Contains(pendingStatuses, strings.ToLower(strings.TrimSpace(*charge.Status))):
 		return fmt.Sprintf("with status %q: not final, so the operator asks again with the same key; the service must "+
 			"then answer the final outcome", *charge.Status)
@@ -197,4 +237,34 @@ func serviceSaid(body []byte) string {
 		}
 	}
 	return ""
+}
+
+// refundsAdvice says how a lookup answers refunds.
+const refundsAdvice = `the service must answer a lookup of a charge (?charge=) or of keys with a "refunds" array ` +
+	`beside "charges" ([] when it holds none), whose every refund has "idempotencyKey" (as sent), "id", "amount", ` +
+	`"currency", "status" and "charge"`
+
+// refundLookupAdvice explains a lookup of refunds, said by what, whose raw
+// answer x the operator could not use (err), and says what the service
+// must change.
+func refundLookupAdvice(what string, x *exchange, err error) string {
+	switch {
+	case x.status == http.StatusNotFound:
+		return fmt.Sprintf(`%s was answered 404 Not Found%s: the service must answer 200 with empty arrays `+
+			`({"charges": [], "refunds": []}) for a charge or keys it holds nothing on, never 404`, what, serviceSaid(x.body))
+	case x.status != http.StatusOK:
+		return lookupAdvice(what, x, err)
+	case !hasRefunds(x.body):
+		return fmt.Sprintf(`%s was answered 200 without a "refunds" array, which says the service does not know refunds: `+
+			"the operator refunds nothing on the strength of it; %s", what, refundsAdvice)
+	}
+	return fmt.Sprintf("%s was answered 200 that the operator cannot read (%s): %s", what, lookupCause(err), refundsAdvice)
+}
+
+// hasRefunds reports whether a lookup answer's body has a refunds array.
+func hasRefunds(body []byte) bool {
+	var b struct {
+		Refunds *[]json.RawMessage `json:"refunds"`
+	}
+	return json.Unmarshal(body, &b) == nil && b.Refunds != nil
 }

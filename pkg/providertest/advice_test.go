@@ -40,7 +40,8 @@ func cannedSession(t *testing.T, status int, h map[string]string, body string) *
 		_, _ = w.Write([]byte(strings.ReplaceAll(body, "{key}", r.URL.Query().Get("key"))))
 	}))
 	t.Cleanup(srv.Close)
-	s, err := newSession(Options{URL: srv.URL + "/charges", LookupURL: srv.URL + "/charges/lookup", Timeout: 5 * time.Second})
+	s, err := newSession(Options{URL: srv.URL + "/charges", LookupURL: srv.URL + "/charges/lookup",
+		RefundURL: srv.URL + "/refunds", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,4 +147,91 @@ func TestFoundAdviceNamesTheContractsStatuses(t *testing.T) {
 	g.Expect(foundAdvice(" pending ")).To(BeEmpty())
 	g.Expect(foundAdvice("settled")).To(ContainSubstring(`status "settled" is not one the contract names`))
 	g.Expect(foundAdvice("settled")).To(ContainSubstring(statusAdvice))
+}
+
+func TestRefundAnswersSayWhatTheServiceMustChange(t *testing.T) {
+	t.Parallel()
+	jsonType := map[string]string{"Content-Type": "application/json"}
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   []string
+	}{
+		{"no refund endpoint", 404, `{"reason":"NotFound","message":"no route"}`,
+			[]string{"404 (no refund endpoint at this url; the service said: no route)", "Options.RefundURL (--refund-url)"}},
+		{"a refund without an id", 201, `{"status":"succeeded"}`,
+			[]string{`without a refund "id"`, "whether it refunded", `must answer every refund with its "id"`}},
+		{"a status the contract does not name", 201, `{"id":"re_1","status":"ok"}`,
+			[]string{`201 with status "ok"`, `a refund that gave money back as "succeeded"`}},
+		{"a status code the contract does not use", 418, `{"message":"teapot"}`,
+			[]string{"418 (a status code the contract does not use for a refund; the service said: teapot)", "a refusal with 402"}},
+		{"a redirect", 308, ``,
+			[]string{"could send the refund elsewhere", "the refund endpoint must answer at its own url", "Options.RefundURL, --refund-url"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			s := cannedSession(t, tt.status, jsonType, tt.body)
+
+			a := s.refund(context.Background(), s.key("advice"), s.refundRequest("ch_1", 100), nil)
+
+			g.Expect(a.charged()).To(BeFalse())
+			for _, want := range tt.want {
+				g.Expect(a.String()).To(ContainSubstring(want))
+			}
+			g.Expect(a.String()).NotTo(MatchRegexp(operatorSettings))
+		})
+	}
+}
+
+func TestRefundLookupAnswersSayWhatTheServiceMustChange(t *testing.T) {
+	t.Parallel()
+	jsonType := map[string]string{"Content-Type": "application/json"}
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		// want are in the failure of the lookup of a charge's refunds,
+		// byKey in that of a refund's key.
+		want, byKey []string
+	}{
+		{"no refunds array", 200, `{"account":"acct_1","charges":[]}`,
+			[]string{`answered 200 without a "refunds" array`, "refunds nothing on the strength of it"},
+			[]string{`answered 200 without a "refunds" array`}},
+		{"404 for a charge without refunds", 404, `{"reason":"NotFound","message":"no such charge"}`,
+			[]string{`was answered 404 Not Found; the service said: no such charge`, `{"charges": [], "refunds": []}`, "never 404"},
+			[]string{"never 404"}},
+		{"a refund without an amount", 200, `{"charges":[],"refunds":[{"idempotencyKey":"{key}","id":"re_1","currency":"eur","status":"succeeded"}]}`,
+			[]string{"answered 200 that the operator cannot read", `"amount"`},
+			[]string{"answered 200 that the operator cannot read", `"amount"`}},
+		{"the refund not under its key", 200, `{"charges":[],"refunds":[]}`,
+			nil,
+			[]string{`holds no refund "re_1" under the key right after it was answered`, "exactly as sent in the Idempotency-Key header"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			s := cannedSession(t, tt.status, jsonType, tt.body)
+
+			_, failure := s.refundBook(context.Background(), "ch_1")
+			_, byKey := s.refundByKey(context.Background(), s.key("advice"), "re_1")
+
+			if tt.want == nil {
+				g.Expect(failure).To(BeEmpty())
+			} else {
+				g.Expect(failure).To(HavePrefix(`the lookup of the refunds of charge "ch_1" (?charge=) `))
+			}
+			for _, want := range tt.want {
+				g.Expect(failure).To(ContainSubstring(want))
+			}
+			g.Expect(byKey).To(HavePrefix("the lookup of key "))
+			for _, want := range tt.byKey {
+				g.Expect(byKey).To(ContainSubstring(want))
+			}
+			g.Expect(failure + byKey).NotTo(MatchRegexp(operatorSettings))
+		})
+	}
 }

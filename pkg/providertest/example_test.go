@@ -39,6 +39,7 @@ func Example() {
 	results, err := providertest.Check(ctx, providertest.Options{
 		URL:       srv.URL + "/http/charges",
 		LookupURL: srv.URL + "/http/charges/lookup",
+		RefundURL: srv.URL + "/http/refunds",
 		Timeout:   10 * time.Second,
 		// The sandbox's fault switches keep a charge in flight and lose
 		// an answer after its commit.
@@ -68,5 +69,10 @@ func Example() {
 	// PASS error-body
 	// SKIP credentials-required
 	// PASS key-required
+	// PASS refund-same-key-replays
+	// PASS refund-replay-after-lost-response
+	// PASS refund-beyond-charge-refused
+	// PASS refund-unknown-charge-refused
+	// PASS refund-lookup-by-key
 	// failed: false
 }

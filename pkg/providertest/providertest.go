@@ -24,8 +24,9 @@ limitations under the License.
 // testing.T and returns a Result per rule, for the providertest command.
 // Each rule sends real charges of Options.Amount to the service, under keys
 // that start with Options.KeyPrefix and are never reused, so point it at a
-// test account. Charges are sent by the operator's own HTTP client
-// (internal/payment/httpprovider), so the requests are the operator's,
+// test account; the refund rules, run when Options.RefundURL is set, give
+// (part of) their own charges back. Requests are sent by the operator's own
+// HTTP client (internal/payment/httpprovider), so they are the operator's,
 // byte for byte, and an answer passes only if the operator reads it the way
 // the contract means it.
 package providertest
@@ -70,6 +71,10 @@ type Options struct {
 	// it the lookup rule is skipped, and the other rules cannot count the
 	// charges made under a key.
 	LookupURL string
+	// RefundURL is the optional refund endpoint, spec.http.refundURL.
+	// Without it the refund rules are skipped; the refund lookup rule also
+	// needs LookupURL.
+	RefundURL string
 	// Token is the bearer token the service accepts, "" when it needs none.
 	// Without it the credentials rule is skipped. It never appears in a
 	// Result.
@@ -179,6 +184,21 @@ const (
 	RuleCredentials = "credentials-required"
 	// RuleKeyRequired: a charge without an idempotency key is refused with 400.
 	RuleKeyRequired = "key-required"
+	// RuleRefundReplay: the same refund key and request replay the first
+	// refund.
+	RuleRefundReplay = "refund-same-key-replays"
+	// RuleRefundLostResponse: a retry after a refund's answer was lost
+	// finds that refund, and refunds nothing more.
+	RuleRefundLostResponse = "refund-replay-after-lost-response"
+	// RuleRefundExceedsCharge: a refund beyond what is left of the charge is
+	// refused with reason RefundExceedsCharge.
+	RuleRefundExceedsCharge = "refund-beyond-charge-refused"
+	// RuleRefundUnknownCharge: a refund of a charge the service does not
+	// hold is refused with reason ChargeNotFound.
+	RuleRefundUnknownCharge = "refund-unknown-charge-refused"
+	// RuleRefundLookup: the lookup endpoint finds a refund by its key, and
+	// lists it among the refunds of its charge.
+	RuleRefundLookup = "refund-lookup-by-key"
 )
 
 // rule is one requirement and the function that checks it.
@@ -200,6 +220,11 @@ var rules = []rule{
 	{RuleErrorBody, checkErrorBody},
 	{RuleCredentials, checkCredentials},
 	{RuleKeyRequired, checkKeyRequired},
+	{RuleRefundReplay, checkRefundReplay},
+	{RuleRefundLostResponse, checkRefundLostResponse},
+	{RuleRefundExceedsCharge, checkRefundExceedsCharge},
+	{RuleRefundUnknownCharge, checkRefundUnknownCharge},
+	{RuleRefundLookup, checkRefundLookup},
 }
 
 // Run runs every rule against the service as a subtest of t named after

@@ -19,6 +19,7 @@ package providertest_test
 import (
 	"context"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,12 @@ var allRules = []string{
 	providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
 	providertest.RuleFingerprint, providertest.RuleKeyFromHeader, providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup,
 	providertest.RuleErrorBody, providertest.RuleCredentials, providertest.RuleKeyRequired,
+	providertest.RuleRefundReplay, providertest.RuleRefundLostResponse, providertest.RuleRefundExceedsCharge,
+	providertest.RuleRefundUnknownCharge, providertest.RuleRefundLookup,
 }
+
+// refundRules are the names of the refund rules.
+var refundRules = allRules[len(allRules)-5:]
 
 // sandboxOptions serves a new sandbox Engine's HTTP contract on a loopback
 // server closed with the test, and returns Options that use its fault
@@ -53,6 +59,7 @@ func sandboxOptions(t *testing.T, opts ...sandbox.Option) (providertest.Options,
 	return providertest.Options{
 		URL:       srv.URL + "/http/charges",
 		LookupURL: srv.URL + "/http/charges/lookup",
+		RefundURL: srv.URL + "/http/refunds",
 		Timeout:   timeout,
 		InFlight: &providertest.InFlight{Hold: func() (<-chan string, func()) {
 			g := e.Hold()
@@ -66,10 +73,11 @@ func sandboxOptions(t *testing.T, opts ...sandbox.Option) (providertest.Options,
 func refOptions(t *testing.T, s *refService) providertest.Options {
 	t.Helper()
 	s.token = refToken
-	chargeURL, lookupURL := startRef(t, s)
+	chargeURL, lookupURL, refundURL := startRef(t, s)
 	return providertest.Options{
 		URL:          chargeURL,
 		LookupURL:    lookupURL,
+		RefundURL:    refundURL,
 		Token:        refToken,
 		Timeout:      timeout,
 		InFlight:     &providertest.InFlight{Hold: s.holdNext},
@@ -114,9 +122,19 @@ func TestSandboxPassesEveryRule(t *testing.T) {
 	want[providertest.RuleCredentials] = providertest.Skip
 	g.Expect(statuses(results)).To(Equal(want))
 	g.Expect(providertest.Failed(results)).To(BeFalse())
-	// The sandbox is the oracle: no key the rules sent was charged twice.
+	// The sandbox is the oracle: no key the rules sent was charged or
+	// refunded twice, and no charge was refunded beyond its amount.
 	for key, n := range e.Stats().ChargesByKey {
 		g.Expect(n).To(Equal(1), "charges under key %q", key)
+	}
+	g.Expect(e.Stats().RefundsByKey).NotTo(BeEmpty())
+	for key, n := range e.Stats().RefundsByKey {
+		g.Expect(n).To(Equal(1), "refunds under key %q", key)
+	}
+	for _, r := range e.ListRefunds("") {
+		in, ok := e.GetPaymentIntent(r.PaymentIntent)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(e.Refunded(r.PaymentIntent)).To(BeNumerically("<=", in.Amount))
 	}
 }
 
@@ -207,7 +225,43 @@ func TestBrokenServicesFail(t *testing.T) {
 				return opts
 			},
 			wantFailed: []string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
-				providertest.RuleInFlight, providertest.RuleDecline},
+				providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleRefundReplay, providertest.RuleRefundLostResponse},
+		},
+		{
+			name:       "no refund replay: every refund request refunds again",
+			opts:       refundBroken(refRefundSwitches{noReplay: true}),
+			wantFailed: []string{providertest.RuleRefundReplay, providertest.RuleRefundLostResponse},
+			wantSaid:   []string{"was refunded again", "instead of replaying refund"},
+		},
+		{
+			name:       "a refund's key lost when the client hangs up, the refund kept",
+			opts:       refundBroken(refRefundSwitches{keyLostOnHangUp: true}),
+			wantFailed: []string{providertest.RuleRefundLostResponse},
+			wantSaid:   []string{"after the client hung up", "holds 2 refunds under key", "save the key with the refund"},
+		},
+		{
+			name:       "refunds beyond the charge",
+			opts:       refundBroken(refRefundSwitches{beyondCharge: true}),
+			wantFailed: []string{providertest.RuleRefundExceedsCharge},
+			wantSaid:   []string{"was refunded", `must refuse it with 402 Payment Required and the reason "RefundExceedsCharge"`},
+		},
+		{
+			name:       "a refund of a charge never made",
+			opts:       refundBroken(refRefundSwitches{unknownCharge: true}),
+			wantFailed: []string{providertest.RuleRefundUnknownCharge},
+			wantSaid:   []string{"which the service never made, was refunded", `the reason "ChargeNotFound"`},
+		},
+		{
+			name:       "refund refusals with another reason",
+			opts:       refundBroken(refRefundSwitches{refusalReason: "RefundFailed"}),
+			wantFailed: []string{providertest.RuleRefundExceedsCharge, providertest.RuleRefundUnknownCharge},
+			wantSaid:   []string{`refused with the reason "RefundFailed" (402)`, `must give the reason "RefundExceedsCharge"`},
+		},
+		{
+			name:       "refunds not listed under their key",
+			opts:       refundBroken(refRefundSwitches{byChargeOnly: true}),
+			wantFailed: []string{providertest.RuleRefundLookup},
+			wantSaid:   []string{"holds no refund", "every refund made under an asked key"},
 		},
 	}
 	for _, tt := range tests {
@@ -218,6 +272,14 @@ func TestBrokenServicesFail(t *testing.T) {
 			results := check(t, tt.opts(t))
 
 			g.Expect(providertest.Failed(results)).To(BeTrue())
+			if strings.HasPrefix(tt.wantFailed[0], "refund-") {
+				// A broken refund breaks no charge rule.
+				for _, r := range results {
+					if !slices.Contains(refundRules, r.Rule) {
+						g.Expect(r.Status).To(Equal(providertest.Pass), r.String())
+					}
+				}
+			}
 			byRule := map[string]providertest.Result{}
 			for _, r := range results {
 				byRule[r.Rule] = r
@@ -247,7 +309,7 @@ func TestCheckSkipsWhatItCannotCheck(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	opts, _ := sandboxOptions(t)
-	opts.LookupURL, opts.InFlight, opts.LoseResponse = "", nil, nil
+	opts.LookupURL, opts.RefundURL, opts.InFlight, opts.LoseResponse = "", "", nil, nil
 
 	results := check(t, opts)
 
@@ -262,7 +324,39 @@ func TestCheckSkipsWhatItCannotCheck(t *testing.T) {
 	g.Expect(byRule[providertest.RuleCredentials].Status).To(Equal(providertest.Skip))
 	g.Expect(byRule[providertest.RuleReplay].Status).To(Equal(providertest.Pass))
 	g.Expect(byRule[providertest.RuleReplay].Message).To(ContainSubstring("no lookup endpoint"))
+	for _, name := range refundRules {
+		g.Expect(byRule[name].Status).To(Equal(providertest.Skip), "never counted as passed: %s", byRule[name])
+		g.Expect(byRule[name].Message).To(ContainSubstring("Options.RefundURL (--refund-url) is not set"))
+	}
 	g.Expect(providertest.Failed(results)).To(BeFalse())
+}
+
+// TestRefundRulesWithoutALookup: with a refund endpoint and no lookup
+// endpoint, the refund rules judge by the answers alone, and the refund
+// lookup rule is skipped.
+func TestRefundRulesWithoutALookup(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	opts, _ := sandboxOptions(t)
+	opts.LookupURL = ""
+
+	byRule := map[string]providertest.Result{}
+	for _, r := range check(t, opts) {
+		byRule[r.Rule] = r
+	}
+
+	for _, name := range refundRules[:4] {
+		g.Expect(byRule[name].Status).To(Equal(providertest.Pass), byRule[name].String())
+	}
+	g.Expect(byRule[providertest.RuleRefundReplay].Message).To(ContainSubstring("no lookup endpoint to count the refunds"))
+	g.Expect(byRule[providertest.RuleRefundLookup].Status).To(Equal(providertest.Skip))
+	g.Expect(byRule[providertest.RuleRefundLookup].Message).To(ContainSubstring("LookupURL"))
+}
+
+// refundBroken returns the Options of a reference service whose refunds
+// are broken by sw.
+func refundBroken(sw refRefundSwitches) func(t *testing.T) providertest.Options {
+	return func(t *testing.T) providertest.Options { return refOptions(t, &refService{refunds: sw}) }
 }
 
 func TestCheckNeverReportsTheToken(t *testing.T) {

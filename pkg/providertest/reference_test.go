@@ -53,6 +53,8 @@ type refService struct {
 	notFoundWhenEmpty bool
 	// status is the status of a charge, "succeeded" when empty.
 	status string
+	// refunds are the refund switches (reference_refunds_test.go).
+	refunds refRefundSwitches
 
 	mu       sync.Mutex
 	saved    map[string]refSaved
@@ -60,6 +62,10 @@ type refService struct {
 	charges  []refCharge
 	hold     *refHold
 	loseNext bool
+	// refunded and savedRefunds are the refunds made and the answers
+	// saved under refund keys.
+	refunded     []refRefund
+	savedRefunds map[string]refSavedRefund
 }
 
 // refSaved is the saved answer to a key: a charge, or a decline.
@@ -86,13 +92,13 @@ type refHold struct {
 }
 
 // startRef serves s on a loopback server closed with the test, and returns
-// the charge and lookup urls.
-func startRef(t *testing.T, s *refService) (chargeURL, lookupURL string) {
+// the charge, lookup and refund urls.
+func startRef(t *testing.T, s *refService) (chargeURL, lookupURL, refundURL string) {
 	t.Helper()
-	s.saved, s.inFlight = map[string]refSaved{}, map[string]bool{}
+	s.saved, s.inFlight, s.savedRefunds = map[string]refSaved{}, map[string]bool{}, map[string]refSavedRefund{}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return srv.URL + "/charges", srv.URL + "/charges/lookup"
+	return srv.URL + "/charges", srv.URL + "/charges/lookup", srv.URL + "/refunds"
 }
 
 // holdNext holds the next request with a new key until release.
@@ -122,6 +128,8 @@ func (s *refService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.charge(w, r)
 	case r.URL.Path == "/charges/lookup" && r.Method == http.MethodGet:
 		s.lookup(w, r)
+	case r.URL.Path == "/refunds" && r.Method == http.MethodPost:
+		s.refund(w, r)
 	default:
 		refError(w, http.StatusNotFound, "NotFound", "no such route")
 	}
@@ -223,25 +231,28 @@ func (s *refService) answer(w http.ResponseWriter, saved refSaved, replayed bool
 		"currency": c.Currency, "replayed": replayed})
 }
 
-// lookup answers the charges under the key parameters.
+// lookup answers the charges under the key parameters, or with the id of
+// the charge parameter, and their refunds.
 func (s *refService) lookup(w http.ResponseWriter, r *http.Request) {
 	keys := map[string]bool{}
 	for _, k := range r.URL.Query()["key"] {
 		keys[k] = true
 	}
+	charge := r.URL.Query().Get("charge")
 	s.mu.Lock()
 	found := []refCharge{}
 	for _, c := range s.charges {
-		if keys[c.Key] {
+		if keys[c.Key] || (charge != "" && c.ID == charge) {
 			found = append(found, c)
 		}
 	}
+	refunds := s.lookupRefunds(keys, charge)
 	s.mu.Unlock()
-	if len(found) == 0 && s.notFoundWhenEmpty {
+	if len(found) == 0 && len(refunds) == 0 && s.notFoundWhenEmpty {
 		refError(w, http.StatusNotFound, "NotFound", "no charges under these keys")
 		return
 	}
-	refJSON(w, http.StatusOK, map[string]any{"account": "acct_ref", "charges": found})
+	refJSON(w, http.StatusOK, map[string]any{"account": "acct_ref", "charges": found, "refunds": refunds})
 }
 
 // refError writes an error body of the contract.

@@ -333,13 +333,14 @@ func notNewCharge(key, paymentMethod string, a answer) string {
 }
 
 // notReplayOf returns a failure message, starting with what, unless a
-// replays the charge id and is marked as a replay.
+// replays the charge (or refund) id and is marked as a replay.
 func notReplayOf(what, id string, a answer) string {
+	e := a.endpoint()
 	switch {
 	case !a.charged():
-		return fmt.Sprintf("%s was answered %s; it must replay charge %q", what, a, id)
+		return fmt.Sprintf("%s was answered %s; it must replay %s %q", what, a, e.noun, id)
 	case a.outcome.ID != id:
-		return fmt.Sprintf("%s was charged again: answered %s instead of replaying charge %q", what, a, id)
+		return fmt.Sprintf("%s was %s again: answered %s instead of replaying %s %q", what, e.did, a, e.noun, id)
 	case !a.outcome.Replayed:
 		return fmt.Sprintf("%s was answered %s without Idempotent-Replayed: true (or \"replayed\": true): "+
 			"a replay must say it is one", what, a)

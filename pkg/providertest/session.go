@@ -51,7 +51,9 @@ type session struct {
 	provider payment.Provider
 	// looker is nil without a lookup endpoint.
 	looker *httpprovider.LookupProvider
-	keys   atomic.Int64
+	// refunder is nil without a refund endpoint.
+	refunder payment.Refunder
+	keys     atomic.Int64
 }
 
 // newSession validates opts and builds the operator's client for them.
@@ -61,7 +63,13 @@ func newSession(opts Options) (*session, error) {
 		return nil, err
 	}
 	// The longest key sent is the prefix, a rule's name and a counter.
-	if !payment.ValidKey(opts.KeyPrefix + RuleLostResponse + "-999") {
+	longest := ""
+	for _, r := range rules {
+		if len(r.name) > len(longest) {
+			longest = r.name
+		}
+	}
+	if !payment.ValidKey(opts.KeyPrefix + longest + "-999") {
 		return nil, errors.New("cannot use the key prefix: keys must be at most 255 visible ASCII characters")
 	}
 	base := opts.HTTPClient
@@ -75,6 +83,9 @@ func newSession(opts Options) (*session, error) {
 		return nil, err
 	}
 	s.looker, _ = s.provider.(*httpprovider.LookupProvider)
+	if opts.RefundURL != "" {
+		s.refunder, _ = s.provider.(payment.Refunder)
+	}
 	return s, nil
 }
 
@@ -91,6 +102,7 @@ func (s *session) newProvider(token string) (payment.Provider, error) {
 	p, err := httpprovider.New(httpprovider.Config{
 		URL:          s.opts.URL,
 		LookupURL:    s.opts.LookupURL,
+		RefundURL:    s.opts.RefundURL,
 		Token:        token,
 		HTTPClient:   s.client,
 		PollInterval: minRetryWait,
@@ -133,8 +145,11 @@ func (s *session) succeeding() payment.ChargeRequest {
 	return s.request(s.opts.SucceedingPaymentMethod)
 }
 
-// answer is the service's answer to one charge and the operator's reading.
+// answer is the service's answer to one charge (or refund) and the
+// operator's reading.
 type answer struct {
+	// refund is true for the answer of the refund endpoint.
+	refund bool
 	// status is 0 when no answer was read.
 	status int
 	header http.Header
@@ -171,6 +186,12 @@ func (s *session) charge(ctx context.Context, key string, req payment.ChargeRequ
 // chargeWith is charge through the provider p.
 func (s *session) chargeWith(ctx context.Context, p payment.Provider, key string, req payment.ChargeRequest,
 	x *exchange) answer {
+	return s.send(ctx, x, func(ctx context.Context) (payment.Outcome, error) { return p.Charge(ctx, key, req) })
+}
+
+// send makes one request with call, within the request timeout, and returns
+// its answer; x may ask the transport to tamper.
+func (s *session) send(ctx context.Context, x *exchange, call func(context.Context) (payment.Outcome, error)) answer {
 	if x == nil {
 		x = &exchange{}
 	}
@@ -179,7 +200,7 @@ func (s *session) chargeWith(ctx context.Context, p payment.Provider, key string
 	if x.cancelAfterWrite {
 		x.cancel = cancel
 	}
-	out, err := p.Charge(context.WithValue(ctx, exchangeKey{}, x), key, req)
+	out, err := call(context.WithValue(ctx, exchangeKey{}, x))
 	return answer{status: x.status, header: x.header, body: x.body, outcome: out, err: err}
 }
 
@@ -187,9 +208,15 @@ func (s *session) chargeWith(ctx context.Context, p payment.Provider, key string
 // retrying: a charge or a refusal. It waits the answer's Retry-After,
 // within bounds, between attempts, and returns the last answer.
 func (s *session) chargeUntilFinal(ctx context.Context, key string, req payment.ChargeRequest) answer {
+	return untilFinal(ctx, func() answer { return s.charge(ctx, key, req, nil) })
+}
+
+// untilFinal sends with send until the operator would stop retrying, as
+// chargeUntilFinal says.
+func untilFinal(ctx context.Context, send func() answer) answer {
 	var a answer
 	for range maxAttempts {
-		if a = s.charge(ctx, key, req, nil); !a.uncertain() {
+		if a = send(); !a.uncertain() {
 			return a
 		}
 		wait := min(max(payment.RetryAfter(a.err), minRetryWait), maxRetryWait)
