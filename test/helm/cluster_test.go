@@ -259,7 +259,7 @@ func TestInstallUpgradeUninstallKeepsCRDsAndJobs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, deployKey, deploy.DeepCopy())) }).
 		WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(BeTrue(), "the manager is uninstalled")
-	for _, name := range []string{"paymentjobs", "paymentproviders", "paymentledgers"} {
+	for _, name := range []string{"paymentjobs", "paymentproviders", "paymentledgers", "paymentrefunds"} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Name: name + ".payments.idempotency.dev"}, crd)).To(Succeed(), "CRD %s kept", name)
 		g.Expect(crd.DeletionTimestamp).To(BeNil())

@@ -79,9 +79,11 @@ func TestRenderDefaults(t *testing.T) {
 		"--ttl-seconds-after-finished=-1",
 		"--insecure-provider-hosts=",
 		"--audit-interval=5m",
+		"--refund-recheck-interval=1h",
+		"--refund-watch-period=720h",
 		"--zap-log-level=info",
 	}))
-	g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(3))
+	g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(4))
 	g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(1))
 	g.Expect(find(objs, "MutatingAdmissionPolicy")).To(HaveLen(3))
 	// Optional objects are off by default.
@@ -115,6 +117,8 @@ func TestRenderEveryValue(t *testing.T) {
 		"--ttl-seconds-after-finished=86400",
 		"--insecure-provider-hosts=payment-service.payments.svc,10.20.30.40",
 		"--audit-interval=10m",
+		"--refund-recheck-interval=30m",
+		"--refund-watch-period=240h",
 		"--zap-log-level=debug",
 		"--zap-encoder=console",
 	))
@@ -152,7 +156,7 @@ func TestRenderEveryValue(t *testing.T) {
 	g.Expect(sa.GetLabels()).To(HaveKeyWithValue("team", "platform"))
 	g.Expect(sa.GetAnnotations()).To(HaveKeyWithValue("example.com/role", "payments"))
 
-	g.Expect(find(objs, "ClusterRole")).To(HaveLen(9), "manager, metrics auth, metrics reader and the six helper roles")
+	g.Expect(find(objs, "ClusterRole")).To(HaveLen(12), "manager, metrics auth, metrics reader and the nine helper roles")
 	var readers *unstructured.Unstructured
 	for _, b := range find(objs, "ClusterRoleBinding") {
 		if b.GetName() == "payments-operator-metrics-readers" {
@@ -223,6 +227,8 @@ func TestChartRefusesWrongValues(t *testing.T) {
 			[]string{"/manager/podSecurityContext/seccompProfile/type"}},
 		{"zero audit interval", map[string]any{"operator": map[string]any{"auditInterval": "0s"}},
 			[]string{"/operator/auditInterval"}},
+		{"zero refund recheck interval", map[string]any{"operator": map[string]any{"refunds": map[string]any{"recheckInterval": "0s"}}},
+			[]string{"/operator/refunds/recheckInterval"}},
 		{"host with a port", map[string]any{"operator": map[string]any{"insecureProviderHosts": []any{"pay.svc:8080"}}},
 			[]string{"/operator/insecureProviderHosts/0"}},
 		{"unconfined seccomp on the container", map[string]any{"manager": map[string]any{"securityContext": map[string]any{
@@ -335,7 +341,7 @@ func TestRenderBranches(t *testing.T) {
 		{"no manager", map[string]any{"manager": map[string]any{"enabled": false}},
 			func(g Gomega, objs []*unstructured.Unstructured) {
 				g.Expect(find(objs, "Deployment")).To(BeEmpty())
-				g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(3))
+				g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(4))
 			}},
 	}
 	for _, tt := range tests {

@@ -181,7 +181,7 @@ func baseCases() []testCase {
 	cases := []testCase{
 		{"GitOps tools never delete the CRDs", func(g Gomega, m *manifest) {
 			crds := m.byKind("CustomResourceDefinition")
-			g.Expect(crds).To(HaveLen(3), "%s: want the PaymentJob, PaymentProvider and PaymentLedger CRDs", m.source)
+			g.Expect(crds).To(HaveLen(4), "%s: want the PaymentJob, PaymentProvider, PaymentLedger and PaymentRefund CRDs", m.source)
 			for _, crd := range crds {
 				// Deleting a CRD deletes every PaymentJob and the ledger with it.
 				g.Expect(crd.GetAnnotations()).To(HaveKeyWithValue("argocd.argoproj.io/sync-options", "Delete=false,Prune=false"),
@@ -267,8 +267,8 @@ func baseCases() []testCase {
 				}
 			}
 		}},
-		{"CRDs for the namespaced kinds PaymentJob and PaymentProvider", func(g Gomega, m *manifest) {
-			for _, want := range []struct{ plural, kind string }{{"paymentjobs", "PaymentJob"}, {"paymentproviders", "PaymentProvider"}} {
+		{"CRDs for the namespaced kinds PaymentJob, PaymentProvider and PaymentRefund", func(g Gomega, m *manifest) {
+			for _, want := range []struct{ plural, kind string }{{"paymentjobs", "PaymentJob"}, {"paymentproviders", "PaymentProvider"}, {"paymentrefunds", "PaymentRefund"}} {
 				name := want.plural + "." + group
 				crd := m.get(g, "CustomResourceDefinition", name)
 				kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
