@@ -81,6 +81,7 @@ func TestContractConformance(t *testing.T) {
 	providertest.Run(t, providertest.Options{
 		URL:       srv.URL + "/http/charges",
 		LookupURL: srv.URL + "/http/charges/lookup",
+		RefundURL: srv.URL + "/http/refunds",
 		Timeout:   timeout,
 		InFlight: &providertest.InFlight{Hold: func() (<-chan string, func()) {
 			g := e.Hold()
@@ -88,10 +89,15 @@ func TestContractConformance(t *testing.T) {
 		}},
 		LoseResponse: func() { e.FailNext(sandbox.FaultAfterCommit, 1) },
 	})
-	// Every key the suite sent was charged once at most.
+	// Every key the suite sent was charged, or refunded, once at most.
 	for key, n := range e.Stats().ChargesByKey {
 		if n != 1 {
 			t.Errorf("key %q was charged %d times", key, n)
+		}
+	}
+	for key, n := range e.Stats().RefundsByKey {
+		if n != 1 {
+			t.Errorf("key %q was refunded %d times", key, n)
 		}
 	}
 }
