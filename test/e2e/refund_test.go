@@ -29,11 +29,9 @@ import (
 // refundManager is the options of the refund scenarios' managers, with the
 // claim lease (claimLease when 0). They run twice the default workers, as
 // every job and refund spends most of its pass waiting on the sandbox or the
-// API server, not on the CPU. They serve no health probes: the kernel may
-// give the probe server, bound to port 0, the very port startManager just
-// found free for the metrics, and the manager then exits at once.
+// API server, not on the CPU.
 func refundManager(lease time.Duration) managerOptions {
-	return managerOptions{concurrency: 20, lease: lease, args: []string{"--health-probe-bind-address=0"}}
+	return managerOptions{concurrency: 20, lease: lease}
 }
 
 // Metrics of the manager that the refund scenarios read, per process.
