@@ -117,7 +117,9 @@ func TestDeclinedInvoiceFails(t *testing.T) {
 func TestLostResponseIsReplayedNotChargedAgain(t *testing.T) {
 	ctx := context.Background()
 	svc := newService(t, "billing-lost")
-	env.Faults().LoseResponses(1) // the provider charges, and the answer never arrives
+	if err := env.Faults().LoseResponses(1); err != nil { // the provider charges, and the answer never arrives
+		t.Fatal(err)
+	}
 	inv := billing.Invoice{Number: "2026-0044", AmountCents: 990, Currency: "eur",
 		PaymentMethod: paymentjobtest.PaymentMethodSucceeds}
 	if err := svc.Submit(ctx, inv); err != nil {

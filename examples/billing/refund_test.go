@@ -22,7 +22,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/paymentjobtest"
@@ -37,23 +36,20 @@ func TestCreditNoteRefundsPartOfAnInvoice(t *testing.T) {
 	inv := billing.Invoice{Number: "2026-0046", AmountCents: 2000, Currency: "usd",
 		PaymentMethod: paymentjobtest.PaymentMethodSucceeds}
 	g.Expect(svc.Submit(ctx, inv)).To(Succeed())
-	job, err := env.WaitForPhase(ctx, "billing-credit", billing.JobName(inv), paymentsv1alpha1.PhaseCompleted, time.Minute)
+	_, err := env.WaitForPhase(ctx, "billing-credit", billing.JobName(inv), paymentsv1alpha1.PhaseCompleted, time.Minute)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	note := billing.CreditNote{Number: "CN-7", AmountCents: 500}
 	g.Expect(svc.Credit(ctx, inv, note)).To(Succeed())
 	g.Expect(svc.Credit(ctx, inv, note)).To(Succeed()) // a retry of the credit run
-	refund := &paymentsv1alpha1.PaymentRefund{}
-	g.Eventually(func(g Gomega) {
-		key := client.ObjectKey{Namespace: "billing-credit", Name: billing.RefundName(inv, note)}
-		g.Expect(env.Client().Get(ctx, key, refund)).To(Succeed())
-		g.Expect(refund.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted), "%+v", refund.Status.Conditions)
-	}).WithTimeout(time.Minute).Should(Succeed())
+	refund, err := env.WaitForRefundPhase(ctx, "billing-credit", billing.RefundName(inv, note),
+		paymentsv1alpha1.PhaseCompleted, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
 
 	// The sandbox gave 500 back from the invoice's charge, once.
-	charge := job.Status.ProviderResponse.ID
-	g.Expect(env.Sandbox().Refunded(charge)).To(Equal(int64(500)))
-	g.Expect(env.Sandbox().ListRefunds(charge)).To(ConsistOf(HaveField("ID", refund.Status.ProviderResponse.ID)))
+	paid := "billing-credit/" + billing.PaymentKey(inv)
+	g.Expect(env.Refunded(paid)).To(Equal(int64(500)))
+	g.Expect(env.Refunds(paid)).To(ConsistOf(HaveField("ID", refund.Status.ProviderResponse.ID)))
 	g.Expect(env.Sandbox().Stats().RefundsByKey).To(HaveKeyWithValue("billing-credit.refund/credit-note/CN-7", 1))
 }
 
