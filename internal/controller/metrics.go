@@ -80,7 +80,7 @@ var (
 // The refund: the same for refund calls, and refunds the provider failed
 // after it reported them succeeded.
 var (
-	refundsTotal                   = newCounterVec("paymentjob_refunds_total", "outcome", "Provider refund calls by outcome: succeeded (including replays), declined (the refund failed), invalid (beyond what is left, not refundable), key_reused, transient.")
+	refundsTotal                   = newCounterVec("paymentjob_refunds_total", "outcome", "Provider refund calls by outcome: succeeded (including replays), declined (the refund failed, or the provider refused it: beyond what is left, unknown or not refundable charge), invalid (a malformed request), key_reused, transient.")
 	refundReplaysTotal             = newCounter("paymentjob_refund_replays_total", "Refund calls that the provider answered with the saved outcome of an earlier request with the same key.")
 	refundsFailedAfterSuccessTotal = newCounter("paymentjob_refunds_failed_after_success_total", "Completed PaymentRefunds that the provider later reported failed or canceled: the money did not go back. Each is set Failed (RefundFailedAfterSuccess) with a Warning event.")
 )

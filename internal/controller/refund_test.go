@@ -171,6 +171,7 @@ func TestRefundAfterItsJobWasDeletedByItsTTL(t *testing.T) {
 	// the charge; the provider gives its amount.
 	s.createRefund("back", "invoice", 0, func(spec *paymentsv1alpha1.PaymentRefundSpec) {
 		spec.PaymentJobRef.IdempotencyKey = "inv-2026-7"
+		spec.TTLSecondsAfterFinished = ptr.To[int32](3600) // kept, to be read here
 	})
 	rf := s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
 	s.Expect(rf.Status.Charge.ID).To(Equal(charge))
@@ -323,4 +324,29 @@ func TestRefundFailedAfterSuccessIsReported(t *testing.T) {
 	// The money is back at the merchant: the charge can be refunded again.
 	s.createRefund("again", "invoice", 2000)
 	s.expectRefundedAt(s.waitForRefund("again", paymentsv1alpha1.PhaseCompleted, "Succeeded"), "invoice", 2000)
+}
+
+// A finished refund is deleted after its TTL once its outcome is in the
+// ledger, like a job; created again from Git, it is finished from the
+// ledger with no refund call.
+func TestRefundDeletedByItsTTL(t *testing.T) {
+	s := newScenario(t, withManager(managerConfig{sweep: 200 * time.Millisecond}))
+	s.run("invoice", paymentsv1alpha1.PhaseCompleted)
+	s.createRefund("back", "invoice", 400, func(spec *paymentsv1alpha1.PaymentRefundSpec) {
+		spec.TTLSecondsAfterFinished = ptr.To[int32](0)
+	})
+	first := &paymentsv1alpha1.PaymentRefund{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "back"}}
+	waitForGone(s, first, "deleted by its TTL")
+	refunds := s.refundsAt("invoice")
+	s.Expect(refunds).To(HaveLen(1))
+	recorded := s.manager.recorded(s, s.ns+".refund", "back")
+	s.Expect(recorded.Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted), "its outcome in the ledger before it went")
+	s.Expect(recorded.Charge).To(Equal(refunds[0].ID))
+
+	requests := s.engine.Stats().RefundRequests
+	s.createRefund("back", "invoice", 400)
+	again := s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "FoundInLedger")
+	s.Expect(again.Status.ProviderResponse.ID).To(Equal(refunds[0].ID))
+	s.Expect(s.engine.Stats().RefundRequests).To(Equal(requests), "no refund request")
+	s.Expect(s.refundsAt("invoice")).To(HaveLen(1))
 }

@@ -37,6 +37,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=delete
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds,verbs=delete
 
 // FinishedJobCollector deletes Completed and Failed PaymentJobs once
 // spec.ttlSecondsAfterFinished (or the manager's default) has passed since
