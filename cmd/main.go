@@ -39,7 +39,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
@@ -90,22 +91,22 @@ func main() {
 		"If set, the metrics endpoint is served securely via HTTPS, with authentication and authorization.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 is enabled for the metrics server.")
-	flag.IntVar(&concurrency, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles,
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", engine.DefaultMaxConcurrentReconciles,
 		"The number of PaymentJobs worked on at once. Provider calls are synchronous, so this bounds the calls in flight.")
-	flag.Float64Var(&qps, "kube-api-qps", controller.DefaultKubeAPIQPS,
+	flag.Float64Var(&qps, "kube-api-qps", engine.DefaultKubeAPIQPS,
 		"The client-side limit of requests per second to the API server. A job costs 4 writes; reads come from the cache.")
-	flag.IntVar(&burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "The client-side burst of requests to the API server.")
-	flag.DurationVar(&claimLease, "claim-lease-duration", controller.DefaultClaimLease,
+	flag.IntVar(&burst, "kube-api-burst", engine.DefaultKubeAPIBurst, "The client-side burst of requests to the API server.")
+	flag.DurationVar(&claimLease, "claim-lease-duration", engine.DefaultClaimLease,
 		"How long a claim on a PaymentJob is held before another manager may take it over, with the same idempotency key.")
-	flag.DurationVar(&providerTimeout, "provider-timeout", controller.DefaultProviderTimeout,
+	flag.DurationVar(&providerTimeout, "provider-timeout", engine.DefaultProviderTimeout,
 		"The longest provider call, unless a PaymentProvider sets timeoutSeconds. Must be shorter than the claim lease.")
-	flag.DurationVar(&keyRetention, "provider-key-retention", controller.DefaultKeyRetention,
+	flag.DurationVar(&keyRetention, "provider-key-retention", engine.DefaultKeyRetention,
 		"How long providers remember idempotency keys. A job Processing for longer is looked up by its key "+
 			"(where the provider supports it) before it is charged again. 0 disables lookups.")
 	flag.BoolVar(&useLedger, "ledger", true,
 		"Record every final outcome in the cluster-scoped outcome ledger (PaymentLedger pages) and finish re-created jobs "+
 			"from it with no provider call. Needed by --ttl-seconds-after-finished and spec.ttlSecondsAfterFinished.")
-	flag.DurationVar(&ledgerRetention, "ledger-retention", controller.DefaultLedgerRetention,
+	flag.DurationVar(&ledgerRetention, "ledger-retention", engine.DefaultLedgerRetention,
 		"How long outcomes stay in the ledger at least; a page is deleted once its newest entry is older.")
 	flag.IntVar(&defaultTTL, "ttl-seconds-after-finished", -1,
 		"Delete Completed and Failed jobs this many seconds after they finished, unless spec.ttlSecondsAfterFinished says "+
@@ -114,13 +115,13 @@ func main() {
 		"Comma-separated provider hosts that may be reached over plain http and at loopback or private addresses "+
 			"(for example a payment service inside the cluster, or 127.0.0.1 for the sandbox). Every other provider URL "+
 			"must be https to a public address; link-local addresses (cloud metadata) are always refused.")
-	flag.DurationVar(&auditInterval, "audit-interval", controller.DefaultAuditInterval,
+	flag.DurationVar(&auditInterval, "audit-interval", engine.DefaultAuditInterval,
 		"How often the manager checks that its admission policies are installed and enforced, and lists "+
 			"PaymentJobs that carry the finished label without an outcome.")
-	flag.DurationVar(&refundRecheck, "refund-recheck-interval", controller.DefaultRefundRecheckInterval,
+	flag.DurationVar(&refundRecheck, "refund-recheck-interval", paymentrefund.DefaultRefundRecheckInterval,
 		"How often Completed PaymentRefunds are read again at their providers: a refund that later fails there is set "+
 			"Failed (RefundFailedAfterSuccess).")
-	flag.DurationVar(&refundWatch, "refund-watch-period", controller.DefaultRefundWatchPeriod,
+	flag.DurationVar(&refundWatch, "refund-watch-period", paymentrefund.DefaultRefundWatchPeriod,
 		"How long after it completed a PaymentRefund is read again at its provider.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -191,7 +192,7 @@ func main() {
 		HealthProbeBindAddress:  probeAddr,
 		PprofBindAddress:        pprofAddr,
 		LeaderElection:          enableLeaderElection,
-		LeaderElectionID:        controller.LeaderElectionID,
+		LeaderElectionID:        engine.LeaderElectionID,
 		LeaderElectionNamespace: leaderElectionNS,
 		// The leader steps down when the manager stops, so a standby takes
 		// over at once instead of waiting for the lease to expire.
@@ -211,8 +212,8 @@ func main() {
 		Holder:                  holder,
 		ClaimLease:              claimLease,
 		ProviderTimeout:         providerTimeout,
-		BackoffInitial:          controller.DefaultBackoff.Initial,
-		BackoffMax:              controller.DefaultBackoff.Max,
+		BackoffInitial:          engine.DefaultBackoff.Initial,
+		BackoffMax:              engine.DefaultBackoff.Max,
 		MaxConcurrentReconciles: concurrency,
 		KeyRetention:            keyRetention,
 		InsecureProviderHosts:   hosts,

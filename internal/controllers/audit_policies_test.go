@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 // The audit of the admission policies of config/policy: which policies and
 // bindings count as in place, checked with a fake API server; how missing
@@ -40,7 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
 )
 
 // expectedPolicyNames are the base names of the policies of config/policy.
@@ -51,7 +51,7 @@ var expectedPolicyNames = []string{"finished-label", "outcome-guard-at-create", 
 // installed without them. Each is reported, in the gauge and the logs.
 func TestAuditReportsMissingAdmissionPolicies(t *testing.T) {
 	g := NewWithT(t)
-	a := &controller.Auditor{Namespaces: []string{newNamespace(t, false)}, Interval: time.Hour}
+	a := &audit.Auditor{Namespaces: []string{newNamespace(t, false)}, Interval: time.Hour}
 	logs := startAudit(t, a)
 
 	r := waitForAudit(t, a)
@@ -63,7 +63,7 @@ func TestAuditReportsMissingAdmissionPolicies(t *testing.T) {
 	lines := logs.withMessage(g, missingPolicyMessage)
 	g.Expect(values(lines, "policy")).To(ConsistOf(expectedPolicyNames[0], expectedPolicyNames[1], expectedPolicyNames[2], expectedPolicyNames[3]))
 	for _, l := range lines {
-		g.Expect(l["problem"]).To(ContainSubstring(controller.AdmissionPolicyLabel + "=" + l["policy"].(string)))
+		g.Expect(l["problem"]).To(ContainSubstring(audit.AdmissionPolicyLabel + "=" + l["policy"].(string)))
 		g.Expect(l["consequence"]).NotTo(BeEmpty())
 	}
 	g.Expect(values(lines, "consequence")).To(ContainElement(ContainSubstring("never charged")))
@@ -74,7 +74,7 @@ func TestAuditReportsMissingAdmissionPolicies(t *testing.T) {
 // installer with that name prefix leaves them.
 func policyObjects(prefix string) []client.Object {
 	labels := func(base string) map[string]string {
-		return map[string]string{controller.AdmissionPolicyLabel: base}
+		return map[string]string{audit.AdmissionPolicyLabel: base}
 	}
 	objs := make([]client.Object, 0, 2*len(expectedPolicyNames))
 	objs = append(objs,
@@ -152,7 +152,7 @@ func TestAuditAdmissionPolicies(t *testing.T) {
 		{
 			name:    "nothing installed",
 			missing: expectedPolicyNames,
-			problem: "no ValidatingAdmissionPolicy labelled " + controller.AdmissionPolicyLabel + "=finished-label",
+			problem: "no ValidatingAdmissionPolicy labelled " + audit.AdmissionPolicyLabel + "=finished-label",
 		},
 		{
 			name:    "binding missing",
@@ -218,7 +218,7 @@ func TestAuditAdmissionPolicies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.objs...).WithInterceptorFuncs(tt.intercept).Build()
-			a := &controller.Auditor{Reader: c, Recorder: events.NewFakeRecorder(10)}
+			a := &audit.Auditor{Reader: c, Recorder: events.NewFakeRecorder(10)}
 			logs := &logLines{}
 
 			r := a.Audit(logs.context(context.Background()))
@@ -265,7 +265,7 @@ func TestAttributionEnforced(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.objs...).WithInterceptorFuncs(tt.intercept).Build()
-			a := &controller.Auditor{Reader: c, Recorder: events.NewFakeRecorder(10)}
+			a := &audit.Auditor{Reader: c, Recorder: events.NewFakeRecorder(10)}
 			enforced, err := a.AttributionEnforced(context.Background())
 			if tt.wantErr {
 				g.Expect(err).To(HaveOccurred())
@@ -301,7 +301,7 @@ func TestAuditLogsPolicyProblemsWhenTheyChange(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	}).Build()
-	a := &controller.Auditor{Reader: c, Recorder: events.NewFakeRecorder(10)}
+	a := &audit.Auditor{Reader: c, Recorder: events.NewFakeRecorder(10)}
 	logs := &logLines{}
 	ctx = logs.context(ctx)
 

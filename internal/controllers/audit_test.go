@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 // The Auditor's tests: the finished-label jobs it reports, the
 // dependencies it refuses to start without, and the helpers every audit test
@@ -43,7 +43,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
 // The audit's gauges live on the shared registry, and every auditor of the
@@ -94,7 +95,7 @@ func values(lines []map[string]any, key string) []any {
 // startAudit runs the auditor in a manager of its own against the suite's
 // API server, with the manager's API reader and event recorder, as
 // cmd/main.go does, and returns its logs.
-func startAudit(t *testing.T, a *controller.Auditor) *logLines {
+func startAudit(t *testing.T, a *audit.Auditor) *logLines {
 	t.Helper()
 	g := NewWithT(t)
 	logs := &logLines{}
@@ -104,7 +105,7 @@ func startAudit(t *testing.T, a *controller.Auditor) *logLines {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  controller.CacheOptions(a.Namespaces...),
+		Cache:                  engine.CacheOptions(a.Namespaces...),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	a.Reader = mgr.GetAPIReader()
@@ -127,9 +128,9 @@ func startAudit(t *testing.T, a *controller.Auditor) *logLines {
 }
 
 // waitForAudit waits for the auditor's first audit and returns its report.
-func waitForAudit(t *testing.T, a *controller.Auditor) controller.AuditReport {
+func waitForAudit(t *testing.T, a *audit.Auditor) audit.Report {
 	t.Helper()
-	var r controller.AuditReport
+	var r audit.Report
 	NewWithT(t).Eventually(func() time.Time {
 		r = a.LastReport()
 		return r.At
@@ -161,7 +162,7 @@ func TestAuditFinishedLabelWithoutOutcome(t *testing.T) {
 	g.Expect(k8sClient.Status().Update(ctx, paid)).To(Succeed())
 	createJob(t, ns, "unlabelled")
 
-	a := &controller.Auditor{Namespaces: []string{ns}, Interval: time.Hour}
+	a := &audit.Auditor{Namespaces: []string{ns}, Interval: time.Hour}
 	logs := startAudit(t, a)
 
 	r := waitForAudit(t, a)
@@ -172,7 +173,7 @@ func TestAuditFinishedLabelWithoutOutcome(t *testing.T) {
 	var event eventsv1.Event
 	g.Eventually(func(g Gomega) {
 		found := slices.DeleteFunc(eventsAbout(g, ns, ""), func(e eventsv1.Event) bool {
-			return e.Reason != controller.ReasonFinishedLabelWithoutOutcome
+			return e.Reason != audit.ReasonFinishedLabelWithoutOutcome
 		})
 		g.Expect(found).To(HaveLen(1))
 		event = found[0]
@@ -208,7 +209,7 @@ func TestAuditAnnouncesEachJobOnce(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job("first", "")).Build()
 	recorder := events.NewFakeRecorder(10)
-	a := &controller.Auditor{Reader: c, Recorder: recorder, Namespaces: []string{"billing"}}
+	a := &audit.Auditor{Reader: c, Recorder: recorder, Namespaces: []string{"billing"}}
 	logs := &logLines{}
 	ctx = logs.context(ctx)
 
@@ -216,7 +217,7 @@ func TestAuditAnnouncesEachJobOnce(t *testing.T) {
 	a.Audit(ctx)
 	g.Expect(recorder.Events).To(HaveLen(1))
 	g.Expect(<-recorder.Events).To(And(
-		HavePrefix("Warning "+controller.ReasonFinishedLabelWithoutOutcome),
+		HavePrefix("Warning "+audit.ReasonFinishedLabelWithoutOutcome),
 		ContainSubstring("kubectl label pj exported -n billing "+paymentsv1alpha1.LabelFinished+"-"),
 	))
 	g.Expect(gaugeValue(t, withoutOutcomeGauge)).To(Equal(1.0))
@@ -238,12 +239,12 @@ func TestAuditAnnouncesEachJobOnce(t *testing.T) {
 func TestAuditNeedsAReaderAndARecorder(t *testing.T) {
 	g := NewWithT(t)
 	reader := fake.NewClientBuilder().WithScheme(scheme).Build()
-	for _, a := range []*controller.Auditor{
+	for _, a := range []*audit.Auditor{
 		{Recorder: events.NewFakeRecorder(1)},
 		{Reader: reader},
 		{Reader: reader, Recorder: events.NewFakeRecorder(1), Interval: -time.Second},
 	} {
 		g.Expect(a.Start(context.Background())).To(MatchError(ContainSubstring("audit")))
 	}
-	g.Expect((&controller.Auditor{}).NeedLeaderElection()).To(BeFalse(), "a read-only audit runs on every replica")
+	g.Expect((&audit.Auditor{}).NeedLeaderElection()).To(BeFalse(), "a read-only audit runs on every replica")
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
 // TestOutcomeIsNotWrittenOnALostClaim: another process takes the claim over
@@ -61,5 +61,5 @@ func TestOutcomeIsNotWrittenOnALostClaim(t *testing.T) {
 	s.Expect(job.Status.Attempts).To(Equal(int32(3)), "the claim was taken over from the intruder after it expired")
 	s.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue(), "the outcome came from the provider's replay")
 	s.Expect(counterValue(t, "paymentjob_claim_lost_total") - lostBefore).To(Equal(1.0))
-	s.expectEvent("contested", controller.ReasonClaimTakenOver)
+	s.expectEvent("contested", engine.ReasonClaimTakenOver)
 }

@@ -14,15 +14,29 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package controller holds the reconcilers of the operator: PaymentJob, which
-// runs the exactly-once payment protocol, and PaymentProvider, which reports
-// whether a provider can be used. It is the only package where Kubernetes
-// objects and payment providers meet.
+// Package controllers holds the operator's reconcilers, one package each,
+// and the envtest suite that runs them together against one control plane
+// (its tests, package controllers_test):
 //
-// `make manifests` turns the RBAC markers of the reconcilers, and the ones
-// below, into config/rbac/role.yaml. Secrets are only read with get, one at a
-// time: the manager never lists or watches Secrets.
+//   - engine: the exactly-once payment protocol, once for every kind that
+//     moves money (the Reconciler: claim, provider call, outcome, backoff,
+//     guards, ledger, resolution), with its defaults, metrics, cache options
+//     and field indexes. A Kind supplies what differs.
+//   - paymentjob: the PaymentJob kind, a charge.
+//   - paymentrefund: the PaymentRefund kind, a refund, and the RefundWatch.
+//   - paymentprovider: the PaymentProvider reconciler (Ready, the finalizer);
+//     paymentprovider/providercache: the adapters it keeps, which the engine
+//     resolves providers from.
+//   - audit: the Auditor of the admission policies and the finished labels.
+//   - ttl: the FinishedJobCollector.
+//   - protocol: the engine's state machine as a table, with no API server.
+//
+// It is the only tree where Kubernetes objects and payment providers meet.
+// `make manifests` turns the RBAC markers of the packages, and the ones
+// below, into config/rbac/role.yaml. Secrets are read only from the
+// manager's cache, which lists and watches the Secrets labelled for the
+// operator: the manager never asks the API server for a Secret by name.
 //
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-package controller
+package controllers

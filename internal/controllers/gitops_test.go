@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -193,7 +193,7 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 		{
 			name: "completed", ns: s.ns, job: "paid",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
-				return isTrue(job, paymentsv1alpha1.ConditionReady, controller.ReasonSucceeded)
+				return isTrue(job, paymentsv1alpha1.ConditionReady, engine.ReasonSucceeded)
 			},
 			wantStatus: "Healthy",
 			wantMessage: func(job *paymentsv1alpha1.PaymentJob) types.GomegaMatcher {
@@ -217,14 +217,14 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 			},
 			wantStatus: "Degraded",
 			wantMessage: func(job *paymentsv1alpha1.PaymentJob) types.GomegaMatcher {
-				return Equal(controller.ReasonCardDeclined + ": " + job.Status.Failure.Message)
+				return Equal(engine.ReasonCardDeclined + ": " + job.Status.Failure.Message)
 			},
 		},
 		{
 			name: "suspended", ns: s.ns, job: "held",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
 				c := condition(job, paymentsv1alpha1.ConditionReady)
-				return job.Status.Phase == paymentsv1alpha1.PhasePending && c != nil && c.Reason == controller.ReasonSuspended
+				return job.Status.Phase == paymentsv1alpha1.PhasePending && c != nil && c.Reason == engine.ReasonSuspended
 			},
 			wantStatus: "Suspended",
 			wantMessage: func(job *paymentsv1alpha1.PaymentJob) types.GomegaMatcher {
@@ -235,13 +235,13 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 			name: "retries exhausted", ns: stuck.ns, job: "stuck",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
 				return job.Status.Phase == paymentsv1alpha1.PhaseProcessing &&
-					isTrue(job, paymentsv1alpha1.ConditionStalled, controller.ReasonRetriesExhausted)
+					isTrue(job, paymentsv1alpha1.ConditionStalled, engine.ReasonRetriesExhausted)
 			},
 			wantStatus: "Degraded",
 			wantMessage: func(*paymentsv1alpha1.PaymentJob) types.GomegaMatcher {
 				// Money may have moved: the job is never reported as failed.
 				return And(ContainSubstring("may have been charged"), ContainSubstring("still being retried"),
-					ContainSubstring(controller.ReasonRetriesExhausted), Not(ContainSubstring("Failed")))
+					ContainSubstring(engine.ReasonRetriesExhausted), Not(ContainSubstring("Failed")))
 			},
 		},
 	}
@@ -499,7 +499,7 @@ func TestKubectlWaitForReady(t *testing.T) {
 
 	s.create("invoice-9", suspended)
 	s.Eventually(func(g Gomega) {
-		g.Expect(readyCondition(g, ns, "invoice-9")).To(HaveField("Reason", controller.ReasonSuspended))
+		g.Expect(readyCondition(g, ns, "invoice-9")).To(HaveField("Reason", engine.ReasonSuspended))
 	}, timeout).Should(Succeed())
 
 	waitCtx, cancel := context.WithCancel(ctx)

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 import (
 	"context"
@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -58,12 +58,12 @@ func ledgerEntries(g Gomega, ns string) map[string]int {
 // ledger as the first job's outcome, with no provider call.
 func expectFoundInLedger(g Gomega, r recreation) {
 	g.Expect(r.again.Status.Phase).To(Equal(r.first.Status.Phase))
-	g.Expect(condition(r.again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonFoundInLedger))
+	g.Expect(condition(r.again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonFoundInLedger))
 	g.Expect(r.again.Status.Attempts).To(BeZero(), "no claim, no provider call")
 	g.Expect(r.again.Status.IdempotencyKey).To(Equal(r.first.Status.IdempotencyKey))
 	g.Expect(r.calls).To(BeZero(), "no provider call for the re-created job")
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, r.again.Namespace, r.again.Name) }, timeout).
-		Should(ContainElement(controller.ReasonFoundInLedger))
+		Should(ContainElement(engine.ReasonFoundInLedger))
 }
 
 // (a) A Completed job, deleted and created again after the provider forgot
@@ -98,7 +98,7 @@ func TestRecreatedRefusedJobFailsFromTheLedger(t *testing.T) {
 	s.create("other", keyed("invoice-7"))
 	s.waitForFinished("other")
 	s.create("other-amount", keyed("invoice-7"), func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.Amount = 999 })
-	s.waitForStall("other-amount", controller.ReasonChargeMismatch)
+	s.waitForStall("other-amount", engine.ReasonChargeMismatch)
 	s.expectCharges(1)
 }
 
@@ -165,7 +165,7 @@ func TestTTLDeletesFinishedJobsAndSelfHealingDoesNotBounce(t *testing.T) {
 	defer func() { close(stop); <-stopped }()
 
 	again := s.waitForFinished("invoice")
-	s.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonFoundInLedger))
+	s.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonFoundInLedger))
 	// The outcome and the finish, counted once the manager's client has
 	// its answers (the test may read the job before that).
 	s.Eventually(func() int64 { return m.counter.writes.Load() - before }, timeout).Should(Equal(int64(2)),
@@ -240,8 +240,8 @@ func TestResolvingAStalledJob(t *testing.T) {
 		s.Expect(job.Status.Resolution.Value).To(Equal("charged=" + intent.ID))
 		s.Expect(job.Status.Resolution.Verified).To(BeTrue())
 		s.Expect(job.Status.Resolution.By).NotTo(BeEmpty())
-		s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(controller.ReasonResolved))
-		s.expectEvent("lost", controller.ReasonResolved)
+		s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonResolved))
+		s.expectEvent("lost", engine.ReasonResolved)
 		e := s.manager.recorded(s, s.ns, "lost")
 		s.Expect(e.Charge).To(Equal(intent.ID))
 		s.Expect(e.ResolvedBy).To(Equal(job.Status.Resolution.By))
@@ -258,7 +258,7 @@ func TestResolvingAStalledJob(t *testing.T) {
 		s.resolve("never", "not-charged")
 		job := s.waitForFinished("never")
 		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseFailed))
-		s.Expect(job.Status.Failure.Reason).To(Equal(controller.ReasonResolved))
+		s.Expect(job.Status.Failure.Reason).To(Equal(engine.ReasonResolved))
 		s.Expect(job.Status.Resolution.Verified).To(BeTrue())
 		s.Expect(s.manager.recorded(s, s.ns, "never").Outcome).To(Equal(paymentsv1alpha1.LedgerFailed))
 		s.expectCharges(0)

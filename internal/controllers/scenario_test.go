@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 // The scenario every controller test starts from, and the waits and reads
 // of the API server that the tests share.
@@ -38,7 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
@@ -53,7 +54,7 @@ import (
 //	job := s.run("invoice", PhaseCompleted)    // create the job, wait for the phase
 //	s.Expect(job.Status.Attempts).To(Equal(int32(1)))
 //	s.expectCharges(1)
-//	s.expectEvent("invoice", controller.ReasonSucceeded)
+//	s.expectEvent("invoice", engine.ReasonSucceeded)
 type scenario struct {
 	*WithT
 	t *testing.T
@@ -319,16 +320,16 @@ func (s *scenario) leftBehind(name string, claimed time.Time, finalizer bool, o 
 		controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
 		s.Expect(k8sClient.Update(ctx, job)).To(Succeed())
 	}
-	controller.ClaimStatus(job, controller.ChargeOf(job), deadHolder, claimed, time.Minute, controller.ReasonClaimed)
+	paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), deadHolder, claimed, time.Minute, engine.ReasonClaimed)
 	if o != nil {
-		controller.CompletedStatus(job, *o, false, claimed)
+		paymentjob.CompletedStatus(job, *o, false, claimed)
 	}
 	s.Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
 }
 
 // chargeOf is what the job name in ns with jobSpec sends.
-func chargeOf(ns, name string) controller.Charge {
-	return controller.ChargeOf(&paymentsv1alpha1.PaymentJob{
+func chargeOf(ns, name string) paymentjob.Charge {
+	return paymentjob.ChargeOf(&paymentsv1alpha1.PaymentJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: jobSpec()})
 }
 
@@ -523,7 +524,7 @@ func notes(g Gomega, ns, name, reason string) []string {
 
 // refusals lists the messages of the job's ResolutionRefused events.
 func refusals(g Gomega, ns, name string) []string {
-	return notes(g, ns, name, controller.ReasonResolutionRefused)
+	return notes(g, ns, name, engine.ReasonResolutionRefused)
 }
 
 // metricValue reads the metric name on the manager's shared registry: the

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 import (
 	"bytes"
@@ -49,7 +49,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
@@ -198,10 +204,10 @@ type managerConfig struct {
 	// provider charges every job; build, when set, makes the adapter from
 	// the PaymentProvider instead, as the manager does.
 	provider    payment.Provider
-	build       controller.AdapterFactory
+	build       providercache.AdapterFactory
 	lease       time.Duration
 	timeout     time.Duration
-	backoff     controller.Backoff
+	backoff     engine.Backoff
 	concurrency int
 	// keyRetention enables lookups of old Processing jobs; zero disables.
 	keyRetention time.Duration
@@ -217,7 +223,7 @@ type managerConfig struct {
 	// refundRecheck runs the refund watch at this interval; zero runs none.
 	refundRecheck time.Duration
 	// egress checks the providers' URLs; nil checks nothing.
-	egress controller.EndpointPolicy
+	egress paymentprovider.EndpointPolicy
 	// transport wraps the manager's connection to the API server.
 	transport func(http.RoundTripper) http.RoundTripper
 }
@@ -256,8 +262,8 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	if cfg.timeout == 0 {
 		cfg.timeout = 10 * time.Second
 	}
-	if cfg.backoff == (controller.Backoff{}) {
-		cfg.backoff = controller.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}
+	if cfg.backoff == (engine.Backoff{}) {
+		cfg.backoff = engine.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}
 	}
 	if cfg.concurrency == 0 {
 		cfg.concurrency = 4
@@ -272,7 +278,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// The manager's own cache settings: finished jobs are left out.
-		Cache:      controller.CacheOptions(cfg.namespaces...),
+		Cache:      engine.CacheOptions(cfg.namespaces...),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient: func(c *rest.Config, o client.Options) (client.Client, error) {
 			cl, err := client.NewWithWatch(c, o)
@@ -290,11 +296,11 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		provider := cfg.provider
 		build = func(paymentsv1alpha1.PaymentProviderSpec, string) (payment.Provider, error) { return provider, nil }
 	}
-	g.Expect(controller.IndexFields(mgr)).To(Succeed())
-	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: build}
+	g.Expect(engine.IndexFields(mgr)).To(Succeed())
+	adapters := &providercache.ProviderCache{SecretReader: mgr.GetClient(), Build: build}
 	g.Expect(mgr.Add(adapters)).To(Succeed())
-	g.Expect((&controller.PaymentProviderReconciler{
-		Kinds:              []controller.Kind{controller.PaymentJobKind(), controller.PaymentRefundKind()},
+	g.Expect((&paymentprovider.Reconciler{
+		Kinds:              []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()},
 		Client:             mgr.GetClient(),
 		SecretReader:       mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
@@ -304,36 +310,36 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		SecretPollInterval: 200 * time.Millisecond,
 	}).SetupWithManager(mgr)).To(Succeed())
 	var (
-		outcomes  controller.OutcomeLedger
+		outcomes  engine.OutcomeLedger
 		l         *ledger.Ledger
-		collector *controller.FinishedJobCollector
+		collector *ttl.FinishedJobCollector
 	)
 	if !cfg.noLedger {
-		l, err = controller.NewLedger(mgr, ledger.DefaultRetention)
+		l, err = engine.NewLedger(mgr, ledger.DefaultRetention)
 		g.Expect(err).NotTo(HaveOccurred())
 		outcomes = l
-		ttl := time.Duration(-1)
+		defaultTTL := time.Duration(-1)
 		switch cfg.ttl {
 		case 0:
 		case ttlZero:
-			ttl = 0
+			defaultTTL = 0
 		default:
-			ttl = cfg.ttl
+			defaultTTL = cfg.ttl
 		}
-		collector = &controller.FinishedJobCollector{
-			Kinds:  []controller.Kind{controller.PaymentJobKind(), controller.PaymentRefundKind()},
+		collector = &ttl.FinishedJobCollector{
+			Kinds:  []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()},
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
-			DefaultTTL: ttl, SweepInterval: cfg.sweep, Clock: clock.RealClock{}, Namespaces: cfg.namespaces,
+			DefaultTTL: defaultTTL, SweepInterval: cfg.sweep, Clock: clock.RealClock{}, Namespaces: cfg.namespaces,
 		}
 		g.Expect(mgr.Add(collector)).To(Succeed())
 	}
 	// The manager runs both kinds on the engine, as pkg/operator does.
-	for _, kind := range []controller.Kind{controller.PaymentJobKind(), controller.PaymentRefundKind()} {
-		r := &controller.Reconciler{
+	for _, kind := range []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()} {
+		r := &engine.Reconciler{
 			Kind: kind,
 			// The manager's own check of the resolve-attribution policy; the
 			// suite installs no admission policies, so it is not enforced.
-			Attribution:             &controller.Auditor{Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("paymentjob-audit")},
+			Attribution:             &audit.Auditor{Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("paymentjob-audit")},
 			Ledger:                  outcomes,
 			Collector:               collector,
 			APIReader:               mgr.GetAPIReader(),
@@ -349,8 +355,8 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 			MaxConcurrentReconciles: cfg.concurrency,
 		}
 		g.Expect(r.SetupWithManager(mgr)).To(Succeed())
-		if kind == controller.PaymentRefundKind() && cfg.refundRecheck > 0 {
-			g.Expect(mgr.Add(&controller.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: cfg.refundRecheck,
+		if kind == paymentrefund.Kind() && cfg.refundRecheck > 0 {
+			g.Expect(mgr.Add(&paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: cfg.refundRecheck,
 				Namespaces: cfg.namespaces})).To(Succeed())
 		}
 	}
@@ -370,8 +376,8 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 // loopbackAdapters is the manager's adapter factory with the egress policy
 // of `make demo` and the e2e suite: plain http and loopback allowed for
 // 127.0.0.1 only.
-func loopbackAdapters() controller.AdapterFactory {
-	return controller.NewAdapterFactory(&egress.Policy{InsecureHosts: []string{"127.0.0.1"}})
+func loopbackAdapters() providercache.AdapterFactory {
+	return providercache.NewAdapterFactory(&egress.Policy{InsecureHosts: []string{"127.0.0.1"}})
 }
 
 // newNamespace creates a namespace with a Secret and a Ready-able

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 import (
 	"context"
@@ -34,7 +34,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 )
 
@@ -93,13 +95,13 @@ func TestUnlabelledSecretIsNeverRead(t *testing.T) {
 	s.Eventually(func(g Gomega) {
 		ready := providerReady(g, s.ns)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Reason).To(Equal(controller.ReasonSecretNotFound))
+		g.Expect(ready.Reason).To(Equal(paymentprovider.ReasonSecretNotFound))
 		g.Expect(ready.Message).To(ContainSubstring(`Secret "sandbox-credentials"`))
 		g.Expect(ready.Message).To(ContainSubstring(`payments.idempotency.dev/credentials: "true"`))
 	}, timeout, 50*time.Millisecond).Should(Succeed())
 	s.create("waits")
 	s.Eventually(func(g Gomega) {
-		g.Expect(readyCondition(g, s.ns, "waits").Reason).To(Equal(controller.ReasonProviderNotReady))
+		g.Expect(readyCondition(g, s.ns, "waits").Reason).To(Equal(engine.ReasonProviderNotReady))
 	}, timeout, 50*time.Millisecond).Should(Succeed())
 	expectOnlyLabelledSecretRequests(s, requests)
 
@@ -147,12 +149,12 @@ func TestPlainHTTPOnlyToListedHosts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			policy := &egress.Policy{InsecureHosts: tt.insecure}
-			s := newScenario(t, withManager(managerConfig{egress: policy, build: controller.NewAdapterFactory(policy)}))
+			s := newScenario(t, withManager(managerConfig{egress: policy, build: providercache.NewAdapterFactory(policy)}))
 			s.Eventually(func(g Gomega) {
 				ready := providerReady(g, s.ns)
 				g.Expect(ready.Status).To(Equal(tt.wantReady), "%s: %s", ready.Reason, ready.Message)
 				if tt.wantReady == metav1.ConditionFalse {
-					g.Expect(ready.Reason).To(Equal(controller.ReasonEndpointRefused))
+					g.Expect(ready.Reason).To(Equal(paymentprovider.ReasonEndpointRefused))
 					for _, s := range tt.wantIn {
 						g.Expect(ready.Message).To(ContainSubstring(s))
 					}
@@ -200,10 +202,10 @@ func TestForbiddenAddressesRefusedAtDialTime(t *testing.T) {
 
 			// The provider's check: the name resolves to the address.
 			checked := &egress.Policy{Resolver: stubResolver{addr}, Control: loopbackOnly(t)}
-			m := s.start(managerConfig{egress: checked, build: controller.NewAdapterFactory(checked)})
+			m := s.start(managerConfig{egress: checked, build: providercache.NewAdapterFactory(checked)})
 			s.Eventually(func(g Gomega) {
 				ready := providerReady(g, s.ns)
-				g.Expect(ready.Reason).To(Equal(controller.ReasonEndpointRefused), ready.Message)
+				g.Expect(ready.Reason).To(Equal(paymentprovider.ReasonEndpointRefused), ready.Message)
 				g.Expect(ready.Message).To(ContainSubstring(addr))
 			}, timeout, 50*time.Millisecond).Should(Succeed())
 			m.stop()
@@ -211,11 +213,11 @@ func TestForbiddenAddressesRefusedAtDialTime(t *testing.T) {
 			// Rebinding: public at the check, the address at the dial.
 			public := &egress.Policy{Resolver: stubResolver{"203.0.113.10"}}
 			dialed := &egress.Policy{Resolver: stubResolver{addr}, Control: loopbackOnly(t)}
-			s.start(managerConfig{egress: public, build: controller.NewAdapterFactory(dialed)})
+			s.start(managerConfig{egress: public, build: providercache.NewAdapterFactory(dialed)})
 			s.create("rebound")
 			s.Eventually(func(g Gomega) {
 				ready := readyCondition(g, s.ns, "rebound")
-				g.Expect(ready.Reason).To(Equal(controller.ReasonProviderNotReady), ready.Message)
+				g.Expect(ready.Reason).To(Equal(engine.ReasonProviderNotReady), ready.Message)
 				g.Expect(ready.Message).To(ContainSubstring("refused"))
 				g.Expect(ready.Message).To(ContainSubstring(addr))
 			}, timeout, 50*time.Millisecond).Should(Succeed())

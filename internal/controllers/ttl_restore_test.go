@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 import (
 	"context"
@@ -31,7 +31,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 )
 
@@ -76,7 +78,7 @@ func TestCollectorLeavesAJobThatIsNoLongerFinished(t *testing.T) {
 	}).Build()
 	clock := clocktesting.NewFakeClock(now)
 	outcomes := &emptyLedger{}
-	collector := &controller.FinishedJobCollector{Kinds: []controller.Kind{controller.PaymentJobKind()}, Client: c, Reader: c,
+	collector := &ttl.FinishedJobCollector{Kinds: []engine.Kind{paymentjob.Kind()}, Client: c, Reader: c,
 		Ledger: outcomes, DefaultTTL: -1, Clock: clock}
 
 	// What the collector remembered when the job finished, before the
@@ -84,7 +86,7 @@ func TestCollectorLeavesAJobThatIsNoLongerFinished(t *testing.T) {
 	finished := restored.DeepCopy()
 	finished.Status.Phase = paymentsv1alpha1.PhaseCompleted
 	finished.Status.CompletedAt = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
-	collector.Schedule(controller.PaymentJobKind(), finished)
+	collector.Schedule(paymentjob.Kind(), finished)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller_test
+package controllers_test
 
 import (
 	"context"
@@ -30,7 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
 )
 
 // The waits on something outside a job are bounded and say so: nothing
@@ -52,7 +53,7 @@ func TestSecretReadErrorsAreRetriedAndReported(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		}}})
 	s.create("after-errors")
-	s.expectEvent(providerName, controller.ReasonSecretReadFailed)
+	s.expectEvent(providerName, paymentprovider.ReasonSecretReadFailed)
 	s.waitForPhase("after-errors", paymentsv1alpha1.PhaseCompleted)
 	s.Expect(failures.Load()).To(BeNumerically("<", 0), "every injected error was hit and retried")
 	s.expectCharges(1)
@@ -73,7 +74,7 @@ func TestLongRateLimitWaitsAreReported(t *testing.T) {
 	s.Eventually(func(g Gomega) {
 		reported := 0
 		for _, name := range names {
-			if c := readyCondition(g, s.ns, name); c.Reason == controller.ReasonRateLimited {
+			if c := readyCondition(g, s.ns, name); c.Reason == engine.ReasonRateLimited {
 				g.Expect(c.Message).To(ContainSubstring(providerName))
 				reported++
 			}
@@ -91,5 +92,5 @@ func TestLongRateLimitWaitsAreReported(t *testing.T) {
 			reasons = append(reasons, eventReasons(g, s.ns, name)...)
 		}
 		return reasons
-	}, timeout).Should(ContainElement(controller.ReasonRateLimited))
+	}, timeout).Should(ContainElement(engine.ReasonRateLimited))
 }

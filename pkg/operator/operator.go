@@ -36,32 +36,38 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 )
 
-// Defaults of Options, and of the manager's flags (internal/controller's
-// defaults.go holds them all).
+// Defaults of Options, and of the manager's flags: the engine's defaults.go
+// holds them, and the refund watch's are the paymentrefund package's.
 const (
-	DefaultClaimLease      = controller.DefaultClaimLease
-	DefaultProviderTimeout = controller.DefaultProviderTimeout
-	DefaultConcurrency     = controller.DefaultMaxConcurrentReconciles
-	DefaultBackoffInitial  = controller.DefaultBackoffInitial
-	DefaultBackoffMax      = controller.DefaultBackoffMax
+	DefaultClaimLease      = engine.DefaultClaimLease
+	DefaultProviderTimeout = engine.DefaultProviderTimeout
+	DefaultConcurrency     = engine.DefaultMaxConcurrentReconciles
+	DefaultBackoffInitial  = engine.DefaultBackoffInitial
+	DefaultBackoffMax      = engine.DefaultBackoffMax
 	// DefaultKeyRetention is how long providers are trusted to remember an
 	// idempotency key (Stripe: 24 hours).
-	DefaultKeyRetention = controller.DefaultKeyRetention
+	DefaultKeyRetention = engine.DefaultKeyRetention
 	// DefaultLedgerRetention is how long outcomes stay in the ledger.
-	DefaultLedgerRetention = controller.DefaultLedgerRetention
+	DefaultLedgerRetention = engine.DefaultLedgerRetention
 	// DefaultAuditInterval is the time between audits of the admission
 	// policies and of the jobs with the finished label.
-	DefaultAuditInterval = controller.DefaultAuditInterval
+	DefaultAuditInterval = engine.DefaultAuditInterval
 	// DefaultRefundRecheckInterval is the time between two reads of the
 	// Completed refunds at their providers.
-	DefaultRefundRecheckInterval = controller.DefaultRefundRecheckInterval
+	DefaultRefundRecheckInterval = paymentrefund.DefaultRefundRecheckInterval
 	// DefaultRefundWatchPeriod is how long after it completed a refund is
 	// read again, to report one that failed at the provider later.
-	DefaultRefundWatchPeriod = controller.DefaultRefundWatchPeriod
+	DefaultRefundWatchPeriod = paymentrefund.DefaultRefundWatchPeriod
 )
 
 // Options configure the operator in a manager. The zero value is the
@@ -115,7 +121,7 @@ type Options struct {
 // labelled payments.idempotency.dev/credentials=true. namespaces, if any,
 // restrict the cache to them.
 func CacheOptions(namespaces ...string) cache.Options {
-	return controller.CacheOptions(namespaces...)
+	return engine.CacheOptions(namespaces...)
 }
 
 // Setup adds the operator to mgr, whose cache must have been made with
@@ -126,16 +132,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := controller.IndexFields(mgr); err != nil {
+	if err := engine.IndexFields(mgr); err != nil {
 		return err
 	}
 	policy := &egress.Policy{InsecureHosts: opts.InsecureProviderHosts}
-	adapters := &controller.ProviderCache{SecretReader: mgr.GetClient(), Build: controller.NewAdapterFactory(policy)}
+	adapters := &providercache.ProviderCache{SecretReader: mgr.GetClient(), Build: providercache.NewAdapterFactory(policy)}
 	if err := mgr.Add(adapters); err != nil {
 		return fmt.Errorf("cannot add the provider cache: %w", err)
 	}
-	kinds := []controller.Kind{controller.PaymentJobKind(), controller.PaymentRefundKind()}
-	if err := (&controller.PaymentProviderReconciler{
+	kinds := []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()}
+	if err := (&paymentprovider.Reconciler{
 		Kinds:        kinds,
 		Client:       mgr.GetClient(),
 		SecretReader: mgr.GetClient(),
@@ -148,23 +154,23 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 
 	var (
-		outcomes  controller.OutcomeLedger
-		collector *controller.FinishedJobCollector
+		outcomes  engine.OutcomeLedger
+		collector *ttl.FinishedJobCollector
 	)
 	if !opts.DisableLedger {
-		l, err := controller.NewLedger(mgr, opts.LedgerRetention)
+		l, err := engine.NewLedger(mgr, opts.LedgerRetention)
 		if err != nil {
 			return fmt.Errorf("cannot set up the outcome ledger: %w", err)
 		}
 		outcomes = l
-		ttl := time.Duration(-1)
+		defaultTTL := time.Duration(-1)
 		if opts.TTLAfterFinished != nil {
-			ttl = *opts.TTLAfterFinished
+			defaultTTL = *opts.TTLAfterFinished
 		}
-		collector = &controller.FinishedJobCollector{
+		collector = &ttl.FinishedJobCollector{
 			Kinds:  kinds,
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
-			DefaultTTL: ttl, Clock: clock.RealClock{}, Namespaces: opts.Namespaces,
+			DefaultTTL: defaultTTL, Clock: clock.RealClock{}, Namespaces: opts.Namespaces,
 		}
 		if err := mgr.Add(collector); err != nil {
 			return fmt.Errorf("cannot add the collector of finished jobs: %w", err)
@@ -173,7 +179,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("cannot add the ledger's ready check: %w", err)
 		}
 	}
-	auditor := &controller.Auditor{
+	auditor := &audit.Auditor{
 		Reader:     mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("paymentjob-audit"),
 		Interval:   opts.AuditInterval,
@@ -181,10 +187,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	// One engine, two kinds: charges and refunds share every setting.
 	for _, kind := range []struct {
-		kind     controller.Kind
+		kind     engine.Kind
 		recorder string
-	}{{controller.PaymentJobKind(), "paymentjob-controller"}, {controller.PaymentRefundKind(), "paymentrefund-controller"}} {
-		r := &controller.Reconciler{
+	}{{paymentjob.Kind(), "paymentjob-controller"}, {paymentrefund.Kind(), "paymentrefund-controller"}} {
+		r := &engine.Reconciler{
 			Kind:                    kind.kind,
 			Attribution:             auditor,
 			Ledger:                  outcomes,
@@ -197,15 +203,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Holder:                  opts.Holder,
 			ClaimLease:              opts.ClaimLease,
 			ProviderTimeout:         opts.ProviderTimeout,
-			Backoff:                 controller.Backoff{Initial: opts.BackoffInitial, Max: opts.BackoffMax},
+			Backoff:                 engine.Backoff{Initial: opts.BackoffInitial, Max: opts.BackoffMax},
 			KeyRetention:            opts.KeyRetention,
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("cannot set up the %s controller: %w", kind.kind.Name(), err)
 		}
-		if kind.kind == controller.PaymentRefundKind() {
-			watch := &controller.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: opts.RefundRecheckInterval,
+		if kind.kind == paymentrefund.Kind() {
+			watch := &paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: opts.RefundRecheckInterval,
 				Period: opts.RefundWatchPeriod, Namespaces: opts.Namespaces}
 			if err := mgr.Add(watch); err != nil {
 				return fmt.Errorf("cannot add the refund watch: %w", err)
@@ -215,7 +221,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := auditor.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the audit: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("informers", controller.InformersSynced(mgr.GetCache())); err != nil {
+	if err := mgr.AddReadyzCheck("informers", engine.InformersSynced(mgr.GetCache())); err != nil {
 		return fmt.Errorf("cannot add the informers' ready check: %w", err)
 	}
 	return nil

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
 // The baseline: the operator's API writes for each job, made by the
@@ -105,7 +105,7 @@ func (w *baselineWriter) stop() {
 
 // job does for the i-th job what the operator does: create it (the
 // admission policy adds the finalizer), the finalizer patch only if it did
-// not, the claim and outcome status updates (controller.ClaimStatus and
+// not, the claim and outcome status updates (paymentjob.ClaimStatus and
 // CompletedStatus), one event from the manager's recorder, the outcome
 // recorded in the ledger (the operator's internal/ledger, whose appends
 // share one write between the jobs waiting for it) and the finalizer
@@ -216,7 +216,7 @@ func (b *bench) baseline(ctx context.Context, name, ns string, n int) (baselineR
 // the finished label set, in one merge patch with the resourceVersion.
 func finish(ctx context.Context, c client.Client, job *paymentsv1alpha1.PaymentJob) error {
 	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controller.MarkFinished(job)
+	engine.MarkFinished(job)
 	if err := c.Patch(ctx, job, patch); err != nil {
 		return fmt.Errorf("cannot remove the finalizer of %s: %w", job.Name, err)
 	}

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 )
 
 // The figures of the phases and their targets: what each window adds to
@@ -209,5 +209,5 @@ func (b *bench) addMeta() {
 	r.addMeta("latency_ms", "slow provider latency (ms)", cfg.latency.Milliseconds())
 	r.addMeta("live_write_rate", "lookup runs: sandbox writes/s (Stripe live mode; also the providers' requestsPerSecond)", liveLimits.Writes)
 	r.addMeta("live_search_rate", "lookup runs: sandbox searches/s (Stripe live mode)", liveLimits.Searches)
-	r.addMeta("lookup_requests_per_second", "lookup runs: the manager's lookup requests/s (spec.lookup default)", controller.DefaultLookupRequestsPerSecond)
+	r.addMeta("lookup_requests_per_second", "lookup runs: the manager's lookup requests/s (spec.lookup default)", providercache.DefaultLookupRequestsPerSecond)
 }

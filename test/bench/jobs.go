@@ -28,18 +28,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // This file makes PaymentJobs and, for the baseline and the history
 // phases, the status the operator's claim and outcome writes set: the
-// operator's own functions (controller.ChargeOf, ClaimStatus,
+// operator's own functions (paymentjob.ChargeOf, ClaimStatus,
 // CompletedStatus) given the sandbox's answer, so that the benchmark writes
 // what the operator writes.
 
 // claimLease is the claim lease the baseline writes, the manager's default.
-const claimLease = controller.DefaultClaimLease
+const claimLease = engine.DefaultClaimLease
 
 // jobName is the name of the i-th job of a phase.
 func jobName(i int) string { return fmt.Sprintf("job-%06d", i) }
@@ -71,18 +72,18 @@ func newJob(ns string, i int) *paymentsv1alpha1.PaymentJob {
 
 // claim sets what the operator's first claim of job sets, through provider
 // by holder at now: the provider it charges through, recorded at the first
-// claim, and controller.ClaimStatus for the charge the job sends. It
+// claim, and paymentjob.ClaimStatus for the charge the job sends. It
 // returns the conditions' message.
 func claim(job *paymentsv1alpha1.PaymentJob, provider paymentsv1alpha1.ProviderIdentity, holder string, now time.Time) string {
 	job.Status.Provider = &provider
-	return controller.ClaimStatus(job, controller.ChargeOf(job), holder, now, claimLease, controller.ReasonClaimed)
+	return paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), holder, now, claimLease, engine.ReasonClaimed)
 }
 
 // complete sets what the operator's outcome write sets when the sandbox
-// answers the charge at now (controller.CompletedStatus), and returns the
+// answers the charge at now (paymentjob.CompletedStatus), and returns the
 // reason and the message of the job's event.
 func complete(job *paymentsv1alpha1.PaymentJob, now time.Time) (reason, message string) {
-	return controller.CompletedStatus(job, sandboxAnswer(job, now), false, now)
+	return paymentjob.CompletedStatus(job, sandboxAnswer(job, now), false, now)
 }
 
 // sandboxAnswer is the sandbox's answer to the job's first charge request,

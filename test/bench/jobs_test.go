@@ -32,7 +32,8 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 )
 
 // The baseline's writes are the operator's functions; these tests compare
@@ -52,21 +53,21 @@ func TestClaimAndCompleteWriteWhatTheOperatorWrites(t *testing.T) {
 	// writes set the status, for a first attempt answered by the sandbox.
 	want := job.DeepCopy()
 	want.Status.Provider = &provider
-	wantNote := controller.ClaimStatus(want, controller.ChargeOf(want), "holder/1", claimed, controller.DefaultClaimLease, controller.ReasonClaimed)
+	wantNote := paymentjob.ClaimStatus(want, paymentjob.ChargeOf(want), "holder/1", claimed, engine.DefaultClaimLease, engine.ReasonClaimed)
 	wantClaimed := *want.Status.DeepCopy()
-	wantReason, wantMsg := controller.CompletedStatus(want, sandboxAnswer(job, now), false, now)
+	wantReason, wantMsg := paymentjob.CompletedStatus(want, sandboxAnswer(job, now), false, now)
 
 	g.Expect(claim(job, provider, "holder/1", claimed)).To(Equal(wantNote))
 	g.Expect(untimed(job.Status)).To(Equal(untimed(wantClaimed)))
 	g.Expect(job.Status.IdempotencyKey).To(Equal("ns/job-000007"))
 	g.Expect(job.Status.Provider).To(Equal(&provider), "recorded at the first claim")
-	g.Expect(job.Status.Claim.ExpiresAt.Sub(job.Status.Claim.AcquiredAt.Time)).To(Equal(controller.DefaultClaimLease))
+	g.Expect(job.Status.Claim.ExpiresAt.Sub(job.Status.Claim.AcquiredAt.Time)).To(Equal(engine.DefaultClaimLease))
 
 	reason, msg := complete(job, now)
 	g.Expect(untimed(job.Status)).To(Equal(untimed(want.Status)))
 	g.Expect(reason).To(Equal(wantReason))
 	g.Expect(msg).To(Equal(wantMsg))
-	g.Expect(reason).To(Equal(controller.ReasonSucceeded), "a charge answered, not found or replayed")
+	g.Expect(reason).To(Equal(engine.ReasonSucceeded), "a charge answered, not found or replayed")
 	g.Expect(msg).To(Equal("Charged 107 usd as pi_bench0b0e7a6e9c1d4a538f2"))
 	g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
 	g.Expect(job.Status.Claim).To(BeNil())
@@ -136,7 +137,7 @@ func TestTheBaselineEventComesFromTheManagersRecorder(t *testing.T) {
 	for _, job := range []*paymentsv1alpha1.PaymentJob{newJob("ns", 1), newJob("ns", 2)} {
 		job.UID = "uid-1"
 		job.ResourceVersion = "41"
-		rec.Eventf(job, nil, corev1.EventTypeNormal, controller.ReasonSucceeded, chargeAction, "%s", "Charged "+job.Name)
+		rec.Eventf(job, nil, corev1.EventTypeNormal, engine.ReasonSucceeded, chargeAction, "%s", "Charged "+job.Name)
 	}
 	g.Expect(rec.waitSent(context.Background(), 2, 10*time.Second)).To(Succeed())
 	g.Expect(rec.waitSent(context.Background(), 3, 50*time.Millisecond)).To(MatchError("2 of 3 events sent within 50ms"))
@@ -150,7 +151,7 @@ func TestTheBaselineEventComesFromTheManagersRecorder(t *testing.T) {
 	g.Expect(e.ReportingController).To(Equal("paymentjob-controller"))
 	g.Expect(e.ReportingInstance).To(HavePrefix("paymentjob-controller-"), "the controller and the host name, as in the manager")
 	g.Expect(e.Action).To(Equal("Charge"))
-	g.Expect(e.Reason).To(Equal(controller.ReasonSucceeded))
+	g.Expect(e.Reason).To(Equal(engine.ReasonSucceeded))
 	g.Expect(e.Type).To(Equal(corev1.EventTypeNormal))
 	g.Expect(e.Note).To(Equal("Charged job-000001"))
 	g.Expect(e.Regarding).To(Equal(corev1.ObjectReference{
@@ -168,6 +169,6 @@ func TestARefusedEventFailsTheWait(t *testing.T) {
 	rec, err := newEventRecorder(context.Background(), &fakeSink{err: apierrors.NewForbidden(eventsv1.Resource("events"), "", errors.New("not allowed"))}, scheme)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(rec.stop)
-	rec.Eventf(newJob("ns", 1), nil, corev1.EventTypeNormal, controller.ReasonSucceeded, chargeAction, "%s", "Charged")
+	rec.Eventf(newJob("ns", 1), nil, corev1.EventTypeNormal, engine.ReasonSucceeded, chargeAction, "%s", "Charged")
 	g.Expect(rec.waitSent(context.Background(), 1, 10*time.Second)).To(MatchError(ContainSubstring("not allowed")))
 }

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 )
 
@@ -89,9 +89,9 @@ func startLedger(ctx context.Context, c client.Client) (*recorder, error) {
 
 // record appends the outcome of a finished job, as the operator does
 // before its finish write, with the operator's own entry
-// (controller.LedgerEntry).
+// (paymentjob.LedgerEntry).
 func (r *recorder) record(ctx context.Context, job *paymentsv1alpha1.PaymentJob) error {
-	if err := r.l.Record(ctx, controller.LedgerEntry(job, time.Now())); err != nil {
+	if err := r.l.Record(ctx, paymentjob.LedgerEntry(job, time.Now())); err != nil {
 		return fmt.Errorf("cannot record %s in the ledger: %w", job.Name, err)
 	}
 	return nil
@@ -161,7 +161,7 @@ func (c *cluster) seedLedger(ctx context.Context, pages, perPage int, now time.T
 
 // seedPage is page seq of a ledger of pages full pages of perPage entries
 // each, spread evenly over seedSpan up to now, oldest first: realistic
-// entries (the keys and request fingerprints controller.ChargeOf derives
+// entries (the keys and request fingerprints paymentjob.ChargeOf derives
 // for jobs invoice-<n> of 250 tenants, 24-character charge ids, one
 // declined payment in fifty) from one provider account per page. The same
 // arguments give the same page.
@@ -184,7 +184,7 @@ func seedPage(seq, pages, perPage int, now time.Time) *paymentsv1alpha1.PaymentL
 	for j := range perPage {
 		n := (seq-1)*perPage + j
 		ns := fmt.Sprintf("tenant-%03d", rnd.IntN(250))
-		c := controller.ChargeOf(&paymentsv1alpha1.PaymentJob{
+		c := paymentjob.ChargeOf(&paymentsv1alpha1.PaymentJob{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("invoice-%08d", n), Namespace: ns},
 			Spec: paymentsv1alpha1.PaymentJobSpec{
 				Amount:        int64(100 + rnd.IntN(99900)),

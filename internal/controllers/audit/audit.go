@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package audit
 
 import (
 	"cmp"
@@ -40,6 +40,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;list
@@ -109,7 +110,7 @@ type Auditor struct {
 	// Interval is the time between audits; DefaultAuditInterval when zero.
 	Interval time.Duration
 	// Namespaces, if any, restrict the audit of PaymentJobs to them, as
-	// CacheOptions restricts the manager; empty audits every namespace.
+	// engine.CacheOptions restricts the manager; empty audits every namespace.
 	// Admission policies are cluster-scoped and always audited.
 	Namespaces []string
 	// Clock paces the audits; the real clock when nil.
@@ -128,7 +129,7 @@ type Auditor struct {
 	logged []string
 
 	mu   sync.Mutex
-	last AuditReport
+	last Report
 }
 
 var (
@@ -136,8 +137,8 @@ var (
 	_ manager.LeaderElectionRunnable = &Auditor{}
 )
 
-// AuditReport is what one audit found.
-type AuditReport struct {
+// Report is what one audit found.
+type Report struct {
 	// At is when the audit started; zero before the first audit.
 	At time.Time
 	// PolicyProblems lists, by base name, what is wrong with each expected
@@ -156,7 +157,7 @@ type AuditReport struct {
 
 // PoliciesMissing is the number of expected admission policies that are
 // missing or not enforced, the value of paymentjob_admission_policies_missing.
-func (r AuditReport) PoliciesMissing() int { return len(r.PolicyProblems) }
+func (r Report) PoliciesMissing() int { return len(r.PolicyProblems) }
 
 // SetupWithManager adds the audit to the manager. It refuses a missing
 // reader or recorder.
@@ -192,7 +193,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 	}
 	interval := a.Interval
 	if interval == 0 {
-		interval = DefaultAuditInterval
+		interval = engine.DefaultAuditInterval
 	}
 	ticker := a.clock().NewTicker(interval)
 	defer ticker.Stop()
@@ -214,7 +215,7 @@ func (a *Auditor) clock() clock.WithTicker {
 }
 
 // LastReport returns what the latest audit found.
-func (a *Auditor) LastReport() AuditReport {
+func (a *Auditor) LastReport() Report {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.last
@@ -224,12 +225,12 @@ func (a *Auditor) LastReport() AuditReport {
 // when they changed since the last audit, announces the jobs with the
 // finished label and no outcome that were not announced yet, and returns
 // what it found.
-func (a *Auditor) Audit(ctx context.Context) AuditReport {
+func (a *Auditor) Audit(ctx context.Context) Report {
 	a.running.Lock()
 	defer a.running.Unlock()
 	logger := log.FromContext(ctx).WithName("audit")
 	ctx = log.IntoContext(ctx, logger)
-	report := AuditReport{At: a.clock().Now()}
+	report := Report{At: a.clock().Now()}
 
 	report.PolicyProblems, report.PolicyError = a.auditPolicies(ctx)
 	if checkDone(ctx, report.PolicyError, auditCheckAdmissionPolicies, admissionPoliciesMissing, len(report.PolicyProblems),
@@ -352,12 +353,12 @@ func (a *Auditor) announce(ctx context.Context, job *paymentsv1alpha1.PaymentJob
 	}
 	a.reported[job.UID] = struct{}{}
 	log.FromContext(ctx).Error(nil, "Payment job has the finished label but no outcome; it is never charged",
-		"job", klog.KObj(job), "phase", phaseLabel(job.Status.Phase),
+		"job", klog.KObj(job), "phase", engine.PhaseLabel(job.Status.Phase),
 		"remedy", fmt.Sprintf("kubectl label pj %s -n %s %s-", job.Name, job.Namespace, paymentsv1alpha1.LabelFinished))
 	a.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonFinishedLabelWithoutOutcome, "Audit",
 		"The label %s takes this job out of the operator's sight: it is %s, not Completed or Failed, and will not be charged. "+
 			"If it is to be charged, remove the label: kubectl label pj %s -n %s %s-",
-		paymentsv1alpha1.LabelFinished, phaseLabel(job.Status.Phase), job.Name, job.Namespace, paymentsv1alpha1.LabelFinished)
+		paymentsv1alpha1.LabelFinished, engine.PhaseLabel(job.Status.Phase), job.Name, job.Namespace, paymentsv1alpha1.LabelFinished)
 }
 
 // listPages lists every object of a kind, auditPage at a time, and hands

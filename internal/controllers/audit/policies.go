@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package audit
 
 // The admission policy check of the audit: which policies of config/policy
 // it expects, and what it counts as missing or not enforced.
@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -177,7 +178,7 @@ func (k policyKind) policyProblems(p foundPolicy) []string {
 		problems = append(problems, fmt.Sprintf("no %s of %s has validationActions Deny (%s)", k.binding, p.name, strings.Join(found, ", ")))
 	}
 	if len(p.warnings) > 0 {
-		problems = append(problems, payment.CleanMessage(fmt.Sprintf("%s %s has type-checking warnings: %s", k.policy, p.name, strings.Join(p.warnings, "; ")), maxMessageLength))
+		problems = append(problems, payment.CleanMessage(fmt.Sprintf("%s %s has type-checking warnings: %s", k.policy, p.name, strings.Join(p.warnings, "; ")), engine.MaxMessageLength))
 	}
 	return problems
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"math/rand/v2"
@@ -42,8 +42,8 @@ func (b Backoff) after(attempts int32) time.Duration {
 	return min(d, b.Max)
 }
 
-// jitter adds up to 20% to d, so that jobs failing together do not retry together.
-func jitter(d time.Duration) time.Duration {
+// Jitter adds up to 20% to d, so that jobs failing together do not retry together.
+func Jitter(d time.Duration) time.Duration {
 	if d <= 0 {
 		return d
 	}
@@ -78,7 +78,7 @@ func (r *Reconciler) pendingRecheck(job Object, reason string, deadline time.Dur
 	if c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady); c != nil && c.Reason == reason {
 		waited = r.Clock.Since(c.LastTransitionTime.Time)
 	}
-	d := jitter(min(max(waited, r.Backoff.Initial), r.Backoff.Max))
+	d := Jitter(min(max(waited, r.Backoff.Initial), r.Backoff.Max))
 	if deadline > 0 && deadline < d {
 		return deadline
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"testing"
@@ -49,15 +49,24 @@ func TestBackoffDoublesUpToTheMaximum(t *testing.T) {
 func TestJitterAddsAtMostTwentyPercent(t *testing.T) {
 	g := NewWithT(t)
 	for range 1000 {
-		d := jitter(10 * time.Second)
+		d := Jitter(10 * time.Second)
 		g.Expect(d).To(BeNumerically(">=", 10*time.Second))
 		g.Expect(d).To(BeNumerically("<=", 12*time.Second))
 	}
-	g.Expect(jitter(0)).To(BeZero())
+	g.Expect(Jitter(0)).To(BeZero())
 }
 
+// backoffKind is a Kind whose objects all have the backoffLimit limit: the
+// only term the engine's retry delays read.
+type backoffKind struct {
+	Kind
+	limit *int32
+}
+
+func (k backoffKind) Terms(Object) Terms { return Terms{BackoffLimit: k.limit} }
+
 func TestRetryDelayUsesTheMaximumOnceExhausted(t *testing.T) {
-	r := &PaymentJobReconciler{Backoff: Backoff{Initial: time.Second, Max: time.Minute}}
+	r := &Reconciler{Kind: backoffKind{limit: ptr.To[int32](2)}, Backoff: Backoff{Initial: time.Second, Max: time.Minute}}
 	job := &paymentsv1alpha1.PaymentJob{Spec: paymentsv1alpha1.PaymentJobSpec{BackoffLimit: ptr.To[int32](2)}}
 	tests := []struct {
 		attempts      int32
@@ -83,7 +92,7 @@ func TestRetryDelayUsesTheMaximumOnceExhausted(t *testing.T) {
 // never depends on a watch event or the informer's resync.
 func TestPendingRecheckBacksOffWithoutAnEvent(t *testing.T) {
 	now := time.Now()
-	r := &PaymentJobReconciler{Backoff: Backoff{Initial: time.Second, Max: 5 * time.Minute},
+	r := &Reconciler{Backoff: Backoff{Initial: time.Second, Max: 5 * time.Minute},
 		Clock: clocktesting.NewFakePassiveClock(now)}
 	waiting := func(reason string, since time.Duration) *paymentsv1alpha1.PaymentJob {
 		return &paymentsv1alpha1.PaymentJob{Status: paymentsv1alpha1.PaymentJobStatus{PaymentStatus: paymentsv1alpha1.PaymentStatus{Conditions: []metav1.Condition{{

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"fmt"
@@ -39,8 +39,8 @@ import (
 func CacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&paymentsv1alpha1.PaymentJob{}:    {Label: unfinished()},
-			&paymentsv1alpha1.PaymentRefund{}: {Label: unfinished()},
+			&paymentsv1alpha1.PaymentJob{}:    {Label: UnfinishedSelector()},
+			&paymentsv1alpha1.PaymentRefund{}: {Label: UnfinishedSelector()},
 			&corev1.Secret{}:                  {Label: credentials()},
 		},
 		// Writes of cached copies keep the server's managedFields: nil
@@ -56,8 +56,9 @@ func CacheOptions(namespaces ...string) cache.Options {
 	return opts
 }
 
-// unfinished selects the PaymentJobs without the finished label.
-func unfinished() labels.Selector {
+// UnfinishedSelector selects the PaymentJobs and PaymentRefunds without the
+// finished label: those the cache holds.
+func UnfinishedSelector() labels.Selector {
 	req, err := labels.NewRequirement(paymentsv1alpha1.LabelFinished, selection.DoesNotExist, nil)
 	if err != nil {
 		panic(fmt.Sprintf("invalid finished-label requirement: %v", err))

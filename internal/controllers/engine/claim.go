@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"context"
@@ -41,7 +41,7 @@ import (
 // and, only if that write succeeds, acts on the verdict: charges (after a
 // token from the provider's rate limit), settles the charge the provider
 // holds, or records the charge a lookup found.
-func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *target, reason string, verdict payment.Verdict) (ctrl.Result, error) {
+func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, reason string, verdict payment.Verdict) (ctrl.Result, error) {
 	if verdict.Action == payment.ActionCharge {
 		// A job waiting for a token does not hold a worker, nor a claim.
 		if wait, err := r.waitForToken(ctx, job, t); wait > 0 || err != nil {
@@ -53,13 +53,13 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *target, rea
 	case unclaimed.Phase != paymentsv1alpha1.PhaseProcessing:
 		// The first claim: the payment is tied to where it sends it, key
 		// scope included.
-		id := t.id
+		id := t.ID
 		job.GetPaymentStatus().Provider = &id
 	case job.GetPaymentStatus().Provider == nil:
 		// Claimed by a version that did not record where: recorded now,
 		// under the scope of the key that version sent, whatever the
 		// provider's scope is today.
-		id := t.id
+		id := t.ID
 		id.KeyScope = claimedScope(job)
 		job.GetPaymentStatus().Provider = &id
 	}
@@ -67,9 +67,9 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *target, rea
 	if job.GetPaymentStatus().RequestHash != "" && job.GetPaymentStatus().RequestHash != c.Fingerprint {
 		// The provider would refuse another request under this key, or worse,
 		// a changed key would charge again. Never charge; ask for attention.
-		return ctrl.Result{}, r.stall(ctx, job, progress{
-			reason:  ReasonRequestChanged,
-			message: "The request no longer matches the one recorded at the first claim; not charging again",
+		return ctrl.Result{}, r.stall(ctx, job, Progress{
+			Reason:  ReasonRequestChanged,
+			Message: "The request no longer matches the one recorded at the first claim; not charging again",
 		})
 	}
 
@@ -77,7 +77,7 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *target, rea
 		// Remembered, so that every later attempt settles this charge too.
 		job.GetPaymentStatus().ProviderResponse = responseOf(verdict.Charge.Outcome)
 	}
-	note := claimStatus(job, c, r.Holder, r.Clock.Now(), r.ClaimLease, reason)
+	note := ClaimStatus(job, c, r.Holder, r.Clock.Now(), r.ClaimLease, reason)
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		if apierrors.IsConflict(err) {
 			claimConflictsTotal.Inc()
@@ -89,8 +89,8 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *target, rea
 			// Deleted between the look at it and the claim: nothing was
 			// sent, so the claim is taken back and nothing is charged.
 			*job.GetPaymentStatus() = *unclaimed
-			return ctrl.Result{RequeueAfter: jitter(r.Backoff.Max)}, r.setPending(ctx, job, progress{
-				reason: ReasonProviderDeleted, message: fmt.Sprintf(
+			return ctrl.Result{RequeueAfter: Jitter(r.Backoff.Max)}, r.setPending(ctx, job, Progress{
+				Reason: ReasonProviderDeleted, Message: fmt.Sprintf(
 					"PaymentProvider %q %s; a job that was not charged is never charged through it", r.terms(job).Provider, why)})
 		}
 	}
@@ -117,11 +117,11 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *target, rea
 
 // send calls the provider under the claim just written and records what it
 // answered.
-func (r *Reconciler) send(ctx context.Context, job Object, t *target, c Request) (ctrl.Result, error) {
+func (r *Reconciler) send(ctx context.Context, job Object, t *Target, c Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
-	logger.V(1).Info("Calling the provider", "action", r.kind().Words().Action, "attempt", job.GetPaymentStatus().Attempts,
+	logger.V(1).Info("Calling the provider", "action", r.Kind.Words().Action, "attempt", job.GetPaymentStatus().Attempts,
 		"amount", c.Amount, "currency", c.Currency)
-	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	callCtx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	outcome, found, err := r.chargeOrFind(callCtx, job, t, c)
 	return r.recordOutcome(ctx, job, outcome, found, err)
@@ -129,14 +129,14 @@ func (r *Reconciler) send(ctx context.Context, job Object, t *target, c Request)
 
 // settle reads the charge the provider holds for this job until it is
 // final, under the claim just written; it never creates another.
-func (r *Reconciler) settle(ctx context.Context, job Object, t *target, key, id string) (ctrl.Result, error) {
-	calls := r.kind().Calls(t, job)
+func (r *Reconciler) settle(ctx context.Context, job Object, t *Target, key, id string) (ctrl.Result, error) {
+	calls := r.Kind.Calls(t, job)
 	if !calls.CanFind() {
 		return r.recordUncertain(ctx, job, fmt.Errorf("%s %s is not final and PaymentProvider %q cannot read it",
-			r.kind().Words().Noun, id, r.terms(job).Provider))
+			r.Kind.Words().Noun, id, r.terms(job).Provider))
 	}
 	log.FromContext(ctx).V(1).Info("Settling payment", "attempt", job.GetPaymentStatus().Attempts, "charge", id)
-	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	callCtx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	o, err := calls.Settle(callCtx, key, id)
 	if err == nil {
@@ -150,31 +150,29 @@ func (r *Reconciler) settle(ctx context.Context, job Object, t *target, key, id 
 // retry. found marks an outcome that no charge of this pass produced.
 func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome payment.Outcome, found bool, err error) (ctrl.Result, error) {
 	if errors.Is(err, errChargeMismatch) {
-		return ctrl.Result{}, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: payment.CleanMessage("Not charging: "+err.Error(), maxMessageLength)})
+		return ctrl.Result{}, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: payment.CleanMessage("Not charging: "+err.Error(), MaxMessageLength)})
 	}
 	if err == nil {
-		calls, replays := callMetrics(r.kind())
-		calls.WithLabelValues(outcomeSucceeded).Inc()
+		counters := r.Kind.Counters()
+		counters.Calls.WithLabelValues(outcomeSucceeded).Inc()
 		if outcome.Replayed {
-			replays.Inc()
+			counters.Replays.Inc()
 		}
 		return ctrl.Result{}, r.recordSuccess(ctx, job, outcome, found)
 	}
 	if refusal, ok := payment.IsRefusal(err); ok {
-		calls, _ := callMetrics(r.kind())
-		calls.WithLabelValues(refusalOutcome(refusal)).Inc()
+		r.Kind.Counters().Calls.WithLabelValues(refusalOutcome(refusal)).Inc()
 		if job.GetPaymentStatus().Attempts > 1 && !errors.Is(refusal, payment.ErrDeclined) {
 			// An earlier attempt had no answer and may have charged; this
 			// refusal speaks for this request only. Never write Failed.
-			return r.retryIn(job, jitter(r.Backoff.Max)), r.stall(ctx, job, progress{
-				reason: ReasonUncertainRefusal, message: payment.CleanMessage(fmt.Sprintf(
+			return r.retryIn(job, Jitter(r.Backoff.Max)), r.stall(ctx, job, Progress{
+				Reason: ReasonUncertainRefusal, Message: payment.CleanMessage(fmt.Sprintf(
 					"The provider refused attempt %d (%s: %s), but an earlier attempt had no answer and may have charged; "+
-						"not failing the payment. Check it at the provider", job.GetPaymentStatus().Attempts, refusal.Reason, refusal.Message), maxMessageLength)})
+						"not failing the payment. Check it at the provider", job.GetPaymentStatus().Attempts, refusal.Reason, refusal.Message), MaxMessageLength)})
 		}
 		return ctrl.Result{}, r.recordRefusal(ctx, job, refusal)
 	}
-	calls, _ := callMetrics(r.kind())
-	calls.WithLabelValues(outcomeTransient).Inc()
+	r.Kind.Counters().Calls.WithLabelValues(outcomeTransient).Inc()
 	return r.recordUncertain(ctx, job, err)
 }
 
@@ -186,9 +184,9 @@ var errChargeMismatch = errors.New("charge made for another request")
 // than the provider remembers keys, it first looks the key up, so a provider
 // that forgot the key is not asked to charge a second time. found is true
 // when the outcome comes from the lookup.
-func (r *Reconciler) chargeOrFind(ctx context.Context, job Object, t *target, c Request) (payment.Outcome, bool, error) {
+func (r *Reconciler) chargeOrFind(ctx context.Context, job Object, t *Target, c Request) (payment.Outcome, bool, error) {
 	started := job.GetPaymentStatus().StartedAt
-	calls := r.kind().Calls(t, job)
+	calls := r.Kind.Calls(t, job)
 	if calls.CanFind() && r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
 		found, err := calls.Find(ctx, c.Key)
 		if err != nil {
@@ -242,7 +240,7 @@ func (r *Reconciler) nextClaim(job Object) (reason string, notBefore time.Time) 
 // waitForToken takes a token of the provider's client-side rate limit for
 // a charge, or says how long to wait for one. A long wait is said in the
 // job's status, once.
-func (r *Reconciler) waitForToken(ctx context.Context, job Object, t *target) (time.Duration, error) {
+func (r *Reconciler) waitForToken(ctx context.Context, job Object, t *Target) (time.Duration, error) {
 	if t.Limiter == nil {
 		return 0, nil
 	}
@@ -264,7 +262,7 @@ func (r *Reconciler) waitForToken(ctx context.Context, job Object, t *target) (t
 	if waited < rateLimitNotice || readyReason(job) == ReasonRateLimited {
 		return delay, nil
 	}
-	p := progress{reason: ReasonRateLimited, message: fmt.Sprintf(
+	p := Progress{Reason: ReasonRateLimited, Message: fmt.Sprintf(
 		"Waiting for the rate limit of PaymentProvider %q (requestsPerSecond) for %s", r.terms(job).Provider, waited.Round(time.Second))}
 	if job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing {
 		return delay, r.writeProgress(ctx, job, p)

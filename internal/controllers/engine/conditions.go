@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -108,39 +108,24 @@ const (
 	// ReasonPaymentRefused stands for a provider's refusal reason that is
 	// not a valid condition reason.
 	ReasonPaymentRefused = "PaymentRefused"
-
-	// ReasonReady, ReasonSecretNotFound and ReasonSecretKeyMissing are the
-	// reasons of a PaymentProvider's Ready condition. SecretNotFound also
-	// covers a Secret without the label payments.idempotency.dev/credentials:
-	// "true", which the operator never reads.
-	ReasonReady            = "Ready"
-	ReasonSecretNotFound   = "SecretNotFound"
-	ReasonSecretKeyMissing = "SecretKeyMissing"
-	// ReasonSecretReadFailed: the Secret could not be read; retried with
-	// backoff.
-	ReasonSecretReadFailed = "SecretReadFailed"
-	// ReasonEndpointRefused: the provider's URL is not allowed by the
-	// manager's egress policy (https only, no link-local, loopback or
-	// private addresses unless its host is in --insecure-provider-hosts).
-	ReasonEndpointRefused = "EndpointRefused"
-	// ReasonInvalidConfiguration: the provider's adapter cannot be built
-	// from its spec and credential.
-	ReasonInvalidConfiguration = "InvalidConfiguration"
 )
 
-// progress is why a pass left a job where it is: the input of the job's
-// conditions besides its phase.
-type progress struct {
-	reason  string
-	message string
-	// stalled marks a non-terminal job that needs attention.
-	stalled bool
+// Progress is why a pass left an object where it is: the input of its
+// conditions besides its phase. A kind returns one to keep an object
+// waiting (or stalled) before its first claim.
+type Progress struct {
+	// Reason is the reason of the conditions and of the event.
+	Reason string
+	// Message says it to users.
+	Message string
+	// Stalled marks a non-terminal object that needs attention.
+	Stalled bool
 }
 
-// setConditions computes Ready, Reconciling and Stalled, in the kstatus sense,
-// from the job's phase and the progress of the last pass. It is the only
-// place that sets a PaymentJob's conditions.
-func setConditions(job Object, p progress) {
+// SetConditions computes Ready, Reconciling and Stalled, in the kstatus sense,
+// from the object's phase and the progress of the last pass. It is the only
+// place that sets the conditions of a PaymentJob or a PaymentRefund.
+func SetConditions(job Object, p Progress) {
 	gen := job.GetGeneration()
 	if job.GetPaymentStatus().Conditions == nil {
 		// Ready, Reconciling and Stalled: one allocation instead of three.
@@ -153,25 +138,25 @@ func setConditions(job Object, p progress) {
 	}
 	switch job.GetPaymentStatus().Phase {
 	case paymentsv1alpha1.PhaseCompleted:
-		set(paymentsv1alpha1.ConditionReady, metav1.ConditionTrue, p.reason, p.message)
-		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, p.reason, "")
-		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.reason, "")
+		set(paymentsv1alpha1.ConditionReady, metav1.ConditionTrue, p.Reason, p.Message)
+		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, p.Reason, "")
+		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.Reason, "")
 	case paymentsv1alpha1.PhaseFailed:
-		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, p.reason, p.message)
-		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, p.reason, "")
-		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.reason, p.message)
+		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, p.Reason, p.Message)
+		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, p.Reason, "")
+		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.Reason, p.Message)
 	default:
-		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, p.reason, p.message)
+		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, p.Reason, p.Message)
 		// A suspended or expired job makes no progress by itself. A stalled
 		// one is still retried, but needs attention: kstatus reads
 		// Reconciling before Stalled, so it is False there, and Flux reports
 		// the job as failed instead of waiting for it.
-		reconciling := !p.stalled && p.reason != ReasonSuspended && p.reason != ReasonDeadlineExceeded
-		set(paymentsv1alpha1.ConditionReconciling, boolStatus(reconciling), p.reason, p.message)
-		if p.stalled {
-			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.reason, p.message)
+		reconciling := !p.Stalled && p.Reason != ReasonSuspended && p.Reason != ReasonDeadlineExceeded
+		set(paymentsv1alpha1.ConditionReconciling, boolStatus(reconciling), p.Reason, p.Message)
+		if p.Stalled {
+			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.Reason, p.Message)
 		} else {
-			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.reason, "")
+			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.Reason, "")
 		}
 	}
 	job.GetPaymentStatus().ObservedGeneration = gen

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"errors"
@@ -26,7 +26,8 @@ import (
 
 // The manager's defaults: of its flags, of pkg/operator's Options, and of
 // the reconcilers' settings. cmd/main.go, pkg/operator and the tests take
-// them from here.
+// them from here; the provider cache's are in its own defaults.go, the
+// refund watch's and the PaymentProvider reconciler's beside them.
 const (
 	// DefaultClaimLease is how long a claim is held before another process
 	// may take it over (--claim-lease-duration); longer than
@@ -49,10 +50,6 @@ const (
 	// DefaultLedgerRetention is how long outcomes stay in the ledger at
 	// least (--ledger-retention).
 	DefaultLedgerRetention = ledger.DefaultRetention
-	// KeptAdapterTTL is how long a retired adapter (its provider deleted,
-	// or its credentials gone) stays in memory after a Processing job last
-	// used it.
-	KeptAdapterTTL = time.Hour
 	// DefaultStripeSearchLag is how long a Stripe charge may take to show
 	// in its search, unless the PaymentProvider sets
 	// spec.lookup.searchLagSeconds: Stripe's search usually lags by under
@@ -90,26 +87,10 @@ const (
 // working at once (which claims make safe, but costly in conflicts).
 const LeaderElectionID = "paymentjob-operator.payments.idempotency.dev"
 
-// DefaultLookupRequestsPerSecond limits a provider's lookup requests when
-// spec.lookup.requestsPerSecond is unset: Stripe's search limit in live mode.
-// One request looks up to payment.MaxLookupKeys keys up.
-const DefaultLookupRequestsPerSecond = 20
-
-// Lookup batching: a batch waits up to lookupBatchWindow for more keys
-// unless it is full, and a result is reused for lookupResultTTL (a failure
-// for lookupFailureTTL, or the provider's Retry-After) before the key is
-// looked up again. At Stripe's live write limit (100 charges/s) keys come in
-// at up to 100/s, so 200 ms fills a batch of 10: about 0.1 lookup request
-// per job, for at most 200 ms more latency before a first charge. Jobs wait
-// for their lookup without a worker, so throughput does not pay for it.
-const (
-	lookupBatchWindow = 200 * time.Millisecond
-	lookupResultTTL   = 30 * time.Second
-	lookupFailureTTL  = time.Second
-	// lookupWakeBackstop requeues a job waiting for its lookup, in case
-	// the wake-up is lost.
-	lookupWakeBackstop = 10 * time.Second
-)
+// lookupWakeBackstop requeues a job waiting for its lookup (a charge's look
+// before its first claim, batched by the provider cache), in case the
+// wake-up is lost.
+const lookupWakeBackstop = 10 * time.Second
 
 // rateLimitNotice is how long a job waits in all for its provider's rate
 // limit before its status says so (ReasonRateLimited); shorter waits only
@@ -121,23 +102,30 @@ const (
 	// defaultBackoffLimit applies when spec.backoffLimit is unset (the CRD
 	// defaults it, so only objects written around the schema lack it).
 	defaultBackoffLimit = 6
-	// maxMessageLength bounds provider messages copied into the status.
-	maxMessageLength = 1024
+	// MaxMessageLength bounds provider messages copied into the status.
+	MaxMessageLength = 1024
 	// maxIDLength bounds the provider's charge id in the status; Stripe's
 	// ids are about 30 characters.
 	maxIDLength = 255
-	// maxShortLength bounds the provider's status and currency strings.
-	maxShortLength = 64
+	// MaxShortLength bounds the provider's status and currency strings.
+	MaxShortLength = 64
 )
+
+// FinishedListPage is how many finished objects one list request returns:
+// the TTL collector's sweeps and the refund watch read them from the API
+// server a page at a time.
+const FinishedListPage = 500
 
 // conflictRequeue is the wait before a job whose write was refused with a
 // conflict is looked at again (with jitter).
 const conflictRequeue = 100 * time.Millisecond
 
-// checkSettings refuses missing dependencies, and a claim lease that a
-// provider call could outlive.
-func (r *PaymentJobReconciler) checkSettings() error {
+// checkSettings refuses missing dependencies (the Kind first), and a claim
+// lease that a provider call could outlive.
+func (r *Reconciler) checkSettings() error {
 	switch {
+	case r.Kind == nil:
+		return errors.New("payment reconciler needs a kind: what it pays (paymentjob.Kind, paymentrefund.Kind)")
 	case r.Client == nil, r.Recorder == nil, r.Providers == nil, r.Clock == nil:
 		return errors.New("payment job reconciler needs a client, an event recorder, a provider resolver and a clock")
 	case r.Holder == "":

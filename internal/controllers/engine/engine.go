@@ -14,16 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"context"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
@@ -60,6 +58,34 @@ type Terms struct {
 	TTLSecondsAfterFinished *int32
 }
 
+// SpecTerms are the Terms of obj read from the spec fields every kind has,
+// under the same names: providerRef, idempotencyKey (obj's name when
+// empty), suspend, backoffLimit, activeDeadlineSeconds and
+// ttlSecondsAfterFinished.
+func SpecTerms(obj Object, provider paymentsv1alpha1.ProviderReference, key string, suspend *bool,
+	backoffLimit *int32, activeDeadlineSeconds *int64, ttlSecondsAfterFinished *int32) Terms {
+	return Terms{
+		Provider:                provider.Name,
+		Key:                     payment.EffectiveKey(obj.GetName(), key),
+		Suspend:                 suspend != nil && *suspend,
+		BackoffLimit:            backoffLimit,
+		ActiveDeadlineSeconds:   activeDeadlineSeconds,
+		TTLSecondsAfterFinished: ttlSecondsAfterFinished,
+	}
+}
+
+// Terminal reports whether phase is final: Completed or Failed.
+func Terminal(phase paymentsv1alpha1.PaymentJobPhase) bool {
+	return phase == paymentsv1alpha1.PhaseCompleted || phase == paymentsv1alpha1.PhaseFailed
+}
+
+// Unfinished keeps the Objects whose phase is not final (a filter of
+// UsersOf).
+func Unfinished(obj client.Object) bool {
+	o, ok := obj.(Object)
+	return ok && !Terminal(o.GetPaymentStatus().Phase)
+}
+
 // Request is what an object sends under its key, the same on every
 // attempt.
 type Request struct {
@@ -80,7 +106,8 @@ func (q Request) match() payment.ChargeRequest {
 	return payment.ChargeRequest{Amount: q.Amount, Currency: q.Currency}
 }
 
-// Kind is what one kind of payment supplies to the engine.
+// Kind is what one kind of payment supplies to the engine. The engine has no
+// default: Reconciler.Kind must be set.
 type Kind interface {
 	// Name is the kind, as users see it (PaymentJob).
 	Name() string
@@ -102,30 +129,33 @@ type Kind interface {
 	// needs (the refunded charge), or says why obj must wait or stall
 	// (wait), or fail without a provider call (refuse). The claim write
 	// persists what it recorded.
-	Prepare(ctx context.Context, r *Reconciler, obj Object) (wait *progress, refuse *payment.Refusal, err error)
+	Prepare(ctx context.Context, r *Reconciler, obj Object) (wait *Progress, refuse *payment.Refusal, err error)
 	// Calls is the provider's side of obj through t.
-	Calls(t *target, obj Object) Calls
+	Calls(t *Target, obj Object) Calls
 	// Observe is the look at the provider before the first claim: what it
 	// holds under req's key, and whether req may still be sent. wait is
 	// set when the answer is not there yet (the kind wakes obj).
-	Observe(ctx context.Context, r *Reconciler, obj Object, t *target, req Request) (Observation, error)
+	Observe(ctx context.Context, r *Reconciler, obj Object, t *Target, req Request) (Observation, error)
 	// SearchLag is how long after an attempt the provider's lookup may
 	// still miss what it made.
-	SearchLag(ctx context.Context, r *Reconciler, obj Object, t *target) time.Duration
-	// Watch adds the kind's watches beyond its own objects.
+	SearchLag(ctx context.Context, r *Reconciler, obj Object, t *Target) time.Duration
+	// Watch adds the kind's watches beyond its own objects and the
+	// PaymentProviders they use.
 	Watch(r *Reconciler, b *builder.Builder) *builder.Builder
-	// Finished is called once obj is finished (labelled, no finalizer).
-	Finished(ctx context.Context, r *Reconciler, obj Object)
-	// Users maps a PaymentProvider to the unfinished objects that use it.
-	Users(ctx context.Context, c client.Reader, provider client.Object) []reconcile.Request
+	// Counters are the kind's provider-call metrics.
+	Counters() Counters
 }
 
-// PaymentJobKind is the PaymentJob: a charge.
-func PaymentJobKind() Kind { return jobKind{} }
+// Objects implements a Kind's New and NewList for a kind whose objects are
+// *O, listed in *L: the PaymentJob kind embeds
+// Objects[paymentsv1alpha1.PaymentJob, paymentsv1alpha1.PaymentJobList].
+type Objects[O, L any] struct{}
 
-// PaymentRefundKind is the PaymentRefund: money given back from a
-// PaymentJob's charge.
-func PaymentRefundKind() Kind { return refundKind{} }
+// New returns a new, empty *O.
+func (Objects[O, L]) New() Object { return any(new(O)).(Object) }
+
+// NewList returns a new, empty *L.
+func (Objects[O, L]) NewList() client.ObjectList { return any(new(L)).(client.ObjectList) }
 
 // Scheduler deletes finished objects after their TTL (the TTL collector).
 type Scheduler interface {
@@ -157,7 +187,7 @@ type Observation struct {
 	Refuse *payment.Refusal
 	// Wait, when set, keeps the object Pending (or stalls it) for the
 	// reason, without a provider call, and looks again after Requeue.
-	Wait *progress
+	Wait *Progress
 }
 
 // Calls is what the engine asks of a kind's provider for one object.
@@ -171,11 +201,3 @@ type Calls interface {
 	// Settle reads id, made under key, until it is final.
 	Settle(ctx context.Context, key, id string) (payment.Outcome, error)
 }
-
-// enqueue is a reconcile.Request for obj.
-func enqueue(obj client.Object) reconcile.Request {
-	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
-}
-
-// resultIn is a result that comes back after d.
-func resultIn(d time.Duration) ctrl.Result { return ctrl.Result{RequeueAfter: d} }

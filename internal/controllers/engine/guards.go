@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -38,14 +39,14 @@ import (
 // checkRecordedKey stops a job whose status.idempotencyKey is not the key
 // its namespace and spec derive: the status was written by something other
 // than the operator, and either key could charge again.
-func (r *Reconciler) checkRecordedKey(job Object) *progress {
+func (r *Reconciler) checkRecordedKey(job Object) *Progress {
 	recorded, derived := job.GetPaymentStatus().IdempotencyKey, r.sentKey(job)
 	if recorded == "" || recorded == derived {
 		return nil
 	}
-	return &progress{reason: ReasonKeyMismatch, message: payment.CleanMessage(fmt.Sprintf(
+	return &Progress{Reason: ReasonKeyMismatch, Message: payment.CleanMessage(fmt.Sprintf(
 		"Not charging: status.idempotencyKey %q is not the key derived from the namespace and spec (%q); "+
-			"something other than the operator wrote it", recorded, derived), maxMessageLength)}
+			"something other than the operator wrote it", recorded, derived), MaxMessageLength)}
 }
 
 // logChargeMismatch tells the cluster admin, in the manager's log only,
@@ -73,8 +74,8 @@ func describeIdentity(id paymentsv1alpha1.ProviderIdentity) string {
 // stall records that the job needs attention: Stalled=True with the reason,
 // in its current phase (a new job becomes Pending). The reason is announced
 // once with a Warning event.
-func (r *Reconciler) stall(ctx context.Context, job Object, p progress) error {
-	p.stalled = true
+func (r *Reconciler) stall(ctx context.Context, job Object, p Progress) error {
+	p.Stalled = true
 	previous := readyReason(job)
 	if job.GetPaymentStatus().Phase == "" {
 		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
@@ -83,10 +84,10 @@ func (r *Reconciler) stall(ctx context.Context, job Object, p progress) error {
 	if err != nil || !changed {
 		return err
 	}
-	if previous != p.reason {
-		stalledTotal.WithLabelValues(p.reason).Inc()
-		log.FromContext(ctx).Info("Stopping payment job without charging", "reason", p.reason, "phase", job.GetPaymentStatus().Phase)
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.reason, "Stall", "%s", p.message)
+	if previous != p.Reason {
+		stalledTotal.WithLabelValues(p.Reason).Inc()
+		log.FromContext(ctx).Info("Stopping payment job without charging", "reason", p.Reason, "phase", job.GetPaymentStatus().Phase)
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Stall", "%s", p.Message)
 	}
 	return nil
 }
@@ -104,20 +105,20 @@ func readyReason(job Object) string {
 // Suspended while spec.suspend is true, or DeadlineExceeded (stalled, for
 // good) once activeDeadlineSeconds have passed since its creation. left is
 // the time until that deadline, zero without one.
-func heldBack(job Object, terms Terms, now time.Time) (left time.Duration, held *progress) {
+func heldBack(job Object, terms Terms, now time.Time) (left time.Duration, held *Progress) {
 	if d := terms.ActiveDeadlineSeconds; d != nil {
 		deadline := job.GetCreationTimestamp().Add(time.Duration(*d) * time.Second)
 		if !now.Before(deadline) {
-			return 0, &progress{
-				reason:  ReasonDeadlineExceeded,
-				message: fmt.Sprintf("Not claimed within activeDeadlineSeconds (%ds); it will not be charged", *d),
-				stalled: true,
+			return 0, &Progress{
+				Reason:  ReasonDeadlineExceeded,
+				Message: fmt.Sprintf("Not claimed within activeDeadlineSeconds (%ds); it will not be charged", *d),
+				Stalled: true,
 			}
 		}
 		left = deadline.Sub(now)
 	}
 	if terms.Suspend {
-		return left, &progress{reason: ReasonSuspended, message: "spec.suspend is true; set it to false to send it"}
+		return left, &Progress{Reason: ReasonSuspended, Message: "spec.suspend is true; set it to false to send it"}
 	}
 	return left, nil
 }
@@ -125,17 +126,17 @@ func heldBack(job Object, terms Terms, now time.Time) (left time.Duration, held 
 // providerMoved stops a job whose key was first sent to another provider
 // account or endpoint than the one its PaymentProvider reaches now: the same
 // key there is a new charge.
-func (r *Reconciler) providerMoved(job Object, t *target) *progress {
+func (r *Reconciler) providerMoved(job Object, t *Target) *Progress {
 	recorded := job.GetPaymentStatus().Provider
 	if recorded == nil {
 		return nil
 	}
-	same, why := sameProvider(*recorded, t.id, t.identity.accountsOnly)
+	same, why := providercache.SameProvider(*recorded, t.ID, t.AccountsOnly())
 	if same {
 		return nil
 	}
-	return &progress{reason: ReasonProviderChanged, message: payment.CleanMessage(fmt.Sprintf(
+	return &Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
 		"Not charging: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
 			"Point the provider back at the first account, or resolve the payment there by hand",
-		describeIdentity(*recorded), r.terms(job).Provider, describeIdentity(t.id), why), maxMessageLength)}
+		describeIdentity(*recorded), r.terms(job).Provider, describeIdentity(t.ID), why), MaxMessageLength)}
 }

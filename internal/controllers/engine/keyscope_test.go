@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine_test
 
 import (
 	"strings"
@@ -24,6 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 )
 
 // A job keeps sending the key it was claimed with: the scope comes from
@@ -40,17 +42,17 @@ func TestClaimedScope(t *testing.T) {
 	}{
 		{name: "never claimed", want: ""},
 		{name: "claimed without a scope", provider: &paymentsv1alpha1.ProviderIdentity{UID: "u"},
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "") }, want: ""},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return paymentjob.Kind().Key(j, "") }, want: ""},
 		{name: "the scope in status.provider", provider: &paymentsv1alpha1.ProviderIdentity{UID: "u", KeyScope: "live"},
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "live") }, want: "live"},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return paymentjob.Kind().Key(j, "live") }, want: "live"},
 		{name: "status.provider.keyScope erased by an older version", provider: &paymentsv1alpha1.ProviderIdentity{UID: "u"},
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "live") }, want: "live"},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return paymentjob.Kind().Key(j, "live") }, want: "live"},
 		{name: "erased, with a hashed key", key: long, provider: &paymentsv1alpha1.ProviderIdentity{UID: "u"},
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "tenant-2") }, want: "tenant-2"},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return paymentjob.Kind().Key(j, "tenant-2") }, want: "tenant-2"},
 		{name: "a ':' in the key, not in the scope", key: "order:42",
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "") }, want: ""},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return paymentjob.Kind().Key(j, "") }, want: ""},
 		{name: "an unscoped hashed key", key: long,
-			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return jobKind{}.Key(j, "") }, want: ""},
+			recorded: func(j *paymentsv1alpha1.PaymentJob) string { return paymentjob.Kind().Key(j, "") }, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,10 +63,10 @@ func TestClaimedScope(t *testing.T) {
 			if tt.recorded != nil {
 				job.Status.IdempotencyKey = tt.recorded(job)
 			}
-			g.Expect(claimedScope(job)).To(Equal(tt.want))
+			g.Expect(engine.ClaimedScope(job)).To(Equal(tt.want))
 			if tt.recorded != nil {
-				g.Expect(keyOf(jobKind{}, job)).To(Equal(job.Status.IdempotencyKey), "the job sends the key it recorded")
-				g.Expect((&Reconciler{}).checkRecordedKey(job)).To(BeNil())
+				g.Expect(engine.KeyOf(paymentjob.Kind(), job)).To(Equal(job.Status.IdempotencyKey), "the job sends the key it recorded")
+				g.Expect((&engine.Reconciler{Kind: paymentjob.Kind()}).CheckRecordedKey(job)).To(BeNil())
 			}
 		})
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"context"
@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
@@ -69,9 +70,9 @@ type OutcomeLedger interface {
 	Record(ctx context.Context, e ledger.Entry) error
 }
 
-// fromLedger reports whether the job was finished from the ledger rather
+// FromLedger reports whether the job was finished from the ledger rather
 // than by a provider answer in its own lifetime.
-func fromLedger(job Object) bool {
+func FromLedger(job Object) bool {
 	c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
 	return c != nil && c.Reason == ReasonFoundInLedger
 }
@@ -79,13 +80,13 @@ func fromLedger(job Object) bool {
 // recordFromLedger finishes a job whose key the ledger holds, with the
 // recorded outcome and no provider call, as made at t (where the ledger
 // says it was made, checked by the caller).
-func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *target, c Request, e ledger.Entry) error {
+func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target, c Request, e ledger.Entry) error {
 	when := e.At.UTC().Format(time.RFC3339)
 	now := metav1.NewTime(r.Clock.Now())
 	job.GetPaymentStatus().IdempotencyKey = c.Key
 	job.GetPaymentStatus().RequestHash = c.Fingerprint
 	job.GetPaymentStatus().Claim = nil
-	provider := t.id
+	provider := t.ID
 	job.GetPaymentStatus().Provider = &provider
 	job.GetPaymentStatus().CompletedAt = &now
 	by := ""
@@ -100,7 +101,7 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *target
 		}
 		job.GetPaymentStatus().Failure = nil
 		msg = fmt.Sprintf("%s %d %s as %s on %s%s: found in the operator's ledger, with no provider call; no money moved again",
-			r.kind().Words().Done, c.Amount, c.Currency, e.Charge, when, by)
+			r.Kind.Words().Done, c.Amount, c.Currency, e.Charge, when, by)
 		eventType = corev1.EventTypeNormal
 	} else {
 		reason := e.Reason
@@ -109,16 +110,16 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *target
 		}
 		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
 		msg = fmt.Sprintf("Not %s: the operator's ledger records that this payment failed on %s (%s)%s; no provider call",
-			strings.ToLower(r.kind().Words().Done), when, reason, by)
+			strings.ToLower(r.Kind.Words().Done), when, reason, by)
 		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 		eventType = corev1.EventTypeWarning
 	}
-	setConditions(job, progress{reason: ReasonFoundInLedger, message: msg})
+	SetConditions(job, Progress{Reason: ReasonFoundInLedger, Message: msg})
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		return fmt.Errorf("cannot record the outcome found in the ledger: %w", err)
 	}
 	ledgerHitsTotal.Inc()
-	r.Recorder.Eventf(job, nil, eventType, ReasonFoundInLedger, r.kind().Words().Action, "%s", msg)
+	r.Recorder.Eventf(job, nil, eventType, ReasonFoundInLedger, r.Kind.Words().Action, "%s", msg)
 	log.FromContext(ctx).Info("Found the outcome in the ledger; not calling the provider", "charge", e.Charge, "outcome", e.Outcome)
 	return r.finish(ctx, job)
 }
@@ -127,26 +128,20 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *target
 // before the finalizer is removed, and again by any later pass that finds the
 // finalizer still there; the ledger keeps the first outcome of a key.
 func (r *Reconciler) recordInLedger(ctx context.Context, job Object) error {
-	if r.Ledger == nil || fromLedger(job) || !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
+	if r.Ledger == nil || FromLedger(job) || !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
 		return nil
 	}
-	if err := r.Ledger.Record(ctx, ledgerEntry(job, r.requestOf(job), r.Clock.Now())); err != nil {
+	if err := r.Ledger.Record(ctx, LedgerEntry(job, r.requestOf(job), r.Clock.Now())); err != nil {
 		return fmt.Errorf("cannot record the outcome in the ledger: %w", err)
 	}
 	return nil
 }
 
-// LedgerEntry is the ledger's record of a finished job; now dates it when
-// the job has no completion time. The benchmark records its jobs with it too.
-func LedgerEntry(job *paymentsv1alpha1.PaymentJob, now time.Time) ledger.Entry {
-	return ledgerEntry(job, ChargeOf(job).request(), now)
-}
-
-// ledgerEntry is the ledger's record of a finished object that sends c.
-// It is keyed as a re-created object looks it up: by the key and request its
-// namespace and spec derive (the status says the same, unless someone else
-// wrote it).
-func ledgerEntry(job Object, c Request, now time.Time) ledger.Entry {
+// LedgerEntry is the ledger's record of a finished object that sends c; now
+// dates it when the object has no completion time. It is keyed as a
+// re-created object looks it up: by the key and request its namespace and
+// spec derive (the status says the same, unless someone else wrote it).
+func LedgerEntry(job Object, c Request, now time.Time) ledger.Entry {
 	e := ledger.Entry{
 		Key:         c.Key,
 		Fingerprint: c.Fingerprint,
@@ -201,7 +196,7 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object) (res ctrl
 		// job waits for its provider (admit), and comes back with it.
 		return ctrl.Result{}, !apierrors.IsNotFound(err), ledgerSearch{}, client.IgnoreNotFound(err)
 	}
-	c := r.kind().Request(job, r.kind().Key(job, pp.Spec.KeyScope))
+	c := r.Kind.Request(job, r.Kind.Key(job, pp.Spec.KeyScope))
 	searched = ledgerSearch{done: true, scope: pp.Spec.KeyScope}
 	e, found, err := r.Ledger.Find(ctx, c.Key)
 	if err != nil || !found {
@@ -209,30 +204,30 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object) (res ctrl
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
-		return ctrl.Result{}, true, searched, r.stall(ctx, job, progress{reason: ReasonChargeMismatch, message: "Not charging: " +
+		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: "Not charging: " +
 			"the operator's ledger records a payment under this idempotency key for another request; the operator's log " +
 			"names it (ChargeMismatch). Delete this job, or use another idempotency key"})
 	}
 	// Where was it made? Only the provider can say where this job would
 	// be charged now.
-	t, waiting, err := r.resolveProvider(ctx, job)
+	t, waiting, err := r.ResolveProvider(ctx, job)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, true, searched, err
 	case waiting != nil:
-		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.reason, 0)}, true, searched, r.setPending(ctx, job, *waiting)
+		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.Reason, 0)}, true, searched, r.setPending(ctx, job, *waiting)
 	}
-	if t.id.KeyScope != pp.Spec.KeyScope {
+	if t.ID.KeyScope != pp.Spec.KeyScope {
 		// The provider's key scope changed between the two reads: look
 		// again under the new one.
-		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, true, searched, nil
+		return ctrl.Result{RequeueAfter: Jitter(conflictRequeue)}, true, searched, nil
 	}
-	if same, why := sameBooks(e.Provider, t.id, t.identity.accountsOnly); !same {
-		return ctrl.Result{}, true, searched, r.stall(ctx, job, progress{reason: ReasonProviderChanged, message: payment.CleanMessage(fmt.Sprintf(
+	if same, why := providercache.SameBooks(e.Provider, t.ID, t.AccountsOnly()); !same {
+		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
 			"Not charging: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s. "+
 				"Point the provider back at the account that holds it, or, to charge it at the new account, set spec.keyScope "+
 				"on the PaymentProvider (a new key space: every job claimed through it is a new payment there)",
-			describeBooks(e.Provider), r.terms(job).Provider, describeBooks(t.id), why), maxMessageLength)})
+			providercache.DescribeBooks(e.Provider), r.terms(job).Provider, providercache.DescribeBooks(t.ID), why), MaxMessageLength)})
 	}
 	return ctrl.Result{}, true, searched, r.recordFromLedger(ctx, job, t, c, e)
 }
@@ -249,19 +244,6 @@ type ledgerSearch struct {
 
 // covers reports whether the search covers a claim through t: the ledger
 // was asked under the scope the claim sends.
-func (s ledgerSearch) covers(t *target) bool {
-	return s.skipped || (s.done && s.scope == t.id.KeyScope)
-}
-
-// describeBooks names where a payment was made for a message: the account
-// and mode, or the endpoint.
-func describeBooks(id paymentsv1alpha1.ProviderIdentity) string {
-	s := id.Endpoint
-	if id.Account != "" {
-		s = "account " + id.Account
-	}
-	if id.Mode != "" {
-		s += " (" + id.Mode + " mode)"
-	}
-	return s
+func (s ledgerSearch) covers(t *Target) bool {
+	return s.skipped || (s.done && s.scope == t.ID.KeyScope)
 }

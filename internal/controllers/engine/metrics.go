@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"errors"
@@ -26,7 +26,8 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// Outcomes of a provider call, the label of paymentjob_charges_total.
+// Outcomes of a provider call, the label of a kind's call counter
+// (paymentjob_charges_total, paymentjob_refunds_total).
 const (
 	outcomeSucceeded = "succeeded"
 	outcomeDeclined  = "declined"
@@ -47,12 +48,27 @@ func refusalOutcome(r *payment.Refusal) string {
 	}
 }
 
-// Results of a key's lookup, the label of paymentjob_lookup_keys_total.
-const (
-	lookupFound  = "found"
-	lookupNone   = "none"
-	lookupFailed = "failed"
-)
+// Counters are the provider-call metrics of a kind, which the engine
+// counts and the kind's package registers.
+type Counters struct {
+	// Calls counts the provider calls by outcome: succeeded (including
+	// replays), declined, invalid, key_reused, transient.
+	Calls *prometheus.CounterVec
+	// Replays counts the calls the provider answered with the saved outcome
+	// of an earlier request with the same key.
+	Replays prometheus.Counter
+}
+
+// NewCounters makes the Counters of a kind from the names and help of its
+// call and replay counters.
+func NewCounters(calls, callsHelp, replays, replaysHelp string) Counters {
+	return Counters{Calls: newCounterVec(calls, "outcome", callsHelp), Replays: newCounter(replays, replaysHelp)}
+}
+
+// Collectors returns the counters, for the kind to register.
+func (c Counters) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{c.Calls, c.Replays}
+}
 
 // newCounter, newCounterVec and newGauge make the collectors below from
 // their name and help (and label).
@@ -68,35 +84,11 @@ func newGauge(name, help string) prometheus.Gauge {
 	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 }
 
-// The charge: provider calls by outcome, replays, and the writes around the claim.
+// The writes around the claim.
 var (
-	chargesTotal        = newCounterVec("paymentjob_charges_total", "outcome", "Provider charge calls by outcome: succeeded (including replays), declined, invalid, key_reused, transient.")
-	replaysTotal        = newCounter("paymentjob_replays_total", "Charge calls that the provider answered with the saved outcome of an earlier request with the same key.")
 	claimConflictsTotal = newCounter("paymentjob_claim_conflicts_total", "Claim writes refused with a resourceVersion conflict (stale cache or another replica); each was requeued and charged nothing.")
 	writeConflictsTotal = newCounter("paymentjob_write_conflicts_total", "Writes of any kind (claims, finalizers, outcomes, progress) refused with a resourceVersion conflict; each was requeued.")
 	claimLostTotal      = newCounter("paymentjob_claim_lost_total", "Outcomes not written because another process took the claim over during the provider call; the new holder replays the outcome.")
-)
-
-// The refund: the same for refund calls, and refunds the provider failed
-// after it reported them succeeded.
-var (
-	refundsTotal                   = newCounterVec("paymentjob_refunds_total", "outcome", "Provider refund calls by outcome: succeeded (including replays), declined (the refund failed, or the provider refused it: beyond what is left, unknown or not refundable charge), invalid (a malformed request), key_reused, transient.")
-	refundReplaysTotal             = newCounter("paymentjob_refund_replays_total", "Refund calls that the provider answered with the saved outcome of an earlier request with the same key.")
-	refundsFailedAfterSuccessTotal = newCounter("paymentjob_refunds_failed_after_success_total", "Completed PaymentRefunds that the provider later reported failed or canceled: the money did not go back. Each is set Failed (RefundFailedAfterSuccess) with a Warning event.")
-)
-
-// callMetrics are the provider-call counters of kind k.
-func callMetrics(k Kind) (*prometheus.CounterVec, prometheus.Counter) {
-	if _, ok := k.(refundKind); ok {
-		return refundsTotal, refundReplaysTotal
-	}
-	return chargesTotal, replaysTotal
-}
-
-// Lookups of a key at the provider before a charge.
-var (
-	lookupRequestsTotal = newCounter("paymentjob_lookup_requests_total", "Lookup requests sent to providers; one request looks up to 10 keys up.")
-	lookupKeysTotal     = newCounterVec("paymentjob_lookup_keys_total", "result", "Keys looked up at providers by result: found (the provider holds a charge under it), none, failed.")
 )
 
 // Jobs held back: stalls, stale cache copies, finished jobs, deleted providers, rate limits.
@@ -108,18 +100,10 @@ var (
 	rateLimitedTotal     = newCounter("paymentjob_rate_limited_total", "Charges put off to wait for a token of their provider's client-side rate limit.")
 )
 
-// The outcome ledger, resolutions by hand and the collector of finished jobs.
+// The outcome ledger and resolutions by hand.
 var (
-	ledgerHitsTotal   = newCounter("paymentjob_ledger_hits_total", "Jobs finished from the outcome ledger, with no provider call (re-created jobs whose payment was already made or refused).")
-	resolutionsTotal  = newCounterVec("paymentjob_resolutions_total", "result", "Resolve annotations by result: charged, not_charged, refused.")
-	ttlDeletionsTotal = newCounter("paymentjob_ttl_deletions_total", "Finished jobs deleted after ttlSecondsAfterFinished, their outcome kept in the ledger.")
-)
-
-// The audit of the admission policies and of the finished labels.
-var (
-	admissionPoliciesMissing    = newGauge("paymentjob_admission_policies_missing", "Admission policies of config/policy that the last audit found missing or not enforced (no binding, a validating binding without Deny, type-checking warnings). Unchanged when the audit could not list them.")
-	finishedLabelWithoutOutcome = newGauge("paymentjob_finished_label_without_outcome", "PaymentJobs that the last audit found with the finished label but neither Completed nor Failed: out of the operator's cache, they are never charged. Unchanged when the audit could not list them.")
-	auditErrorsTotal            = newCounterVec("paymentjob_audit_errors_total", "check", "Audit checks that could not be completed (an API error, RBAC refused), by check: admission_policies, finished_label. The check's gauge keeps its last value.")
+	ledgerHitsTotal  = newCounter("paymentjob_ledger_hits_total", "Jobs finished from the outcome ledger, with no provider call (re-created jobs whose payment was already made or refused).")
+	resolutionsTotal = newCounterVec("paymentjob_resolutions_total", "result", "Resolve annotations by result: charged, not_charged, refused.")
 )
 
 // How long a reconcile takes.
@@ -128,8 +112,9 @@ var (
 		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"phase"})
 )
 
-// phaseLabel is the phase label of paymentjob_reconcile_duration_seconds.
-func phaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
+// PhaseLabel is the phase label of paymentjob_reconcile_duration_seconds,
+// and how the audit names a phase: New for none.
+func PhaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
 	if p == "" {
 		return "New"
 	}
@@ -137,18 +122,15 @@ func phaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
 }
 
 // Collectors returns every collector this package registers in
-// controller-runtime's metrics registry: the names the dashboards, the
-// alerts and docs/observability.md may use.
+// controller-runtime's metrics registry. With the Collectors of the kinds,
+// the provider cache, the audit, the TTL collector and the ledger, they are
+// the names the dashboards, the alerts and docs/observability.md may use.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{chargesTotal, replaysTotal, refundsTotal, refundReplaysTotal, refundsFailedAfterSuccessTotal, claimConflictsTotal, writeConflictsTotal, claimLostTotal,
-		lookupRequestsTotal, lookupKeysTotal, stalledTotal,
-		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal, ttlDeletionsTotal,
-		strandedJobsGauge, rateLimitedTotal, admissionPoliciesMissing, finishedLabelWithoutOutcome, auditErrorsTotal}
+	return []prometheus.Collector{claimConflictsTotal, writeConflictsTotal, claimLostTotal, stalledTotal,
+		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal,
+		strandedJobsGauge, rateLimitedTotal}
 }
 
 func init() {
 	metrics.Registry.MustRegister(Collectors()...)
-	// Both series exist from the start, so that increase() sees the first error.
-	auditErrorsTotal.WithLabelValues(auditCheckAdmissionPolicies)
-	auditErrorsTotal.WithLabelValues(auditCheckFinishedLabel)
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"context"
@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -42,21 +43,35 @@ import (
 // goes on with the adapter this process kept for the provider it was first
 // sent to, and stalls with ReasonProviderDeleted when there is none.
 
-// target is the provider a job charges through, resolved for one pass.
-type target struct {
-	Resolved
-	// id is where the provider sends keys.
-	id      paymentsv1alpha1.ProviderIdentity
-	timeout time.Duration
-	// provider is the PaymentProvider object; nil for a kept adapter whose
-	// object is gone.
-	provider *paymentsv1alpha1.PaymentProvider
+// Target is the provider an object is sent through, resolved for one pass.
+type Target struct {
+	providercache.Resolved
+	// ID is where the provider sends keys: what a claim records in
+	// status.provider.
+	ID paymentsv1alpha1.ProviderIdentity
+	// Timeout bounds one provider call.
+	Timeout time.Duration
+	// PaymentProvider is the object; nil for a kept adapter whose object is
+	// gone.
+	PaymentProvider *paymentsv1alpha1.PaymentProvider
 }
 
-// resolveProvider finds the job's PaymentProvider. It returns why the job
+// ProviderResolver turns a ready PaymentProvider into the payment.Provider
+// that charges through it and the rate limit it shares.
+// providercache.ProviderCache is the one the manager uses.
+type ProviderResolver interface {
+	// Resolve returns the adapter of a ready provider.
+	Resolve(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (providercache.Resolved, error)
+	// Kept returns the adapter last used for the provider with uid, after
+	// the provider or its credentials are gone, for the jobs that were
+	// Processing through it.
+	Kept(uid types.UID) (providercache.Resolved, bool)
+}
+
+// ResolveProvider finds the job's PaymentProvider. It returns why the job
 // must wait when the provider is missing or not ready; for a Processing
 // job, the adapter kept for its provider comes before waiting.
-func (r *Reconciler) resolveProvider(ctx context.Context, job Object) (*target, *progress, error) {
+func (r *Reconciler) ResolveProvider(ctx context.Context, job Object) (*Target, *Progress, error) {
 	processing := job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing
 	name := r.terms(job).Provider
 	var pp paymentsv1alpha1.PaymentProvider
@@ -67,12 +82,12 @@ func (r *Reconciler) resolveProvider(ctx context.Context, job Object) (*target, 
 		if processing {
 			return r.keptProvider(job, "was deleted")
 		}
-		return nil, &progress{reason: ReasonProviderNotFound,
-			message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.GetNamespace())}, nil
+		return nil, &Progress{Reason: ReasonProviderNotFound,
+			Message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.GetNamespace())}, nil
 	}
 	deleting := !pp.DeletionTimestamp.IsZero()
 	if deleting && !processing {
-		return nil, &progress{reason: ReasonProviderDeleted, message: fmt.Sprintf(
+		return nil, &Progress{Reason: ReasonProviderDeleted, Message: fmt.Sprintf(
 			"PaymentProvider %q is being deleted; a job that was not claimed is never charged through it", name)}, nil
 	}
 	t, waiting := r.usableProvider(ctx, &pp)
@@ -94,50 +109,50 @@ func (r *Reconciler) resolveProvider(ctx context.Context, job Object) (*target, 
 
 // usableProvider returns the adapter of a Ready provider, or why it cannot
 // be used.
-func (r *Reconciler) usableProvider(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (*target, *progress) {
+func (r *Reconciler) usableProvider(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (*Target, *Progress) {
 	ready := meta.FindStatusCondition(pp.Status.Conditions, paymentsv1alpha1.ConditionReady)
 	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != pp.Generation {
 		why := "its status is not up to date yet"
 		if ready != nil && ready.ObservedGeneration == pp.Generation {
 			why = fmt.Sprintf("%s: %s", ready.Reason, ready.Message)
 		}
-		return nil, &progress{reason: ReasonProviderNotReady,
-			message: fmt.Sprintf("PaymentProvider %q is not ready: %s", pp.Name, why)}
+		return nil, &Progress{Reason: ReasonProviderNotReady,
+			Message: fmt.Sprintf("PaymentProvider %q is not ready: %s", pp.Name, why)}
 	}
 	resolved, err := r.Providers.Resolve(ctx, pp)
 	if err != nil {
-		return nil, &progress{reason: ReasonProviderNotReady,
-			message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", pp.Name, err)}
+		return nil, &Progress{Reason: ReasonProviderNotReady,
+			Message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", pp.Name, err)}
 	}
 	t, waiting := r.newTarget(ctx, pp.Name, resolved)
 	if t != nil {
-		t.provider = pp
+		t.PaymentProvider = pp
 	}
 	return t, waiting
 }
 
 // newTarget bounds the provider's calls and asks for its identity.
-func (r *Reconciler) newTarget(ctx context.Context, name string, resolved Resolved) (*target, *progress) {
+func (r *Reconciler) newTarget(ctx context.Context, name string, resolved providercache.Resolved) (*Target, *Progress) {
 	timeout := r.ProviderTimeout
-	if resolved.timeout > 0 {
-		timeout = resolved.timeout
+	if resolved.SpecTimeout() > 0 {
+		timeout = resolved.SpecTimeout()
 	}
 	// A call must end before the claim can be taken over.
 	if limit := r.ClaimLease * 9 / 10; timeout > limit {
 		timeout = limit
 	}
 	// Asked once per provider configuration, then remembered.
-	id, err := resolved.identityWithin(ctx, timeout)
+	id, err := resolved.IdentityWithin(ctx, timeout)
 	if err != nil {
-		return nil, &progress{reason: ReasonProviderNotReady, message: payment.CleanMessage(
-			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), maxMessageLength)}
+		return nil, &Progress{Reason: ReasonProviderNotReady, Message: payment.CleanMessage(
+			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), MaxMessageLength)}
 	}
-	return &target{Resolved: resolved, id: id, timeout: timeout}, nil
+	return &Target{Resolved: resolved, ID: id, Timeout: timeout}, nil
 }
 
 // kept is the adapter this process kept for the provider a Processing job
 // was first sent to.
-func (r *Reconciler) kept(job Object) (*target, bool) {
+func (r *Reconciler) kept(job Object) (*Target, bool) {
 	if job.GetPaymentStatus().Provider == nil {
 		return nil, false
 	}
@@ -152,23 +167,23 @@ func (r *Reconciler) kept(job Object) (*target, bool) {
 // keptProvider finishes a Processing job whose PaymentProvider is gone or
 // going with the adapter kept for it, or stalls it: without the adapter,
 // nothing can tell whether the charge happened.
-func (r *Reconciler) keptProvider(job Object, what string) (*target, *progress, error) {
+func (r *Reconciler) keptProvider(job Object, what string) (*Target, *Progress, error) {
 	if t, ok := r.kept(job); ok {
 		return t, nil, nil
 	}
-	return nil, &progress{reason: ReasonProviderDeleted, stalled: true, message: payment.CleanMessage(fmt.Sprintf(
+	return nil, &Progress{Reason: ReasonProviderDeleted, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 		"PaymentProvider %q %s while this payment was in flight, and this process holds no adapter for it "+
 			"(the operator restarted since): the payment may have happened under idempotency key %q. "+
 			"Check the charge at the provider and set the annotation %s to charged=<charge id> or not-charged",
-		r.terms(job).Provider, what, job.GetPaymentStatus().IdempotencyKey, paymentsv1alpha1.AnnotationResolve), maxMessageLength)}, nil
+		r.terms(job).Provider, what, job.GetPaymentStatus().IdempotencyKey, paymentsv1alpha1.AnnotationResolve), MaxMessageLength)}, nil
 }
 
 // guardProvider makes sure the job's PaymentProvider carries
 // ProviderFinalizer before the job's first claim, so the provider cannot
 // disappear while the charge may be in flight. A provider being deleted
 // takes no new claims (resolveProvider), and no new finalizer.
-func (r *Reconciler) guardProvider(ctx context.Context, t *target) error {
-	pp := t.provider
+func (r *Reconciler) guardProvider(ctx context.Context, t *Target) error {
+	pp := t.PaymentProvider
 	if pp == nil || controllerutil.ContainsFinalizer(pp, paymentsv1alpha1.ProviderFinalizer) {
 		return nil
 	}
@@ -188,12 +203,12 @@ func (r *Reconciler) guardProvider(ctx context.Context, t *target) error {
 // list saw the claim (and the finalizer stays until the job is done) or
 // this read sees the deletion. Across processes, the other's cache may
 // lag; run one active manager (leader election).
-func (r *Reconciler) providerWithdrawn(ctx context.Context, t *target) string {
-	if t.provider == nil {
+func (r *Reconciler) providerWithdrawn(ctx context.Context, t *Target) string {
+	if t.PaymentProvider == nil {
 		return ""
 	}
 	var pp paymentsv1alpha1.PaymentProvider
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(t.provider), &pp)
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(t.PaymentProvider), &pp)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "was deleted"
@@ -202,7 +217,7 @@ func (r *Reconciler) providerWithdrawn(ctx context.Context, t *target) string {
 		return ""
 	case !pp.DeletionTimestamp.IsZero():
 		return "is being deleted"
-	case pp.UID != t.provider.UID:
+	case pp.UID != t.PaymentProvider.UID:
 		return "was deleted and created again"
 	}
 	return ""
@@ -233,9 +248,10 @@ func (s *strandedJobs) set(key types.NamespacedName, stranded bool) {
 	}
 }
 
-// waitingFor maps a PaymentProvider to the unfinished objects that use it.
+// waitingFor maps a PaymentProvider to the unfinished objects of the kind
+// that use it.
 func (r *Reconciler) waitingFor(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.kind().Users(ctx, r.Client, o)
+	return UsersOf(ctx, r.Client, r.Kind.NewList(), ProviderRefIndex, o, Unfinished)
 }
 
 // forget drops what this process remembers of a job that is gone (deleted,

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"context"
@@ -44,7 +44,8 @@ import (
 // the resourceVersion it was decided on; a call is only made right after
 // this process wrote a claim.
 type Reconciler struct {
-	// Kind is what the payments are: PaymentJobs when nil.
+	// Kind is what the payments are (paymentjob.Kind, paymentrefund.Kind);
+	// required.
 	Kind Kind
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
@@ -100,32 +101,13 @@ type Reconciler struct {
 	retries jobMemory[time.Time]
 }
 
-// PaymentJobReconciler charges each PaymentJob at its provider exactly once:
-// the engine with the PaymentJob kind.
-type PaymentJobReconciler = Reconciler
-
-// kind is the Kind of the payments: PaymentJobs unless set.
-func (r *Reconciler) kind() Kind {
-	if r.Kind == nil {
-		return jobKind{}
-	}
-	return r.Kind
-}
-
 // terms reads the spec fields of obj the engine needs.
-func (r *Reconciler) terms(obj Object) Terms { return r.kind().Terms(obj) }
-
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/finalizers,verbs=update
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds/finalizers,verbs=update
+func (r *Reconciler) terms(obj Object) Terms { return r.Kind.Terms(obj) }
 
 // Reconcile moves one PaymentJob one step through the exactly-once protocol.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
-	job := r.kind().New()
+	job := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
@@ -149,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}()
 	phase := job.GetPaymentStatus().Phase
 	defer func() {
-		reconcileDuration.WithLabelValues(phaseLabel(phase)).Observe(time.Since(start).Seconds())
+		reconcileDuration.WithLabelValues(PhaseLabel(phase)).Observe(time.Since(start).Seconds())
 	}()
 
 	var res ctrl.Result
@@ -171,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// copy; look again.
 		writeConflictsTotal.Inc()
 		log.FromContext(ctx).V(1).Info("Write conflict, requeueing", "phase", phase, "claimLost", errors.Is(err, errClaimLost))
-		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, nil
+		return ctrl.Result{RequeueAfter: Jitter(conflictRequeue)}, nil
 	}
 	return res, err
 }
@@ -203,7 +185,7 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 	now := r.Clock.Now()
 	wait, held := heldBack(job, r.terms(job), now)
 	if held != nil {
-		if held.stalled {
+		if held.Stalled {
 			// Past its deadline: it will never be charged.
 			return ctrl.Result{}, r.setPending(ctx, job, *held)
 		}
@@ -212,19 +194,19 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 	if stall := r.checkRecordedKey(job); stall != nil {
 		return ctrl.Result{}, r.stall(ctx, job, *stall)
 	}
-	target, waiting, err := r.resolveProvider(ctx, job)
+	target, waiting, err := r.ResolveProvider(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if waiting != nil {
 		// The PaymentProvider watch brings the job back when it changes;
 		// the requeue does even if no event comes.
-		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.reason, wait)}, r.setPending(ctx, job, *waiting)
+		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.Reason, wait)}, r.setPending(ctx, job, *waiting)
 	}
 	if !searched.covers(target) {
 		// The provider appeared, or its key scope changed, since the
 		// ledger was asked: ask again under the scope the claim sends.
-		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, nil
+		return ctrl.Result{RequeueAfter: Jitter(conflictRequeue)}, nil
 	}
 	if err := r.guardProvider(ctx, target); err != nil {
 		return ctrl.Result{}, err
@@ -241,7 +223,7 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 // lookup and claim; done reports that the pass ends here (waiting,
 // stalled, or failed without a provider call).
 func (r *Reconciler) prepare(ctx context.Context, job Object) (res ctrl.Result, done bool, err error) {
-	wait, refuse, err := r.kind().Prepare(ctx, r, job)
+	wait, refuse, err := r.Kind.Prepare(ctx, r, job)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, true, err
@@ -284,19 +266,19 @@ func (r *Reconciler) resume(ctx context.Context, job Object) (ctrl.Result, error
 		return ctrl.Result{}, r.stall(ctx, job, *stall)
 	}
 
-	target, waiting, err := r.resolveProvider(ctx, job)
+	target, waiting, err := r.ResolveProvider(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.reason == ReasonProviderDeleted)
+	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.Reason == ReasonProviderDeleted)
 	if waiting != nil {
 		// Money may have moved: stay Processing and come back.
 		delay := r.retryDelay(job)
-		if waiting.stalled {
-			return r.retryIn(job, jitter(r.Backoff.Max)), r.stall(ctx, job, *waiting)
+		if waiting.Stalled {
+			return r.retryIn(job, Jitter(r.Backoff.Max)), r.stall(ctx, job, *waiting)
 		}
 		// Not remembered: the provider's watch event may bring it back sooner.
-		return ctrl.Result{RequeueAfter: jitter(delay)}, r.writeProgress(ctx, job, *waiting)
+		return ctrl.Result{RequeueAfter: Jitter(delay)}, r.writeProgress(ctx, job, *waiting)
 	}
 	if moved := r.providerMoved(job, target); moved != nil {
 		// The same key at another account is a new charge there.
@@ -324,9 +306,9 @@ func (r *Reconciler) finishTerminal(ctx context.Context, job Object) error {
 		// observedGeneration as "in progress". Written before the label,
 		// which takes the job out of the cache.
 		ready := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
-		p := progress{reason: ReasonSucceeded}
+		p := Progress{Reason: ReasonSucceeded}
 		if ready != nil {
-			p = progress{reason: ready.Reason, message: ready.Message}
+			p = Progress{Reason: ready.Reason, Message: ready.Message}
 		}
 		if err := r.writeProgress(ctx, job, p); err != nil {
 			return err
@@ -346,10 +328,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.wakeups = make(chan event.GenericEvent, wakeupBuffer)
-	k := r.kind()
+	k := r.Kind
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(k.New()).
-		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{}))
+		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{})).
+		Watches(&paymentsv1alpha1.PaymentProvider{}, handler.EnqueueRequestsFromMapFunc(r.waitingFor))
 	return k.Watch(r, b).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		Named(strings.ToLower(k.Name())).

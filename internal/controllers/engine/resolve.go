@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"context"
@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -118,7 +119,7 @@ func (r *Reconciler) announceWait(ctx context.Context, job Object, w *searchLagW
 	}
 	log.FromContext(ctx).Info("Waiting out the provider's search lag before checking a resolution", "value", value, "at", w.at)
 	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolutionWaiting, "Resolve",
-		"%s", payment.CleanMessage(fmt.Sprintf("Not resolving %s=%q yet: %s", paymentsv1alpha1.AnnotationResolve, value, w), maxMessageLength))
+		"%s", payment.CleanMessage(fmt.Sprintf("Not resolving %s=%q yet: %s", paymentsv1alpha1.AnnotationResolve, value, w), MaxMessageLength))
 }
 
 // refuseResolution announces, once per value, that the annotation is not
@@ -137,7 +138,7 @@ func (r *Reconciler) refuseResolutionAs(ctx context.Context, job Object, why, ki
 	resolutionsTotal.WithLabelValues("refused").Inc()
 	log.FromContext(ctx).Info("Refusing a resolution", "value", value, "why", why)
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonResolutionRefused, "Resolve",
-		"%s", payment.CleanMessage(fmt.Sprintf("Not honouring %s=%q: %s", paymentsv1alpha1.AnnotationResolve, value, why), maxMessageLength))
+		"%s", payment.CleanMessage(fmt.Sprintf("Not honouring %s=%q: %s", paymentsv1alpha1.AnnotationResolve, value, why), MaxMessageLength))
 }
 
 // resolve handles the resolve annotation of a Processing job. handled is
@@ -179,7 +180,7 @@ func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, 
 	if err != nil {
 		// Not sure yet: ask again later; nothing is charged meanwhile.
 		r.refuseResolutionAs(ctx, job, fmt.Sprintf("the provider cannot be asked now (%v); trying again", err), "unanswered")
-		return ctrl.Result{RequeueAfter: jitter(r.retryDelay(job))}, true, nil
+		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(job))}, true, nil
 	}
 	if why != "" {
 		r.refuseResolutionAs(ctx, job, why, refusedContradicted)
@@ -195,7 +196,7 @@ func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, 
 func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want resolution) (verified bool, o payment.Outcome, why string, err error) {
 	req := r.requestOf(job)
 	o = payment.Outcome{ID: want.id, Status: "succeeded", Amount: req.Amount, Currency: req.Currency}
-	target, waiting, err := r.resolveProvider(ctx, job)
+	target, waiting, err := r.ResolveProvider(ctx, job)
 	if err != nil {
 		return false, o, "", err
 	}
@@ -205,7 +206,7 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 		// younger than the provider's search lag (Stripe's: usually under
 		// a minute, up to an hour in incidents): "nothing found" says
 		// nothing about it yet, verified or not.
-		lag := r.kind().SearchLag(ctx, r, job, target)
+		lag := r.Kind.SearchLag(ctx, r, job, target)
 		if at := lastAttempt(job).Add(lag); r.Clock.Now().Before(at) {
 			return false, o, "", &searchLagWait{at: at, lag: lag}
 		}
@@ -215,19 +216,19 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 		// recorded as not verified.
 		return false, o, "", nil
 	}
-	calls := r.kind().Calls(target, job)
+	calls := r.Kind.Calls(target, job)
 	if !calls.CanFind() {
 		return false, o, "", nil
 	}
 	if recorded := job.GetPaymentStatus().Provider; recorded != nil {
-		if same, _ := sameProvider(*recorded, target.id, target.identity.accountsOnly); !same {
+		if same, _ := providercache.SameProvider(*recorded, target.ID, target.AccountsOnly()); !same {
 			// The provider now reaches another account: it cannot speak
 			// for the one that was called.
 			return false, o, "", nil
 		}
 	}
 	key := req.Key
-	callCtx, cancel := context.WithTimeout(ctx, target.timeout)
+	callCtx, cancel := context.WithTimeout(ctx, target.Timeout)
 	defer cancel()
 	if want.charged {
 		got, err := calls.Settle(callCtx, key, want.id)
@@ -237,7 +238,7 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 			return true, got, "", nil
 		case errors.As(err, &refusal):
 			return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not hold a succeeded charge %s under this job's idempotency key: %s",
-				want.id, refusal.Message), maxMessageLength), nil
+				want.id, refusal.Message), MaxMessageLength), nil
 		}
 		// No answer about the charge: an unknown id, one made under
 		// another key, or no provider at all. If the provider answers a
@@ -252,7 +253,7 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 			}
 		}
 		return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not know a charge %s under this job's idempotency key (%v)",
-			want.id, err), maxMessageLength), nil
+			want.id, err), MaxMessageLength), nil
 	}
 	found, err := calls.Find(callCtx, key)
 	if err != nil {
@@ -299,30 +300,6 @@ func lastAttempt(job Object) time.Time {
 	return time.Time{}
 }
 
-// resolutionLag is how long a charge may take to show at the job's
-// provider: its PaymentProvider's spec.lookup.searchLagSeconds, or the
-// default of its kind. A provider that cannot be read (gone) gets Stripe's,
-// the longer one.
-func (r *Reconciler) resolutionLag(ctx context.Context, job Object, t *target) time.Duration {
-	var pp *paymentsv1alpha1.PaymentProvider
-	if t != nil {
-		pp = t.provider
-	}
-	if pp == nil {
-		var current paymentsv1alpha1.PaymentProvider
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: r.terms(job).Provider}, &current); err == nil {
-			pp = &current
-		}
-	}
-	switch {
-	case pp != nil && pp.Spec.Lookup != nil && pp.Spec.Lookup.SearchLagSeconds != nil:
-		return time.Duration(*pp.Spec.Lookup.SearchLagSeconds) * time.Second
-	case pp != nil && pp.Spec.HTTP != nil:
-		return DefaultHTTPSearchLag
-	}
-	return DefaultStripeSearchLag
-}
-
 // recordResolution finishes the job as the person said: Completed with the
 // charge, or Failed as not charged. It never calls Charge.
 func (r *Reconciler) recordResolution(ctx context.Context, job Object, want resolution, verified bool, o payment.Outcome) error {
@@ -352,11 +329,11 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 		msg += fmt.Sprintf(". Who resolved it is not known: the resolve-attribution admission policy is not enforced, so the %s "+
 			"annotation is not trusted (install config/policy)", paymentsv1alpha1.AnnotationResolvedBy)
 	}
-	msg = payment.CleanMessage(msg, maxMessageLength)
+	msg = payment.CleanMessage(msg, MaxMessageLength)
 	if !want.charged {
 		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: ReasonResolved, Message: msg}
 	}
-	setConditions(job, progress{reason: ReasonResolved, message: msg})
+	SetConditions(job, Progress{Reason: ReasonResolved, Message: msg})
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		return fmt.Errorf("cannot record the resolution: %w", err)
 	}
@@ -365,7 +342,7 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 		result = "charged"
 	}
 	resolutionsTotal.WithLabelValues(result).Inc()
-	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolved, "Resolve", "%s", payment.CleanMessage(msg, maxMessageLength))
+	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolved, "Resolve", "%s", payment.CleanMessage(msg, MaxMessageLength))
 	log.FromContext(ctx).Info("Payment resolved by hand", "value", want.value, "by", by, "verified", verified)
 	if err := r.recordInLedger(ctx, job); err != nil {
 		return err
@@ -409,7 +386,7 @@ func (r *Reconciler) resolvedBy(ctx context.Context, job Object) string {
 		return unattributed
 	}
 	if by := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolvedBy]; by != "" {
-		return payment.Bound(by, maxShortLength*3)
+		return payment.Bound(by, MaxShortLength*3)
 	}
 	if r.APIReader == nil {
 		return unknownResolver
@@ -422,7 +399,7 @@ func (r *Reconciler) resolvedBy(ctx context.Context, job Object) string {
 	field := `"f:` + paymentsv1alpha1.AnnotationResolve + `"`
 	for _, m := range fresh.ManagedFields {
 		if m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), field) {
-			return payment.Bound("field manager "+m.Manager, maxShortLength*3)
+			return payment.Bound("field manager "+m.Manager, MaxShortLength*3)
 		}
 	}
 	return unknownResolver

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"fmt"
@@ -29,21 +29,23 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// What a job sends and what the claim, the outcome and the finishing write
-// set on it, as functions of the job alone. The reconciler's writes use them,
-// and so does the benchmark's writes-only baseline, so that the baseline
+// What an object sends and what the claim, the outcome and the finishing
+// write set on it, as functions of the object alone. The reconciler's writes
+// use them, and so do the kinds' typed forms (paymentjob.ClaimStatus, ...)
+// that the benchmark's writes-only baseline uses, so that the baseline
 // writes what the operator writes.
 
 // sentKey is the key obj sends: the one derived from its namespace, its
 // spec and the key scope of the provider it was claimed for
 // (checkRecordedKey stops an object whose status says otherwise).
-func (r *Reconciler) sentKey(obj Object) string { return keyOf(r.kind(), obj) }
+func (r *Reconciler) sentKey(obj Object) string { return KeyOf(r.Kind, obj) }
 
-// keyOf is the key obj of kind k sends.
-func keyOf(k Kind, obj Object) string { return k.Key(obj, claimedScope(obj)) }
+// KeyOf is the key obj of kind k sends: the one its namespace, its spec
+// and the key scope it was claimed with derive.
+func KeyOf(k Kind, obj Object) string { return k.Key(obj, claimedScope(obj)) }
 
 // requestOf is what obj sends under its key.
-func (r *Reconciler) requestOf(obj Object) Request { return r.kind().Request(obj, r.sentKey(obj)) }
+func (r *Reconciler) requestOf(obj Object) Request { return r.Kind.Request(obj, r.sentKey(obj)) }
 
 // claimedScope is the key scope the object was claimed with:
 // status.provider.keyScope, or else the scope its recorded key carries. A
@@ -64,16 +66,11 @@ func claimedScope(obj Object) string {
 	return ""
 }
 
-// ClaimStatus sets what a claim write sets: phase Processing, the charge's
-// key and fingerprint, one more attempt, a claim by holder from now for
-// lease, the start time of the first claim, and the conditions with reason.
-// It returns the conditions' message.
-func ClaimStatus(job *paymentsv1alpha1.PaymentJob, c Charge, holder string, now time.Time, lease time.Duration, reason string) string {
-	return claimStatus(job, c.request(), holder, now, lease, reason)
-}
-
-// claimStatus is ClaimStatus for any kind.
-func claimStatus(job Object, c Request, holder string, now time.Time, lease time.Duration, reason string) string {
+// ClaimStatus sets what a claim write sets: phase Processing, the key and
+// fingerprint of c, one more attempt, a claim by holder from now for lease,
+// the start time of the first claim, and the conditions with reason. It
+// returns the conditions' message.
+func ClaimStatus(job Object, c Request, holder string, now time.Time, lease time.Duration, reason string) string {
 	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseProcessing
 	job.GetPaymentStatus().IdempotencyKey = c.Key
 	job.GetPaymentStatus().RequestHash = c.Fingerprint
@@ -88,21 +85,17 @@ func claimStatus(job Object, c Request, holder string, now time.Time, lease time
 	}
 	note := fmt.Sprintf("Attempt %d claimed by %s until %s", job.GetPaymentStatus().Attempts, holder,
 		job.GetPaymentStatus().Claim.ExpiresAt.UTC().Format(time.RFC3339))
-	setConditions(job, progress{reason: reason, message: note})
+	SetConditions(job, Progress{Reason: reason, Message: note})
 	return note
 }
 
-// CompletedStatus sets what the outcome write of a charge sets: phase
+// CompletedStatus sets what the outcome write of a payment sets: phase
 // Completed with the provider's answer, the claim released, the completion
-// time and the conditions. found marks a charge found at the provider (by a
-// lookup or a settle) rather than answered to a charge request. It returns
-// the reason and the message of the job's event.
-func CompletedStatus(job *paymentsv1alpha1.PaymentJob, o payment.Outcome, found bool, now time.Time) (reason, message string) {
-	return completedStatus(job, jobKind{}.Words(), o, found, now)
-}
-
-// completedStatus is CompletedStatus for any kind.
-func completedStatus(job Object, words Words, o payment.Outcome, found bool, now time.Time) (reason, message string) {
+// time and the conditions, worded with the kind's words. found marks a
+// payment found at the provider (by a lookup or a settle) rather than
+// answered to a request. It returns the reason and the message of the
+// object's event.
+func CompletedStatus(job Object, words Words, o payment.Outcome, found bool, now time.Time) (reason, message string) {
 	resp := responseOf(o)
 	message = fmt.Sprintf("%s %d %s as %s", words.Done, resp.Amount, resp.Currency, resp.ID)
 	reason = ReasonSucceeded
@@ -120,7 +113,7 @@ func completedStatus(job Object, words Words, o payment.Outcome, found bool, now
 	job.GetPaymentStatus().Failure = nil
 	job.GetPaymentStatus().Claim = nil
 	job.GetPaymentStatus().CompletedAt = &completed
-	setConditions(job, progress{reason: ReasonSucceeded, message: message})
+	SetConditions(job, Progress{Reason: ReasonSucceeded, Message: message})
 	return reason, message
 }
 
@@ -142,9 +135,9 @@ func MarkFinished(job client.Object) {
 func responseOf(o payment.Outcome) *paymentsv1alpha1.ProviderResponse {
 	resp := &paymentsv1alpha1.ProviderResponse{
 		ID:       payment.Bound(o.ID, maxIDLength),
-		Status:   payment.Bound(o.Status, maxShortLength),
+		Status:   payment.Bound(o.Status, MaxShortLength),
 		Amount:   o.Amount,
-		Currency: payment.Bound(o.Currency, maxShortLength),
+		Currency: payment.Bound(o.Currency, MaxShortLength),
 		Replayed: o.Replayed,
 	}
 	if !o.Created.IsZero() {

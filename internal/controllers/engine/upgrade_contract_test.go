@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine_test
 
 import (
 	"context"
@@ -33,6 +33,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -135,11 +138,11 @@ func TestJobKeyAndFingerprintGoldenValues(t *testing.T) {
 			g := NewWithT(t)
 			job := contractJob(tt.namespace, tt.job, tt.key)
 
-			c := ChargeOf(job)
+			c := paymentjob.ChargeOf(job)
 			g.Expect(c.Key).To(Equal(tt.wantKey), breaksUpgrades)
 			g.Expect(c.Fingerprint).To(Equal(tt.wantRequestHash), breaksUpgrades)
 			// The ledger is keyed the same way, so a re-created job finds it.
-			e := LedgerEntry(job, contractTime)
+			e := paymentjob.LedgerEntry(job, contractTime)
 			g.Expect(e.Key).To(Equal(tt.wantKey), breaksUpgrades)
 			g.Expect(e.Fingerprint).To(Equal(tt.wantRequestHash), breaksUpgrades)
 		})
@@ -182,6 +185,23 @@ func TestProviderEndpointGoldenValues(t *testing.T) {
 	}
 }
 
+// endpointOf is the endpoint a PaymentProvider of spec is recorded with:
+// its identity, as the provider cache resolves it for the engine.
+func endpointOf(spec paymentsv1alpha1.PaymentProviderSpec) string {
+	cache := &providercache.ProviderCache{Build: func(paymentsv1alpha1.PaymentProviderSpec, string) (payment.Provider, error) {
+		return chargeFunc(nil), nil
+	}}
+	resolved, err := cache.Refresh(&paymentsv1alpha1.PaymentProvider{ObjectMeta: metav1.ObjectMeta{UID: "contract"}, Spec: spec}, "sk_test_contract")
+	if err != nil {
+		return "cannot resolve: " + err.Error()
+	}
+	id, err := resolved.Identity(context.Background())
+	if err != nil {
+		return "no identity: " + err.Error()
+	}
+	return id.Endpoint
+}
+
 // contractHolder is a claim holder as the previous manager wrote it.
 const contractHolder = "paymentjob-operator-controller-manager-7c9d5f6b8-x4k2p/3fa2c1d0"
 
@@ -214,8 +234,8 @@ func TestClaimIsReadBackAcrossVersions(t *testing.T) {
 	job.Status.Provider = &paymentsv1alpha1.ProviderIdentity{
 		UID: "9d2f1c7e-0b3a-4e5f-8a6b-1c2d3e4f5a6b", Endpoint: "https://api.stripe.com", Account: "acct_1Nv0FGQ9RKHgCVdK",
 	}
-	job.Status.ProviderResponse = responseOf(payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "processing"})
-	ClaimStatus(job, ChargeOf(job), contractHolder, contractTime, time.Minute, ReasonClaimed)
+	job.Status.ProviderResponse = engine.ResponseOf(payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "processing"})
+	paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), contractHolder, contractTime, time.Minute, engine.ReasonClaimed)
 
 	written, err := json.Marshal(job.Status)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -232,13 +252,13 @@ func TestClaimIsReadBackAcrossVersions(t *testing.T) {
 	// What a manager of the next version makes of it.
 	before := contractJob("billing", "invoice-2026-0042", "")
 	g.Expect(json.Unmarshal([]byte(claimedStatusJSON), &before.Status)).To(Succeed())
-	g.Expect((&Reconciler{}).checkRecordedKey(before)).To(BeNil(), "the recorded key is the derived one: no KeyMismatch")
-	g.Expect(before.Status.RequestHash).To(Equal(ChargeOf(before).Fingerprint), "no RequestChanged")
+	g.Expect((&engine.Reconciler{Kind: paymentjob.Kind()}).CheckRecordedKey(before)).To(BeNil(), "the recorded key is the derived one: no KeyMismatch")
+	g.Expect(before.Status.RequestHash).To(Equal(paymentjob.ChargeOf(before).Fingerprint), "no RequestChanged")
 	g.Expect(before.Status.Claim.ExpiresAt.Time).To(BeTemporally("==", contractTime.Add(time.Minute).Truncate(time.Microsecond)))
 
-	next := &PaymentJobReconciler{Holder: "paymentjob-operator-controller-manager-5d8f9c7b4-q2w3e/9b1c2d3e", Backoff: DefaultBackoff}
-	reason, notBefore := next.nextClaim(before)
-	g.Expect(reason).To(Equal(ReasonClaimTakenOver), "another process's claim is taken over, never treated as its own")
+	next := &engine.Reconciler{Kind: paymentjob.Kind(), Holder: "paymentjob-operator-controller-manager-5d8f9c7b4-q2w3e/9b1c2d3e", Backoff: engine.DefaultBackoff}
+	reason, notBefore := next.NextClaim(before)
+	g.Expect(reason).To(Equal(engine.ReasonClaimTakenOver), "another process's claim is taken over, never treated as its own")
 	g.Expect(notBefore).To(BeTemporally("==", before.Status.Claim.ExpiresAt.Time), "not before the old claim expires")
 }
 
@@ -262,7 +282,7 @@ func TestTakeoverOfAJobWithoutItsProviderRecord(t *testing.T) {
 
 	job := contractJob("billing", "invoice-2026-0042", "")
 	job.Finalizers = []string{paymentsv1alpha1.Finalizer}
-	ClaimStatus(job, ChargeOf(job), contractHolder, contractTime, time.Minute, ReasonClaimed)
+	paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), contractHolder, contractTime, time.Minute, engine.ReasonClaimed)
 	g.Expect(job.Status.Provider).To(BeNil())
 	store := fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}).WithObjects(job).Build()
@@ -271,20 +291,20 @@ func TestTakeoverOfAJobWithoutItsProviderRecord(t *testing.T) {
 	var keys []string
 	provider := chargeFunc(func(_ context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
 		keys = append(keys, key)
-		g.Expect(req).To(Equal(ChargeOf(job).Request), "the same request")
+		g.Expect(req).To(Equal(paymentjob.ChargeOf(job).Request), "the same request")
 		return payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "succeeded", Amount: 2000, Currency: "usd", Replayed: true}, nil
 	})
 	clock := clocktesting.NewFakeClock(contractTime.Add(2 * time.Minute))
-	r := &PaymentJobReconciler{Client: store, Recorder: events.NewFakeRecorder(10), Clock: clock,
-		Holder: "paymentjob-operator-controller-manager-5d8f9c7b4-q2w3e/9b1c2d3e", ClaimLease: time.Minute, Backoff: DefaultBackoff}
-	reason, notBefore := r.nextClaim(job)
-	g.Expect(reason).To(Equal(ReasonClaimTakenOver))
+	r := &engine.Reconciler{Kind: paymentjob.Kind(), Client: store, Recorder: events.NewFakeRecorder(10), Clock: clock,
+		Holder: "paymentjob-operator-controller-manager-5d8f9c7b4-q2w3e/9b1c2d3e", ClaimLease: time.Minute, Backoff: engine.DefaultBackoff}
+	reason, notBefore := r.NextClaim(job)
+	g.Expect(reason).To(Equal(engine.ReasonClaimTakenOver))
 	g.Expect(clock.Now()).To(BeTemporally(">", notBefore), "the old claim has expired")
 
 	id := paymentsv1alpha1.ProviderIdentity{
 		UID: "9d2f1c7e-0b3a-4e5f-8a6b-1c2d3e4f5a6b", Endpoint: "https://api.stripe.com", Account: "acct_1Nv0FGQ9RKHgCVdK",
 	}
-	_, err := r.claimAndAct(ctx, job, &target{Resolved: Resolved{Provider: provider}, id: id, timeout: time.Second},
+	_, err := r.ClaimAndAct(ctx, job, &engine.Target{Resolved: providercache.Resolved{Provider: provider}, ID: id, Timeout: time.Second},
 		reason, payment.Verdict{Action: payment.ActionCharge})
 	g.Expect(err).NotTo(HaveOccurred())
 

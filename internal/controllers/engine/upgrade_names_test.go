@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine_test
 
 import (
 	"reflect"
@@ -26,6 +26,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -149,7 +151,7 @@ func TestStoredFieldsAreNeverRenamedOrRemoved(t *testing.T) {
 // reading the old one.
 func TestWireNamesAreStable(t *testing.T) {
 	jobsSelector, secretsSelector := "", ""
-	for obj, by := range CacheOptions().ByObject {
+	for obj, by := range engine.CacheOptions().ByObject {
 		switch obj.(type) {
 		case *paymentsv1alpha1.PaymentJob:
 			jobsSelector = by.Label.String()
@@ -178,9 +180,9 @@ func TestWireNamesAreStable(t *testing.T) {
 			"runbooks, and resolutions set before the upgrade"},
 		{"resolved-by annotation", paymentsv1alpha1.AnnotationResolvedBy, "payments.idempotency.dev/resolved-by",
 			"the resolve-attribution policy sets it, the manager reads it"},
-		{"leader election Lease", LeaderElectionID, "paymentjob-operator.payments.idempotency.dev",
+		{"leader election Lease", engine.LeaderElectionID, "paymentjob-operator.payments.idempotency.dev",
 			"managers of two versions would both lead during a rolling upgrade: claims keep it safe, at the cost of conflicts"},
-		{"admission policy label", AdmissionPolicyLabel, "payments.idempotency.dev/admission-policy",
+		{"admission policy label", audit.AdmissionPolicyLabel, "payments.idempotency.dev/admission-policy",
 			"the audit no longer finds the installed policies and reports them missing"},
 		{"Stripe metadata: idempotency key", payment.MetadataKeyIdempotencyKey, "paymentjob_idempotency_key",
 			"lookups no longer find charges made by earlier versions: a re-created manifest whose ledger entry is gone is charged again"},
@@ -191,7 +193,7 @@ func TestWireNamesAreStable(t *testing.T) {
 		{"condition Reconciling", paymentsv1alpha1.ConditionReconciling, "Reconciling", "kstatus readers"},
 		{"condition Stalled", paymentsv1alpha1.ConditionStalled, "Stalled",
 			"a resolution is honoured only on Stalled=True; kstatus readers"},
-		{"reason FoundInLedger", ReasonFoundInLedger, "FoundInLedger",
+		{"reason FoundInLedger", engine.ReasonFoundInLedger, "FoundInLedger",
 			"a job finished from the ledger is told apart from one charged in its own lifetime by it"},
 		{"phase Pending", string(paymentsv1alpha1.PhasePending), "Pending", "the CRD's enum and the state machine"},
 		{"phase Processing", string(paymentsv1alpha1.PhaseProcessing), "Processing",

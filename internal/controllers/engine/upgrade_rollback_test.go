@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine_test
 
 import (
 	"context"
@@ -32,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
@@ -50,12 +52,12 @@ func TestLedgerPageIsReadBackAcrossVersions(t *testing.T) {
 	job.Status.Provider = &paymentsv1alpha1.ProviderIdentity{
 		UID: "9d2f1c7e-0b3a-4e5f-8a6b-1c2d3e4f5a6b", Endpoint: "https://api.stripe.com", Account: "acct_1Nv0FGQ9RKHgCVdK",
 	}
-	CompletedStatus(job, payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "succeeded", Amount: 2000, Currency: "usd"}, false, contractTime)
+	paymentjob.CompletedStatus(job, payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "succeeded", Amount: 2000, Currency: "usd"}, false, contractTime)
 
 	// This version writes the page.
 	store := fake.NewClientBuilder().WithScheme(scheme).Build()
 	stop := startLedger(ctx, ledger.New(store, store, ledger.Options{Clock: clock}), func(l *ledger.Ledger) {
-		g.Expect(l.Record(ctx, LedgerEntry(job, contractTime))).To(Succeed())
+		g.Expect(l.Record(ctx, paymentjob.LedgerEntry(job, contractTime))).To(Succeed())
 	})
 	stop()
 	var pages paymentsv1alpha1.PaymentLedgerList
@@ -75,10 +77,10 @@ func TestLedgerPageIsReadBackAcrossVersions(t *testing.T) {
 	store = fake.NewClientBuilder().WithScheme(scheme).WithObjects(&page).Build()
 	recreated := contractJob("billing", "pj-7f3a", "invoice-2026-0042")
 	stop = startLedger(ctx, ledger.New(store, store, ledger.Options{Clock: clock}), func(l *ledger.Ledger) {
-		e, found, err := l.Find(ctx, ChargeOf(recreated).Key)
+		e, found, err := l.Find(ctx, paymentjob.ChargeOf(recreated).Key)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(found).To(BeTrue(), "a re-created job must find the outcome recorded by an earlier version")
-		g.Expect(e.Fingerprint).To(Equal(ChargeOf(recreated).Fingerprint))
+		g.Expect(e.Fingerprint).To(Equal(paymentjob.ChargeOf(recreated).Fingerprint))
 		g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
 		g.Expect(e.Charge).To(Equal("pi_3Q0aZk2eZvKYlo2C1x8yT0aB"))
 		g.Expect(e.Provider).To(Equal(*job.Status.Provider))
@@ -149,7 +151,8 @@ func TestJobFieldsOfANewerVersion(t *testing.T) {
 	}
 	store := fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}).WithObjects(job.DeepCopy()).Build()
-	r := &PaymentJobReconciler{
+	r := &engine.Reconciler{
+		Kind: paymentjob.Kind(),
 		Client: interceptor.NewClient(store, interceptor.Funcs{
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 				b, err := patch.Data(obj)
@@ -169,11 +172,11 @@ func TestJobFieldsOfANewerVersion(t *testing.T) {
 	}
 	g.Expect(store.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 
-	g.Expect(r.ensureFinalizer(ctx, job)).To(Succeed())
-	g.Expect(r.writeOutcome(ctx, job, func(j Object) {
-		CompletedStatus(j.(*paymentsv1alpha1.PaymentJob), payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "succeeded", Amount: 2000, Currency: "usd"}, false, contractTime)
+	g.Expect(r.EnsureFinalizer(ctx, job)).To(Succeed())
+	g.Expect(r.WriteOutcome(ctx, job, func(j engine.Object) {
+		paymentjob.CompletedStatus(j.(*paymentsv1alpha1.PaymentJob), payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "succeeded", Amount: 2000, Currency: "usd"}, false, contractTime)
 	})).To(Succeed())
-	g.Expect(r.finish(ctx, job)).To(Succeed())
+	g.Expect(r.Finish(ctx, job)).To(Succeed())
 
 	g.Expect(patches).To(HaveLen(2), "the finalizer and the finish")
 	for _, p := range patches {
@@ -242,9 +245,9 @@ func TestLedgerFieldsOfANewerVersion(t *testing.T) {
 		},
 	})
 	job := contractJob("billing", "invoice-2026-0042", "")
-	CompletedStatus(job, payment.Outcome{ID: "pi_42", Status: "succeeded", Amount: 2000, Currency: "usd"}, false, contractTime)
+	paymentjob.CompletedStatus(job, payment.Outcome{ID: "pi_42", Status: "succeeded", Amount: 2000, Currency: "usd"}, false, contractTime)
 	stop := startLedger(ctx, ledger.New(writer, store, ledger.Options{Clock: clocktesting.NewFakeClock(contractTime)}), func(l *ledger.Ledger) {
-		g.Expect(l.Record(ctx, LedgerEntry(job, contractTime))).To(Succeed())
+		g.Expect(l.Record(ctx, paymentjob.LedgerEntry(job, contractTime))).To(Succeed())
 	})
 	stop()
 

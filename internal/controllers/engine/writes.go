@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"context"
@@ -51,7 +51,7 @@ func (r *Reconciler) recordSuccess(ctx context.Context, job Object, o payment.Ou
 	now := r.Clock.Now()
 	var eventReason, msg string
 	err := r.writeOutcome(ctx, job, func(j Object) {
-		eventReason, msg = completedStatus(j, r.kind().Words(), o, found, now)
+		eventReason, msg = CompletedStatus(j, r.Kind.Words(), o, found, now)
 	})
 	if err != nil {
 		return fmt.Errorf("cannot record the charge outcome: %w", err)
@@ -67,14 +67,14 @@ func (r *Reconciler) recordSuccess(ctx context.Context, job Object, o payment.Ou
 // recordRefusal writes Failed: the provider definitively did not charge.
 func (r *Reconciler) recordRefusal(ctx context.Context, job Object, refusal *payment.Refusal) error {
 	now := metav1.NewTime(r.Clock.Now())
-	msg := payment.CleanMessage(refusal.Message, maxMessageLength)
+	msg := payment.CleanMessage(refusal.Message, MaxMessageLength)
 	reason := refusalReason(refusal)
 	err := r.writeOutcome(ctx, job, func(j Object) {
 		j.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
 		j.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 		j.GetPaymentStatus().Claim = nil
 		j.GetPaymentStatus().CompletedAt = &now
-		setConditions(j, progress{reason: reason, message: "The provider refused the payment; nothing was charged: " + msg})
+		SetConditions(j, Progress{Reason: reason, Message: "The provider refused the payment; nothing was charged: " + msg})
 	})
 	if err != nil {
 		return fmt.Errorf("cannot record the refusal: %w", err)
@@ -92,25 +92,25 @@ func (r *Reconciler) recordRefusal(ctx context.Context, job Object, refusal *pay
 // left of its charge). Nothing was sent, so nothing is recorded in the
 // ledger: an object created again under the key is looked at anew. t and
 // c, when known, record where and what it would have sent.
-func (r *Reconciler) refuseUnsent(ctx context.Context, job Object, t *target, c Request, refusal *payment.Refusal) error {
+func (r *Reconciler) refuseUnsent(ctx context.Context, job Object, t *Target, c Request, refusal *payment.Refusal) error {
 	st := job.GetPaymentStatus()
 	if t != nil {
-		id := t.id
+		id := t.ID
 		st.Provider = &id
 		st.IdempotencyKey = c.Key
 		st.RequestHash = c.Fingerprint
 	}
 	now := metav1.NewTime(r.Clock.Now())
-	msg := payment.CleanMessage(refusal.Message, maxMessageLength)
+	msg := payment.CleanMessage(refusal.Message, MaxMessageLength)
 	reason := refusalReason(refusal)
 	st.Phase = paymentsv1alpha1.PhaseFailed
 	st.Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 	st.CompletedAt = &now
-	setConditions(job, progress{reason: reason, message: "Not sent to the provider: " + msg})
+	SetConditions(job, Progress{Reason: reason, Message: "Not sent to the provider: " + msg})
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		return fmt.Errorf("cannot record the refusal: %w", err)
 	}
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, r.kind().Words().Action, "Not sent to the provider: %s", msg)
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, r.Kind.Words().Action, "Not sent to the provider: %s", msg)
 	log.FromContext(ctx).Info("Refused before any provider call", "reason", reason)
 	return r.finish(ctx, job)
 }
@@ -118,12 +118,12 @@ func (r *Reconciler) refuseUnsent(ctx context.Context, job Object, t *target, c 
 // waitUnsent keeps an object that was never claimed waiting (or stalled)
 // for the reason of p, and looks again after requeue (or its pending
 // recheck).
-func (r *Reconciler) waitUnsent(ctx context.Context, job Object, p progress, requeue time.Duration) (ctrl.Result, error) {
-	if p.stalled {
+func (r *Reconciler) waitUnsent(ctx context.Context, job Object, p Progress, requeue time.Duration) (ctrl.Result, error) {
+	if p.Stalled {
 		return ctrl.Result{RequeueAfter: requeue}, r.stall(ctx, job, p)
 	}
 	if requeue <= 0 {
-		requeue = r.pendingRecheck(job, p.reason, 0)
+		requeue = r.pendingRecheck(job, p.Reason, 0)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, r.setPending(ctx, job, p)
 }
@@ -149,7 +149,7 @@ func (r *Reconciler) writeOutcome(ctx context.Context, job Object, apply func(Ob
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
-			fresh := r.kind().New()
+			fresh := r.Kind.New()
 			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(job), fresh); err != nil {
 				return err
 			}
@@ -185,48 +185,48 @@ var errClaimLost = errors.New("the claim was taken over during the provider call
 func (r *Reconciler) recordUncertain(ctx context.Context, job Object, callErr error) (ctrl.Result, error) {
 	delay := max(r.retryDelay(job), payment.RetryAfter(callErr))
 	msg := payment.CleanMessage(fmt.Sprintf("Attempt %d had an uncertain outcome (%v); retrying in %s with the same idempotency key",
-		job.GetPaymentStatus().Attempts, callErr, delay.Round(time.Millisecond)), maxMessageLength)
-	p := progress{reason: ReasonTransientError, message: msg}
+		job.GetPaymentStatus().Attempts, callErr, delay.Round(time.Millisecond)), MaxMessageLength)
+	p := Progress{Reason: ReasonTransientError, Message: msg}
 	if r.exhausted(job) {
-		p = progress{reason: ReasonRetriesExhausted, message: msg, stalled: true}
+		p = Progress{Reason: ReasonRetriesExhausted, Message: msg, Stalled: true}
 	}
 	log.FromContext(ctx).Info("Provider call failed, will retry", "attempt", job.GetPaymentStatus().Attempts,
 		"retryAfter", delay, "error", callErr.Error())
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.reason, "Charge", "%s", msg)
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Charge", "%s", msg)
 	if err := r.writeProgress(ctx, job, p); err != nil && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, err
 	}
-	return r.retryIn(job, jitter(delay)), nil
+	return r.retryIn(job, Jitter(delay)), nil
 }
 
 // setPending writes phase Pending with the reason, if that changes anything.
-func (r *Reconciler) setPending(ctx context.Context, job Object, p progress) error {
+func (r *Reconciler) setPending(ctx context.Context, job Object, p Progress) error {
 	previous := readyReason(job)
 	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
 	changed, err := r.updateStatusIfChanged(ctx, job, p)
 	if err != nil || !changed {
 		return err
 	}
-	if previous != p.reason {
+	if previous != p.Reason {
 		eventType := corev1.EventTypeNormal
-		if p.stalled || p.reason == ReasonProviderNotFound || p.reason == ReasonProviderNotReady {
+		if p.Stalled || p.Reason == ReasonProviderNotFound || p.Reason == ReasonProviderNotReady {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(job, nil, eventType, p.reason, "Wait", "%s", p.message)
+		r.Recorder.Eventf(job, nil, eventType, p.Reason, "Wait", "%s", p.Message)
 	}
 	return nil
 }
 
 // writeProgress records the progress of a pass in the conditions, if that
 // changes anything.
-func (r *Reconciler) writeProgress(ctx context.Context, job Object, p progress) error {
+func (r *Reconciler) writeProgress(ctx context.Context, job Object, p Progress) error {
 	_, err := r.updateStatusIfChanged(ctx, job, p)
 	return err
 }
 
-func (r *Reconciler) updateStatusIfChanged(ctx context.Context, job Object, p progress) (bool, error) {
+func (r *Reconciler) updateStatusIfChanged(ctx context.Context, job Object, p Progress) (bool, error) {
 	before := job.GetPaymentStatus().DeepCopy()
-	setConditions(job, p)
+	SetConditions(job, p)
 	if equality.Semantic.DeepEqual(before, job.GetPaymentStatus()) && before.Phase == job.GetPaymentStatus().Phase {
 		return false, nil
 	}
@@ -281,6 +281,8 @@ func (r *Reconciler) finish(ctx context.Context, job Object) error {
 		}
 		return fmt.Errorf("cannot mark the payment job finished: %w", err)
 	}
-	r.kind().Finished(ctx, r, job)
+	if r.Collector != nil {
+		r.Collector.Schedule(r.Kind, job)
+	}
 	return nil
 }

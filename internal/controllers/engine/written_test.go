@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package engine
 
 import (
 	"testing"
@@ -93,7 +93,7 @@ func BenchmarkSetConditions(b *testing.B) {
 		paymentsv1alpha1.PhasePending, paymentsv1alpha1.PhaseProcessing,
 		paymentsv1alpha1.PhaseCompleted, paymentsv1alpha1.PhaseFailed,
 	}
-	p := progress{reason: ReasonSucceeded, message: "Charged 2000 usd as pi_3Qx"}
+	p := Progress{Reason: ReasonSucceeded, Message: "Charged 2000 usd as pi_3Qx"}
 	for _, phase := range phases {
 		b.Run(string(phase)+"/fresh", func(b *testing.B) {
 			job := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
@@ -101,16 +101,16 @@ func BenchmarkSetConditions(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				job.Status.Conditions = nil
-				setConditions(job, p)
+				SetConditions(job, p)
 			}
 		})
 		b.Run(string(phase)+"/unchanged", func(b *testing.B) {
 			job := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 			job.Status.Phase = phase
-			setConditions(job, p)
+			SetConditions(job, p)
 			b.ReportAllocs()
 			for b.Loop() {
-				setConditions(job, p)
+				SetConditions(job, p)
 			}
 		})
 	}

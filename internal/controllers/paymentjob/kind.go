@@ -14,91 +14,112 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package paymentjob
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// jobKind is the PaymentJob: a charge.
-type jobKind struct{}
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs/finalizers,verbs=update
 
-var _ Kind = jobKind{}
+// Kind is the PaymentJob: a charge. The engine's Reconciler with this kind
+// charges each PaymentJob at its provider exactly once.
+func Kind() engine.Kind { return kind{} }
 
-func (jobKind) Name() string { return "PaymentJob" }
-
-func (jobKind) Words() Words { return Words{Action: "Charge", Noun: "charge", Done: "Charged"} }
-
-func (jobKind) New() Object { return &paymentsv1alpha1.PaymentJob{} }
-
-func (jobKind) NewList() client.ObjectList { return &paymentsv1alpha1.PaymentJobList{} }
-
-func (jobKind) Terms(obj Object) Terms {
-	job := obj.(*paymentsv1alpha1.PaymentJob)
-	return Terms{
-		Provider:                job.Spec.ProviderRef.Name,
-		Key:                     payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey),
-		Suspend:                 job.Spec.Suspend != nil && *job.Spec.Suspend,
-		BackoffLimit:            job.Spec.BackoffLimit,
-		ActiveDeadlineSeconds:   job.Spec.ActiveDeadlineSeconds,
-		TTLSecondsAfterFinished: job.Spec.TTLSecondsAfterFinished,
-	}
+// kind is the PaymentJob kind.
+type kind struct {
+	engine.Objects[paymentsv1alpha1.PaymentJob, paymentsv1alpha1.PaymentJobList]
 }
 
-func (k jobKind) Key(obj Object, scope string) string {
+func (kind) Name() string { return "PaymentJob" }
+
+func (kind) Words() engine.Words {
+	return engine.Words{Action: "Charge", Noun: "charge", Done: "Charged"}
+}
+
+// Counters are the charge calls by outcome and the replays.
+func (kind) Counters() engine.Counters { return counters }
+
+func (kind) Terms(obj engine.Object) engine.Terms {
+	s := obj.(*paymentsv1alpha1.PaymentJob).Spec
+	return engine.SpecTerms(obj, s.ProviderRef, s.IdempotencyKey, s.Suspend, s.BackoffLimit, s.ActiveDeadlineSeconds, s.TTLSecondsAfterFinished)
+}
+
+func (k kind) Key(obj engine.Object, scope string) string {
 	return payment.ScopedKey(scope, obj.GetNamespace(), k.Terms(obj).Key)
 }
 
-func (jobKind) Request(obj Object, key string) Request {
+func (kind) Request(obj engine.Object, key string) engine.Request {
 	return chargeWithKey(obj.(*paymentsv1alpha1.PaymentJob), key).request()
 }
 
 // Prepare: a charge needs nothing beyond its spec.
-func (jobKind) Prepare(context.Context, *Reconciler, Object) (*progress, *payment.Refusal, error) {
+func (kind) Prepare(context.Context, *engine.Reconciler, engine.Object) (*engine.Progress, *payment.Refusal, error) {
 	return nil, nil, nil
 }
 
-func (jobKind) Calls(t *target, obj Object) Calls {
+func (kind) Calls(t *engine.Target, obj engine.Object) engine.Calls {
 	return chargeCalls{t: t, req: chargeRequest(obj.(*paymentsv1alpha1.PaymentJob))}
 }
 
-func (jobKind) Observe(ctx context.Context, r *Reconciler, obj Object, t *target, req Request) (Observation, error) {
-	return r.observeCharge(obj, t, req), nil
+// Observe looks the job's key up at the provider, batched with other
+// jobs' keys, where the PaymentProvider looks keys up first.
+func (kind) Observe(_ context.Context, r *engine.Reconciler, obj engine.Object, t *engine.Target, req engine.Request) (engine.Observation, error) {
+	return r.ObserveBatched(obj, t, req), nil
 }
 
-func (jobKind) SearchLag(ctx context.Context, r *Reconciler, obj Object, t *target) time.Duration {
-	return r.resolutionLag(ctx, obj, t)
-}
-
-func (jobKind) Watch(r *Reconciler, b *builder.Builder) *builder.Builder {
-	return b.Watches(&paymentsv1alpha1.PaymentProvider{}, handler.EnqueueRequestsFromMapFunc(r.waitingFor))
-}
-
-func (jobKind) Finished(_ context.Context, r *Reconciler, obj Object) {
-	if r.Collector != nil {
-		r.Collector.Schedule(jobKind{}, obj)
+// SearchLag is how long a charge may take to show at the job's provider:
+// its PaymentProvider's spec.lookup.searchLagSeconds, or the default of its
+// kind. A provider that cannot be read (gone) gets Stripe's, the longer one.
+func (k kind) SearchLag(ctx context.Context, r *engine.Reconciler, obj engine.Object, t *engine.Target) time.Duration {
+	var pp *paymentsv1alpha1.PaymentProvider
+	if t != nil {
+		pp = t.PaymentProvider
 	}
+	if pp == nil {
+		var current paymentsv1alpha1.PaymentProvider
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: k.Terms(obj).Provider}, &current); err == nil {
+			pp = &current
+		}
+	}
+	switch {
+	case pp != nil && pp.Spec.Lookup != nil && pp.Spec.Lookup.SearchLagSeconds != nil:
+		return time.Duration(*pp.Spec.Lookup.SearchLagSeconds) * time.Second
+	case pp != nil && pp.Spec.HTTP != nil:
+		return engine.DefaultHTTPSearchLag
+	}
+	return engine.DefaultStripeSearchLag
 }
 
-func (jobKind) Users(ctx context.Context, c client.Reader, provider client.Object) []reconcile.Request {
-	return usersOf(ctx, c, &paymentsv1alpha1.PaymentJobList{}, providerRefIndex, provider, func(obj client.Object) bool {
-		return !terminal(obj.(*paymentsv1alpha1.PaymentJob).Status.Phase)
-	})
-}
+// Watch: a charge watches nothing beyond its jobs and their providers.
+func (kind) Watch(_ *engine.Reconciler, b *builder.Builder) *builder.Builder { return b }
 
-// terminal reports whether phase is final.
-func terminal(phase paymentsv1alpha1.PaymentJobPhase) bool {
-	return phase == paymentsv1alpha1.PhaseCompleted || phase == paymentsv1alpha1.PhaseFailed
+// counters are the charge calls by outcome and the replays, which the
+// engine counts.
+var counters = engine.NewCounters(
+	"paymentjob_charges_total", "Provider charge calls by outcome: succeeded (including replays), declined, invalid, key_reused, transient.",
+	"paymentjob_replays_total", "Charge calls that the provider answered with the saved outcome of an earlier request with the same key.")
+
+// Collectors returns every collector this package registers in
+// controller-runtime's metrics registry.
+func Collectors() []prometheus.Collector { return counters.Collectors() }
+
+func init() {
+	metrics.Registry.MustRegister(Collectors()...)
 }
 
 // Charge is what a job sends to its provider, the same on every attempt.
@@ -114,14 +135,14 @@ type Charge struct {
 }
 
 // request is the engine's view of the charge.
-func (c Charge) request() Request {
-	return Request{Key: c.Key, Fingerprint: c.Fingerprint, Amount: c.Request.Amount, Currency: c.Request.Currency}
+func (c Charge) request() engine.Request {
+	return engine.Request{Key: c.Key, Fingerprint: c.Fingerprint, Amount: c.Request.Amount, Currency: c.Request.Currency}
 }
 
 // ChargeOf derives the charge job sends through the provider it was claimed
 // for (status.provider).
 func ChargeOf(job *paymentsv1alpha1.PaymentJob) Charge {
-	return chargeWithKey(job, keyOf(jobKind{}, job))
+	return chargeWithKey(job, engine.KeyOf(kind{}, job))
 }
 
 // chargeWithKey is the charge job sends under key.
@@ -145,7 +166,7 @@ func chargeRequest(job *paymentsv1alpha1.PaymentJob) payment.ChargeRequest {
 // chargeCalls are a job's provider calls: Charge, and the Looker's Lookup
 // (within the lookup rate limit) and Settle.
 type chargeCalls struct {
-	t   *target
+	t   *engine.Target
 	req payment.ChargeRequest
 }
 
@@ -159,8 +180,8 @@ func (c chargeCalls) CanFind() bool {
 }
 
 func (c chargeCalls) Find(ctx context.Context, key string) ([]payment.Found, error) {
-	if c.t.lookups != nil {
-		return c.t.lookups.lookupNow(ctx, key)
+	if lookups := c.t.Lookups(); lookups != nil {
+		return lookups.LookupNow(ctx, key)
 	}
 	looker, ok := c.t.Provider.(payment.Looker)
 	if !ok {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package paymentprovider
 
 import (
 	"context"
@@ -38,6 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -57,16 +59,16 @@ type EndpointPolicy interface {
 	CheckHost(ctx context.Context, host string) error
 }
 
-// PaymentProviderReconciler reports whether a PaymentProvider can be used:
+// Reconciler reports whether a PaymentProvider can be used:
 // Ready is True when the credentials it references exist, are labelled for
 // the operator and are not empty, its URLs are allowed by the egress policy
 // and its adapter could be built. It keeps the ProviderCache up to date, and
 // keeps ProviderFinalizer on the provider while Processing jobs use it.
-type PaymentProviderReconciler struct {
+type Reconciler struct {
 	// Kinds are the kinds of payments that use providers (PaymentJob,
 	// PaymentRefund): a provider keeps its finalizer while an unfinished
 	// object of one of them uses it.
-	Kinds []Kind
+	Kinds []engine.Kind
 	// Client reads PaymentProviders and PaymentJobs from the cache and
 	// writes providers and their status.
 	Client client.Client
@@ -76,7 +78,7 @@ type PaymentProviderReconciler struct {
 	// APIReader lists jobs uncached before the finalizer comes off.
 	APIReader client.Reader
 	// Adapters is the cache the PaymentJob reconciler resolves providers from.
-	Adapters *ProviderCache
+	Adapters *providercache.ProviderCache
 	// Egress checks the provider's URLs; nil checks nothing here (the
 	// adapters' dialer still enforces its own policy).
 	Egress EndpointPolicy
@@ -93,7 +95,7 @@ type PaymentProviderReconciler struct {
 
 // Reconcile checks the provider's credentials and endpoint, sets its Ready
 // condition and its finalizer.
-func (r *PaymentProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var pp paymentsv1alpha1.PaymentProvider
 	if err := r.Client.Get(ctx, req.NamespacedName, &pp); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -103,7 +105,7 @@ func (r *PaymentProviderReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	if err := r.guard(ctx, &pp); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: jitter(100 * time.Millisecond)}, nil
+			return ctrl.Result{RequeueAfter: engine.Jitter(100 * time.Millisecond)}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -134,40 +136,40 @@ func (r *PaymentProviderReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if !equality.Semantic.DeepEqual(before, &pp.Status) {
 		if err := r.Client.Status().Update(ctx, &pp); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: jitter(100 * time.Millisecond)}, nil
+				return ctrl.Result{RequeueAfter: engine.Jitter(100 * time.Millisecond)}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("cannot update payment provider status: %w", err)
 		}
 	}
-	return ctrl.Result{RequeueAfter: jitter(r.SecretPollInterval)}, nil
+	return ctrl.Result{RequeueAfter: engine.Jitter(r.SecretPollInterval)}, nil
 }
 
 // checkCredentials returns the Ready condition for the provider's endpoint
 // and Secret and refreshes its adapter. It never returns or logs the
 // credential itself.
-func (r *PaymentProviderReconciler) checkCredentials(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (metav1.Condition, error) {
-	if _, err := kindOf(pp.Spec); err != nil {
+func (r *Reconciler) checkCredentials(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) (metav1.Condition, error) {
+	if err := providercache.CheckKind(pp.Spec); err != nil {
 		// The CRD requires exactly one kind; this is an object written
 		// around the schema.
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonInvalidConfiguration, Message: err.Error()}, nil
 	}
 	if refused := r.checkEndpoints(ctx, pp); refused != nil {
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonEndpointRefused,
-			Message: payment.CleanMessage(refused.Error(), maxMessageLength)}, nil
+			Message: payment.CleanMessage(refused.Error(), engine.MaxMessageLength)}, nil
 	}
-	ref := secretRef(pp)
+	ref := providercache.SecretRef(pp)
 	if ref == nil {
 		return r.refresh(pp, "", "No credentials are needed")
 	}
 
-	credential, err := readCredential(ctx, r.SecretReader, pp)
+	credential, err := providercache.ReadCredential(ctx, r.SecretReader, pp)
 	switch {
-	case errors.Is(err, errNoCredentials):
+	case errors.Is(err, providercache.ErrNoCredentials):
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretNotFound, Message: fmt.Sprintf(
 			"Secret %q in namespace %q is not among the Secrets the operator may use: it does not exist, or it lacks the label %s: \"true\" "+
 				"(kubectl label secret %s -n %s %s=true)",
 			ref.Name, pp.Namespace, paymentsv1alpha1.LabelCredentials, ref.Name, pp.Namespace, paymentsv1alpha1.LabelCredentials)}, nil
-	case errors.Is(err, errCredentialKeyMissing):
+	case errors.Is(err, providercache.ErrCredentialKeyMissing):
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretKeyMissing,
 			Message: fmt.Sprintf("Secret %q has no non-empty key %q", ref.Name, ref.Key)}, nil
 	case err != nil:
@@ -179,15 +181,15 @@ func (r *PaymentProviderReconciler) checkCredentials(ctx context.Context, pp *pa
 // checkEndpoints asks the egress policy about every URL of the provider. A
 // host that cannot be resolved is not refused here: the dial fails, and is
 // retried, when a job calls it.
-func (r *PaymentProviderReconciler) checkEndpoints(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) error {
+func (r *Reconciler) checkEndpoints(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) error {
 	if r.Egress == nil {
 		return nil
 	}
-	for _, u := range providerURLs(pp.Spec) {
-		if err := r.Egress.CheckURL(u.field, u.url); err != nil {
+	for _, u := range providercache.ProviderURLs(pp.Spec) {
+		if err := r.Egress.CheckURL(u.Field, u.URL); err != nil {
 			return err
 		}
-		parsed, err := url.Parse(u.url)
+		parsed, err := url.Parse(u.URL)
 		if err != nil {
 			continue
 		}
@@ -196,7 +198,7 @@ func (r *PaymentProviderReconciler) checkEndpoints(ctx context.Context, pp *paym
 			if errors.As(err, &dnsErr) {
 				continue
 			}
-			return fmt.Errorf("%s: %w", u.field, err)
+			return fmt.Errorf("%s: %w", u.Field, err)
 		}
 	}
 	return nil
@@ -204,13 +206,13 @@ func (r *PaymentProviderReconciler) checkEndpoints(ctx context.Context, pp *paym
 
 // refresh rebuilds the provider's adapter if needed and reports whether it
 // could be built.
-func (r *PaymentProviderReconciler) refresh(pp *paymentsv1alpha1.PaymentProvider, credential string, ready string) (metav1.Condition, error) {
+func (r *Reconciler) refresh(pp *paymentsv1alpha1.PaymentProvider, credential string, ready string) (metav1.Condition, error) {
 	if _, err := r.Adapters.Refresh(pp, credential); err != nil {
 		reason := ReasonInvalidConfiguration
-		if errors.Is(err, ErrEndpointRefused) {
+		if errors.Is(err, providercache.ErrEndpointRefused) {
 			reason = ReasonEndpointRefused
 		}
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: payment.CleanMessage(err.Error(), maxMessageLength)}, nil
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: payment.CleanMessage(err.Error(), engine.MaxMessageLength)}, nil
 	}
 	return metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonReady, Message: ready}, nil
 }
@@ -219,7 +221,7 @@ func (r *PaymentProviderReconciler) refresh(pp *paymentsv1alpha1.PaymentProvider
 // Besides its PaymentProviders
 // it watches the labelled Secrets they reference and the PaymentJobs that
 // enter or leave Processing through them.
-func (r *PaymentProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.SecretReader == nil || r.APIReader == nil || r.Adapters == nil || r.Recorder == nil || len(r.Kinds) == 0 {
 		return errors.New("payment provider reconciler needs a client, a secret reader, an API reader, a provider cache, " +
 			"an event recorder and the kinds of payments")
@@ -238,6 +240,6 @@ func (r *PaymentProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // providersOfSecret maps a labelled Secret to the providers that use it.
-func (r *PaymentProviderReconciler) providersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	return usersOf(ctx, r.Client, &paymentsv1alpha1.PaymentProviderList{}, secretRefIndex, o, nil)
+func (r *Reconciler) providersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	return engine.UsersOf(ctx, r.Client, &paymentsv1alpha1.PaymentProviderList{}, engine.SecretRefIndex, o, nil)
 }

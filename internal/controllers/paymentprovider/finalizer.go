@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package paymentprovider
 
 import (
 	"context"
@@ -23,8 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -34,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
 // A PaymentProvider carries ProviderFinalizer while unfinished jobs use it:
@@ -46,22 +45,15 @@ import (
 // off under its claim. The PaymentJob reconciler also adds it before a
 // job's first claim, in case the cache has not shown the job here yet.
 
-const (
-	// providerRefIndex indexes PaymentJobs by the PaymentProvider they use.
-	providerRefIndex = ".spec.providerRef.name"
-	// secretRefIndex indexes PaymentProviders by the Secret they reference.
-	secretRefIndex = ".spec.secretKeyRef.name"
-)
-
 // guard adds or removes the provider's finalizer after the jobs that use it.
-func (r *PaymentProviderReconciler) guard(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) error {
+func (r *Reconciler) guard(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider) error {
 	has := controllerutil.ContainsFinalizer(pp, paymentsv1alpha1.ProviderFinalizer)
 	deleting := !pp.DeletionTimestamp.IsZero()
 	// Being deleted, only the jobs that may have charged hold it.
-	holds := func(j Object) bool {
+	holds := func(j engine.Object) bool {
 		return !deleting || j.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing
 	}
-	inUse, err := jobsUsing(ctx, r.Client, pp, r.Kinds, holds, false, client.MatchingFields{providerRefIndex: pp.Name}, client.UnsafeDisableDeepCopy)
+	inUse, err := jobsUsing(ctx, r.Client, pp, r.Kinds, holds, false, client.MatchingFields{engine.ProviderRefIndex: pp.Name}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return err
 	}
@@ -70,7 +62,7 @@ func (r *PaymentProviderReconciler) guard(ctx context.Context, pp *paymentsv1alp
 		return r.patchFinalizer(ctx, pp, controllerutil.AddFinalizer)
 	case inUse == 0 && has:
 		// The cache may not have seen a job or a claim yet: ask the API server.
-		inUse, err = jobsUsing(ctx, r.APIReader, pp, r.Kinds, holds, true, client.MatchingLabelsSelector{Selector: unfinished()})
+		inUse, err = jobsUsing(ctx, r.APIReader, pp, r.Kinds, holds, true, client.MatchingLabelsSelector{Selector: engine.UnfinishedSelector()})
 		if err != nil || inUse > 0 {
 			return err
 		}
@@ -80,7 +72,7 @@ func (r *PaymentProviderReconciler) guard(ctx context.Context, pp *paymentsv1alp
 	return nil
 }
 
-func (r *PaymentProviderReconciler) patchFinalizer(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider,
+func (r *Reconciler) patchFinalizer(ctx context.Context, pp *paymentsv1alpha1.PaymentProvider,
 	change func(client.Object, string) bool) error {
 	patch := client.MergeFromWithOptions(pp.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	change(pp, paymentsv1alpha1.ProviderFinalizer)
@@ -93,8 +85,8 @@ func (r *PaymentProviderReconciler) patchFinalizer(ctx context.Context, pp *paym
 // jobsUsing counts the unfinished payments (jobs and refunds) in the
 // provider's namespace that reference it and that hold reports, read with
 // reader: the cache, or the API server in pages.
-func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, kinds []Kind,
-	hold func(Object) bool, paged bool, opts ...client.ListOption) (int, error) {
+func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, kinds []engine.Kind,
+	hold func(engine.Object) bool, paged bool, opts ...client.ListOption) (int, error) {
 	n := 0
 	for _, k := range kinds {
 		c, err := kindUsing(ctx, reader, pp, k, hold, paged, opts...)
@@ -107,8 +99,8 @@ func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.P
 }
 
 // kindUsing is jobsUsing for one kind.
-func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, k Kind,
-	hold func(Object) bool, paged bool, opts ...client.ListOption) (int, error) {
+func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, k engine.Kind,
+	hold func(engine.Object) bool, paged bool, opts ...client.ListOption) (int, error) {
 	opts = append(opts, client.InNamespace(pp.Namespace))
 	if paged {
 		opts = append(opts, client.Limit(500))
@@ -120,8 +112,8 @@ func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.P
 			return 0, fmt.Errorf("cannot list the %ss of provider %q: %w", k.Name(), pp.Name, err)
 		}
 		_ = meta.EachListItem(list, func(item runtime.Object) error {
-			if obj, ok := item.(Object); ok && k.Terms(obj).Provider == pp.Name &&
-				!terminal(obj.GetPaymentStatus().Phase) && hold(obj) {
+			if obj, ok := item.(engine.Object); ok && k.Terms(obj).Provider == pp.Name &&
+				!engine.Terminal(obj.GetPaymentStatus().Phase) && hold(obj) {
 				n++
 			}
 			return nil
@@ -134,15 +126,10 @@ func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.P
 	}
 }
 
-// finished reports whether a job has its final outcome.
-func finished(j *paymentsv1alpha1.PaymentJob) bool {
-	return terminal(j.Status.Phase)
-}
-
 // providerOf maps an object of kind k to the PaymentProvider it uses.
-func providerOf(k Kind) handler.MapFunc {
+func providerOf(k engine.Kind) handler.MapFunc {
 	return func(_ context.Context, o client.Object) []reconcile.Request {
-		obj, ok := o.(Object)
+		obj, ok := o.(engine.Object)
 		if !ok {
 			return nil
 		}
@@ -155,75 +142,10 @@ func providerOf(k Kind) handler.MapFunc {
 func usageChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, ok1 := e.ObjectOld.(Object)
-			cur, ok2 := e.ObjectNew.(Object)
+			old, ok1 := e.ObjectOld.(engine.Object)
+			cur, ok2 := e.ObjectNew.(engine.Object)
 			return ok1 && ok2 && old.GetPaymentStatus().Phase != cur.GetPaymentStatus().Phase
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-}
-
-// FieldIndex is one cache index the reconcilers list by.
-type FieldIndex struct {
-	// Object is the kind of object indexed.
-	Object client.Object
-	// Field is the index's name, used with client.MatchingFields.
-	Field string
-	// Extract returns the values an object is indexed under.
-	Extract client.IndexerFunc
-}
-
-// FieldIndexes are the cache indexes both reconcilers list by: jobs by the
-// provider they use, providers by the Secret they reference. IndexFields
-// registers them with a manager; a test's fake client takes them with
-// WithIndex.
-func FieldIndexes() []FieldIndex {
-	return []FieldIndex{
-		{Object: &paymentsv1alpha1.PaymentJob{}, Field: providerRefIndex, Extract: func(o client.Object) []string {
-			return []string{o.(*paymentsv1alpha1.PaymentJob).Spec.ProviderRef.Name}
-		}},
-		{Object: &paymentsv1alpha1.PaymentRefund{}, Field: providerRefIndex, Extract: func(o client.Object) []string {
-			return []string{o.(*paymentsv1alpha1.PaymentRefund).Spec.ProviderRef.Name}
-		}},
-		{Object: &paymentsv1alpha1.PaymentRefund{}, Field: paymentJobRefIndex, Extract: func(o client.Object) []string {
-			return []string{o.(*paymentsv1alpha1.PaymentRefund).Spec.PaymentJobRef.Name}
-		}},
-		{Object: &paymentsv1alpha1.PaymentProvider{}, Field: secretRefIndex, Extract: func(o client.Object) []string {
-			if ref := secretRef(o.(*paymentsv1alpha1.PaymentProvider)); ref != nil {
-				return []string{ref.Name}
-			}
-			return nil
-		}},
-	}
-}
-
-// IndexFields registers FieldIndexes with the manager's cache. Call it once
-// per manager, before setting up the reconcilers.
-func IndexFields(mgr ctrl.Manager) error {
-	for _, ix := range FieldIndexes() {
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), ix.Object, ix.Field, ix.Extract); err != nil {
-			return fmt.Errorf("cannot index %T by %s: %w", ix.Object, ix.Field, err)
-		}
-	}
-	return nil
-}
-
-// usersOf maps o to the objects of list's kind in its namespace whose field
-// index names it (jobs by their provider, providers by their Secret), those
-// keep accepts (nil keeps all). A failed List is logged and maps to nothing;
-// the objects' own requeues bring them back.
-func usersOf(ctx context.Context, c client.Reader, list client.ObjectList, index string, o client.Object,
-	keep func(client.Object) bool) []reconcile.Request {
-	if err := c.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "Cannot list the objects that use this one", "object", klog.KObj(o), "index", index)
-		return nil
-	}
-	var reqs []reconcile.Request
-	_ = meta.EachListItem(list, func(item runtime.Object) error {
-		if obj, ok := item.(client.Object); ok && (keep == nil || keep(obj)) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-		}
-		return nil
-	})
-	return reqs
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package paymentrefund
 
 import (
 	"context"
@@ -30,17 +30,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// refundKind is the PaymentRefund: money given back from a PaymentJob's
-// charge, at the account that holds the charge, never more than is left.
-type refundKind struct{}
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds/finalizers,verbs=update
 
-var _ Kind = refundKind{}
+// Kind is the PaymentRefund: money given back from a PaymentJob's charge, at
+// the account that holds the charge, never more than is left.
+func Kind() engine.Kind { return kind{} }
 
-// paymentJobRefIndex indexes PaymentRefunds by the PaymentJob they refund.
-const paymentJobRefIndex = ".spec.paymentJobRef.name"
+// kind is the PaymentRefund kind.
+type kind struct {
+	engine.Objects[paymentsv1alpha1.PaymentRefund, paymentsv1alpha1.PaymentRefundList]
+}
 
 // Reasons of a PaymentRefund's conditions and events, beyond the engine's.
 const (
@@ -67,33 +73,15 @@ const (
 // other refunds of the same charge in flight, looks again without an event.
 const refundRecheck = 30 * time.Second
 
-func (refundKind) Name() string { return "PaymentRefund" }
+func (kind) Name() string { return "PaymentRefund" }
 
-func (refundKind) Words() Words { return Words{Action: "Refund", Noun: "refund", Done: "Refunded"} }
-
-func (refundKind) New() Object { return &paymentsv1alpha1.PaymentRefund{} }
-
-func (refundKind) NewList() client.ObjectList { return &paymentsv1alpha1.PaymentRefundList{} }
-
-func (refundKind) Terms(obj Object) Terms {
-	rf := obj.(*paymentsv1alpha1.PaymentRefund)
-	return Terms{
-		Provider:                rf.Spec.ProviderRef.Name,
-		Key:                     payment.EffectiveKey(rf.Name, rf.Spec.IdempotencyKey),
-		Suspend:                 rf.Spec.Suspend != nil && *rf.Spec.Suspend,
-		BackoffLimit:            rf.Spec.BackoffLimit,
-		ActiveDeadlineSeconds:   rf.Spec.ActiveDeadlineSeconds,
-		TTLSecondsAfterFinished: rf.Spec.TTLSecondsAfterFinished,
-	}
+func (kind) Words() engine.Words {
+	return engine.Words{Action: "Refund", Noun: "refund", Done: "Refunded"}
 }
 
-func (k refundKind) Key(obj Object, scope string) string {
-	return payment.RefundKey(scope, obj.GetNamespace(), k.Terms(obj).Key)
-}
-
-func (refundKind) Request(obj Object, key string) Request {
+func (kind) Request(obj engine.Object, key string) engine.Request {
 	req := refundRequest(obj.(*paymentsv1alpha1.PaymentRefund))
-	return Request{Key: key, Fingerprint: payment.RefundHash(key, req), Amount: req.Amount, Currency: req.Currency}
+	return engine.Request{Key: key, Fingerprint: payment.RefundHash(key, req), Amount: req.Amount, Currency: req.Currency}
 }
 
 // refundRequest is what the refund sends: spec.amount, or the whole charge
@@ -110,6 +98,15 @@ func refundRequest(rf *paymentsv1alpha1.PaymentRefund) payment.RefundRequest {
 	return req
 }
 
+func (kind) Terms(obj engine.Object) engine.Terms {
+	s := obj.(*paymentsv1alpha1.PaymentRefund).Spec
+	return engine.SpecTerms(obj, s.ProviderRef, s.IdempotencyKey, s.Suspend, s.BackoffLimit, s.ActiveDeadlineSeconds, s.TTLSecondsAfterFinished)
+}
+
+func (k kind) Key(obj engine.Object, scope string) string {
+	return payment.RefundKey(scope, obj.GetNamespace(), k.Terms(obj).Key)
+}
+
 // Prepare finds the charge the refund gives money back from: the
 // PaymentJob's, read from the API server (a finished job is out of the
 // cache), or, once the job is gone, the ledger's entry under the job's key
@@ -117,36 +114,36 @@ func refundRequest(rf *paymentsv1alpha1.PaymentRefund) payment.RefundRequest {
 // not Completed, fails a refund of a job that failed or of more than was
 // charged, and stalls one whose charge was made at another account than
 // the refund's provider reaches.
-func (k refundKind) Prepare(ctx context.Context, r *Reconciler, obj Object) (*progress, *payment.Refusal, error) {
+func (k kind) Prepare(ctx context.Context, r *engine.Reconciler, obj engine.Object) (*engine.Progress, *payment.Refusal, error) {
 	rf := obj.(*paymentsv1alpha1.PaymentRefund)
 	ref := rf.Spec.PaymentJobRef
 	ch, books, wait, refuse, err := k.findCharge(ctx, r, rf)
 	if err != nil || wait != nil || refuse != nil {
 		return wait, refuse, err
 	}
-	t, waiting, err := r.resolveProvider(ctx, obj)
+	t, waiting, err := r.ResolveProvider(ctx, obj)
 	if err != nil || waiting != nil {
 		return waiting, nil, err
 	}
 	name := rf.Spec.ProviderRef.Name
 	if _, ok := t.Provider.(payment.Refunder); !ok || !refundsConfigured(t) {
-		return &progress{reason: ReasonRefundsUnsupported, stalled: true, message: fmt.Sprintf(
+		return &engine.Progress{Reason: ReasonRefundsUnsupported, Stalled: true, Message: fmt.Sprintf(
 			"PaymentProvider %q cannot refund: an http provider needs spec.http.refundURL and spec.http.lookupURL", name)}, nil, nil
 	}
 	if books != nil {
-		if same, why := sameBooks(*books, t.id, t.identity.accountsOnly); !same {
-			return &progress{reason: ReasonProviderChanged, stalled: true, message: payment.CleanMessage(fmt.Sprintf(
+		if same, why := providercache.SameBooks(*books, t.ID, t.AccountsOnly()); !same {
+			return &engine.Progress{Reason: engine.ReasonProviderChanged, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 				"Not refunding: PaymentJob %q was charged at %s, and PaymentProvider %q reaches %s: %s. A refund is only "+
-					"sent to the account that holds the charge", ref.Name, describeBooks(*books), name, describeBooks(t.id), why),
-				maxMessageLength)}, nil, nil
+					"sent to the account that holds the charge", ref.Name, providercache.DescribeBooks(*books), name, providercache.DescribeBooks(t.ID), why),
+				engine.MaxMessageLength)}, nil, nil
 		}
 	}
 	if ch.Amount == 0 {
 		// The ledger names the charge, not its amount: the provider does.
 		book, err := lookupBook(ctx, t, ch.ID)
 		if err != nil {
-			return &progress{reason: ReasonLookupFailed, message: payment.CleanMessage(fmt.Sprintf(
-				"Cannot read charge %s at the provider, so not refunding yet: %v", ch.ID, err), maxMessageLength)}, nil, nil
+			return &engine.Progress{Reason: engine.ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
+				"Cannot read charge %s at the provider, so not refunding yet: %v", ch.ID, err), engine.MaxMessageLength)}, nil, nil
 		}
 		ch.Amount, ch.Currency = book.Charge.Amount, book.Charge.Currency
 	}
@@ -160,8 +157,8 @@ func (k refundKind) Prepare(ctx context.Context, r *Reconciler, obj Object) (*pr
 
 // findCharge finds the refunded charge and where it was made (books, nil
 // when unknown), or says why the refund waits or fails.
-func (refundKind) findCharge(ctx context.Context, r *Reconciler, rf *paymentsv1alpha1.PaymentRefund) (
-	ch *paymentsv1alpha1.RefundedCharge, books *paymentsv1alpha1.ProviderIdentity, wait *progress, refuse *payment.Refusal, err error) {
+func (kind) findCharge(ctx context.Context, r *engine.Reconciler, rf *paymentsv1alpha1.PaymentRefund) (
+	ch *paymentsv1alpha1.RefundedCharge, books *paymentsv1alpha1.ProviderIdentity, wait *engine.Progress, refuse *payment.Refusal, err error) {
 	ref := rf.Spec.PaymentJobRef
 	reader := r.APIReader
 	if reader == nil {
@@ -171,12 +168,12 @@ func (refundKind) findCharge(ctx context.Context, r *Reconciler, rf *paymentsv1a
 	err = reader.Get(ctx, types.NamespacedName{Namespace: rf.Namespace, Name: ref.Name}, &job)
 	switch {
 	case apierrors.IsNotFound(err):
-		return refundKind{}.chargeFromLedger(ctx, r, rf)
+		return kind{}.chargeFromLedger(ctx, r, rf)
 	case err != nil:
 		return nil, nil, nil, nil, fmt.Errorf("cannot get PaymentJob %q: %w", ref.Name, err)
 	}
 	if ref.IdempotencyKey != "" && ref.IdempotencyKey != payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey) {
-		return nil, nil, &progress{reason: ReasonPaymentMismatch, stalled: true, message: fmt.Sprintf(
+		return nil, nil, &engine.Progress{Reason: ReasonPaymentMismatch, Stalled: true, Message: fmt.Sprintf(
 			"spec.paymentJobRef.idempotencyKey %q is not the key of PaymentJob %q; not refunding another payment",
 			ref.IdempotencyKey, ref.Name)}, nil, nil
 	}
@@ -186,12 +183,12 @@ func (refundKind) findCharge(ctx context.Context, r *Reconciler, rf *paymentsv1a
 			Message: fmt.Sprintf("PaymentJob %q failed: nothing was charged, so nothing is refunded", ref.Name)}, nil
 	case paymentsv1alpha1.PhaseCompleted:
 	default:
-		return nil, nil, &progress{reason: ReasonPaymentNotCompleted, message: fmt.Sprintf(
+		return nil, nil, &engine.Progress{Reason: ReasonPaymentNotCompleted, Message: fmt.Sprintf(
 			"Waiting for PaymentJob %q to be Completed (it is %s)", ref.Name, phaseOrNew(job.Status.Phase))}, nil, nil
 	}
 	resp := job.Status.ProviderResponse
 	if resp == nil || resp.ID == "" {
-		return nil, nil, &progress{reason: ReasonPaymentNotCompleted, stalled: true, message: fmt.Sprintf(
+		return nil, nil, &engine.Progress{Reason: ReasonPaymentNotCompleted, Stalled: true, Message: fmt.Sprintf(
 			"PaymentJob %q is Completed without a charge id; the refund cannot name the charge", ref.Name)}, nil, nil
 	}
 	ch = &paymentsv1alpha1.RefundedCharge{ID: resp.ID, IdempotencyKey: job.Status.IdempotencyKey, Amount: resp.Amount, Currency: resp.Currency}
@@ -204,10 +201,10 @@ func (refundKind) findCharge(ctx context.Context, r *Reconciler, rf *paymentsv1a
 // chargeFromLedger finds the charge of a PaymentJob that is gone in the
 // ledger, under the key the job sent: spec.paymentJobRef.idempotencyKey or
 // its name, scoped like the job's by the provider's key scope.
-func (refundKind) chargeFromLedger(ctx context.Context, r *Reconciler, rf *paymentsv1alpha1.PaymentRefund) (
-	*paymentsv1alpha1.RefundedCharge, *paymentsv1alpha1.ProviderIdentity, *progress, *payment.Refusal, error) {
+func (kind) chargeFromLedger(ctx context.Context, r *engine.Reconciler, rf *paymentsv1alpha1.PaymentRefund) (
+	*paymentsv1alpha1.RefundedCharge, *paymentsv1alpha1.ProviderIdentity, *engine.Progress, *payment.Refusal, error) {
 	ref := rf.Spec.PaymentJobRef
-	missing := &progress{reason: ReasonPaymentNotFound, message: fmt.Sprintf(
+	missing := &engine.Progress{Reason: ReasonPaymentNotFound, Message: fmt.Sprintf(
 		"PaymentJob %q does not exist and the operator's ledger holds no payment under its key; "+
 			"waiting for it (if it is gone, set spec.paymentJobRef.idempotencyKey to its key)", ref.Name)}
 	if r.Ledger == nil {
@@ -216,7 +213,7 @@ func (refundKind) chargeFromLedger(ctx context.Context, r *Reconciler, rf *payme
 	var pp paymentsv1alpha1.PaymentProvider
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: rf.Namespace, Name: rf.Spec.ProviderRef.Name}, &pp); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, &progress{reason: ReasonProviderNotFound, message: fmt.Sprintf(
+			return nil, nil, &engine.Progress{Reason: engine.ReasonProviderNotFound, Message: fmt.Sprintf(
 				"PaymentProvider %q not found in namespace %q", rf.Spec.ProviderRef.Name, rf.Namespace)}, nil, nil
 		}
 		return nil, nil, nil, nil, err
@@ -246,23 +243,23 @@ func phaseOrNew(p paymentsv1alpha1.PaymentJobPhase) string {
 
 // refundsConfigured reports whether t's PaymentProvider has what refunds
 // need: for an http provider, a refund and a lookup endpoint.
-func refundsConfigured(t *target) bool {
-	pp := t.provider
+func refundsConfigured(t *engine.Target) bool {
+	pp := t.PaymentProvider
 	return pp == nil || pp.Spec.HTTP == nil || (pp.Spec.HTTP.RefundURL != "" && pp.Spec.HTTP.LookupURL != "")
 }
 
 // lookupBook reads what the provider holds on charge, within t's timeout.
-func lookupBook(ctx context.Context, t *target, charge string) (payment.RefundBook, error) {
+func lookupBook(ctx context.Context, t *engine.Target, charge string) (payment.RefundBook, error) {
 	refunder, ok := t.Provider.(payment.Refunder)
 	if !ok {
 		return payment.RefundBook{}, errors.New("the provider cannot refund")
 	}
-	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	callCtx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	return refunder.LookupRefunds(callCtx, charge)
 }
 
-func (refundKind) Calls(t *target, obj Object) Calls {
+func (kind) Calls(t *engine.Target, obj engine.Object) engine.Calls {
 	refunder, _ := t.Provider.(payment.Refunder)
 	return refundCalls{refunder: refunder, req: refundRequest(obj.(*paymentsv1alpha1.PaymentRefund))}
 }
@@ -271,51 +268,51 @@ func (refundKind) Calls(t *target, obj Object) Calls {
 // search lag): what it holds under the refund's key, and whether the amount
 // still fits in what is left of the charge, counting the refunds of other
 // keys at the provider and the sibling PaymentRefunds in flight.
-func (k refundKind) Observe(ctx context.Context, r *Reconciler, obj Object, t *target, req Request) (Observation, error) {
+func (k kind) Observe(ctx context.Context, r *engine.Reconciler, obj engine.Object, t *engine.Target, req engine.Request) (engine.Observation, error) {
 	rf := obj.(*paymentsv1alpha1.PaymentRefund)
 	ch := rf.Status.Charge
 	if ch == nil {
-		return Observation{}, errors.New("the refunded charge is not known yet")
+		return engine.Observation{}, errors.New("the refunded charge is not known yet")
 	}
 	book, err := lookupBook(ctx, t, ch.ID)
 	if err != nil {
-		return Observation{Err: err}, nil
+		return engine.Observation{Err: err}, nil
 	}
 	mine := book.Refunds[req.Key]
 	for _, f := range mine {
 		if f.State != payment.StateNotCharged {
 			// Made already: recorded or settled, never sent again.
-			return Observation{Found: mine}, nil
+			return engine.Observation{Found: mine}, nil
 		}
 	}
 	if book.Charge.State != "" && book.Charge.State != payment.StateSucceeded {
-		return Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonChargeNotRefundable,
+		return engine.Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonChargeNotRefundable,
 			Message: fmt.Sprintf("charge %s is %s at the provider; only a succeeded charge is refunded", ch.ID, book.Charge.Status)}}, nil
 	}
 	left := ch.Amount - book.Refunded
 	if req.Amount > left {
-		return Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonRefundExceedsCharge,
+		return engine.Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonRefundExceedsCharge,
 			Message: fmt.Sprintf("%d %s is more than what is left of charge %s: %d of %d (the provider holds %d in refunds)",
 				req.Amount, req.Currency, ch.ID, max(left, 0), ch.Amount, book.Refunded)}}, nil
 	}
 	inFlight, names, err := k.inFlight(ctx, r, rf, book)
 	if err != nil {
-		return Observation{}, err
+		return engine.Observation{}, err
 	}
 	if req.Amount > left-inFlight {
-		return Observation{Requeue: jitter(refundRecheck), Wait: &progress{reason: ReasonRefundsInFlight,
-			message: fmt.Sprintf("%d %s fits in what is left of charge %s (%d) only if the refunds in flight (%s: %d) fail; "+
+		return engine.Observation{Requeue: engine.Jitter(refundRecheck), Wait: &engine.Progress{Reason: ReasonRefundsInFlight,
+			Message: fmt.Sprintf("%d %s fits in what is left of charge %s (%d) only if the refunds in flight (%s: %d) fail; "+
 				"waiting for them", req.Amount, req.Currency, ch.ID, left, names, inFlight)}}, nil
 	}
-	return Observation{Found: mine}, nil
+	return engine.Observation{Found: mine}, nil
 }
 
 // inFlight sums the sibling PaymentRefunds of the same PaymentJob that were
 // claimed (money may move) and that the provider does not list yet.
-func (refundKind) inFlight(ctx context.Context, r *Reconciler, rf *paymentsv1alpha1.PaymentRefund, book payment.RefundBook) (int64, string, error) {
+func (kind) inFlight(ctx context.Context, r *engine.Reconciler, rf *paymentsv1alpha1.PaymentRefund, book payment.RefundBook) (int64, string, error) {
 	var siblings paymentsv1alpha1.PaymentRefundList
 	if err := r.Client.List(ctx, &siblings, client.InNamespace(rf.Namespace),
-		client.MatchingFields{paymentJobRefIndex: rf.Spec.PaymentJobRef.Name}); err != nil {
+		client.MatchingFields{engine.PaymentJobRefIndex: rf.Spec.PaymentJobRef.Name}); err != nil {
 		return 0, "", fmt.Errorf("cannot list the refunds of PaymentJob %q: %w", rf.Spec.PaymentJobRef.Name, err)
 	}
 	var sum int64
@@ -338,33 +335,20 @@ func (refundKind) inFlight(ctx context.Context, r *Reconciler, rf *paymentsv1alp
 	return sum, names, nil
 }
 
-func (refundKind) SearchLag(context.Context, *Reconciler, Object, *target) time.Duration {
+func (kind) SearchLag(context.Context, *engine.Reconciler, engine.Object, *engine.Target) time.Duration {
 	// A charge's refunds are listed exactly, with no search index.
 	return 0
 }
 
-func (refundKind) Watch(r *Reconciler, b *builder.Builder) *builder.Builder {
-	return b.
-		Watches(&paymentsv1alpha1.PaymentProvider{}, handler.EnqueueRequestsFromMapFunc(r.waitingFor)).
-		Watches(&paymentsv1alpha1.PaymentJob{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return usersOf(ctx, r.Client, &paymentsv1alpha1.PaymentRefundList{}, paymentJobRefIndex, o, unfinishedRefund)
-		}))
+// Watch brings a refund back when the PaymentJob it refunds changes (it
+// waits for the job to be Completed).
+func (kind) Watch(r *engine.Reconciler, b *builder.Builder) *builder.Builder {
+	return b.Watches(&paymentsv1alpha1.PaymentJob{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return engine.UsersOf(ctx, r.Client, &paymentsv1alpha1.PaymentRefundList{}, engine.PaymentJobRefIndex, o, engine.Unfinished)
+	}))
 }
 
-func (refundKind) Finished(_ context.Context, r *Reconciler, obj Object) {
-	if r.Collector != nil {
-		r.Collector.Schedule(refundKind{}, obj)
-	}
-}
-
-func (refundKind) Users(ctx context.Context, c client.Reader, provider client.Object) []reconcile.Request {
-	return usersOf(ctx, c, &paymentsv1alpha1.PaymentRefundList{}, providerRefIndex, provider, unfinishedRefund)
-}
-
-// unfinishedRefund keeps the refunds that are not final.
-func unfinishedRefund(obj client.Object) bool {
-	return !terminal(obj.(*paymentsv1alpha1.PaymentRefund).Status.Phase)
-}
+func (kind) Counters() engine.Counters { return counters }
 
 // refundCalls are a refund's provider calls.
 type refundCalls struct {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package paymentrefund
 
 import (
 	"context"
@@ -28,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -43,9 +45,9 @@ const (
 	DefaultRefundWatchPeriod = 30 * 24 * time.Hour
 )
 
-// ReasonRefundFailedAfterSuccess: a refund the provider reported succeeded
-// later failed there; the money did not go back. The PaymentRefund is set
-// Failed with this reason.
+// ReasonRefundFailedAfterSuccess is the reason of a refund the provider
+// reported succeeded that later failed there; the money did not go back.
+// The PaymentRefund is set Failed with this reason.
 const ReasonRefundFailedAfterSuccess = "RefundFailedAfterSuccess"
 
 // RefundWatch reads the Completed PaymentRefunds again at their providers,
@@ -58,7 +60,7 @@ const ReasonRefundFailedAfterSuccess = "RefundFailedAfterSuccess"
 // never calls the provider but to read.
 type RefundWatch struct {
 	// Refunds is the PaymentRefund reconciler.
-	Refunds *Reconciler
+	Refunds *engine.Reconciler
 	// Reader lists the finished refunds (the API server).
 	Reader client.Reader
 	// Interval is the time between two rounds; DefaultRefundRecheckInterval
@@ -71,7 +73,7 @@ type RefundWatch struct {
 	Namespaces []string
 }
 
-// NeedLeaderElection: only the leader writes what it finds.
+// NeedLeaderElection is true: only the leader writes what it finds.
 func (w *RefundWatch) NeedLeaderElection() bool { return true }
 
 // Start reads the refunds every Interval until ctx is done.
@@ -104,7 +106,7 @@ func (w *RefundWatch) Round(ctx context.Context) error {
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
-	var errs []error
+	errs := make([]error, 0, len(namespaces))
 	for _, ns := range namespaces {
 		errs = append(errs, w.roundIn(ctx, ns))
 	}
@@ -124,7 +126,7 @@ func (w *RefundWatch) roundIn(ctx context.Context, ns string) error {
 	for {
 		var list paymentsv1alpha1.PaymentRefundList
 		if err := w.Reader.List(ctx, &list, client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished},
-			client.Limit(ttlSweepPage), client.Continue(cont)); err != nil {
+			client.Limit(engine.FinishedListPage), client.Continue(cont)); err != nil {
 			return fmt.Errorf("cannot list the finished refunds: %w", err)
 		}
 		books := map[string]payment.RefundBook{}
@@ -150,14 +152,14 @@ func (w *RefundWatch) check(ctx context.Context, rf *paymentsv1alpha1.PaymentRef
 	charge := rf.Status.Charge.ID
 	book, ok := books[charge]
 	if !ok {
-		t, waiting, err := r.resolveProvider(ctx, rf)
+		t, waiting, err := r.ResolveProvider(ctx, rf)
 		if err != nil || waiting != nil {
 			// Not readable now (the provider is gone or not ready): the
 			// next round tries again.
 			return err
 		}
 		if rf.Status.Provider != nil {
-			if same, _ := sameBooks(*rf.Status.Provider, t.id, t.identity.accountsOnly); !same {
+			if same, _ := providercache.SameBooks(*rf.Status.Provider, t.ID, t.AccountsOnly()); !same {
 				return nil
 			}
 		}
@@ -181,14 +183,14 @@ func (w *RefundWatch) failed(ctx context.Context, rf *paymentsv1alpha1.PaymentRe
 	r := w.Refunds
 	msg := payment.CleanMessage(fmt.Sprintf("The provider reports refund %s %s after it succeeded: the %d %s did not go back "+
 		"to the customer. Check it at the provider; refund again with a new PaymentRefund if it is still owed",
-		f.ID, f.Status, f.Amount, f.Currency), maxMessageLength)
+		f.ID, f.Status, f.Amount, f.Currency), engine.MaxMessageLength)
 	now := metav1.NewTime(r.Clock.Now())
 	st := &rf.Status.PaymentStatus
 	st.Phase = paymentsv1alpha1.PhaseFailed
 	st.Failure = &paymentsv1alpha1.Failure{Reason: ReasonRefundFailedAfterSuccess, Message: msg}
-	st.ProviderResponse.Status = payment.Bound(f.Status, maxShortLength)
+	st.ProviderResponse.Status = payment.Bound(f.Status, engine.MaxShortLength)
 	st.CompletedAt = &now
-	setConditions(rf, progress{reason: ReasonRefundFailedAfterSuccess, message: msg, stalled: true})
+	engine.SetConditions(rf, engine.Progress{Reason: ReasonRefundFailedAfterSuccess, Message: msg, Stalled: true})
 	if err := r.Client.Status().Update(ctx, rf); err != nil {
 		return fmt.Errorf("cannot record that refund %s failed: %w", f.ID, err)
 	}

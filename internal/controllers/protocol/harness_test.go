@@ -45,7 +45,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
@@ -81,7 +84,7 @@ const (
 )
 
 var (
-	backoff = controller.Backoff{Initial: time.Second, Max: 5 * time.Minute}
+	backoff = engine.Backoff{Initial: time.Second, Max: 5 * time.Minute}
 	// start is the fake clock's time when a row begins. It lies in the past
 	// on purpose: the Ready condition's lastTransitionTime comes from the
 	// wall clock (meta.SetStatusCondition), and pendingRecheck measures the
@@ -227,21 +230,21 @@ func backoffLimit(n int32) func(*paymentsv1alpha1.PaymentJob) {
 }
 
 // claimed is a job that holder claimed ago, its first attempt, as the
-// reconciler's claim write sets it (controller.ClaimStatus).
+// reconciler's claim write sets it (paymentjob.ClaimStatus).
 func claimed(holder string, ago time.Duration) func(*paymentsv1alpha1.PaymentJob) {
 	return func(j *paymentsv1alpha1.PaymentJob) {
 		withFinalizer(j)
 		j.Status.Provider = sentTo()
-		controller.ClaimStatus(j, controller.ChargeOf(j), holder, start.Add(-ago), lease, controller.ReasonClaimed)
+		paymentjob.ClaimStatus(j, paymentjob.ChargeOf(j), holder, start.Add(-ago), lease, engine.ReasonClaimed)
 	}
 }
 
 // completedEarlier is a job whose charge was recorded a minute ago, as the
-// outcome write sets it (controller.CompletedStatus); its finalizer is
+// outcome write sets it (paymentjob.CompletedStatus); its finalizer is
 // still there, as if the process died before the finishing write.
 func completedEarlier(j *paymentsv1alpha1.PaymentJob) {
 	claimed(me, 2*time.Minute)(j)
-	controller.CompletedStatus(j, chargeOutcome(false), false, start.Add(-time.Minute))
+	paymentjob.CompletedStatus(j, chargeOutcome(false), false, start.Add(-time.Minute))
 }
 
 // finished is what the finishing write leaves: the label, no finalizer.
@@ -283,7 +286,7 @@ func newProvider(s providerState) *paymentsv1alpha1.PaymentProvider {
 			Finalizers: []string{paymentsv1alpha1.ProviderFinalizer}},
 		Spec: paymentsv1alpha1.PaymentProviderSpec{HTTP: &paymentsv1alpha1.HTTPProvider{URL: endpoint}},
 		Status: paymentsv1alpha1.PaymentProviderStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{
-			Type: paymentsv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: controller.ReasonReady,
+			Type: paymentsv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: paymentprovider.ReasonReady,
 			Message: "Ready", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(start.Add(-time.Hour)),
 		}}},
 	}
@@ -292,7 +295,7 @@ func newProvider(s providerState) *paymentsv1alpha1.PaymentProvider {
 		pp.Finalizers = nil
 	case providerNotReady:
 		pp.Status.Conditions[0].Status = metav1.ConditionFalse
-		pp.Status.Conditions[0].Reason = controller.ReasonSecretNotFound
+		pp.Status.Conditions[0].Reason = paymentprovider.ReasonSecretNotFound
 		pp.Status.Conditions[0].Message = `Secret "payments-token" not found`
 	case providerDeleting:
 		pp.DeletionTimestamp = ptr.To(metav1.NewTime(start.Add(-time.Second)))
@@ -309,9 +312,9 @@ type world struct {
 	clock    *clocktesting.FakeClock
 	recorder *events.FakeRecorder
 	provider *fakeProvider
-	r        *controller.Reconciler
+	r        *engine.Reconciler
 	// kind and key are the object the reconciler is asked about.
-	kind controller.Kind
+	kind engine.Kind
 	key  types.NamespacedName
 	// guarded are the provider calls that must follow a claim write.
 	guarded []string
@@ -323,7 +326,7 @@ type world struct {
 
 // setup is what a world is made of.
 type setup struct {
-	kind controller.Kind
+	kind engine.Kind
 	key  types.NamespacedName
 	// objects are in the API server before the first pass.
 	objects []client.Object
@@ -341,7 +344,7 @@ func newWorld(t *testing.T, tt row) *world {
 	if pp := newProvider(tt.provider); pp != nil {
 		objs = append(objs, pp)
 	}
-	return build(t, setup{kind: controller.PaymentJobKind(), key: jobKey, objects: objs, ledger: tt.ledger,
+	return build(t, setup{kind: paymentjob.Kind(), key: jobKey, objects: objs, ledger: tt.ledger,
 		answers: tt.answers, settle: tt.settle, guarded: []string{"charge", "settle"},
 		adapter: func(p *fakeProvider) payment.Provider {
 			if tt.looker {
@@ -370,25 +373,26 @@ func build(t *testing.T, s setup) *world {
 		guarded:  s.guarded,
 	}
 	w.provider = &fakeProvider{answers: s.answers, settle: s.settle, note: w.note}
-	// The manager's cache indexes (controller.FieldIndexes): the refund
+	// The manager's cache indexes (engine.FieldIndexes): the refund
 	// kind lists a payment's refunds by them, and the PaymentProvider
 	// watch's mapping lists its users.
 	b := fake.NewClientBuilder().
 		WithScheme(scheme).
 		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}, &paymentsv1alpha1.PaymentRefund{},
 			&paymentsv1alpha1.PaymentProvider{})
-	for _, ix := range controller.FieldIndexes() {
+	for _, ix := range engine.FieldIndexes() {
 		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
 	}
 	w.store = b.WithObjects(s.objects...).Build()
-	providers := &controller.ProviderCache{
+	providers := &providercache.ProviderCache{
 		SecretReader: w.store,
 		Clock:        w.clock,
 		Build: func(paymentsv1alpha1.PaymentProviderSpec, string) (payment.Provider, error) {
 			return s.adapter(w.provider), nil
 		},
 	}
-	w.r = &controller.Reconciler{
+	w.r = &engine.Reconciler{
+		Kind:            s.kind,
 		Client:          interceptor.NewClient(w.store, w.interceptors()),
 		Recorder:        w.recorder,
 		Providers:       providers,
@@ -526,7 +530,7 @@ func outcomeOf(err error, gone bool) string {
 // describeStatus names a status write by the object's phase and Ready
 // reason.
 func describeStatus(sub string, obj client.Object) string {
-	o, ok := obj.(controller.Object)
+	o, ok := obj.(engine.Object)
 	if !ok {
 		return sub + ": " + kindOf(obj)
 	}
@@ -572,7 +576,7 @@ func kindOf(obj client.Object) string {
 	return fmt.Sprintf("%T", obj)
 }
 
-func readyReason(obj controller.Object) string {
+func readyReason(obj engine.Object) string {
 	if c := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady); c != nil {
 		return c.Reason
 	}
@@ -592,7 +596,7 @@ func (w *world) job() *paymentsv1alpha1.PaymentJob {
 }
 
 // subject reads the stored object the world reconciles.
-func (w *world) subject() controller.Object {
+func (w *world) subject() engine.Object {
 	obj := w.kind.New()
 	if err := w.store.Get(context.Background(), w.key, obj); err != nil {
 		panic(fmt.Sprintf("cannot read the %s: %v", w.kind.Name(), err))
@@ -615,7 +619,7 @@ func claimedBy(holder, reason string) func(w *world) {
 		if job.Status.Provider == nil {
 			job.Status.Provider = sentTo()
 		}
-		controller.ClaimStatus(job, controller.ChargeOf(job), holder, w.clock.Now(), lease, reason)
+		paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), holder, w.clock.Now(), lease, reason)
 		must(w.store.Status().Update(context.Background(), job))
 	}
 }
@@ -766,7 +770,7 @@ func (p lookingProvider) Settle(_ context.Context, key, _ string) (payment.Outco
 	return p.play(call{what: "settle", key: key}, []answer{p.settle})
 }
 
-// fakeLedger is a controller.OutcomeLedger in memory.
+// fakeLedger is a engine.OutcomeLedger in memory.
 type fakeLedger struct {
 	state ledgerState
 	note  func(string)
@@ -816,7 +820,7 @@ func (l *fakeLedger) Record(_ context.Context, e ledger.Entry) error {
 // ledgerEntry is the ledger's record of the world's job, paid a day ago,
 // for a request with fingerprint (the job's own when empty).
 func ledgerEntry(fingerprint string) ledger.Entry {
-	c := controller.ChargeOf(newJob())
+	c := paymentjob.ChargeOf(newJob())
 	if fingerprint == "" {
 		fingerprint = c.Fingerprint
 	}

@@ -30,7 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
@@ -233,7 +234,7 @@ var theTable = []row{
 	{
 		name: "claim race lost to another replica: no charge; then its claim is waited out",
 		job:  newJob(), answers: []answer{succeeded},
-		steps: []step{claimConflict(claimedBy(other, controller.ReasonClaimed)), waitOutClaim},
+		steps: []step{claimConflict(claimedBy(other, engine.ReasonClaimed)), waitOutClaim},
 		final: final{phase: processing, ready: "Claimed"},
 	},
 	{
@@ -545,7 +546,7 @@ func claimConflict(meanwhile func(*world)) step {
 // that follows the provider's answer (write) with a conflict, and nothing
 // more is written; a quiet requeue, no error.
 func claimTakenOverBefore(write string) step {
-	return step{faults: []fault{{on: write, err: conflict, meanwhile: claimedBy(other, controller.ReasonClaimTakenOver)}},
+	return step{faults: []fault{{on: write, err: conflict, meanwhile: claimedBy(other, engine.ReasonClaimTakenOver)}},
 		effects: claimAndCharge.then(write + " (conflict)"), requeue: afterConflict}
 }
 
@@ -651,7 +652,7 @@ func chargesUnderClaim(effects, guarded []string) error {
 // checkInvariants checks what holds for every row: each charge sends the
 // job's key and request, and Failed follows a definitive refusal only.
 func checkInvariants(g Gomega, w *world, tt row) {
-	c := controller.ChargeOf(tt.job)
+	c := paymentjob.ChargeOf(tt.job)
 	for i, call := range w.provider.callsNamed("charge") {
 		g.Expect(call.key).To(Equal(c.Key), "charge %d: idempotency key", i+1)
 		g.Expect(call.req).To(Equal(c.Request), "charge %d: request", i+1)
@@ -660,7 +661,7 @@ func checkInvariants(g Gomega, w *world, tt row) {
 	if err := w.store.Get(context.Background(), jobKey, job); err != nil || job.Status.Phase != failed {
 		return
 	}
-	if readyReason(job) == controller.ReasonResolved {
+	if readyReason(job) == engine.ReasonResolved {
 		// A person's word, not a provider answer.
 		return
 	}

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
@@ -280,10 +280,9 @@ func newRefundWorld(t *testing.T, tt refundRow) *world {
 	for _, s := range tt.siblings {
 		objs = append(objs, s.DeepCopy())
 	}
-	w := build(t, setup{kind: controller.PaymentRefundKind(), key: refundKey, objects: objs, ledger: tt.ledger,
+	w := build(t, setup{kind: paymentrefund.Kind(), key: refundKey, objects: objs, ledger: tt.ledger,
 		answers: tt.answers, settle: tt.settle, guarded: []string{"refund"},
 		adapter: func(p *fakeProvider) payment.Provider { return refundingProvider{fakeProvider: p, books: tt.books} }})
-	w.r.Kind = controller.PaymentRefundKind()
 	w.r.APIReader = w.r.Client
 	return w
 }

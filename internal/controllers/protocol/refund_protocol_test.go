@@ -26,7 +26,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controller"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
@@ -405,7 +407,7 @@ func TestRefundProtocol(t *testing.T) {
 
 // refusedUnsent are the reasons the refund kind fails a refund with before
 // any provider call, on what it read.
-var refusedUnsent = []string{payment.ReasonRefundExceedsCharge, payment.ReasonChargeNotRefundable, controller.ReasonPaymentFailed}
+var refusedUnsent = []string{payment.ReasonRefundExceedsCharge, payment.ReasonChargeNotRefundable, paymentrefund.ReasonPaymentFailed}
 
 // checkRefundInvariants checks what holds for every refund row: each call
 // sends the refund's key and request for the refunded charge, the claimed
@@ -429,10 +431,10 @@ func checkRefundInvariants(g Gomega, w *world, tt refundRow) {
 	st := rf.GetPaymentStatus()
 	if st.Attempts > 0 {
 		g.Expect(rf.(*paymentsv1alpha1.PaymentRefund).Status.Charge).To(Equal(&paymentsv1alpha1.RefundedCharge{
-			ID: charge, IdempotencyKey: controller.ChargeOf(newJob()).Key, Amount: amount, Currency: currency,
+			ID: charge, IdempotencyKey: paymentjob.ChargeOf(newJob()).Key, Amount: amount, Currency: currency,
 		}), "status.charge, recorded with the claim")
 	}
-	if st.Phase != failed || readyReason(rf) == controller.ReasonResolved {
+	if st.Phase != failed || readyReason(rf) == engine.ReasonResolved {
 		return
 	}
 	sent := w.provider.callsNamed("refund", "settle")

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package ttl
 
 import (
 	"context"
@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=delete
@@ -53,20 +54,21 @@ import (
 type FinishedJobCollector struct {
 	// Kinds are the kinds whose finished objects are swept (PaymentJob,
 	// PaymentRefund).
-	Kinds []Kind
+	Kinds []engine.Kind
 	// Client deletes jobs.
 	Client client.Client
 	// Reader lists finished jobs from the API server: they are not cached.
 	Reader client.Reader
 	// Ledger must hold a job's outcome before the job is deleted.
-	Ledger OutcomeLedger
+	Ledger engine.OutcomeLedger
 	// DefaultTTL applies to jobs without spec.ttlSecondsAfterFinished;
 	// negative keeps them.
 	DefaultTTL time.Duration
 	// SweepInterval is the time between sweeps; an hour when zero.
 	SweepInterval time.Duration
-	// Namespaces, if any, restrict the sweep to them, as CacheOptions
-	// restricts the manager; empty sweeps every namespace.
+	// Namespaces, if any, restrict the sweep to them, as
+	// engine.CacheOptions restricts the manager; empty sweeps every
+	// namespace.
 	Namespaces []string
 	// Clock is the time source of deadlines.
 	Clock clock.WithTicker
@@ -80,18 +82,15 @@ type FinishedJobCollector struct {
 type dueJob struct {
 	name types.NamespacedName
 	uid  types.UID
-	kind Kind
+	kind engine.Kind
 	key  string
 	at   time.Time
 }
 
-// ttlSweepPage is how many finished jobs one list request returns.
-const ttlSweepPage = 500
-
 // ttlOf is how long after it finished the job is kept, and false if it is
 // kept for good.
-func (c *FinishedJobCollector) ttlOf(k Kind, job Object) (time.Duration, bool) {
-	if job.GetPaymentStatus().CompletedAt == nil || fromLedger(job) {
+func (c *FinishedJobCollector) ttlOf(k engine.Kind, job engine.Object) (time.Duration, bool) {
+	if job.GetPaymentStatus().CompletedAt == nil || engine.FromLedger(job) {
 		return 0, false
 	}
 	if s := k.Terms(job).TTLSecondsAfterFinished; s != nil {
@@ -101,14 +100,14 @@ func (c *FinishedJobCollector) ttlOf(k Kind, job Object) (time.Duration, bool) {
 }
 
 // Schedule remembers a job that was just finished, if it has a TTL.
-func (c *FinishedJobCollector) Schedule(k Kind, job Object) {
+func (c *FinishedJobCollector) Schedule(k engine.Kind, job engine.Object) {
 	ttl, ok := c.ttlOf(k, job)
 	if !ok {
 		return
 	}
 	c.remember(dueJob{
 		name: client.ObjectKeyFromObject(job), uid: job.GetUID(), kind: k,
-		key: keyOf(k, job), at: job.GetPaymentStatus().CompletedAt.Add(ttl),
+		key: engine.KeyOf(k, job), at: job.GetPaymentStatus().CompletedAt.Add(ttl),
 	})
 	select {
 	case c.wakeup() <- struct{}{}:
@@ -222,7 +221,7 @@ func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
 		if err := c.Reader.Get(ctx, d.name, obj); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if obj.GetUID() != d.uid || !terminal(obj.GetPaymentStatus().Phase) {
+		if obj.GetUID() != d.uid || !engine.Terminal(obj.GetPaymentStatus().Phase) {
 			return nil
 		}
 		if err := c.record(ctx, d.kind, obj); err != nil {
@@ -245,18 +244,18 @@ func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
 }
 
 // record stores a finished job's outcome in the ledger unless it is there.
-func (c *FinishedJobCollector) record(ctx context.Context, k Kind, job Object) error {
+func (c *FinishedJobCollector) record(ctx context.Context, k engine.Kind, job engine.Object) error {
 	if c.Ledger == nil {
 		return errors.New("no outcome ledger: finished jobs are kept")
 	}
-	key := keyOf(k, job)
-	if !terminal(job.GetPaymentStatus().Phase) || fromLedger(job) || c.Ledger.Has(key) {
+	key := engine.KeyOf(k, job)
+	if !engine.Terminal(job.GetPaymentStatus().Phase) || engine.FromLedger(job) || c.Ledger.Has(key) {
 		// An unfinished job has no outcome to record: recording it would
 		// write a Completed entry without a charge, and the first entry
 		// of a key wins.
 		return nil
 	}
-	return c.Ledger.Record(ctx, ledgerEntry(job, k.Request(job, key), job.GetCreationTimestamp().Time))
+	return c.Ledger.Record(ctx, engine.LedgerEntry(job, k.Request(job, key), job.GetCreationTimestamp().Time))
 }
 
 // sweep reads every finished job, a page at a time: it records in the ledger
@@ -283,18 +282,18 @@ func (c *FinishedJobCollector) sweepNamespace(ctx context.Context, ns string) er
 }
 
 // sweepKind is sweepNamespace for the objects of one kind.
-func (c *FinishedJobCollector) sweepKind(ctx context.Context, ns string, k Kind) error {
+func (c *FinishedJobCollector) sweepKind(ctx context.Context, ns string, k engine.Kind) error {
 	cont := ""
 	for {
 		list := k.NewList()
 		err := c.Reader.List(ctx, list, client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished},
-			client.Limit(ttlSweepPage), client.Continue(cont))
+			client.Limit(engine.FinishedListPage), client.Continue(cont))
 		if err != nil {
 			return fmt.Errorf("cannot list finished %ss: %w", k.Name(), err)
 		}
-		var items []Object
+		var items []engine.Object
 		_ = meta.EachListItem(list, func(o runtime.Object) error {
-			items = append(items, o.(Object))
+			items = append(items, o.(engine.Object))
 			return nil
 		})
 		var wg sync.WaitGroup
@@ -309,7 +308,7 @@ func (c *FinishedJobCollector) sweepKind(ctx context.Context, ns string, k Kind)
 			if errs[i] != nil || !ok {
 				continue
 			}
-			d := dueJob{name: client.ObjectKeyFromObject(job), uid: job.GetUID(), kind: k, key: keyOf(k, job),
+			d := dueJob{name: client.ObjectKeyFromObject(job), uid: job.GetUID(), kind: k, key: engine.KeyOf(k, job),
 				at: job.GetPaymentStatus().CompletedAt.Add(ttl)}
 			if d.at.After(now) {
 				c.remember(d)

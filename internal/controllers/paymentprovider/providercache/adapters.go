@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package providercache
 
 import (
 	"errors"
@@ -39,8 +39,8 @@ var ErrEndpointRefused = errors.New("endpoint refused by the egress policy")
 func NewAdapterFactory(policy *egress.Policy) AdapterFactory {
 	httpClient := policy.HTTPClient()
 	return func(spec paymentsv1alpha1.PaymentProviderSpec, credential string) (payment.Provider, error) {
-		for _, u := range providerURLs(spec) {
-			if err := policy.CheckURL(u.field, u.url); err != nil {
+		for _, u := range ProviderURLs(spec) {
+			if err := policy.CheckURL(u.Field, u.URL); err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrEndpointRefused, err)
 			}
 		}

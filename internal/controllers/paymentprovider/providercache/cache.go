@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package providercache
 
 import (
 	"context"
@@ -35,18 +35,6 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// ProviderResolver turns a ready PaymentProvider into the payment.Provider
-// that charges through it and the rate limit it shares. ProviderCache is the
-// one the manager uses.
-type ProviderResolver interface {
-	// Resolve returns the adapter of a ready provider.
-	Resolve(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (Resolved, error)
-	// Kept returns the adapter last used for the provider with uid, after
-	// the provider or its credentials are gone, for the jobs that were
-	// Processing through it.
-	Kept(uid types.UID) (Resolved, bool)
-}
-
 // Resolved is a provider ready to charge, with the rate limit that all the
 // jobs using it share.
 type Resolved struct {
@@ -57,7 +45,7 @@ type Resolved struct {
 
 	// lookups batches the provider's lookups; nil when it cannot look
 	// charges up (it is not a payment.Looker).
-	lookups *lookupBatcher
+	lookups *LookupBatcher
 	// lookupFirst says every job is looked up before its first charge.
 	lookupFirst bool
 	// identity names where the provider sends keys.
@@ -70,103 +58,33 @@ type Resolved struct {
 // providers that name one, the account behind its credentials. The account
 // is asked once per provider configuration; a failure is not remembered.
 func (r Resolved) Identity(ctx context.Context) (paymentsv1alpha1.ProviderIdentity, error) {
-	return r.identityWithin(ctx, 0)
+	return r.IdentityWithin(ctx, 0)
 }
 
-// identityWithin is Identity with a bound on the account request, when one
+// IdentityWithin is Identity with a bound on the account request, when one
 // is needed; zero leaves ctx's deadline alone.
-func (r Resolved) identityWithin(ctx context.Context, timeout time.Duration) (paymentsv1alpha1.ProviderIdentity, error) {
+func (r Resolved) IdentityWithin(ctx context.Context, timeout time.Duration) (paymentsv1alpha1.ProviderIdentity, error) {
 	if r.identity == nil {
 		return paymentsv1alpha1.ProviderIdentity{}, errors.New("the provider has no identity")
 	}
 	return r.identity.get(ctx, r.Provider, timeout)
 }
 
-// identity memoizes the account a provider configuration reaches.
-type identity struct {
-	mu    sync.Mutex
-	known bool
-	id    paymentsv1alpha1.ProviderIdentity
-	// accountsOnly: the account alone names where money moves (Stripe),
-	// so the endpoint may change (a proxy) as long as the account does not.
-	accountsOnly bool
-}
+// AccountsOnly reports whether the account alone names where the provider
+// moves money (Stripe), whatever its endpoint: see SameProvider and
+// SameBooks.
+func (r Resolved) AccountsOnly() bool { return r.identity.accountsOnly }
 
-func (i *identity) get(ctx context.Context, p payment.Provider, timeout time.Duration) (paymentsv1alpha1.ProviderIdentity, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.known {
-		return i.id, nil
-	}
-	if idf, ok := p.(payment.Identifier); ok {
-		if timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
-		}
-		account, err := idf.Account(ctx)
-		if err != nil {
-			return paymentsv1alpha1.ProviderIdentity{}, fmt.Errorf("cannot identify the provider's account: %w", err)
-		}
-		i.id.Account = payment.Bound(account, 255)
-	}
-	i.known = true
-	return i.id, nil
-}
+// Lookups batches the provider's lookups; nil when it cannot look charges
+// up (it is not a payment.Looker).
+func (r Resolved) Lookups() *LookupBatcher { return r.lookups }
 
-// sameProvider reports whether a payment recorded as sent to recorded may
-// go on at current, and if not, why.
-func sameProvider(recorded, current paymentsv1alpha1.ProviderIdentity, accountsOnly bool) (bool, string) {
-	switch {
-	case recorded.UID != current.UID:
-		return false, fmt.Sprintf("the PaymentProvider object was replaced (uid %s, now %s)", recorded.UID, current.UID)
-	case recorded.Account != current.Account && (recorded.Account != "" || !accountsOnly):
-		return false, fmt.Sprintf("the account changed from %q to %q", recorded.Account, current.Account)
-	case recorded.Endpoint != current.Endpoint && (!accountsOnly || recorded.Account == ""):
-		return false, fmt.Sprintf("the endpoint changed from %q to %q", recorded.Endpoint, current.Endpoint)
-	case recorded.Mode != "" && recorded.Mode != current.Mode:
-		return false, fmt.Sprintf("the mode changed from %s to %s", recorded.Mode, describeMode(current.Mode))
-	}
-	return true, ""
-}
+// LookupFirst reports whether every job is looked up before its first
+// charge (spec.lookup.policy).
+func (r Resolved) LookupFirst() bool { return r.lookupFirst }
 
-// sameBooks reports whether a payment the ledger recorded as made at
-// recorded was made where current charges now, and if not, why. Unlike
-// sameProvider it does not compare the PaymentProvider object, which the
-// ledger outlives (a namespace re-created from Git has new objects): only
-// where the money moved, the account and its mode for providers that name
-// one, the endpoint for the others. An entry recorded before modes were
-// recorded matches either mode.
-func sameBooks(recorded, current paymentsv1alpha1.ProviderIdentity, accountsOnly bool) (bool, string) {
-	switch {
-	case accountsOnly && recorded.Account != "":
-		if recorded.Account != current.Account {
-			return false, fmt.Sprintf("the account changed from %q to %q", recorded.Account, current.Account)
-		}
-	case recorded.Endpoint != current.Endpoint:
-		return false, fmt.Sprintf("the endpoint changed from %q to %q", recorded.Endpoint, current.Endpoint)
-	}
-	if recorded.Mode != "" && recorded.Mode != current.Mode {
-		return false, fmt.Sprintf("the mode changed from %s to %s", recorded.Mode, describeMode(current.Mode))
-	}
-	return true, ""
-}
-
-// describeMode names a mode for a message.
-func describeMode(mode string) string {
-	if mode == "" {
-		return "unknown"
-	}
-	return mode
-}
-
-// modeOf is the mode a kind's credential reaches, "" when it cannot tell.
-func modeOf(kind *providerKind, credential string) string {
-	if kind.mode == nil {
-		return ""
-	}
-	return kind.mode(credential)
-}
+// SpecTimeout is the provider's spec.timeoutSeconds; zero when unset.
+func (r Resolved) SpecTimeout() time.Duration { return r.timeout }
 
 // AdapterFactory builds the payment.Provider for a PaymentProvider's spec and
 // the credential read from its Secret ("" when it references none).
@@ -220,7 +138,7 @@ func (c *ProviderCache) Resolve(ctx context.Context, pp *paymentsv1alpha1.Paymen
 	if current {
 		return e.resolved, nil
 	}
-	credential, err := readCredential(ctx, c.SecretReader, pp)
+	credential, err := ReadCredential(ctx, c.SecretReader, pp)
 	if err != nil {
 		return Resolved{}, err
 	}
@@ -250,7 +168,7 @@ func (c *ProviderCache) Refresh(pp *paymentsv1alpha1.PaymentProvider, credential
 		return Resolved{}, err
 	}
 	if kind.secretRef(pp.Spec) != nil && credential == "" {
-		return Resolved{}, errNoCredentials
+		return Resolved{}, ErrNoCredentials
 	}
 	hash := configHash(pp.Spec, credential)
 

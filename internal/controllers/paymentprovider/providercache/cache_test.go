@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package providercache
 
 import (
 	"context"
@@ -25,7 +25,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,7 +89,7 @@ func TestProviderCacheRebuildsOnGenerationOrSecretChange(t *testing.T) {
 	g.Expect(credentials).To(Equal([]string{"sk_test_a", "sk_test_b", "sk_test_b"}))
 
 	_, err = cache.Refresh(pp, "")
-	g.Expect(err).To(MatchError(errNoCredentials))
+	g.Expect(err).To(MatchError(ErrNoCredentials))
 
 	// Deleted and created again under the same name: a new UID, a new
 	// entry, and the old one is gone.
@@ -144,15 +143,15 @@ func TestReadCredential(t *testing.T) {
 		wantErr error
 	}{
 		{name: "labelled with a value", objects: []client.Object{secret(true, "sk_test_a")}, want: "sk_test_a"},
-		{name: "missing", wantErr: errNoCredentials},
-		{name: "not labelled for the operator", objects: []client.Object{secret(false, "sk_test_a")}, wantErr: errNoCredentials},
-		{name: "labelled, the key empty", objects: []client.Object{secret(true, "")}, wantErr: errCredentialKeyMissing},
+		{name: "missing", wantErr: ErrNoCredentials},
+		{name: "not labelled for the operator", objects: []client.Object{secret(false, "sk_test_a")}, wantErr: ErrNoCredentials},
+		{name: "labelled, the key empty", objects: []client.Object{secret(true, "")}, wantErr: ErrCredentialKeyMissing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			reader := fake.NewClientBuilder().WithObjects(tt.objects...).Build()
-			got, err := readCredential(context.Background(), reader, pp)
+			got, err := ReadCredential(context.Background(), reader, pp)
 			if tt.wantErr != nil {
 				g.Expect(err).To(MatchError(tt.wantErr))
 				g.Expect(got).To(BeEmpty())
@@ -166,7 +165,7 @@ func TestReadCredential(t *testing.T) {
 	g := NewWithT(t)
 	none := &paymentsv1alpha1.PaymentProvider{Spec: paymentsv1alpha1.PaymentProviderSpec{
 		HTTP: &paymentsv1alpha1.HTTPProvider{URL: "https://pay.example.com/charges"}}}
-	got, err := readCredential(context.Background(), fake.NewClientBuilder().Build(), none)
+	got, err := ReadCredential(context.Background(), fake.NewClientBuilder().Build(), none)
 	g.Expect(err).NotTo(HaveOccurred(), "a provider without a secretKeyRef needs no Secret")
 	g.Expect(got).To(BeEmpty())
 }
@@ -179,45 +178,12 @@ func TestProviderKinds(t *testing.T) {
 
 	g.Expect(endpointOf(stripeSpec)).To(Equal("https://stripe.example.com"))
 	g.Expect(endpointOf(paymentsv1alpha1.PaymentProviderSpec{Stripe: &paymentsv1alpha1.StripeProvider{}})).To(Equal(stripe.DefaultAPIBase))
-	g.Expect(providerURLs(httpSpec)).To(Equal([]providerURL{
+	g.Expect(ProviderURLs(httpSpec)).To(Equal([]ProviderURL{
 		{"spec.http.url", "https://pay.example.com/charges"}, {"spec.http.lookupURL", "https://pay.example.com/lookup"}}))
 
 	for _, spec := range []paymentsv1alpha1.PaymentProviderSpec{{}, {Stripe: stripeSpec.Stripe, HTTP: httpSpec.HTTP}} {
 		_, err := kindOf(spec)
 		g.Expect(err).To(MatchError(errNoKind), "none or both kinds: an object written around the CRD")
-		g.Expect(providerURLs(spec)).To(BeEmpty())
+		g.Expect(ProviderURLs(spec)).To(BeEmpty())
 	}
-}
-
-func TestUsersOfMapsByIndexAndFilter(t *testing.T) {
-	g := NewWithT(t)
-	job := func(name, provider string, phase paymentsv1alpha1.PaymentJobPhase) *paymentsv1alpha1.PaymentJob {
-		return &paymentsv1alpha1.PaymentJob{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: name},
-			Spec:       paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: provider}},
-			Status:     paymentsv1alpha1.PaymentJobStatus{PaymentStatus: paymentsv1alpha1.PaymentStatus{Phase: phase}},
-		}
-	}
-	scheme := runtime.NewScheme()
-	g.Expect(paymentsv1alpha1.AddToScheme(scheme)).To(Succeed())
-	b := fake.NewClientBuilder().WithScheme(scheme)
-	for _, ix := range FieldIndexes() {
-		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
-	}
-	c := b.WithObjects(job("waiting", "stripe", paymentsv1alpha1.PhasePending), job("charging", "stripe", paymentsv1alpha1.PhaseProcessing),
-		job("paid", "stripe", paymentsv1alpha1.PhaseCompleted), job("elsewhere", "other", paymentsv1alpha1.PhasePending)).
-		Build()
-	r := &PaymentJobReconciler{Client: c}
-	provider := &paymentsv1alpha1.PaymentProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: "stripe"}}
-
-	reqs := r.waitingFor(context.Background(), provider)
-	names := make([]string, 0, len(reqs))
-	for _, req := range reqs {
-		g.Expect(req.Namespace).To(Equal("billing"))
-		names = append(names, req.Name)
-	}
-	g.Expect(names).To(ConsistOf("waiting", "charging"), "the unfinished jobs of this provider only")
-
-	all := usersOf(context.Background(), c, &paymentsv1alpha1.PaymentJobList{}, providerRefIndex, provider, nil)
-	g.Expect(all).To(HaveLen(3), "nil keeps every job that names the provider")
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package providercache
 
 import (
 	"context"
@@ -48,7 +48,7 @@ type providerKind struct {
 	secretRef func(spec paymentsv1alpha1.PaymentProviderSpec) *paymentsv1alpha1.SecretKeyReference
 	// urls lists the URLs the adapter calls; the first is the endpoint
 	// recorded in a job's status.provider.
-	urls func(spec paymentsv1alpha1.PaymentProviderSpec) []providerURL
+	urls func(spec paymentsv1alpha1.PaymentProviderSpec) []ProviderURL
 	// accountsOnly says the provider names the account behind its
 	// credentials, which then identifies it whatever its endpoint.
 	accountsOnly bool
@@ -59,8 +59,8 @@ type providerKind struct {
 	build func(spec paymentsv1alpha1.PaymentProviderSpec, credential string, httpClient *http.Client) (payment.Provider, error)
 }
 
-// providerURL is one URL of a provider's spec and the field it is in.
-type providerURL struct{ field, url string }
+// ProviderURL is one URL of a provider's spec and the field it is in.
+type ProviderURL struct{ Field, URL string }
 
 // providerKinds are the kinds of PaymentProvider the operator can charge
 // through; the CRD allows exactly one of their fields.
@@ -71,12 +71,12 @@ var providerKinds = []providerKind{
 		secretRef: func(spec paymentsv1alpha1.PaymentProviderSpec) *paymentsv1alpha1.SecretKeyReference {
 			return &spec.Stripe.SecretKeyRef
 		},
-		urls: func(spec paymentsv1alpha1.PaymentProviderSpec) []providerURL {
+		urls: func(spec paymentsv1alpha1.PaymentProviderSpec) []ProviderURL {
 			base := stripe.DefaultAPIBase
 			if spec.Stripe.APIBase != "" {
 				base = strings.TrimSuffix(spec.Stripe.APIBase, "/")
 			}
-			return []providerURL{{"spec.stripe.apiBase", base}}
+			return []ProviderURL{{"spec.stripe.apiBase", base}}
 		},
 		accountsOnly: true,
 		mode:         stripe.Mode,
@@ -90,13 +90,13 @@ var providerKinds = []providerKind{
 		secretRef: func(spec paymentsv1alpha1.PaymentProviderSpec) *paymentsv1alpha1.SecretKeyReference {
 			return spec.HTTP.SecretKeyRef
 		},
-		urls: func(spec paymentsv1alpha1.PaymentProviderSpec) []providerURL {
-			urls := []providerURL{{"spec.http.url", spec.HTTP.URL}}
+		urls: func(spec paymentsv1alpha1.PaymentProviderSpec) []ProviderURL {
+			urls := []ProviderURL{{"spec.http.url", spec.HTTP.URL}}
 			if spec.HTTP.LookupURL != "" {
-				urls = append(urls, providerURL{"spec.http.lookupURL", spec.HTTP.LookupURL})
+				urls = append(urls, ProviderURL{"spec.http.lookupURL", spec.HTTP.LookupURL})
 			}
 			if spec.HTTP.RefundURL != "" {
-				urls = append(urls, providerURL{"spec.http.refundURL", spec.HTTP.RefundURL})
+				urls = append(urls, ProviderURL{"spec.http.refundURL", spec.HTTP.RefundURL})
 			}
 			return urls
 		},
@@ -128,9 +128,16 @@ func kindOf(spec paymentsv1alpha1.PaymentProviderSpec) (*providerKind, error) {
 	return found, nil
 }
 
-// providerURLs lists the URLs a provider's adapter calls; none for a spec
+// CheckKind refuses a spec that sets none or several of the kinds' fields:
+// an object written around the CRD's schema.
+func CheckKind(spec paymentsv1alpha1.PaymentProviderSpec) error {
+	_, err := kindOf(spec)
+	return err
+}
+
+// ProviderURLs lists the URLs a provider's adapter calls; none for a spec
 // of no kind.
-func providerURLs(spec paymentsv1alpha1.PaymentProviderSpec) []providerURL {
+func ProviderURLs(spec paymentsv1alpha1.PaymentProviderSpec) []ProviderURL {
 	kind, err := kindOf(spec)
 	if err != nil {
 		return nil
@@ -140,14 +147,14 @@ func providerURLs(spec paymentsv1alpha1.PaymentProviderSpec) []providerURL {
 
 // endpointOf is where a provider sends its charge requests.
 func endpointOf(spec paymentsv1alpha1.PaymentProviderSpec) string {
-	if urls := providerURLs(spec); len(urls) > 0 {
-		return urls[0].url
+	if urls := ProviderURLs(spec); len(urls) > 0 {
+		return urls[0].URL
 	}
 	return ""
 }
 
-// secretRef is the Secret key a provider's credential is read from, or nil.
-func secretRef(pp *paymentsv1alpha1.PaymentProvider) *paymentsv1alpha1.SecretKeyReference {
+// SecretRef is the Secret key a provider's credential is read from, or nil.
+func SecretRef(pp *paymentsv1alpha1.PaymentProvider) *paymentsv1alpha1.SecretKeyReference {
 	kind, err := kindOf(pp.Spec)
 	if err != nil {
 		return nil
@@ -158,20 +165,20 @@ func secretRef(pp *paymentsv1alpha1.PaymentProvider) *paymentsv1alpha1.SecretKey
 // Why a provider's credential cannot be read; the PaymentProvider
 // reconciler reports the details in its Ready condition.
 var (
-	// errNoCredentials: the Secret does not exist, or lacks the label
+	// ErrNoCredentials: the Secret does not exist, or lacks the label
 	// LabelCredentials=true (it was not marked for the operator).
-	errNoCredentials = errors.New("the provider's credentials are not available")
-	// errCredentialKeyMissing: the Secret has no non-empty value at the
+	ErrNoCredentials = errors.New("the provider's credentials are not available")
+	// ErrCredentialKeyMissing: the Secret has no non-empty value at the
 	// referenced key.
-	errCredentialKeyMissing = errors.New("the provider's Secret has no non-empty value at its key")
+	ErrCredentialKeyMissing = errors.New("the provider's Secret has no non-empty value at its key")
 )
 
-// readCredential reads a provider's credential from its Secret through
+// ReadCredential reads a provider's credential from its Secret through
 // reader (the cache of labelled Secrets): "" for a provider that needs
 // none. A Secret without the label is treated as absent, even if reader
 // returned it. It is the one place a credential is read.
-func readCredential(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider) (string, error) {
-	ref := secretRef(pp)
+func ReadCredential(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider) (string, error) {
+	ref := SecretRef(pp)
 	if ref == nil {
 		return "", nil
 	}
@@ -179,11 +186,11 @@ func readCredential(ctx context.Context, reader client.Reader, pp *paymentsv1alp
 	err := reader.Get(ctx, types.NamespacedName{Namespace: pp.Namespace, Name: ref.Name}, &secret)
 	switch {
 	case apierrors.IsNotFound(err), err == nil && secret.Labels[paymentsv1alpha1.LabelCredentials] != "true":
-		return "", errNoCredentials
+		return "", ErrNoCredentials
 	case err != nil:
 		return "", fmt.Errorf("cannot get secret %q: %w", ref.Name, err)
 	case len(secret.Data[ref.Key]) == 0:
-		return "", errCredentialKeyMissing
+		return "", ErrCredentialKeyMissing
 	}
 	return string(secret.Data[ref.Key]), nil
 }

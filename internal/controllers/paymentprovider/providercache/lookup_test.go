@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package providercache
 
 import (
 	"context"
@@ -81,21 +81,21 @@ func TestLookupBatcherBatchesTenKeysARequest(t *testing.T) {
 	b := newLookupBatcher(looker, nil)
 	var woken atomic.Int64
 	for i := range 25 {
-		b.submit(fmt.Sprintf("ns/k%d", i), types.UID(fmt.Sprint("uid-", i)), func() { woken.Add(1) })
+		b.Submit(fmt.Sprintf("ns/k%d", i), types.UID(fmt.Sprint("uid-", i)), func() { woken.Add(1) })
 	}
 	g.Eventually(woken.Load, 5*time.Second).Should(Equal(int64(25)))
 	g.Expect(looker.sizes()).To(ConsistOf(10, 10, 5), "25 keys in three requests")
 
-	r, ok := b.result("ns/k3", "uid-3")
+	r, ok := b.Result("ns/k3", "uid-3")
 	g.Expect(ok).To(BeTrue())
-	g.Expect(r.found).To(HaveLen(1))
-	r, ok = b.result("ns/k4", "uid-4")
+	g.Expect(r.Found).To(HaveLen(1))
+	r, ok = b.Result("ns/k4", "uid-4")
 	g.Expect(ok).To(BeTrue())
-	g.Expect(r.found).To(BeEmpty())
+	g.Expect(r.Found).To(BeEmpty())
 
 	// The answer belongs to the job that asked: a job created again under
 	// the same key asks again.
-	_, ok = b.result("ns/k4", "uid-recreated")
+	_, ok = b.Result("ns/k4", "uid-recreated")
 	g.Expect(ok).To(BeFalse())
 }
 
@@ -105,7 +105,7 @@ func TestLookupBatcherAsksOnceForAJobWhoseAnswerIsOnTheWay(t *testing.T) {
 	b := newLookupBatcher(looker, nil)
 	var woken atomic.Int64
 	for range 5 {
-		b.submit("ns/once", "uid-1", func() { woken.Add(1) })
+		b.Submit("ns/once", "uid-1", func() { woken.Add(1) })
 	}
 	g.Eventually(woken.Load, 5*time.Second).Should(BeNumerically(">=", 1))
 	g.Expect(looker.sizes()).To(Equal([]int{1}))
@@ -118,15 +118,15 @@ func TestLookupBatcherKeepsFailuresBriefly(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	b.now = func() time.Time { return now }
 	var woken atomic.Bool
-	b.submit("ns/k", "uid", func() { woken.Store(true) })
+	b.Submit("ns/k", "uid", func() { woken.Store(true) })
 	g.Eventually(woken.Load, 5*time.Second).Should(BeTrue())
 
-	r, ok := b.result("ns/k", "uid")
+	r, ok := b.Result("ns/k", "uid")
 	g.Expect(ok).To(BeTrue())
-	g.Expect(r.err).To(HaveOccurred())
-	g.Expect(r.expires).To(Equal(now.Add(3*time.Second)), "kept for the provider's Retry-After")
+	g.Expect(r.Err).To(HaveOccurred())
+	g.Expect(r.Expires).To(Equal(now.Add(3*time.Second)), "kept for the provider's Retry-After")
 	now = now.Add(3 * time.Second)
-	_, ok = b.result("ns/k", "uid")
+	_, ok = b.Result("ns/k", "uid")
 	g.Expect(ok).To(BeFalse(), "then asked again")
 }
 
@@ -150,7 +150,7 @@ func TestSameProvider(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			same, why := sameProvider(tt.recorded, tt.current, tt.accountsOnly)
+			same, why := SameProvider(tt.recorded, tt.current, tt.accountsOnly)
 			NewWithT(t).Expect(same).To(Equal(tt.want), why)
 		})
 	}
