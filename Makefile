@@ -116,7 +116,7 @@ bench: envtest-assets build ## Benchmark throughput vs. a writes-only baseline, 
 
 .PHONY: bench-micro
 bench-micro: envtest-assets ## Micro-benchmarks of the hot pure functions (key derivation, request hash, conditions), with allocations.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchmem ./internal/payment/ ./internal/controller/
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchmem ./internal/payment/ ./internal/controllers/engine/
 
 FUZZTIME ?= 60s
 

@@ -84,21 +84,21 @@ func (s *scenario) refundsAt(job string) []sandbox.Refund {
 	return s.engine.ListRefunds(s.job(job).Status.ProviderResponse.ID)
 }
 
-// expectRefunded checks that the refund's status names exactly one of the
-// sandbox's refunds of the invoice's charge, for amount.
-func (s *scenario) expectRefunded(rf *paymentsv1alpha1.PaymentRefund, amount int64) {
+// expectRefundedAt checks that the refund's status names exactly one of
+// the sandbox's refunds, for amount.
+func (s *scenario) expectRefundedAt(rf *paymentsv1alpha1.PaymentRefund, job string, amount int64) { //nolint:unparam // each scenario refunds its job "invoice"; the calls name it
 	s.t.Helper()
 	resp := rf.Status.ProviderResponse
 	s.Expect(resp).NotTo(BeNil())
 	var found []sandbox.Refund
-	for _, r := range s.refundsAt("invoice") {
+	for _, r := range s.refundsAt(job) {
 		if r.ID == resp.ID {
 			found = append(found, r)
 		}
 	}
 	s.Expect(found).To(HaveLen(1), "refund %s names one refund at the sandbox", rf.Name)
 	s.Expect(found[0].Amount).To(Equal(amount))
-	s.Expect(rf.Status.Charge.ID).To(Equal(s.job("invoice").Status.ProviderResponse.ID))
+	s.Expect(rf.Status.Charge.ID).To(Equal(s.job(job).Status.ProviderResponse.ID))
 }
 
 func TestRefundsNeverGoBeyondTheCharge(t *testing.T) {
@@ -106,9 +106,9 @@ func TestRefundsNeverGoBeyondTheCharge(t *testing.T) {
 	s.run("invoice", paymentsv1alpha1.PhaseCompleted)
 
 	s.createRefund("first", "invoice", 800)
-	s.expectRefunded(s.waitForRefund("first", paymentsv1alpha1.PhaseCompleted, "Succeeded"), 800)
+	s.expectRefundedAt(s.waitForRefund("first", paymentsv1alpha1.PhaseCompleted, "Succeeded"), "invoice", 800)
 	s.createRefund("second", "invoice", 700)
-	s.expectRefunded(s.waitForRefund("second", paymentsv1alpha1.PhaseCompleted, "Succeeded"), 700)
+	s.expectRefundedAt(s.waitForRefund("second", paymentsv1alpha1.PhaseCompleted, "Succeeded"), "invoice", 700)
 
 	// 600 is more than the 500 left: Failed, and nothing sent.
 	s.createRefund("third", "invoice", 600)
@@ -129,7 +129,7 @@ func TestRefundOfTheWholeCharge(t *testing.T) {
 	s.run("invoice", paymentsv1alpha1.PhaseCompleted)
 	s.createRefund("all", "invoice", 0)
 	rf := s.waitForRefund("all", paymentsv1alpha1.PhaseCompleted, "Succeeded")
-	s.expectRefunded(rf, 2000)
+	s.expectRefundedAt(rf, "invoice", 2000)
 	s.Expect(rf.Status.IdempotencyKey).To(Equal(s.ns+".refund/all"), "a refund's key is never a job's")
 	s.Eventually(func(g Gomega) {
 		rf := s.getRefund(g, "all")
@@ -148,7 +148,7 @@ func TestRefundWaitsForItsPayment(t *testing.T) {
 
 	s.update("invoice", func(j *paymentsv1alpha1.PaymentJob) { j.Spec.Suspend = ptr.To(false) })
 	s.waitForPhase("invoice", paymentsv1alpha1.PhaseCompleted)
-	s.expectRefunded(s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded"), 500)
+	s.expectRefundedAt(s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded"), "invoice", 500)
 }
 
 func TestRefundOfAFailedPaymentFails(t *testing.T) {
@@ -188,7 +188,7 @@ func TestRefundWithALostAnswerIsReplayed(t *testing.T) {
 	rf := s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
 	s.Expect(rf.Status.Attempts).To(BeNumerically(">=", 2), "the first answer was lost")
 	s.Expect(rf.Status.ProviderResponse.Replayed).To(BeTrue())
-	s.expectRefunded(rf, 900)
+	s.expectRefundedAt(rf, "invoice", 900)
 	s.Expect(s.refundsAt("invoice")).To(HaveLen(1), "refunded once")
 }
 
@@ -235,7 +235,7 @@ func TestRefundsRacingForTheLastOfACharge(t *testing.T) {
 	s.Expect(completed).To(HaveLen(1))
 	s.Expect(failed).To(HaveLen(1))
 	s.Expect(failed[0].Status.Failure.Reason).To(Equal("RefundExceedsCharge"))
-	s.expectRefunded(completed[0], 1500)
+	s.expectRefundedAt(completed[0], "invoice", 1500)
 	s.Expect(s.refundsAt("invoice")).To(HaveLen(1))
 	s.Expect(s.engine.Refunded(s.job("invoice").Status.ProviderResponse.ID)).To(Equal(int64(1500)))
 }
@@ -268,13 +268,13 @@ func TestRefundThroughEveryAdapter(t *testing.T) {
 			s.run("invoice", paymentsv1alpha1.PhaseCompleted)
 
 			s.createRefund("part", "invoice", 500)
-			s.expectRefunded(s.waitForRefund("part", paymentsv1alpha1.PhaseCompleted, "Succeeded"), 500)
+			s.expectRefundedAt(s.waitForRefund("part", paymentsv1alpha1.PhaseCompleted, "Succeeded"), "invoice", 500)
 
 			s.engine.FailNext(sandbox.FaultAfterCommit, 1)
 			s.createRefund("lost", "invoice", 1000)
 			lost := s.waitForRefund("lost", paymentsv1alpha1.PhaseCompleted, "Succeeded")
 			s.Expect(lost.Status.Attempts).To(BeNumerically(">=", 2))
-			s.expectRefunded(lost, 1000)
+			s.expectRefundedAt(lost, "invoice", 1000)
 
 			s.createRefund("too-much", "invoice", 600)
 			s.waitForRefund("too-much", paymentsv1alpha1.PhaseFailed, "RefundExceedsCharge")
@@ -323,7 +323,7 @@ func TestRefundFailedAfterSuccessIsReported(t *testing.T) {
 
 	// The money is back at the merchant: the charge can be refunded again.
 	s.createRefund("again", "invoice", 2000)
-	s.expectRefunded(s.waitForRefund("again", paymentsv1alpha1.PhaseCompleted, "Succeeded"), 2000)
+	s.expectRefundedAt(s.waitForRefund("again", paymentsv1alpha1.PhaseCompleted, "Succeeded"), "invoice", 2000)
 }
 
 // A finished refund is deleted after its TTL once its outcome is in the

@@ -181,7 +181,7 @@ func (r *Reconciler) keptProvider(job Object, what string) (*Target, *Progress, 
 // guardProvider makes sure the job's PaymentProvider carries
 // ProviderFinalizer before the job's first claim, so the provider cannot
 // disappear while the charge may be in flight. A provider being deleted
-// takes no new claims (resolveProvider), and no new finalizer.
+// takes no new claims (ResolveProvider), and no new finalizer.
 func (r *Reconciler) guardProvider(ctx context.Context, t *Target) error {
 	pp := t.PaymentProvider
 	if pp == nil || controllerutil.ContainsFinalizer(pp, paymentsv1alpha1.ProviderFinalizer) {

@@ -20,19 +20,19 @@ limitations under the License.
 // reconciler tests. It has tests only; this file is its documentation.
 //
 // The table is theTable in protocol_test.go. It drives the real
-// controller.PaymentJobReconciler, with the real controller.ProviderCache,
-// against controller-runtime's fake client, a scripted payment.Provider, an
-// in-memory outcome ledger and a fake clock. Nothing is started: no API
+// engine.Reconciler with paymentjob.Kind and the real
+// providercache.ProviderCache, against controller-runtime's fake client, a
+// scripted payment.Provider, an in-memory outcome ledger and a fake clock. Nothing is started: no API
 // server, no process, no network listener, so the whole table runs in
 // about a second. What needs an API server (CRD validation, the watch and
 // the cache, several managers at once) stays in the envtest suite of
-// internal/controller.
+// internal/controllers.
 //
 // How to read a row:
 //
 //   - job is the PaymentJob before the first pass, built from the same
-//     functions the reconciler's writes use (controller.ClaimStatus,
-//     controller.CompletedStatus); provider is its PaymentProvider (Ready by
+//     functions the reconciler's writes use (paymentjob.ClaimStatus,
+//     paymentjob.CompletedStatus); provider is its PaymentProvider (Ready by
 //     default); answers are what the provider answers to each Charge, in
 //     order; ledger, when set, turns the outcome ledger on.
 //   - steps are passes: each moves the fake clock on by after, lets other
@@ -66,7 +66,7 @@ limitations under the License.
 //
 // The refunds have a table of their own, refundTable in
 // refund_protocol_test.go, read the same way: the same engine with
-// controller.PaymentRefundKind, a PaymentRefund of a Completed PaymentJob
+// paymentrefund.Kind, a PaymentRefund of a Completed PaymentJob
 // (or of one that is gone, found in the ledger), and a provider that also
 // refunds (payment.Refunder). Its effects add "refund" (the refund call)
 // and "lookup" (the provider's list of the charge's refunds, read before
