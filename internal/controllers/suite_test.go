@@ -312,7 +312,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	var (
 		outcomes  engine.OutcomeLedger
 		l         *ledger.Ledger
-		collector *ttl.FinishedJobCollector
+		collector engine.Scheduler // nil without the ledger, never a nil pointer
 	)
 	if !cfg.noLedger {
 		l, err = engine.NewLedger(mgr, ledger.DefaultRetention)
@@ -326,12 +326,13 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		default:
 			defaultTTL = cfg.ttl
 		}
-		collector = &ttl.FinishedJobCollector{
+		c := &ttl.FinishedJobCollector{
 			Kinds:  []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()},
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
 			DefaultTTL: defaultTTL, SweepInterval: cfg.sweep, Clock: clock.RealClock{}, Namespaces: cfg.namespaces,
 		}
-		g.Expect(mgr.Add(collector)).To(Succeed())
+		collector = c
+		g.Expect(mgr.Add(c)).To(Succeed())
 	}
 	// The manager runs both kinds on the engine, as pkg/operator does.
 	for _, kind := range []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()} {

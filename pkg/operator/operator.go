@@ -154,8 +154,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 
 	var (
-		outcomes  engine.OutcomeLedger
-		collector *ttl.FinishedJobCollector
+		outcomes engine.OutcomeLedger
+		// An interface: nil without the ledger, never a nil pointer in it.
+		collector engine.Scheduler
 	)
 	if !opts.DisableLedger {
 		l, err := engine.NewLedger(mgr, opts.LedgerRetention)
@@ -167,12 +168,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if opts.TTLAfterFinished != nil {
 			defaultTTL = *opts.TTLAfterFinished
 		}
-		collector = &ttl.FinishedJobCollector{
+		c := &ttl.FinishedJobCollector{
 			Kinds:  kinds,
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
 			DefaultTTL: defaultTTL, Clock: clock.RealClock{}, Namespaces: opts.Namespaces,
 		}
-		if err := mgr.Add(collector); err != nil {
+		collector = c
+		if err := mgr.Add(c); err != nil {
 			return fmt.Errorf("cannot add the collector of finished jobs: %w", err)
 		}
 		if err := mgr.AddReadyzCheck("ledger", func(*http.Request) error { return l.Loaded() }); err != nil {

@@ -392,7 +392,7 @@ func (r *Reconciler) resolvedBy(ctx context.Context, job Object) string {
 		return unknownResolver
 	}
 	var fresh metav1.PartialObjectMetadata
-	fresh.SetGroupVersionKind(paymentsv1alpha1.GroupVersion.WithKind("PaymentJob"))
+	fresh.SetGroupVersionKind(paymentsv1alpha1.GroupVersion.WithKind(r.Kind.Name()))
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), &fresh); err != nil {
 		return unknownResolver
 	}
