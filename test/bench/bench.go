@@ -23,10 +23,10 @@ import (
 	"path/filepath"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
 )
 
@@ -129,9 +129,16 @@ func (b *bench) memory(ctx context.Context, name string) (heap, rss float64, err
 // watchJobs starts a watch of the jobs of ns from resourceVersion rv,
 // restarted from the last event if the API server closes it.
 func (b *bench) watchJobs(ctx context.Context, ns, rv, fieldSelector string) (*watchtools.RetryWatcher, error) {
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, jobWatcher{c: b.cl.creator, ns: ns, fieldSelector: fieldSelector})
+	return b.watchKind(ctx, jobsKind, ns, rv, fieldSelector)
+}
+
+// watchKind starts a watch of the objects of kind k in ns from
+// resourceVersion rv, restarted from the last event if the API server
+// closes it.
+func (b *bench) watchKind(ctx context.Context, k windowKind, ns, rv, fieldSelector string) (*watchtools.RetryWatcher, error) {
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, objectWatcher{c: b.cl.creator, ns: ns, newList: k.list, fieldSelector: fieldSelector})
 	if err != nil {
-		return nil, fmt.Errorf("cannot watch the jobs of %s: %w", ns, err)
+		return nil, fmt.Errorf("cannot watch the %s of %s: %w", k.plural, ns, err)
 	}
 	return w, nil
 }
@@ -152,32 +159,46 @@ func (b *bench) waitFor(ctx context.Context, t *tracker, done <-chan struct{}, t
 		if t.err != nil {
 			return t.err
 		}
-		return errors.New("the watch of the jobs ended")
+		return errors.New("the watch ended")
 	case <-mgrDone:
 		return b.mgr.proc.ExitError()
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
-		return fmt.Errorf("not every job was %s within %s", what, timeout.Round(time.Second))
+		return fmt.Errorf("not all were %s within %s", what, timeout.Round(time.Second))
 	}
 }
 
 // deleteJobs deletes every job of ns and waits until they are gone.
 func (b *bench) deleteJobs(ctx context.Context, ns string) error {
-	if err := b.cl.creator.DeleteAllOf(ctx, &paymentsv1alpha1.PaymentJob{}, client.InNamespace(ns)); err != nil {
-		return fmt.Errorf("cannot delete the jobs of %s: %w", ns, err)
+	return b.deleteAll(ctx, jobsKind, ns)
+}
+
+// deleteAll deletes every object of kind k in ns and waits until they are
+// gone.
+func (b *bench) deleteAll(ctx context.Context, k windowKind, ns string) error {
+	if err := b.cl.creator.DeleteAllOf(ctx, k.object(ns, 0), client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("cannot delete the %s of %s: %w", k.plural, ns, err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		var l paymentsv1alpha1.PaymentJobList
-		if err := b.cl.creator.List(ctx, &l, client.InNamespace(ns), client.Limit(1)); err != nil {
-			return fmt.Errorf("cannot list the jobs of %s: %w", ns, err)
+		l := k.list()
+		if err := b.cl.creator.List(ctx, l, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return fmt.Errorf("cannot list the %s of %s: %w", k.plural, ns, err)
 		}
-		if len(l.Items) == 0 {
+		items, err := apimeta.ExtractList(l)
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("jobs of %s are not gone a minute after their deletion (finalizers %v)", ns, l.Items[0].Finalizers)
+			var finalizers []string
+			if o, ok := items[0].(client.Object); ok {
+				finalizers = o.GetFinalizers()
+			}
+			return fmt.Errorf("%s of %s are not gone a minute after their deletion (finalizers %v)", k.plural, ns, finalizers)
 		}
 		if err := sleep(ctx, 250*time.Millisecond); err != nil {
 			return err

@@ -342,20 +342,23 @@ func (c *cluster) waitProvidersReady(ctx context.Context, namespaces []string, t
 	return nil
 }
 
-// jobWatcher watches the PaymentJobs of a namespace, for a RetryWatcher.
-type jobWatcher struct {
+// objectWatcher watches the PaymentJobs, or the PaymentRefunds, of a
+// namespace, for a RetryWatcher.
+type objectWatcher struct {
 	c  client.WithWatch
 	ns string
+	// newList is the list type of the kind watched.
+	newList func() client.ObjectList
 	// fieldSelector, when set, narrows the watch (metadata.name=...).
 	fieldSelector string
 }
 
 // WatchWithContext starts a watch with the options of the RetryWatcher.
-func (w jobWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+func (w objectWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if w.fieldSelector != "" {
 		opts.FieldSelector = w.fieldSelector
 	}
-	return w.c.Watch(ctx, &paymentsv1alpha1.PaymentJobList{}, &client.ListOptions{Namespace: w.ns, Raw: &opts})
+	return w.c.Watch(ctx, w.newList(), &client.ListOptions{Namespace: w.ns, Raw: &opts})
 }
 
 func (c *cluster) logFile(path string) (*os.File, error) {

@@ -59,6 +59,9 @@ type config struct {
 	// throughput without, at Stripe's live-mode limits; 0 does not enforce
 	// it.
 	minLookupRatio float64
+	// minRefundRatio is the target of the refunds' throughput over the
+	// jobs' at 0 ms, in the same manager; 0 does not enforce it.
+	minRefundRatio float64
 }
 
 // parseFlags reads the command line; flag.ErrHelp when it asked for help.
@@ -91,6 +94,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&c.minLookupRatio, "min-lookup-ratio", 0.9,
 		"The target of the throughput with lookups over the throughput without (policy Never), at Stripe's live-mode rate limits; "+
 			"0 does not enforce it. CI's short run passes 0, as for -min-ratio.")
+	fs.Float64Var(&c.minRefundRatio, "min-refund-ratio", 0.9,
+		"The target of the refunds' throughput over the jobs' at 0 ms (one PaymentRefund per job of that run, same manager); "+
+			"0 does not enforce it. CI's short run passes 0, as for -min-ratio.")
 	fs.BoolVar(&c.keep, "keep", false, "Keep the logs of a successful run too (they are kept after a failure).")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -113,9 +119,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-jobs, -workers, -history, -ledger-jobs and -scale-jobs must be at least 1")
 	case c.jobs < 2:
 		return c, errors.New("-jobs must be at least 2: the baseline and the run without lookups run in two halves")
-	case !(c.minRatio >= 0) || !(c.minLookupRatio >= 0):
+	case !(c.minRatio >= 0) || !(c.minLookupRatio >= 0) || !(c.minRefundRatio >= 0):
 		// Written so that NaN is refused too.
-		return c, errors.New("-min-ratio and -min-lookup-ratio must be 0 (not enforced) or more")
+		return c, errors.New("-min-ratio, -min-lookup-ratio and -min-refund-ratio must be 0 (not enforced) or more")
 	case c.qps <= 0 || c.burst < 1:
 		return c, errors.New("-qps and -burst must be positive")
 	case c.assets == "":

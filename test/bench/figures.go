@@ -141,6 +141,11 @@ func whole(v float64) int64 { return int64(math.Round(v)) }
 // window (on a small machine, throughput is the cores divided by it) and,
 // in the JSON only, of each process.
 func (b *bench) addCPU(cpu cpuUsage, n int, title, suffix string) {
+	b.addCPUOf(cpu, n, "job", title, suffix)
+}
+
+// addCPUOf is addCPU for a window of n objects called noun (job, refund).
+func (b *bench) addCPUOf(cpu cpuUsage, n int, noun, title, suffix string) {
 	names := make([]string, 0, len(cpu))
 	total := 0.0
 	for k, v := range cpu {
@@ -149,13 +154,13 @@ func (b *bench) addCPU(cpu cpuUsage, n int, title, suffix string) {
 	}
 	slices.Sort(names)
 	b.rep.add(figure{
-		key:   "cpu_ms_per_job_total" + suffix,
-		label: title + ": CPU/job, all processes", value: total * 1000 / float64(n), kind: kindMillis,
+		key:   "cpu_ms_per_" + noun + "_total" + suffix,
+		label: title + ": CPU/" + noun + ", all processes", value: total * 1000 / float64(n), kind: kindMillis,
 	})
 	for _, k := range names {
 		b.rep.add(figure{
-			key:   "cpu_ms_per_job_" + strings.ReplaceAll(k, "-", "_") + suffix,
-			label: fmt.Sprintf("CPU of %s per job%s", k, suffix), value: cpu[k] * 1000 / float64(n), kind: kindMillis, jsonOnly: true,
+			key:   "cpu_ms_per_" + noun + "_" + strings.ReplaceAll(k, "-", "_") + suffix,
+			label: fmt.Sprintf("CPU of %s per %s%s", k, noun, suffix), value: cpu[k] * 1000 / float64(n), kind: kindMillis, jsonOnly: true,
 		})
 	}
 }

@@ -240,6 +240,16 @@ func providerRequestsSince(sb *sandboxproc.Sandbox, offset int64) (int, error) {
 	return countProviderRequests(data), nil
 }
 
+// providerRoutesSince counts the provider API requests sb logged after
+// offset bytes of its log, by method and route.
+func providerRoutesSince(sb *sandboxproc.Sandbox, offset int64) (map[string]float64, error) {
+	data, err := readFrom(sb.Proc.Log, offset)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the sandbox log: %w", err)
+	}
+	return providerRoutes(data), nil
+}
+
 // oneJob creates the i-th job of ns and returns the seconds until it is
 // Completed.
 func (b *bench) oneJob(ctx context.Context, ns string, i int) (float64, error) {

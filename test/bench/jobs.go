@@ -46,8 +46,11 @@ const claimLease = engine.DefaultClaimLease
 func jobName(i int) string { return fmt.Sprintf("job-%06d", i) }
 
 // jobIndex is the i of a name made by jobName.
-func jobIndex(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, "job-")
+func jobIndex(name string) (int, bool) { return nameIndex("job-", name) }
+
+// nameIndex is the i of a name made of prefix and i.
+func nameIndex(prefix, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, prefix)
 	if !ok {
 		return 0, false
 	}

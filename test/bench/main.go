@@ -17,12 +17,13 @@ limitations under the License.
 // Command bench measures the operator on one local control plane: the
 // throughput of charging PaymentJobs against a baseline that only makes the
 // same API writes, the API requests, conflicts and provider calls per job,
-// the latency from create to Completed, what looking keys up before the
-// first charge costs at Stripe's live-mode rate limits, a scaling sweep over
-// workers with a slow provider, the manager's start, memory, writes and
-// provider calls beside a large history of finished jobs, what etcd stores
-// for a finished job, and what the outcome ledger's size costs the
-// manager's heap and API requests.
+// the latency from create to Completed, the throughput and the API writes
+// of refunding those jobs (PaymentRefunds) against the jobs', what looking
+// keys up before the first charge costs at Stripe's live-mode rate limits,
+// a scaling sweep over workers with a slow provider, the manager's start,
+// memory, writes and provider calls beside a large history of finished
+// jobs, what etcd stores for a finished job, and what the outcome ledger's
+// size costs the manager's heap and API requests.
 //
 // The admission policies of config/policy are installed first, as the
 // deployment installs them; one adds the finalizer at create.

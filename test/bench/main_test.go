@@ -53,10 +53,12 @@ func TestParseFlags(t *testing.T) {
 			g.Expect(c.jsonPath).To(BeEmpty())
 			g.Expect(c.minRatio).To(Equal(0.8))
 			g.Expect(c.minLookupRatio).To(Equal(0.9))
+			g.Expect(c.minRefundRatio).To(Equal(0.9))
 		}},
-		{name: "CI's short run", args: []string{"-jobs", "1000", "-min-ratio", "0", "-min-lookup-ratio", "0", "-results="}, check: func(g Gomega, c config) {
+		{name: "CI's short run", args: []string{"-jobs", "1000", "-min-ratio", "0", "-min-lookup-ratio", "0", "-min-refund-ratio", "0", "-results="}, check: func(g Gomega, c config) {
 			g.Expect(c.minRatio).To(BeZero())
 			g.Expect(c.minLookupRatio).To(BeZero())
+			g.Expect(c.minRefundRatio).To(BeZero())
 			g.Expect(c.results).To(BeEmpty())
 		}},
 		{name: "small run", args: []string{"-jobs", "500", "-history", "2000", "-scale-jobs", "200", "-scale-workers", " 8, 32 ", "-json", "/tmp/b.json"}, check: func(g Gomega, c config) {
@@ -73,6 +75,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "one job cannot be halved", args: []string{"-jobs", "1"}, wantErr: "at least 2"},
 		{name: "negative ratio", args: []string{"-min-ratio", "-0.1"}, wantErr: "0 (not enforced) or more"},
 		{name: "lookup ratio not a number", args: []string{"-min-lookup-ratio", "NaN"}, wantErr: "0 (not enforced) or more"},
+		{name: "negative refund ratio", args: []string{"-min-refund-ratio", "-1"}, wantErr: "0 (not enforced) or more"},
 		{name: "zero qps", args: []string{"-qps", "0"}, wantErr: "positive"},
 		{name: "no assets", args: []string{"-assets", ""}, wantErr: "KUBEBUILDER_ASSETS"},
 		{name: "stray argument", args: []string{"now"}, wantErr: "unexpected arguments"},
@@ -96,10 +99,15 @@ func TestJobIndex(t *testing.T) {
 	i, ok := jobIndex(jobName(4217))
 	g.Expect(ok).To(BeTrue())
 	g.Expect(i).To(Equal(4217))
-	for _, name := range []string{"other", "job-", "job-x", "job--1"} {
+	for _, name := range []string{"other", "job-", "job-x", "job--1", refundName(3)} {
 		_, ok := jobIndex(name)
 		g.Expect(ok).To(BeFalse(), name)
 	}
+	i, ok = refundIndex(refundName(17))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(i).To(Equal(17))
+	_, ok = refundIndex(jobName(17))
+	g.Expect(ok).To(BeFalse(), "a job is not a refund")
 }
 
 func TestRunWorkers(t *testing.T) {
@@ -146,6 +154,8 @@ func TestRunResultPlusAddsWindows(t *testing.T) {
 		n: 100, elapsed: time.Second, latencies: ms(10, 20, 30),
 		req: requestFigures{jobWrites: 400, reads: 1}, provider: sandboxproc.Counters{Requests: 100, Charges: 100},
 		reconciles: 200, cpu: cpuUsage{"manager": 1}, finalizersLeft: 1,
+		refunds: refundCounters{Requests: 2, Refunds: 1, ByKey: map[string]int{"k": 1}}, routes: map[string]float64{"POST /v1/refunds": 2},
+		guardedAtCreate: 100,
 	}
 	b := runResult{
 		n: 300, elapsed: 4 * time.Second, latencies: ms(5, 25),
@@ -163,6 +173,9 @@ func TestRunResultPlusAddsWindows(t *testing.T) {
 	g.Expect(sum.reconciles).To(Equal(800.0))
 	g.Expect(sum.cpu).To(Equal(cpuUsage{"manager": 3, "etcd": 1}))
 	g.Expect(sum.finalizersLeft).To(Equal(1))
+	g.Expect(sum.refunds).To(Equal(a.refunds))
+	g.Expect(sum.routes).To(Equal(a.routes))
+	g.Expect(sum.guardedAtCreate).To(Equal(100))
 	g.Expect(a.latencies).To(Equal(ms(10, 20, 30)), "the windows are left as they were")
 	g.Expect(runResult{}.plus(a).jobsPerSec()).To(Equal(a.jobsPerSec()), "the zero result adds nothing")
 }

@@ -219,14 +219,18 @@ func (m *manager) metricSamples(ctx context.Context, name string) ([]sample, err
 	return parseSamples(bytes.NewReader(body), name)
 }
 
-// reconciles returns how many reconciles the PaymentJob controller ran.
-func (m *manager) reconciles(ctx context.Context) (float64, error) {
+// reconciles returns how many reconciles the manager's controller (e.g.
+// paymentjob, paymentrefund) ran.
+func (m *manager) reconciles(ctx context.Context, controller string) (float64, error) {
 	s, err := m.metricSamples(ctx, "controller_runtime_reconcile_total")
 	if err != nil {
 		return 0, err
 	}
-	return sumSamples(s, map[string]string{"controller": "paymentjob"}), nil
+	return sumSamples(s, map[string]string{"controller": controller}), nil
 }
+
+// idleControllers are the controllers whose queues waitIdle waits for.
+var idleControllers = []string{jobsKind.controller, refundsKind.controller}
 
 // ledgerCounters are the manager's counters of its outcome ledger, all 0
 // for a manager without one.
@@ -266,8 +270,8 @@ func (m *manager) lookupKeys(ctx context.Context) (float64, error) {
 	return sumSamples(s, nil), nil
 }
 
-// waitIdle waits until the PaymentJob controller has nothing queued and no
-// worker busy, twice in a row.
+// waitIdle waits until the PaymentJob and PaymentRefund controllers have
+// nothing queued and no worker busy, twice in a row.
 func (m *manager) waitIdle(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	quiet := 0
@@ -280,8 +284,12 @@ func (m *manager) waitIdle(ctx context.Context, timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		sel := map[string]string{"controller": "paymentjob"}
-		if sumSamples(depth, sel) == 0 && sumSamples(active, sel) == 0 {
+		busy := 0.0
+		for _, c := range idleControllers {
+			sel := map[string]string{"controller": c}
+			busy += sumSamples(depth, sel) + sumSamples(active, sel)
+		}
+		if busy == 0 {
 			quiet++
 		} else {
 			quiet = 0

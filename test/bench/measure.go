@@ -277,7 +277,7 @@ func parseAudit(r io.Reader, user string) (auditCounts, error) {
 // String lists the counted requests, sorted.
 func (c auditCounts) String() string {
 	if len(c.byRequest) == 0 {
-		return "none"
+		return noneCounted
 	}
 	keys := make([]string, 0, len(c.byRequest))
 	for k := range c.byRequest {
@@ -301,4 +301,53 @@ func countProviderRequests(log []byte) int {
 		}
 	}
 	return n
+}
+
+// providerRoutes counts the requests to the provider API (/v1/...) in
+// sandbox log lines by method and route, the ids in a path replaced by
+// {id}: "GET /v1/payment_intents/{id}", "POST /v1/refunds".
+func providerRoutes(log []byte) map[string]float64 {
+	routes := map[string]float64{}
+	for line := range bytes.Lines(log) {
+		var method, path string
+		for _, f := range strings.Fields(string(line)) {
+			if v, ok := strings.CutPrefix(f, "method="); ok {
+				method = v
+			} else if v, ok := strings.CutPrefix(f, "path="); ok {
+				path = v
+			}
+		}
+		if !strings.HasPrefix(path, "/v1/") {
+			continue
+		}
+		// "", "v1", the collection, then an id or a verb (search).
+		parts := strings.Split(path, "/")
+		if len(parts) > 3 && parts[3] != "search" {
+			parts[3] = "{id}"
+		}
+		routes[method+" "+strings.Join(parts, "/")]++
+	}
+	return routes
+}
+
+// routesString lists route counts as "route=N", the largest first.
+func routesString(routes map[string]float64) string {
+	if len(routes) == 0 {
+		return noneCounted
+	}
+	keys := make([]string, 0, len(routes))
+	for k := range routes {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if routes[keys[i]] != routes[keys[j]] {
+			return routes[keys[i]] > routes[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%.0f", k, routes[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -44,6 +44,9 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="payme
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentledgers",scope="resource",subresource="",verb="GET",version="v1alpha1"} 2
 apiserver_request_total{code="0",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentledgers",scope="cluster",subresource="",verb="WATCH",version="v1alpha1"} 1
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 1
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentrefunds",scope="resource",subresource="",verb="POST",version="v1alpha1"} 10
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentrefunds",scope="resource",subresource="",verb="PATCH",version="v1alpha1"} 20
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="payments.idempotency.dev",resource="paymentrefunds",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 20
 apiserver_request_total_other{verb="GET",resource="secrets"} 1000
 apiserver_request_duration_seconds_bucket{verb="GET",le="0.005"} 3
 `
@@ -54,12 +57,17 @@ func TestParseRequestCounts(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	f := c.figures()
 	g.Expect(f.jobWrites).To(Equal(502.0), "POST, PATCH and PUT on paymentjobs and its status, 409s included")
+	g.Expect(f.refundWrites).To(Equal(50.0), "POST, PATCH and PUT on paymentrefunds and its status")
 	g.Expect(f.eventPosts).To(Equal(100.0))
 	g.Expect(f.ledgerWrites).To(Equal(24.0), "POST, PUT and DELETE on paymentledgers, 409s included")
 	g.Expect(f.ledgerReads).To(Equal(5.0), "LIST and GET of paymentledgers; WATCH is not a read")
 	g.Expect(f.reads).To(Equal(8.0), "GET secrets, LIST paymentjobs, LIST and GET paymentledgers; /readyz is not a resource, WATCH is not a read")
 	g.Expect(f.conflicts).To(Equal(5.0))
-	g.Expect(f.writes).To(Equal(627.0), "every mutating request on a resource, leases and ledger pages included")
+	g.Expect(f.writes).To(Equal(677.0), "every mutating request on a resource, leases, ledger pages and refunds included")
+	g.Expect(c.filter(operatorWrite).breakdown()).To(Equal(
+		"PATCH paymentjobs=200, PUT paymentjobs/status=199, PATCH paymentrefunds=20, PUT paymentledgers=20, PUT paymentrefunds/status=20, "+
+			"PUT paymentjobs/status (409)=3, PUT paymentledgers (409)=2, DELETE paymentledgers=1, POST paymentledgers=1"),
+		"the creates of jobs and refunds are the benchmark's")
 
 	// The window's delta: 10 more finalizer patches and one more conflict.
 	later := strings.Replace(apiserverMetrics, `verb="PATCH",version="v1alpha1"} 200`, `verb="PATCH",version="v1alpha1"} 210`, 1)
@@ -241,6 +249,31 @@ time=2026-01-01T00:00:02Z level=INFO msg="Served request" method=GET path=/_sand
 time=2026-01-01T00:00:03Z level=INFO msg="Served request" method=GET path=/v1/payment_intents/search status=200 replayed=false duration=1ms`
 	g.Expect(countProviderRequests([]byte(log))).To(Equal(2))
 	g.Expect(countProviderRequests(nil)).To(Equal(0))
+}
+
+func TestProviderRoutes(t *testing.T) {
+	g := NewWithT(t)
+	log := `time=2026-01-01T00:00:00Z level=INFO msg="Serving sandbox" addr=127.0.0.1:1
+time=2026-01-01T00:00:01Z level=INFO msg="Served request" method=GET path=/v1/payment_intents/pi_3Abc status=200 replayed=false duration=1ms
+time=2026-01-01T00:00:01Z level=INFO msg="Served request" method=GET path=/v1/payment_intents/pi_9Xyz status=200 replayed=false duration=1ms
+time=2026-01-01T00:00:01Z level=INFO msg="Served request" method=GET path=/v1/refunds status=200 replayed=false duration=1ms
+time=2026-01-01T00:00:01Z level=INFO msg="Served request" method=POST path=/v1/refunds status=200 replayed=true duration=1ms
+time=2026-01-01T00:00:02Z level=INFO msg="Served request" method=GET path=/_sandbox/stats status=200 replayed=false duration=1ms
+time=2026-01-01T00:00:03Z level=INFO msg="Served request" method=GET path=/v1/payment_intents/search status=200 replayed=false duration=1ms
+time=2026-01-01T00:00:03Z level=INFO msg="Served request" method=POST path=/v1/payment_intents/pi_3Abc/cancel status=200 replayed=false duration=1ms`
+	routes := providerRoutes([]byte(log))
+	g.Expect(routes).To(Equal(map[string]float64{
+		"GET /v1/payment_intents/{id}":         2,
+		"GET /v1/refunds":                      1,
+		"POST /v1/refunds":                     1,
+		"GET /v1/payment_intents/search":       1,
+		"POST /v1/payment_intents/{id}/cancel": 1,
+	}))
+	g.Expect(float64(countProviderRequests([]byte(log)))).To(Equal(6.0), "the same requests as countProviderRequests counts")
+	g.Expect(routesString(routes)).To(Equal("GET /v1/payment_intents/{id}=2, GET /v1/payment_intents/search=1, GET /v1/refunds=1, " +
+		"POST /v1/payment_intents/{id}/cancel=1, POST /v1/refunds=1"))
+	g.Expect(routesString(nil)).To(Equal("none"))
+	g.Expect(runResult{routes: routes}.providerRequests()).To(Equal(int64(6)))
 }
 
 func TestParseProcStat(t *testing.T) {

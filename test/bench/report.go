@@ -42,6 +42,8 @@ const (
 	kindCount
 	// kindByteCount is a small size, printed in bytes.
 	kindByteCount
+	// kindRefundRate is a throughput of refunds.
+	kindRefundRate
 )
 
 // target is the value a figure must reach.
@@ -175,6 +177,8 @@ func (f figure) formatted() string {
 		return fmt.Sprintf("%.2f", v)
 	case kindRate:
 		return fmt.Sprintf("%.1f jobs/s", v)
+	case kindRefundRate:
+		return fmt.Sprintf("%.1f refunds/s", v)
 	case kindPerJob:
 		if f.tally != nil {
 			return fmt.Sprintf("%.3f (%d/%d)", v, f.tally.n, f.tally.jobs)

@@ -28,6 +28,20 @@ import (
 	"strings"
 )
 
+// The resources of the operator's API writes, as apiserver_request_total
+// names them.
+const (
+	resourceJobs    = "paymentjobs"
+	resourceRefunds = "paymentrefunds"
+	resourceLedgers = "paymentledgers"
+)
+
+// verbCreate is a create in apiserver_request_total.
+const verbCreate = "POST"
+
+// noneCounted is the text of an empty list of counts.
+const noneCounted = "none"
+
 // requestKey is what the benchmark distinguishes of the API server's
 // requests; the other labels of apiserver_request_total (version, scope,
 // component, dry_run) are added up.
@@ -83,6 +97,17 @@ func addCounts[M ~map[K]float64, K comparable](a, b M) M {
 	return sum
 }
 
+// filter returns the counts whose key satisfies keep.
+func (c requestCounts) filter(keep func(requestKey) bool) requestCounts {
+	f := requestCounts{}
+	for k, v := range c {
+		if keep(k) {
+			f[k] = v
+		}
+	}
+	return f
+}
+
 // sum adds the counts whose key satisfies keep.
 func (c requestCounts) sum(keep func(requestKey) bool) float64 {
 	var n float64
@@ -97,7 +122,7 @@ func (c requestCounts) sum(keep func(requestKey) bool) float64 {
 // isMutating reports whether an apiserver_request_total verb changes state.
 func isMutating(verb string) bool {
 	switch verb {
-	case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY":
+	case verbCreate, "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY":
 		return true
 	}
 	return false
@@ -111,6 +136,9 @@ type requestFigures struct {
 	// jobWrites are the mutating requests on paymentjobs and its
 	// subresources.
 	jobWrites float64
+	// refundWrites are the mutating requests on paymentrefunds and its
+	// subresources.
+	refundWrites float64
 	// ledgerWrites are the creates, updates and deletes of paymentledgers
 	// (the outcome ledger's pages).
 	ledgerWrites float64
@@ -132,6 +160,7 @@ type requestFigures struct {
 func (f requestFigures) plus(o requestFigures) requestFigures {
 	return requestFigures{
 		jobWrites:    f.jobWrites + o.jobWrites,
+		refundWrites: f.refundWrites + o.refundWrites,
 		ledgerWrites: f.ledgerWrites + o.ledgerWrites,
 		ledgerReads:  f.ledgerReads + o.ledgerReads,
 		eventPosts:   f.eventPosts + o.eventPosts,
@@ -144,11 +173,12 @@ func (f requestFigures) plus(o requestFigures) requestFigures {
 // figures summarises a window's delta of apiserver_request_total.
 func (c requestCounts) figures() requestFigures {
 	return requestFigures{
-		jobWrites:    c.sum(func(k requestKey) bool { return k.resource == "paymentjobs" && isMutating(k.verb) }),
-		ledgerWrites: c.sum(func(k requestKey) bool { return k.resource == "paymentledgers" && isMutating(k.verb) }),
-		ledgerReads:  c.sum(func(k requestKey) bool { return k.resource == "paymentledgers" && isRead(k.verb) }),
+		jobWrites:    c.sum(func(k requestKey) bool { return k.resource == resourceJobs && isMutating(k.verb) }),
+		refundWrites: c.sum(func(k requestKey) bool { return k.resource == resourceRefunds && isMutating(k.verb) }),
+		ledgerWrites: c.sum(func(k requestKey) bool { return k.resource == resourceLedgers && isMutating(k.verb) }),
+		ledgerReads:  c.sum(func(k requestKey) bool { return k.resource == resourceLedgers && isRead(k.verb) }),
 		eventPosts: c.sum(func(k requestKey) bool {
-			return k.resource == "events" && k.subresource == "" && k.verb == "POST"
+			return k.resource == "events" && k.subresource == "" && k.verb == verbCreate
 		}),
 		reads:     c.sum(func(k requestKey) bool { return k.resource != "" && isRead(k.verb) }),
 		conflicts: c.sum(func(k requestKey) bool { return k.code == "409" }),
@@ -192,7 +222,7 @@ func (c requestCounts) breakdown() string {
 		parts = append(parts, fmt.Sprintf("%s=%.0f", r.name, r.n))
 	}
 	if len(parts) == 0 {
-		return "none"
+		return noneCounted
 	}
 	return strings.Join(parts, ", ")
 }

@@ -23,14 +23,18 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
-// tracker follows the jobs of a window through a watch: when each was first
-// seen Completed, and when each was terminal without the finalizer.
+// tracker follows the jobs, or the refunds, of a window through a watch:
+// when each was first seen Completed, and when each was terminal without
+// the finalizer.
 type tracker struct {
-	// first is the index of the first job followed, n how many.
-	first       int
-	n           int
+	// first is the index of the first object followed, n how many.
+	first int
+	n     int
+	// index is the i of an object's name (jobIndex, refundIndex).
+	index       func(name string) (int, bool)
 	completedAt []time.Time
 	// terminal marks the jobs seen Completed or Failed, finished those
 	// also seen without the finalizer.
@@ -50,9 +54,14 @@ type tracker struct {
 	err    error
 }
 
-func newTracker(first, n int) *tracker {
+// newTracker follows the jobs first to first+n-1.
+func newTracker(first, n int) *tracker { return newTrackerOf(jobIndex, first, n) }
+
+// newTrackerOf follows the objects whose names index gives first to
+// first+n-1.
+func newTrackerOf(index func(string) (int, bool), first, n int) *tracker {
 	return &tracker{
-		first: first, n: n, completedAt: make([]time.Time, n), terminal: make([]bool, n), finished: make([]bool, n),
+		first: first, n: n, index: index, completedAt: make([]time.Time, n), terminal: make([]bool, n), finished: make([]bool, n),
 		allTerminal: make(chan struct{}), allReleased: make(chan struct{}), exited: make(chan struct{}),
 	}
 }
@@ -65,21 +74,22 @@ func (t *tracker) follow(events <-chan watch.Event, prog *progress) {
 		switch ev.Type {
 		case watch.Added, watch.Modified:
 		case watch.Error:
-			t.err = fmt.Errorf("the watch of the jobs failed: %v", ev.Object)
+			t.err = fmt.Errorf("the watch failed: %v", ev.Object)
 			return
 		default:
 			continue
 		}
-		job, ok := ev.Object.(*paymentsv1alpha1.PaymentJob)
+		job, ok := ev.Object.(engine.Object)
 		if !ok {
 			continue
 		}
-		i, ok := jobIndex(job.Name)
+		i, ok := t.index(job.GetName())
 		i -= t.first
 		if !ok || i < 0 || i >= t.n {
 			continue
 		}
-		phase := job.Status.Phase
+		status := job.GetPaymentStatus()
+		phase := status.Phase
 		if phase != paymentsv1alpha1.PhaseCompleted && phase != paymentsv1alpha1.PhaseFailed {
 			continue
 		}
@@ -94,7 +104,7 @@ func (t *tracker) follow(events <-chan watch.Event, prog *progress) {
 			} else {
 				t.failed++
 				if t.firstFailure == "" {
-					t.firstFailure = fmt.Sprintf("%s/%s: %+v", job.Namespace, job.Name, job.Status.Failure)
+					t.firstFailure = fmt.Sprintf("%s/%s: %+v", job.GetNamespace(), job.GetName(), status.Failure)
 				}
 			}
 			if t.completed+t.failed == t.n {
@@ -103,7 +113,7 @@ func (t *tracker) follow(events <-chan watch.Event, prog *progress) {
 		}
 		// Released: the finish patch removed the finalizer and set the
 		// finished label in one write (the baseline makes the same patch).
-		if len(job.Finalizers) == 0 && job.Labels[paymentsv1alpha1.LabelFinished] == "true" && !t.finished[i] {
+		if len(job.GetFinalizers()) == 0 && job.GetLabels()[paymentsv1alpha1.LabelFinished] == "true" && !t.finished[i] {
 			t.finished[i] = true
 			t.released++
 			if t.released == t.n {

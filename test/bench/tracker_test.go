@@ -85,3 +85,32 @@ func TestTrackerStopsOnAWatchError(t *testing.T) {
 	g.Eventually(tr.exited).Should(BeClosed())
 	g.Expect(tr.err).To(MatchError(ContainSubstring("too old resource version")))
 }
+
+func TestTrackerFollowsRefunds(t *testing.T) {
+	g := NewWithT(t)
+	events := make(chan watch.Event, 8)
+	tr := newTrackerOf(refundIndex, 0, 2)
+	go tr.follow(events, nil)
+
+	refundIn := func(i int, phase paymentsv1alpha1.PaymentJobPhase, finished bool) *paymentsv1alpha1.PaymentRefund {
+		r := newRefund("ns", i)
+		r.Status.Phase = phase
+		if finished {
+			r.Labels = map[string]string{paymentsv1alpha1.LabelFinished: "true"}
+		} else {
+			r.Finalizers = []string{paymentsv1alpha1.Finalizer}
+		}
+		return r
+	}
+	events <- watch.Event{Type: watch.Modified, Object: jobIn(0, paymentsv1alpha1.PhaseCompleted, false)} // a job, not followed
+	events <- watch.Event{Type: watch.Modified, Object: refundIn(0, paymentsv1alpha1.PhaseProcessing, false)}
+	events <- watch.Event{Type: watch.Modified, Object: refundIn(0, paymentsv1alpha1.PhaseCompleted, true)}
+	events <- watch.Event{Type: watch.Modified, Object: refundIn(1, paymentsv1alpha1.PhaseFailed, true)}
+	g.Eventually(tr.allTerminal).Should(BeClosed())
+	g.Eventually(tr.allReleased).Should(BeClosed())
+	close(events)
+	g.Eventually(tr.exited).Should(BeClosed())
+	g.Expect(tr.completed).To(Equal(1))
+	g.Expect(tr.failed).To(Equal(1))
+	g.Expect(tr.firstFailure).To(HavePrefix("ns/refund-000001"))
+}
