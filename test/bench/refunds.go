@@ -38,7 +38,7 @@ import (
 
 // maxRefundWritesPerRefund is the target of the API writes per refund, in
 // hundredths, the ledger's share included: claim, outcome and finish, as
-// for a job, and a share of a ledger append.
+// for a job, and a share of a ledger append. -max-refund-writes sets it.
 const maxRefundWritesPerRefund = 330
 
 // refundName is the name of the refund of the i-th job of a namespace.
@@ -90,7 +90,7 @@ func (b *bench) addRefundRun(r, jobs runResult) {
 	// The writes to jobs are in too: a refund that wrote its job would
 	// cost that write.
 	b.rep.add(perJob("refund_writes_per_refund", title+": API writes/refund (refunds, jobs: PATCH, PUT; ledger pages: POST, PUT, DELETE)",
-		whole(r.req.refundWrites+r.req.jobWrites+r.req.ledgerWrites), refunds, perJobAtMost(maxRefundWritesPerRefund)))
+		whole(r.req.refundWrites+r.req.jobWrites+r.req.ledgerWrites), refunds, perJobAtMost(b.cfg.maxRefundWrites)))
 	// Without the admission policy's finalizer, the manager adds it: one
 	// write more.
 	b.rep.add(perJob("refund_guarded_at_create_per_refund", title+": created with the finalizer (admission policy)/refund",

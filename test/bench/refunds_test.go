@@ -77,7 +77,7 @@ func TestRefundFigures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			b := &bench{cfg: config{minRefundRatio: tt.minRatio}, rep: &report{}}
+			b := &bench{cfg: config{minRefundRatio: tt.minRatio, maxRefundWrites: maxRefundWritesPerRefund}, rep: &report{}}
 			refunds, jobs := refundWindow(tt.writes)
 			refunds.req.jobWrites = tt.jobWrites
 			refunds.refunds.Refunds = tt.made
@@ -106,7 +106,7 @@ func TestRefundFigures(t *testing.T) {
 
 func TestRefundKeysLeaveTheJobKeysAlone(t *testing.T) {
 	g := NewWithT(t)
-	b := &bench{cfg: config{minRatio: 0.8, minRefundRatio: 0.9}, rep: &report{}}
+	b := &bench{cfg: config{minRatio: 0.8, minRefundRatio: 0.9, maxRefundWrites: maxRefundWritesPerRefund}, rep: &report{}}
 	refunds, jobs := refundWindow(3000)
 	jobs.req = requestFigures{jobWrites: 3000, ledgerWrites: 200}
 	jobs.provider = sandboxproc.Counters{Requests: 1000, Charges: 1000}

@@ -170,6 +170,7 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 	if res, done, err := r.prepare(ctx, job); done || err != nil {
 		return res, err
 	}
+	prepared := job.GetResourceVersion()
 	res, done, searched, err := r.finishFromLedger(ctx, job)
 	if done || err != nil {
 		return res, err
@@ -211,10 +212,12 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 	if err := r.guardProvider(ctx, target); err != nil {
 		return ctrl.Result{}, err
 	}
-	// Again: the writes since the first time returned the object as
-	// stored, without what Prepare recorded in memory.
-	if res, done, err := r.prepare(ctx, job); done || err != nil {
-		return res, err
+	if job.GetResourceVersion() != prepared {
+		// Again: a write since the first time (the finalizer) returned
+		// the object as stored, without what Prepare recorded in memory.
+		if res, done, err := r.prepare(ctx, job); done || err != nil {
+			return res, err
+		}
 	}
 	return r.admitAfterLookup(ctx, job, target)
 }
