@@ -109,10 +109,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	c.maxRefundWrites = int64(math.Round(maxRefundWrites * 100))
-	if c.maxRefundWrites < 300 {
-		return c, errors.New("-max-refund-writes must be at least 3 (claim, outcome, finish)")
+	if math.IsNaN(maxRefundWrites) {
+		maxRefundWrites = 0
 	}
+	c.maxRefundWrites = int64(math.Round(maxRefundWrites * 100))
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
@@ -126,18 +126,25 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 		c.scaleWorkers = append(c.scaleWorkers, w)
 	}
+	return c, c.check()
+}
+
+// check refuses settings the bench cannot run with.
+func (c config) check() error {
 	switch {
 	case c.jobs < 1 || c.workers < 1 || c.history < 1 || c.ledgerJobs < 1 || (len(c.scaleWorkers) > 0 && c.scaleJobs < 1):
-		return c, errors.New("-jobs, -workers, -history, -ledger-jobs and -scale-jobs must be at least 1")
+		return errors.New("-jobs, -workers, -history, -ledger-jobs and -scale-jobs must be at least 1")
 	case c.jobs < 2:
-		return c, errors.New("-jobs must be at least 2: the baseline and the run without lookups run in two halves")
+		return errors.New("-jobs must be at least 2: the baseline and the run without lookups run in two halves")
 	case !(c.minRatio >= 0) || !(c.minLookupRatio >= 0) || !(c.minRefundRatio >= 0):
 		// Written so that NaN is refused too.
-		return c, errors.New("-min-ratio, -min-lookup-ratio and -min-refund-ratio must be 0 (not enforced) or more")
+		return errors.New("-min-ratio, -min-lookup-ratio and -min-refund-ratio must be 0 (not enforced) or more")
+	case c.maxRefundWrites < 300:
+		return errors.New("-max-refund-writes must be at least 3 (claim, outcome, finish)")
 	case c.qps <= 0 || c.burst < 1:
-		return c, errors.New("-qps and -burst must be positive")
+		return errors.New("-qps and -burst must be positive")
 	case c.assets == "":
-		return c, errors.New("-assets or KUBEBUILDER_ASSETS must name the control plane folder: run `make bench`")
+		return errors.New("-assets or KUBEBUILDER_ASSETS must name the control plane folder: run `make bench`")
 	}
-	return c, nil
+	return nil
 }
