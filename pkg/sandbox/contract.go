@@ -100,6 +100,16 @@ type contractError struct {
 	Message string `json:"message"`
 }
 
+// writeUnreadable answers a request body that could not be read: 413 when
+// it is too large, 400 otherwise.
+func writeUnreadable(w http.ResponseWriter, err error) {
+	status := http.StatusBadRequest
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		status = http.StatusRequestEntityTooLarge
+	}
+	writeJSON(w, status, contractError{Reason: payment.ReasonInvalidRequest, Message: err.Error()})
+}
+
 // createCharge charges under the Idempotency-Key header (or the body's
 // idempotencyKey), storing the key and the body's fingerprint in the
 // intent's metadata so that a lookup finds it: 201 for a new charge, 200
@@ -107,11 +117,7 @@ type contractError struct {
 func (s *server) createCharge(w http.ResponseWriter, r *http.Request) {
 	body, err := readContractCharge(r)
 	if err != nil {
-		status := http.StatusBadRequest
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeJSON(w, status, contractError{Reason: payment.ReasonInvalidRequest, Message: err.Error()})
+		writeUnreadable(w, err)
 		return
 	}
 	key, err := contractKey(r.Header.Get("Idempotency-Key"), body.IdempotencyKey)

@@ -84,11 +84,7 @@ type contractFoundRefund struct {
 func (s *server) createContractRefund(w http.ResponseWriter, r *http.Request) {
 	body, err := readContractRefund(r)
 	if err != nil {
-		status := http.StatusBadRequest
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeJSON(w, status, contractError{Reason: payment.ReasonInvalidRequest, Message: err.Error()})
+		writeUnreadable(w, err)
 		return
 	}
 	key, err := contractKey(r.Header.Get("Idempotency-Key"), body.IdempotencyKey)

@@ -56,19 +56,9 @@ const (
 
 // createPaymentIntent creates and confirms a PaymentIntent.
 func (s *server) createPaymentIntent(w http.ResponseWriter, r *http.Request) {
-	form, errBody, status := readForm(r)
-	if errBody != nil {
-		writeError(w, status, *errBody)
-		return
-	}
-
-	key, ok := idempotencyKey(w, r)
+	form, key, ok := readCreate(w, r)
 	if !ok {
 		return
-	}
-	if key == "" {
-		// Like Stripe, a request without a key is a new payment each time.
-		key = "sandbox_generated_" + rand.Text()
 	}
 
 	params, se := intentParams(form)
@@ -91,6 +81,26 @@ func (s *server) createPaymentIntent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.expandCharge(intentBody(in), in, form))
+}
+
+// readCreate reads the form and the Idempotency-Key of a create request;
+// without a key, a new one is made, as Stripe makes a new object each time.
+// It answers the error and returns false when either cannot be read.
+func readCreate(w http.ResponseWriter, r *http.Request) (url.Values, string, bool) {
+	form, errBody, status := readForm(r)
+	if errBody != nil {
+		writeError(w, status, *errBody)
+		return nil, "", false
+	}
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return nil, "", false
+	}
+	if key == "" {
+		// Like Stripe, a request without a key is a new object each time.
+		key = "sandbox_generated_" + rand.Text()
+	}
+	return form, key, true
 }
 
 // idempotencyKey reads the Idempotency-Key header and echoes it; it answers

@@ -17,7 +17,6 @@ limitations under the License.
 package sandbox
 
 import (
-	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -38,18 +37,9 @@ const (
 
 // createRefund creates a refund of a PaymentIntent (Engine.CreateRefund).
 func (s *server) createRefund(w http.ResponseWriter, r *http.Request) {
-	form, errBody, status := readForm(r)
-	if errBody != nil {
-		writeError(w, status, *errBody)
-		return
-	}
-	key, ok := idempotencyKey(w, r)
+	form, key, ok := readCreate(w, r)
 	if !ok {
 		return
-	}
-	if key == "" {
-		// Like Stripe, a request without a key is a new refund each time.
-		key = "sandbox_generated_" + rand.Text()
 	}
 	params, se := refundParams(form)
 	if se != nil {
