@@ -25,80 +25,81 @@ import (
 )
 
 // Reasons of conditions and events. A condition and the event announcing it
-// carry the same reason, so users can match either.
+// carry the same reason, so users can match either. Each is the API's
+// constant (api/v1alpha1/reasons.go), the one source of the values.
 const (
 	// ReasonSuspended: spec.suspend holds the job in Pending.
-	ReasonSuspended = "Suspended"
+	ReasonSuspended = paymentsv1alpha1.ReasonSuspended
 	// ReasonDeadlineExceeded: activeDeadlineSeconds passed before the job
 	// was claimed; it will never be charged.
-	ReasonDeadlineExceeded = "DeadlineExceeded"
+	ReasonDeadlineExceeded = paymentsv1alpha1.ReasonDeadlineExceeded
 	// ReasonProviderNotFound: the referenced PaymentProvider does not exist.
-	ReasonProviderNotFound = "ProviderNotFound"
+	ReasonProviderNotFound = paymentsv1alpha1.ReasonProviderNotFound
 	// ReasonProviderNotReady: the referenced PaymentProvider is not Ready.
-	ReasonProviderNotReady = "ProviderNotReady"
+	ReasonProviderNotReady = paymentsv1alpha1.ReasonProviderNotReady
 	// ReasonProviderDeleted: the referenced PaymentProvider is being
 	// deleted, so a job that was not claimed waits; or it is gone while the
 	// job was Processing and this process kept no adapter for it, so the
 	// job is Stalled until a person resolves it.
-	ReasonProviderDeleted = "ProviderDeleted"
+	ReasonProviderDeleted = paymentsv1alpha1.ReasonProviderDeleted
 	// ReasonRateLimited: the job waits for a token of its provider's
 	// client-side rate limit (requestsPerSecond, burst).
-	ReasonRateLimited = "RateLimited"
+	ReasonRateLimited = paymentsv1alpha1.ReasonRateLimited
 	// ReasonClaimed: this manager claimed the job and is charging it.
-	ReasonClaimed = "Claimed"
+	ReasonClaimed = paymentsv1alpha1.ReasonClaimed
 	// ReasonClaimTakenOver: the previous claim expired and this manager took
 	// it over, with the same idempotency key.
-	ReasonClaimTakenOver = "ClaimTakenOver"
+	ReasonClaimTakenOver = paymentsv1alpha1.ReasonClaimTakenOver
 	// ReasonTransientError: the provider call had an uncertain outcome; it is
 	// retried with the same key.
-	ReasonTransientError = "TransientError"
+	ReasonTransientError = paymentsv1alpha1.ReasonTransientError
 	// ReasonRetriesExhausted: backoffLimit retries failed; the job keeps
 	// retrying at the longest interval and needs attention.
-	ReasonRetriesExhausted = "RetriesExhausted"
+	ReasonRetriesExhausted = paymentsv1alpha1.ReasonRetriesExhausted
 	// ReasonRequestChanged: the request no longer matches the one recorded at
 	// the first claim; the job is not charged again.
-	ReasonRequestChanged = "RequestChanged"
+	ReasonRequestChanged = paymentsv1alpha1.ReasonRequestChanged
 	// ReasonLookupFailed: the provider could not be asked whether it holds a
 	// charge under the job's key; the job is not charged until it answers.
-	ReasonLookupFailed = "LookupFailed"
+	ReasonLookupFailed = paymentsv1alpha1.ReasonLookupFailed
 	// ReasonChargeMismatch: the provider holds a charge under the job's key
 	// that was made for another request; the job is not charged.
-	ReasonChargeMismatch = "ChargeMismatch"
+	ReasonChargeMismatch = paymentsv1alpha1.ReasonChargeMismatch
 	// ReasonProviderChanged: the job's provider no longer reaches the
 	// account (or object, or endpoint) its key was first sent to; the job is
 	// not charged there.
-	ReasonProviderChanged = "ProviderChanged"
+	ReasonProviderChanged = paymentsv1alpha1.ReasonProviderChanged
 	// ReasonKeyMismatch: status.idempotencyKey is not the key derived from
 	// the namespace and spec; the job is not charged.
-	ReasonKeyMismatch = "KeyMismatch"
+	ReasonKeyMismatch = paymentsv1alpha1.ReasonKeyMismatch
 	// ReasonUncertainRefusal: a retry was refused as invalid or as a reused
 	// key, but an earlier attempt had no answer and may have charged; the
 	// job is not failed.
-	ReasonUncertainRefusal = "UncertainRefusal"
+	ReasonUncertainRefusal = paymentsv1alpha1.ReasonUncertainRefusal
 	// ReasonFoundAtProvider: the provider already held this job's charge
 	// (found by its key, or settled); no money moved again.
-	ReasonFoundAtProvider = "FoundAtProvider"
+	ReasonFoundAtProvider = paymentsv1alpha1.ReasonFoundAtProvider
 	// ReasonFoundInLedger: the operator's ledger records this payment's
 	// outcome (the job was deleted and created again); it was finished from
 	// the ledger with no provider call.
-	ReasonFoundInLedger = "FoundInLedger"
+	ReasonFoundInLedger = paymentsv1alpha1.ReasonFoundInLedger
 	// ReasonResolved: a person resolved the uncertain outcome with the
 	// payments.idempotency.dev/resolve annotation.
-	ReasonResolved = "Resolved"
+	ReasonResolved = paymentsv1alpha1.ReasonResolved
 	// ReasonResolutionRefused: the resolve annotation was not honoured: the
 	// job is not Stalled on an uncertain outcome, the value is not valid, or
 	// the provider contradicts it.
-	ReasonResolutionRefused = "ResolutionRefused"
+	ReasonResolutionRefused = paymentsv1alpha1.ReasonResolutionRefused
 	// ReasonResolutionWaiting: a not-charged resolution waits until the
 	// last attempt is older than the provider's search lag (a charge it
 	// made may not show in the lookup before); no attempt is made
 	// meanwhile.
-	ReasonResolutionWaiting = "ResolutionWaiting"
+	ReasonResolutionWaiting = paymentsv1alpha1.ReasonResolutionWaiting
 	// ReasonSucceeded: the provider confirmed the charge.
-	ReasonSucceeded = "Succeeded"
+	ReasonSucceeded = paymentsv1alpha1.ReasonSucceeded
 	// ReasonReplayed: the provider answered with the saved outcome of an
 	// earlier request with the same key; no money moved again.
-	ReasonReplayed = "Replayed"
+	ReasonReplayed = paymentsv1alpha1.ReasonReplayed
 
 	// ReasonCardDeclined, ReasonInvalidRequest and ReasonKeyReused are the
 	// failure reasons of definitive refusals.
@@ -107,7 +108,7 @@ const (
 	ReasonKeyReused      = payment.ReasonKeyReused
 	// ReasonPaymentRefused stands for a provider's refusal reason that is
 	// not a valid condition reason.
-	ReasonPaymentRefused = "PaymentRefused"
+	ReasonPaymentRefused = paymentsv1alpha1.ReasonPaymentRefused
 )
 
 // Progress is why a pass left an object where it is: the input of its
