@@ -93,6 +93,24 @@ type Refunder interface {
 	SettleRefund(ctx context.Context, key, id string) (Outcome, error)
 }
 
+// RefundLister is implemented by a Refunder whose LookupRefunds reads the
+// charge with a request of its own (Stripe: the PaymentIntent). ListRefunds
+// is LookupRefunds without that request, for a caller that knows the
+// charge's amount and currency already: the book's Charge is the zero
+// Found, and everything else is as LookupRefunds answers it.
+type RefundLister interface {
+	ListRefunds(ctx context.Context, charge string) (RefundBook, error)
+}
+
+// ListRefunds lists the refunds of charge at r: with ListRefunds when r is a
+// RefundLister, otherwise with LookupRefunds.
+func ListRefunds(ctx context.Context, r Refunder, charge string) (RefundBook, error) {
+	if l, ok := r.(RefundLister); ok {
+		return l.ListRefunds(ctx, charge)
+	}
+	return r.LookupRefunds(ctx, charge)
+}
+
 // RefundBook is what a provider holds on one charge: the charge as it is now
 // and its refunds.
 type RefundBook struct {

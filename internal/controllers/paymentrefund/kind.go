@@ -52,21 +52,21 @@ type kind struct {
 const (
 	// ReasonRefundsUnsupported: the refund's PaymentProvider cannot refund
 	// (an http provider without spec.http.refundURL and lookupURL).
-	ReasonRefundsUnsupported = "RefundsUnsupported"
+	ReasonRefundsUnsupported = paymentsv1alpha1.ReasonRefundsUnsupported
 	// ReasonPaymentNotCompleted: the refunded PaymentJob is not Completed
 	// yet; the refund waits for it.
-	ReasonPaymentNotCompleted = "PaymentNotCompleted"
+	ReasonPaymentNotCompleted = paymentsv1alpha1.ReasonPaymentNotCompleted
 	// ReasonPaymentFailed: the refunded PaymentJob failed; nothing to refund.
-	ReasonPaymentFailed = "PaymentFailed"
+	ReasonPaymentFailed = paymentsv1alpha1.ReasonPaymentFailed
 	// ReasonPaymentNotFound: no such PaymentJob, and the ledger holds no
 	// payment under its key.
-	ReasonPaymentNotFound = "PaymentNotFound"
+	ReasonPaymentNotFound = paymentsv1alpha1.ReasonPaymentNotFound
 	// ReasonPaymentMismatch: spec.paymentJobRef.idempotencyKey is not the
 	// named PaymentJob's key.
-	ReasonPaymentMismatch = "PaymentMismatch"
+	ReasonPaymentMismatch = paymentsv1alpha1.ReasonPaymentMismatch
 	// ReasonRefundsInFlight: the refund fits in what is left of the charge
 	// only if other refunds in flight fail; it waits for them.
-	ReasonRefundsInFlight = "RefundsInFlight"
+	ReasonRefundsInFlight = paymentsv1alpha1.ReasonRefundsInFlight
 )
 
 // refundRecheck is how often a refund waiting for its payment, or for
@@ -140,7 +140,7 @@ func (k kind) Prepare(ctx context.Context, r *engine.Reconciler, obj engine.Obje
 	}
 	if ch.Amount == 0 {
 		// The ledger names the charge, not its amount: the provider does.
-		book, err := lookupBook(ctx, t, ch.ID)
+		book, err := lookupBook(ctx, t, ch.ID, true)
 		if err != nil {
 			return &engine.Progress{Reason: engine.ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
 				"Cannot read charge %s at the provider, so not refunding yet: %v", ch.ID, err), engine.MaxMessageLength)}, nil, nil
@@ -248,15 +248,20 @@ func refundsConfigured(t *engine.Target) bool {
 	return pp == nil || pp.Spec.HTTP == nil || (pp.Spec.HTTP.RefundURL != "" && pp.Spec.HTTP.LookupURL != "")
 }
 
-// lookupBook reads what the provider holds on charge, within t's timeout.
-func lookupBook(ctx context.Context, t *engine.Target, charge string) (payment.RefundBook, error) {
+// lookupBook reads what the provider holds on charge, within t's timeout:
+// the charge itself too when withCharge, otherwise only its refunds when
+// that saves a request (payment.ListRefunds).
+func lookupBook(ctx context.Context, t *engine.Target, charge string, withCharge bool) (payment.RefundBook, error) {
 	refunder, ok := t.Provider.(payment.Refunder)
 	if !ok {
 		return payment.RefundBook{}, errors.New("the provider cannot refund")
 	}
 	callCtx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
-	return refunder.LookupRefunds(callCtx, charge)
+	if withCharge {
+		return refunder.LookupRefunds(callCtx, charge)
+	}
+	return payment.ListRefunds(callCtx, refunder, charge)
 }
 
 func (kind) Calls(t *engine.Target, obj engine.Object) engine.Calls {
@@ -274,7 +279,11 @@ func (k kind) Observe(ctx context.Context, r *engine.Reconciler, obj engine.Obje
 	if ch == nil {
 		return engine.Observation{}, errors.New("the refunded charge is not known yet")
 	}
-	book, err := lookupBook(ctx, t, ch.ID)
+	// The amount is known (the PaymentJob's record, or the provider's read
+	// before): the refunds are enough. Where the list comes without the
+	// charge's state (Stripe), a charge that cannot be refunded any more is
+	// refused by the refund itself, definitively.
+	book, err := lookupBook(ctx, t, ch.ID, false)
 	if err != nil {
 		return engine.Observation{Err: err}, nil
 	}
@@ -363,7 +372,7 @@ func (c refundCalls) Send(ctx context.Context, key string) (payment.Outcome, err
 func (c refundCalls) CanFind() bool { return c.refunder != nil }
 
 func (c refundCalls) Find(ctx context.Context, key string) ([]payment.Found, error) {
-	book, err := c.refunder.LookupRefunds(ctx, c.req.Charge)
+	book, err := payment.ListRefunds(ctx, c.refunder, c.req.Charge)
 	return book.Refunds[key], err
 }
 

@@ -48,7 +48,7 @@ const (
 // ReasonRefundFailedAfterSuccess is the reason of a refund the provider
 // reported succeeded that later failed there; the money did not go back.
 // The PaymentRefund is set Failed with this reason.
-const ReasonRefundFailedAfterSuccess = "RefundFailedAfterSuccess"
+const ReasonRefundFailedAfterSuccess = paymentsv1alpha1.ReasonRefundFailedAfterSuccess
 
 // RefundWatch reads the Completed PaymentRefunds again at their providers,
 // every Interval for Period after they completed, and sets Failed
@@ -163,7 +163,7 @@ func (w *RefundWatch) check(ctx context.Context, rf *paymentsv1alpha1.PaymentRef
 				return nil
 			}
 		}
-		if book, err = lookupBook(ctx, t, charge); err != nil {
+		if book, err = lookupBook(ctx, t, charge, false); err != nil {
 			return fmt.Errorf("cannot read the refunds of charge %s: %w", charge, err)
 		}
 		books[charge] = book

@@ -29,7 +29,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// TestConformanceRefunds runs the requests of Refund, LookupRefunds and
+// TestConformanceRefunds runs the requests of Refund, LookupRefunds, ListRefunds and
 // SettleRefund against stripe-mock, as TestConformance does for charges:
 // stripe-mock validates each against Stripe's OpenAPI spec and answers with
 // fixtures, so the tests assert that the requests validate and that the
@@ -96,6 +96,17 @@ func TestConformanceRefunds(t *testing.T) {
 		c.rec.expectAccepted(c.g)
 		c.g.Expect(c.rec.count(http.MethodGet, "/v1/payment_intents/pi_123")).To(Equal(1))
 		c.g.Expect(c.rec.count(http.MethodGet, "/v1/refunds")).To(Equal(2))
+		c.g.Expect(c.rec.count(http.MethodPost, "")).To(Equal(0))
+	})
+
+	t.Run("ListRefunds lists without reading the intent", func(t *testing.T) {
+		c := newConformanceCall(t, base)
+		book, err := c.p.ListRefunds(c.ctx, "pi_123")
+		c.g.Expect(err).NotTo(HaveOccurred())
+		c.g.Expect(book.Complete).To(BeTrue())
+		c.rec.expectAccepted(c.g)
+		c.g.Expect(c.rec.count(http.MethodGet, "/v1/refunds")).To(Equal(1))
+		c.g.Expect(c.rec.count(http.MethodGet, "/v1/payment_intents/pi_123")).To(Equal(0))
 		c.g.Expect(c.rec.count(http.MethodPost, "")).To(Equal(0))
 	})
 

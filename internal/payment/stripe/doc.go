@@ -120,7 +120,9 @@ limitations under the License.
 //	anything else                                   as for a charge, in the table below
 //
 // LookupRefunds reads the intent, GET /v1/payment_intents/{id}, and lists its
-// refunds, GET /v1/refunds?payment_intent={id}&limit=100, following
+// refunds as ListRefunds does (payment.RefundLister: the list without the
+// intent, for a refund that knows its charge from the PaymentJob's record),
+// GET /v1/refunds?payment_intent={id}&limit=100, following
 // starting_after for at most ten pages. It has no search lag. Refunds are
 // grouped by the metadata entry paymentjob_idempotency_key, newest first, a
 // refund without it (made in the Dashboard) counting only in Refunded, the

@@ -30,9 +30,14 @@ const (
 	// refundListLimit is the number of refunds one list request reads,
 	// Stripe's maximum.
 	refundListLimit = 100
-	// maxRefundPages is the most list requests one LookupRefunds sends;
+	// maxRefundPages is the most list requests one ListRefunds sends;
 	// more refunds of one payment intent than fit in them is an error.
 	maxRefundPages = 10
+)
+
+var (
+	_ payment.Refunder     = (*Provider)(nil)
+	_ payment.RefundLister = (*Provider)(nil)
 )
 
 // Refund refunds req.Amount of the PaymentIntent req.Charge under key with
@@ -190,20 +195,12 @@ func refundState(status stripego.RefundStatus) payment.ChargeState {
 }
 
 // LookupRefunds reads the PaymentIntent charge, GET
-// /v1/payment_intents/{charge}, and every refund of it, GET
-// /v1/refunds?payment_intent={charge}&limit=100 followed by its next pages
-// (at most maxRefundPages requests; more refunds than that is an error).
-// Refunds are grouped by their metadata entry
-// payment.MetadataKeyIdempotencyKey, newest first; a refund without one
-// counts only in Refunded, the sum of the refunds that succeeded or are
-// pending. The book is always Complete. Every error is a
+// /v1/payment_intents/{charge}, then lists its refunds as ListRefunds does:
+// the book's Charge is the intent as it is now. Every error is a
 // payment.TransientError.
 func (p *Provider) LookupRefunds(ctx context.Context, charge string) (payment.RefundBook, error) {
-	if !validID(charge) {
-		return payment.RefundBook{}, payment.Transient(errors.New("cannot look up the refunds of a payment intent without a valid id"), 0)
-	}
-	if err := ctx.Err(); err != nil {
-		return payment.RefundBook{}, payment.Transient(fmt.Errorf("cannot read payment intent %s: %w", p.clean(charge), err), 0)
+	if err := p.beforeRefundRead(ctx, charge); err != nil {
+		return payment.RefundBook{}, err
 	}
 	intent, err := p.retrieve(ctx, charge)
 	if err != nil {
@@ -213,12 +210,33 @@ func (p *Provider) LookupRefunds(ctx context.Context, charge string) (payment.Re
 		return payment.RefundBook{}, payment.Transient(fmt.Errorf("reading payment intent %s answered another one, %q",
 			p.clean(charge), p.clean(intent.ID)), 0)
 	}
+	book, err := p.ListRefunds(ctx, charge)
+	if err != nil {
+		return payment.RefundBook{}, err
+	}
+	book.Charge = intentFound(intent)
+	return book, nil
+}
+
+// ListRefunds lists every refund of the PaymentIntent charge, GET
+// /v1/refunds?payment_intent={charge}&limit=100 followed by its next pages
+// (at most maxRefundPages requests; more refunds than that is an error),
+// without reading the intent: the book's Charge is the zero payment.Found.
+// Refunds are grouped by their metadata entry
+// payment.MetadataKeyIdempotencyKey, newest first; a refund without one
+// counts only in Refunded, the sum of the refunds that succeeded or are
+// pending. The book is always Complete. Every error is a
+// payment.TransientError.
+func (p *Provider) ListRefunds(ctx context.Context, charge string) (payment.RefundBook, error) {
+	if err := p.beforeRefundRead(ctx, charge); err != nil {
+		return payment.RefundBook{}, err
+	}
 	refunds, err := p.listRefunds(ctx, charge)
 	if err != nil {
 		return payment.RefundBook{}, err
 	}
 
-	book := payment.RefundBook{Charge: intentFound(intent), Refunds: make(map[string][]payment.Found), Complete: true}
+	book := payment.RefundBook{Refunds: make(map[string][]payment.Found), Complete: true}
 	for _, refund := range refunds {
 		f := payment.Found{
 			Key:         refund.Metadata[payment.MetadataKeyIdempotencyKey],
@@ -237,6 +255,18 @@ func (p *Provider) LookupRefunds(ctx context.Context, charge string) (payment.Re
 		newestFirst(found)
 	}
 	return book, nil
+}
+
+// beforeRefundRead refuses to read the refunds of an invalid id, or once
+// ctx is done, without sending anything.
+func (p *Provider) beforeRefundRead(ctx context.Context, charge string) error {
+	if !validID(charge) {
+		return payment.Transient(errors.New("cannot look up the refunds of a payment intent without a valid id"), 0)
+	}
+	if err := ctx.Err(); err != nil {
+		return payment.Transient(fmt.Errorf("cannot read payment intent %s: %w", p.clean(charge), err), 0)
+	}
+	return nil
 }
 
 // listRefunds lists every refund of the PaymentIntent charge, one page of

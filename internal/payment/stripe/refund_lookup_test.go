@@ -121,6 +121,49 @@ func TestLookupRefundsOfAnIntentWithoutRefunds(t *testing.T) {
 	g.Expect(book.Charge.ID).To(Equal("pi_1"))
 }
 
+func TestListRefundsDoesNotReadTheIntent(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeStripe(t, bookOf(
+		refundList(true, refundJSON("re_2", "succeeded", testRefundKey, 500, 1767229200)),
+		refundList(false, refundJSON("re_1", "pending", "", 300, 1767229100)),
+	))
+
+	book, err := f.provider(t).ListRefunds(context.Background(), "pi_1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(book.Charge).To(Equal(payment.Found{}), "the intent is not read, so the book says nothing of it")
+	g.Expect(book.Complete).To(BeTrue())
+	g.Expect(book.Refunded).To(Equal(int64(500+300)), "the pending refund without a key counts too")
+	g.Expect(ids(book.Refunds[testRefundKey])).To(Equal([]string{"re_2"}))
+
+	reqs := f.received()
+	g.Expect(reqs).To(HaveLen(2), "two pages of refunds, and no read of the intent")
+	for _, r := range reqs {
+		g.Expect(r.Path).To(Equal("/v1/refunds"))
+		g.Expect(r.Query.Get("payment_intent")).To(Equal("pi_1"))
+	}
+
+	// payment.ListRefunds takes the shorter path of a RefundLister.
+	book, err = payment.ListRefunds(context.Background(), f.provider(t), "pi_1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(book.Refunded).To(Equal(int64(800)))
+	g.Expect(f.received()).To(HaveLen(4), "two more list requests, still no read of the intent")
+	for _, r := range f.received() {
+		g.Expect(r.Path).NotTo(HavePrefix("/v1/payment_intents"))
+	}
+}
+
+func TestListRefundsRefusesBadInputWithoutSending(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeStripe(t, bookOf(refundList(false)))
+	_, err := f.provider(t).ListRefunds(context.Background(), "pi 1")
+	g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = f.provider(t).ListRefunds(ctx, "pi_1")
+	g.Expect(paymenttest.CheckTransient(err)).To(Succeed())
+	g.Expect(f.received()).To(BeEmpty())
+}
+
 func TestLookupRefundsPagesAreBounded(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeStripe(t, func(w http.ResponseWriter, r *http.Request, n int) {
