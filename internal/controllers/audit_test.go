@@ -167,7 +167,7 @@ func TestAuditFinishedLabelWithoutOutcome(t *testing.T) {
 
 	r := waitForAudit(t, a)
 	g.Expect(r.JobError).NotTo(HaveOccurred())
-	g.Expect(r.FinishedWithoutOutcome).To(Equal([]types.NamespacedName{{Namespace: ns, Name: "exported"}}))
+	g.Expect(r.FinishedWithoutOutcome).To(Equal([]audit.Unfinished{{Kind: "PaymentJob", NamespacedName: types.NamespacedName{Namespace: ns, Name: "exported"}}}))
 	g.Expect(gaugeValue(t, withoutOutcomeGauge)).To(Equal(1.0))
 
 	var event eventsv1.Event
@@ -189,6 +189,66 @@ func TestAuditFinishedLabelWithoutOutcome(t *testing.T) {
 
 	lines := logs.withMessage(g, "Payment job has the finished label but no outcome; it is never charged")
 	g.Expect(values(lines, "job")).To(ConsistOf(HaveKeyWithValue("name", "exported")))
+}
+
+// TestAuditFinishedLabelOnARefund: a PaymentRefund created with the finished
+// label is out of the operator's cache like a job, and would never be
+// refunded; the audit finds it beside a job and tells how to bring it back.
+func TestAuditFinishedLabelOnARefund(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, false)
+	finished := map[string]string{paymentsv1alpha1.LabelFinished: "true"}
+	refundOf := func(name string) *paymentsv1alpha1.PaymentRefund {
+		return &paymentsv1alpha1.PaymentRefund{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: finished},
+			Spec: paymentsv1alpha1.PaymentRefundSpec{
+				ProviderRef:   paymentsv1alpha1.ProviderReference{Name: providerName},
+				PaymentJobRef: paymentsv1alpha1.PaymentJobReference{Name: "invoice"},
+			},
+		}
+	}
+	exported := refundOf("exported-refund")
+	g.Expect(k8sClient.Create(ctx, exported)).To(Succeed())
+	done := refundOf("refunded")
+	g.Expect(k8sClient.Create(ctx, done)).To(Succeed())
+	done.Status.Phase = paymentsv1alpha1.PhaseCompleted
+	g.Expect(k8sClient.Status().Update(ctx, done)).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "exported-job", Namespace: ns, Labels: finished},
+		Spec:       jobSpec(),
+	})).To(Succeed())
+
+	a := &audit.Auditor{Namespaces: []string{ns}, Interval: time.Hour}
+	logs := startAudit(t, a)
+
+	r := waitForAudit(t, a)
+	g.Expect(r.JobError).NotTo(HaveOccurred())
+	g.Expect(r.FinishedWithoutOutcome).To(Equal([]audit.Unfinished{
+		{Kind: "PaymentJob", NamespacedName: types.NamespacedName{Namespace: ns, Name: "exported-job"}},
+		{Kind: "PaymentRefund", NamespacedName: types.NamespacedName{Namespace: ns, Name: "exported-refund"}},
+	}))
+	g.Expect(gaugeValue(t, withoutOutcomeGauge)).To(Equal(2.0), "the gauge counts jobs and refunds")
+
+	var event eventsv1.Event
+	g.Eventually(func(g Gomega) {
+		found := slices.DeleteFunc(eventsAbout(g, ns, "exported-refund"), func(e eventsv1.Event) bool {
+			return e.Reason != audit.ReasonFinishedLabelWithoutOutcome
+		})
+		g.Expect(found).To(HaveLen(1))
+		event = found[0]
+	}, timeout, 50*time.Millisecond).Should(Succeed())
+	g.Expect(event.Regarding.Kind).To(Equal("PaymentRefund"))
+	g.Expect(event.Regarding.UID).To(Equal(exported.UID))
+	g.Expect(event.Type).To(Equal("Warning"))
+	g.Expect(event.Note).To(And(
+		ContainSubstring("will not be refunded"),
+		ContainSubstring("kubectl label prefund exported-refund -n "+ns+" "+paymentsv1alpha1.LabelFinished+"-"),
+	))
+	g.Expect(eventReasons(g, ns, "refunded")).To(BeEmpty())
+
+	lines := logs.withMessage(g, "Payment refund has the finished label but no outcome; it is never refunded")
+	g.Expect(values(lines, "refund")).To(ConsistOf(HaveKeyWithValue("name", "exported-refund")))
 }
 
 // TestAuditAnnouncesEachJobOnce: a job with the finished label and no

@@ -28,7 +28,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -55,7 +57,7 @@ const (
 	// ReasonFinishedLabelWithoutOutcome says the job carries the finished label
 	// but is neither Completed nor Failed. The label keeps it out of the
 	// operator's cache: it is never charged until the label is removed.
-	ReasonFinishedLabelWithoutOutcome = "FinishedLabelWithoutOutcome"
+	ReasonFinishedLabelWithoutOutcome = paymentsv1alpha1.ReasonFinishedLabelWithoutOutcome
 )
 
 // checkDone ends one check of an audit: after an error (unless the manager
@@ -85,32 +87,35 @@ const (
 const auditPage = 500
 
 // Auditor looks, at start and then every Interval, for what would leave
-// PaymentJobs unseen without anyone knowing:
+// PaymentJobs and PaymentRefunds unseen without anyone knowing:
 //
 //   - the admission policies of config/policy missing or not enforced. Above
-//     all finished-label: without it, a PaymentJob created with the finished
-//     label (from a `kubectl get -o yaml` export, a restored backup) is left
-//     out of the operator's cache, and never charged.
-//   - PaymentJobs that carry the finished label without being finished: each
-//     gets a Warning event (ReasonFinishedLabelWithoutOutcome) once per
-//     process, saying how to remove the label.
+//     all finished-label: without it, a PaymentJob or PaymentRefund created
+//     with the finished label (from a `kubectl get -o yaml` export, a
+//     restored backup) is left out of the operator's cache, and never
+//     charged or refunded.
+//   - PaymentJobs and PaymentRefunds that carry the finished label without
+//     being finished: each gets a Warning event
+//     (ReasonFinishedLabelWithoutOutcome) once per process, saying how to
+//     remove the label.
 //
 // It reports through the gauges paymentjob_admission_policies_missing and
 // paymentjob_finished_label_without_outcome, and logs. A check that cannot
 // be completed leaves its gauge at its last value and increments
 // paymentjob_audit_errors_total. It only reads from the API server, through
-// Reader, since neither policies nor finished jobs are in the cache.
+// Reader, since neither policies nor finished objects are in the cache.
 type Auditor struct {
-	// Reader lists policies and finished jobs from the API server; the
+	// Reader lists policies and finished objects from the API server; the
 	// manager's API reader (mgr.GetAPIReader()), not its cache.
 	Reader client.Reader
-	// Recorder emits the Warning events on jobs with the finished label and
-	// no outcome.
+	// Recorder emits the Warning events on objects with the finished label
+	// and no outcome.
 	Recorder events.EventRecorder
 	// Interval is the time between audits; DefaultAuditInterval when zero.
 	Interval time.Duration
-	// Namespaces, if any, restrict the audit of PaymentJobs to them, as
-	// engine.CacheOptions restricts the manager; empty audits every namespace.
+	// Namespaces, if any, restrict the audit of PaymentJobs and
+	// PaymentRefunds to them, as engine.CacheOptions restricts the manager;
+	// empty audits every namespace.
 	// Admission policies are cluster-scoped and always audited.
 	Namespaces []string
 	// Clock paces the audits; the real clock when nil.
@@ -147,12 +152,20 @@ type Report struct {
 	PolicyProblems map[string][]string
 	// PolicyError is why the admission policies could not be audited.
 	PolicyError error
-	// FinishedWithoutOutcome lists the PaymentJobs found with the finished
-	// label but neither Completed nor Failed, sorted. Partial when JobError
-	// is set.
-	FinishedWithoutOutcome []types.NamespacedName
-	// JobError is why the PaymentJobs could not all be audited.
+	// FinishedWithoutOutcome lists the PaymentJobs and PaymentRefunds found
+	// with the finished label but neither Completed nor Failed, sorted by
+	// kind, namespace and name. Partial when JobError is set.
+	FinishedWithoutOutcome []Unfinished
+	// JobError is why the PaymentJobs and PaymentRefunds could not all be
+	// audited.
 	JobError error
+}
+
+// Unfinished names an object found with the finished label and no outcome.
+type Unfinished struct {
+	// Kind is PaymentJob or PaymentRefund.
+	Kind string
+	types.NamespacedName
 }
 
 // PoliciesMissing is the number of expected admission policies that are
@@ -278,87 +291,105 @@ func (a *Auditor) logPolicies(ctx context.Context, problems map[string][]string)
 	}
 }
 
-// auditFinishedLabels lists the jobs with the finished label, a page at a
-// time, and returns those that are neither Completed nor Failed. It
-// announces each once per process, and forgets the ones no longer found.
-func (a *Auditor) auditFinishedLabels(ctx context.Context) ([]types.NamespacedName, error) {
+// labelledKind is a kind that the finished label takes out of the
+// operator's cache, as the audit names it.
+type labelledKind struct {
+	// kind is the Kind, short its kubectl short name, noun its name in logs.
+	kind, short, noun string
+	// never says what does not happen to an object of the kind out of sight.
+	never string
+	// newList returns an empty list of the kind.
+	newList func() client.ObjectList
+}
+
+// labelledKinds are the kinds the finished-label check audits.
+var labelledKinds = []labelledKind{
+	{kind: "PaymentJob", short: "pj", noun: "job", never: "charged", newList: func() client.ObjectList { return &paymentsv1alpha1.PaymentJobList{} }},
+	{kind: "PaymentRefund", short: "prefund", noun: "refund", never: "refunded", newList: func() client.ObjectList { return &paymentsv1alpha1.PaymentRefundList{} }},
+}
+
+// auditFinishedLabels lists the PaymentJobs and PaymentRefunds with the
+// finished label, a page at a time, and returns those that are neither
+// Completed nor Failed. It announces each once per process, and forgets the
+// ones no longer found.
+func (a *Auditor) auditFinishedLabels(ctx context.Context) ([]Unfinished, error) {
 	namespaces := a.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
 	found := map[types.UID]struct{}{}
 	var (
-		jobs []types.NamespacedName
-		errs []error
+		unfinished []Unfinished
+		errs       []error
 	)
-	collect := func(list *paymentsv1alpha1.PaymentJobList) {
-		for i := range list.Items {
-			job := &list.Items[i]
-			_, seen := found[job.UID]
-			if p := job.Status.Phase; seen || p == paymentsv1alpha1.PhaseCompleted || p == paymentsv1alpha1.PhaseFailed {
-				continue
-			}
-			found[job.UID] = struct{}{}
-			jobs = append(jobs, client.ObjectKeyFromObject(job))
-			a.announce(ctx, job)
-		}
-	}
 	// The API server leaves the finished ones out (status.phase is a
-	// selectable field of the CRD), so a long history is not sent here
+	// selectable field of both CRDs), so a long history is not sent here
 	// every audit; one that cannot (before Kubernetes 1.31) sends every
-	// labelled job, filtered here.
+	// labelled object, filtered here.
 	unfinishedPhase := client.MatchingFieldsSelector{Selector: fields.AndSelectors(
 		fields.OneTermNotEqualSelector("status.phase", string(paymentsv1alpha1.PhaseCompleted)),
 		fields.OneTermNotEqualSelector("status.phase", string(paymentsv1alpha1.PhaseFailed)))}
-	for _, ns := range namespaces {
-		labelled := []client.ListOption{client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished}}
-		err := errors.New("no field selector")
-		if !a.noSelectableFields.Load() {
-			err = listPages(ctx, a.Reader, collect, append(labelled, unfinishedPhase)...)
+	for _, k := range labelledKinds {
+		collect := func(obj engine.Object) {
+			_, seen := found[obj.GetUID()]
+			if p := obj.GetPaymentStatus().Phase; seen || p == paymentsv1alpha1.PhaseCompleted || p == paymentsv1alpha1.PhaseFailed {
+				return
+			}
+			found[obj.GetUID()] = struct{}{}
+			unfinished = append(unfinished, Unfinished{Kind: k.kind, NamespacedName: client.ObjectKeyFromObject(obj)})
+			a.announce(ctx, k, obj)
 		}
-		if err != nil {
-			// Refused or failed with the field selector: without it, and
-			// never again with it once that works.
-			if err = listPages(ctx, a.Reader, collect, labelled...); err == nil {
-				a.noSelectableFields.Store(true)
+		for _, ns := range namespaces {
+			labelled := []client.ListOption{client.InNamespace(ns), client.HasLabels{paymentsv1alpha1.LabelFinished}}
+			err := errors.New("no field selector")
+			if !a.noSelectableFields.Load() {
+				err = listObjects(ctx, a.Reader, k.newList, collect, append(labelled, unfinishedPhase)...)
+			}
+			if err != nil {
+				// Refused or failed with the field selector: without it, and
+				// never again with it once that works.
+				if err = listObjects(ctx, a.Reader, k.newList, collect, labelled...); err == nil {
+					a.noSelectableFields.Store(true)
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("cannot list %ss with the finished label: %w", k.kind, err))
 			}
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("cannot list payment jobs with the finished label: %w", err))
-		}
 	}
-	slices.SortFunc(jobs, func(x, y types.NamespacedName) int {
-		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
+	slices.SortFunc(unfinished, func(x, y Unfinished) int {
+		return cmp.Or(strings.Compare(x.Kind, y.Kind), strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
 	})
 	if err := errors.Join(errs...); err != nil {
-		// Some jobs were not seen: forget none.
-		return jobs, err
+		// Some objects were not seen: forget none.
+		return unfinished, err
 	}
 	for uid := range a.reported {
 		if _, ok := found[uid]; !ok {
 			delete(a.reported, uid)
 		}
 	}
-	return jobs, nil
+	return unfinished, nil
 }
 
-// announce emits the Warning event and the log line of a job with the
-// finished label and no outcome, unless this process already did.
-func (a *Auditor) announce(ctx context.Context, job *paymentsv1alpha1.PaymentJob) {
-	if _, ok := a.reported[job.UID]; ok {
+// announce emits the Warning event and the log line of an object of kind k
+// with the finished label and no outcome, unless this process already did.
+func (a *Auditor) announce(ctx context.Context, k labelledKind, obj engine.Object) {
+	if _, ok := a.reported[obj.GetUID()]; ok {
 		return
 	}
 	if a.reported == nil {
 		a.reported = map[types.UID]struct{}{}
 	}
-	a.reported[job.UID] = struct{}{}
-	log.FromContext(ctx).Error(nil, "Payment job has the finished label but no outcome; it is never charged",
-		"job", klog.KObj(job), "phase", engine.PhaseLabel(job.Status.Phase),
-		"remedy", fmt.Sprintf("kubectl label pj %s -n %s %s-", job.Name, job.Namespace, paymentsv1alpha1.LabelFinished))
-	a.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonFinishedLabelWithoutOutcome, "Audit",
-		"The label %s takes this job out of the operator's sight: it is %s, not Completed or Failed, and will not be charged. "+
-			"If it is to be charged, remove the label: kubectl label pj %s -n %s %s-",
-		paymentsv1alpha1.LabelFinished, engine.PhaseLabel(job.Status.Phase), job.Name, job.Namespace, paymentsv1alpha1.LabelFinished)
+	a.reported[obj.GetUID()] = struct{}{}
+	phase := engine.PhaseLabel(obj.GetPaymentStatus().Phase)
+	remedy := fmt.Sprintf("kubectl label %s %s -n %s %s-", k.short, obj.GetName(), obj.GetNamespace(), paymentsv1alpha1.LabelFinished)
+	log.FromContext(ctx).Error(nil, fmt.Sprintf("Payment %s has the finished label but no outcome; it is never %s", k.noun, k.never),
+		k.noun, klog.KObj(obj), "phase", phase, "remedy", remedy)
+	a.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonFinishedLabelWithoutOutcome, "Audit",
+		"The label %s takes this %s out of the operator's sight: it is %s, not Completed or Failed, and will not be %s. "+
+			"If it is to be %s, remove the label: %s",
+		paymentsv1alpha1.LabelFinished, k.noun, phase, k.never, k.never, remedy)
 }
 
 // listPages lists every object of a kind, auditPage at a time, and hands
@@ -368,13 +399,39 @@ func listPages[T any, PT interface {
 	*T
 	client.ObjectList
 }](ctx context.Context, r client.Reader, page func(PT), opts ...client.ListOption) error {
+	return listPagesOf(ctx, r, func() client.ObjectList { return PT(new(T)) }, func(list client.ObjectList) error {
+		page(list.(PT))
+		return nil
+	}, opts...)
+}
+
+// listObjects is listPages for the lists made by newList, handing each
+// payment object to each.
+func listObjects(ctx context.Context, r client.Reader, newList func() client.ObjectList, each func(engine.Object), opts ...client.ListOption) error {
+	return listPagesOf(ctx, r, newList, func(list client.ObjectList) error {
+		return meta.EachListItem(list, func(o runtime.Object) error {
+			obj, ok := o.(engine.Object)
+			if !ok {
+				return fmt.Errorf("listed a %T, not a payment kind", o)
+			}
+			each(obj)
+			return nil
+		})
+	}, opts...)
+}
+
+// listPagesOf lists every object of a kind, auditPage at a time, in lists
+// made by newList, and hands each page to page.
+func listPagesOf(ctx context.Context, r client.Reader, newList func() client.ObjectList, page func(client.ObjectList) error, opts ...client.ListOption) error {
 	cont := ""
 	for {
-		list := PT(new(T))
+		list := newList()
 		if err := r.List(ctx, list, append(slices.Clone(opts), client.Limit(auditPage), client.Continue(cont))...); err != nil {
 			return err
 		}
-		page(list)
+		if err := page(list); err != nil {
+			return err
+		}
 		if cont = list.GetContinue(); cont == "" {
 			return nil
 		}

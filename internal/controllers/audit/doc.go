@@ -15,9 +15,10 @@ limitations under the License.
 */
 
 // Package audit holds the Auditor: it looks, at start and then every
-// interval, for what would leave PaymentJobs unseen without anyone knowing
-// (the admission policies of config/policy missing or not enforced,
-// PaymentJobs with the finished label and no outcome), and reports it in
+// interval, for what would leave PaymentJobs and PaymentRefunds unseen
+// without anyone knowing (the admission policies of config/policy missing or
+// not enforced, PaymentJobs and PaymentRefunds with the finished label and no
+// outcome), and reports it in
 // gauges, logs and events. It is also the engine's AttributionPolicy: it
 // checks whether the resolve-attribution policy is enforced. It registers
 // paymentjob_admission_policies_missing,

@@ -24,7 +24,7 @@ import (
 // The audit of the admission policies and of the finished labels.
 var (
 	admissionPoliciesMissing    = prometheus.NewGauge(prometheus.GaugeOpts{Name: "paymentjob_admission_policies_missing", Help: "Admission policies of config/policy that the last audit found missing or not enforced (no binding, a validating binding without Deny, type-checking warnings). Unchanged when the audit could not list them."})
-	finishedLabelWithoutOutcome = prometheus.NewGauge(prometheus.GaugeOpts{Name: "paymentjob_finished_label_without_outcome", Help: "PaymentJobs that the last audit found with the finished label but neither Completed nor Failed: out of the operator's cache, they are never charged. Unchanged when the audit could not list them."})
+	finishedLabelWithoutOutcome = prometheus.NewGauge(prometheus.GaugeOpts{Name: "paymentjob_finished_label_without_outcome", Help: "PaymentJobs and PaymentRefunds that the last audit found with the finished label but neither Completed nor Failed: out of the operator's cache, they are never charged or refunded. Unchanged when the audit could not list them."})
 	auditErrorsTotal            = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "paymentjob_audit_errors_total", Help: "Audit checks that could not be completed (an API error, RBAC refused), by check: admission_policies, finished_label. The check's gauge keeps its last value."}, []string{"check"})
 )
 
