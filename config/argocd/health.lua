@@ -1,4 +1,5 @@
--- Argo CD health check for payments.idempotency.dev/PaymentJob.
+-- Argo CD health check for payments.idempotency.dev/PaymentJob and
+-- payments.idempotency.dev/PaymentRefund (one script under both keys).
 -- Reads the kstatus conditions (Ready, Reconciling, Stalled) and
 -- observedGeneration, with status.phase as the fallback. docs/gitops.md
 -- embeds this script verbatim; keep the two identical.
@@ -47,6 +48,12 @@ local function explain(reason, message, fallback)
   return fallback
 end
 
+local refund = field(obj, "kind") == "PaymentRefund"
+local moved = "The payment may have been charged"
+if refund then
+  moved = "The refund may have been made"
+end
+
 local status = field(obj, "status")
 local phase = field(status, "phase")
 local conditions = field(status, "conditions")
@@ -84,10 +91,10 @@ if isTrue(stalled) then
   local detail = explain(field(stalled, "reason"), field(stalled, "message"), "Stalled")
   if phase == "Processing" then
     if field(stalled, "reason") == "RequestChanged" then
-      hs.message = "The payment may have been charged; its request changed, so it is not sent again. " ..
+      hs.message = moved .. "; its request changed, so it is not sent again. " ..
         "Needs attention (" .. detail .. ")"
     else
-      hs.message = "The payment may have been charged; the outcome is uncertain and it is still being " ..
+      hs.message = moved .. "; the outcome is uncertain and it is still being " ..
         "retried with the same idempotency key. Needs attention (" .. detail .. ")"
     end
   else
@@ -103,11 +110,24 @@ if isTrue(ready) or phase == "Completed" then
   local currency = field(response, "currency") or field(spec, "currency")
   local id = field(response, "id")
   local message = "Charged"
+  local of = nil
+  if refund then
+    -- A refund's spec.amount is optional (the whole charge); status.charge
+    -- is the charge it gives money back from.
+    local charge = field(status, "charge")
+    amount = field(response, "amount") or field(spec, "amount") or field(charge, "amount")
+    currency = field(response, "currency") or field(charge, "currency")
+    of = field(charge, "id")
+    message = "Refunded"
+  end
   if amount ~= nil then
     message = message .. " " .. text(amount)
   end
   if currency ~= nil then
     message = message .. " " .. text(currency)
+  end
+  if of ~= nil then
+    message = message .. " of " .. text(of)
   end
   if id ~= nil then
     message = message .. " as " .. text(id)

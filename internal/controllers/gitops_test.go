@@ -31,6 +31,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
 	lua "github.com/yuin/gopher-lua"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,8 +46,12 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
-// healthKey is the argocd-cm key under which Argo CD looks for the script.
-const healthKey = "resource.customizations.health.payments.idempotency.dev_PaymentJob"
+// healthKey and refundHealthKey are the argocd-cm keys under which Argo CD
+// looks for the script of each kind.
+const (
+	healthKey       = "resource.customizations.health.payments.idempotency.dev_PaymentJob"
+	refundHealthKey = "resource.customizations.health.payments.idempotency.dev_PaymentRefund"
+)
 
 // argoHealth is what an Argo CD health script returns.
 type argoHealth struct {
@@ -146,8 +151,14 @@ func toLua(L *lua.LState, v any) (lua.LValue, error) {
 
 // getUnstructured reads a PaymentJob from the API server as Argo CD sees it.
 func getUnstructured(g Gomega, ns, name string) *unstructured.Unstructured {
+	return getUnstructuredKind(g, "PaymentJob", ns, name)
+}
+
+// getUnstructuredKind reads an object of kind from the API server as Argo CD
+// sees it.
+func getUnstructuredKind(g Gomega, kind, ns, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(paymentsv1alpha1.GroupVersion.WithKind("PaymentJob"))
+	u.SetGroupVersionKind(paymentsv1alpha1.GroupVersion.WithKind(kind))
 	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
 	return u
 }
@@ -263,6 +274,87 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 		t.Logf("%s: %s %q", tt.name, hs.status, hs.message)
 	}
 	stuck.expectCharges(1, "the stalled job was charged once, at its first attempt")
+}
+
+// TestArgoCDHealthOnRealRefundStatuses runs the script on PaymentRefunds as
+// the operator wrote them: refunded, refused beyond the charge, waiting for
+// its payment, held for approval.
+func TestArgoCDHealthOnRealRefundStatuses(t *testing.T) {
+	script := readHealthScript(t)
+	s := newScenario(t)
+	s.create("invoice")
+	s.create("held", suspended)
+	s.waitForPhase("invoice", paymentsv1alpha1.PhaseCompleted)
+	s.createRefund("partial", "invoice", 500)
+	s.createRefund("too-much", "invoice", 5000)
+	s.createRefund("early", "held", 100)
+	s.createRefund("approval", "invoice", 100, func(spec *paymentsv1alpha1.PaymentRefundSpec) { spec.Suspend = ptr.To(true) })
+
+	tests := []struct {
+		name        string
+		refund      string
+		reached     func(rf *paymentsv1alpha1.PaymentRefund) bool
+		wantStatus  string
+		wantMessage func(rf *paymentsv1alpha1.PaymentRefund) types.GomegaMatcher
+	}{
+		{
+			name: "refunded", refund: "partial",
+			reached: func(rf *paymentsv1alpha1.PaymentRefund) bool {
+				return rf.Status.Phase == paymentsv1alpha1.PhaseCompleted
+			},
+			wantStatus: "Healthy",
+			wantMessage: func(rf *paymentsv1alpha1.PaymentRefund) types.GomegaMatcher {
+				return Equal("Refunded 500 usd of " + rf.Status.Charge.ID + " as " + rf.Status.ProviderResponse.ID)
+			},
+		},
+		{
+			name: "beyond the charge", refund: "too-much",
+			reached:    func(rf *paymentsv1alpha1.PaymentRefund) bool { return rf.Status.Phase == paymentsv1alpha1.PhaseFailed },
+			wantStatus: "Degraded",
+			wantMessage: func(rf *paymentsv1alpha1.PaymentRefund) types.GomegaMatcher {
+				return Equal(paymentsv1alpha1.ReasonRefundExceedsCharge + ": " + rf.Status.Failure.Message)
+			},
+		},
+		{
+			name: "waiting for its payment", refund: "early",
+			reached: func(rf *paymentsv1alpha1.PaymentRefund) bool {
+				c := meta.FindStatusCondition(rf.Status.Conditions, paymentsv1alpha1.ConditionReady)
+				return c != nil && c.Reason == paymentsv1alpha1.ReasonPaymentNotCompleted
+			},
+			wantStatus: "Progressing",
+			wantMessage: func(rf *paymentsv1alpha1.PaymentRefund) types.GomegaMatcher {
+				return And(Equal(meta.FindStatusCondition(rf.Status.Conditions, paymentsv1alpha1.ConditionReady).Message), ContainSubstring("held"))
+			},
+		},
+		{
+			name: "held for approval", refund: "approval",
+			reached: func(rf *paymentsv1alpha1.PaymentRefund) bool {
+				c := meta.FindStatusCondition(rf.Status.Conditions, paymentsv1alpha1.ConditionReady)
+				return c != nil && c.Reason == paymentsv1alpha1.ReasonSuspended
+			},
+			wantStatus: "Suspended",
+			wantMessage: func(rf *paymentsv1alpha1.PaymentRefund) types.GomegaMatcher {
+				return Equal(meta.FindStatusCondition(rf.Status.Conditions, paymentsv1alpha1.ConditionReady).Message)
+			},
+		},
+	}
+	for _, tt := range tests {
+		var hs argoHealth
+		s.Eventually(func(g Gomega) {
+			u := getUnstructuredKind(g, "PaymentRefund", s.ns, tt.refund)
+			var rf paymentsv1alpha1.PaymentRefund
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &rf)).To(Succeed())
+			g.Expect(tt.reached(&rf)).To(BeTrue(), "the operator has not written the state yet")
+
+			var err error
+			hs, err = runHealthScript(script, u.Object)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(hs.status).To(Equal(tt.wantStatus))
+			g.Expect(hs.message).To(tt.wantMessage(&rf))
+		}, timeout, 20*time.Millisecond).Should(Succeed(), tt.name)
+		t.Logf("%s: %s %q", tt.name, hs.status, hs.message)
+	}
+	s.expectCharges(1, "the refunds charged nothing")
 }
 
 func TestArgoCDHealthEdgeCases(t *testing.T) {
@@ -403,6 +495,43 @@ func TestArgoCDHealthEdgeCases(t *testing.T) {
 			wantMessage: Equal("Reconciling"),
 		},
 		{
+			name: "refund Completed, whole charge",
+			obj: `{kind: PaymentRefund, spec: {paymentJobRef: {name: invoice}},
+				status: {phase: Completed, charge: {id: pi_1, amount: 2000, currency: usd},
+				providerResponse: {id: re_1, amount: 2000, currency: usd}}}`,
+			wantStatus:  "Healthy",
+			wantMessage: Equal("Refunded 2000 usd of pi_1 as re_1"),
+		},
+		{
+			name: "refund Completed without a provider response",
+			obj: `{kind: PaymentRefund, spec: {amount: 300},
+				status: {phase: Completed, charge: {id: pi_1, amount: 2000, currency: eur}}}`,
+			wantStatus:  "Healthy",
+			wantMessage: Equal("Refunded 300 eur of pi_1"),
+		},
+		{
+			name: "refund Completed by a replay",
+			obj: `{kind: PaymentRefund, status: {phase: Completed, conditions: [{type: Ready, status: "True"}],
+				providerResponse: {id: re_2, amount: 5, currency: jpy, replayed: true}}}`,
+			wantStatus:  "Healthy",
+			wantMessage: Equal("Refunded 5 jpy as re_2 (replayed)"),
+		},
+		{
+			name: "refund Processing, retries exhausted",
+			obj: `{kind: PaymentRefund, status: {phase: Processing, conditions: [
+				{type: Stalled, status: "True", reason: RetriesExhausted, message: attempt 7 uncertain}]}}`,
+			wantStatus: "Degraded",
+			wantMessage: And(HavePrefix("The refund may have been made; the outcome is uncertain"),
+				ContainSubstring("RetriesExhausted: attempt 7 uncertain"), Not(ContainSubstring("charged"))),
+		},
+		{
+			name: "refund failed after it succeeded",
+			obj: `{kind: PaymentRefund, status: {phase: Failed,
+				failure: {reason: RefundFailedAfterSuccess, message: refund re_1 failed}}}`,
+			wantStatus:  "Degraded",
+			wantMessage: Equal("RefundFailedAfterSuccess: refund re_1 failed"),
+		},
+		{
 			name:        "unknown phase",
 			obj:         `{status: {phase: Refunded}}`,
 			wantStatus:  "Unknown",
@@ -454,6 +583,7 @@ func TestDocsEmbedTheHealthScript(t *testing.T) {
 	g.Expect(cm.Metadata.Name).To(Equal("argocd-cm"))
 	g.Expect(cm.Data).To(HaveKey(healthKey))
 	g.Expect(cm.Data[healthKey]).To(Equal(script), "docs/gitops.md and config/argocd/health.lua differ")
+	g.Expect(cm.Data).To(HaveKeyWithValue(refundHealthKey, script), "the same script checks PaymentRefunds")
 }
 
 // writeKubeconfig writes a kubeconfig for the envtest API server, with the
