@@ -23,6 +23,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -164,8 +165,7 @@ func (kind) findCharge(ctx context.Context, r *engine.Reconciler, rf *paymentsv1
 	if reader == nil {
 		reader = r.Client
 	}
-	var job paymentsv1alpha1.PaymentJob
-	err = reader.Get(ctx, types.NamespacedName{Namespace: rf.Namespace, Name: ref.Name}, &job)
+	job, err := readJob(ctx, reader, types.NamespacedName{Namespace: rf.Namespace, Name: ref.Name})
 	switch {
 	case apierrors.IsNotFound(err):
 		return kind{}.chargeFromLedger(ctx, r, rf)
@@ -196,6 +196,25 @@ func (kind) findCharge(ctx context.Context, r *engine.Reconciler, rf *paymentsv1
 		ch.Amount, ch.Currency = job.Spec.Amount, job.Spec.Currency
 	}
 	return ch, job.Status.Provider, nil, nil, nil
+}
+
+// readJob reads the PaymentJob key from the API server. It asks the API
+// server's watch cache first (resourceVersion "0": no read from etcd), and
+// takes a Completed job from there: Completed is final, so the cache can be
+// behind but not wrong about it. Anything else (not found, not Completed
+// yet, Failed) is read again from etcd, so that a refund never waits or
+// fails on a stale copy.
+func readJob(ctx context.Context, reader client.Reader, key types.NamespacedName) (*paymentsv1alpha1.PaymentJob, error) {
+	var job paymentsv1alpha1.PaymentJob
+	err := reader.Get(ctx, key, &job, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	if err == nil && job.Status.Phase == paymentsv1alpha1.PhaseCompleted {
+		return &job, nil
+	}
+	job = paymentsv1alpha1.PaymentJob{}
+	if err := reader.Get(ctx, key, &job); err != nil {
+		return nil, err
+	}
+	return &job, nil
 }
 
 // chargeFromLedger finds the charge of a PaymentJob that is gone in the
