@@ -113,6 +113,13 @@ func TestRecreatedJobAfterProviderAndSecretAreRecreated(t *testing.T) {
 		pp := getProvider(s, s.ns)
 		oldUID = pp.UID
 		deleteProviderAndSecret(s, s.ns)
+		// As `kubectl delete` does, wait for the old provider to be gone:
+		// its finalizer comes off once no job uses it.
+		s.Eventually(func(g Gomega) {
+			var providers paymentsv1alpha1.PaymentProviderList
+			g.Expect(k8sClient.List(ctx, &providers, client.InNamespace(s.ns))).To(Succeed())
+			g.Expect(providers.Items).To(BeEmpty())
+		}, timeout).Should(Succeed())
 		createSecret(t, s.ns)
 		s.Expect(k8sClient.Create(ctx, &paymentsv1alpha1.PaymentProvider{
 			ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: s.ns},

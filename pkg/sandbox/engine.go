@@ -50,9 +50,12 @@ type Engine struct {
 	keys     map[string]*keyState
 	intents  map[string]Intent
 	// refunds are the refunds by ID, refundOrder their IDs in the order
-	// they were created, and settles when each pending refund succeeds.
+	// they were created, refundsOf the same by PaymentIntent (Stripe lists
+	// a PaymentIntent's refunds from an index too), and settles when each
+	// pending refund succeeds.
 	refunds     map[string]Refund
 	refundOrder []string
+	refundsOf   map[string][]string
 	settles     map[string]time.Time
 	refundDelay time.Duration
 	stats       Stats
@@ -70,6 +73,7 @@ func NewEngine(opts ...Option) *Engine {
 		keys:        map[string]*keyState{},
 		intents:     map[string]Intent{},
 		refunds:     map[string]Refund{},
+		refundsOf:   map[string][]string{},
 		settles:     map[string]time.Time{},
 		stats:       Stats{ChargesByKey: map[string]int{}, RefundsByKey: map[string]int{}},
 	}

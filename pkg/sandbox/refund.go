@@ -248,6 +248,7 @@ func (e *Engine) commitRefund(key string, p RefundParams, t *ticket) (a answer, 
 	}
 	e.refunds[r.ID] = r
 	e.refundOrder = append(e.refundOrder, r.ID)
+	e.refundsOf[r.PaymentIntent] = append(e.refundsOf[r.PaymentIntent], r.ID)
 	saved := r.clone()
 	s.savedRefund = &saved
 	e.stats.Refunds++
@@ -308,8 +309,8 @@ func (e *Engine) refundableLocked(in Intent, requested int64) (int64, *StripeErr
 // The caller holds the lock.
 func (e *Engine) refundedLocked(intentID string) int64 {
 	var sum int64
-	for _, r := range e.refunds {
-		if r.PaymentIntent == intentID && r.Status != RefundStatusFailed {
+	for _, id := range e.refundsOf[intentID] {
+		if r := e.refunds[id]; r.Status != RefundStatusFailed {
 			sum += r.Amount
 		}
 	}

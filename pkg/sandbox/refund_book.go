@@ -46,11 +46,13 @@ func (e *Engine) GetRefund(id string) (Refund, bool) {
 func (e *Engine) ListRefunds(paymentIntent string) []Refund {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	found := make([]Refund, 0)
-	for _, id := range slices.Backward(e.refundOrder) {
-		if r := e.refunds[id]; paymentIntent == "" || r.PaymentIntent == paymentIntent {
-			found = append(found, e.settleLocked(r).clone())
-		}
+	ids := e.refundOrder
+	if paymentIntent != "" {
+		ids = e.refundsOf[paymentIntent]
+	}
+	found := make([]Refund, 0, len(ids))
+	for _, id := range slices.Backward(ids) {
+		found = append(found, e.settleLocked(e.refunds[id]).clone())
 	}
 	return found
 }

@@ -234,7 +234,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersOfSecret)).
 		Named("paymentprovider")
 	for _, k := range r.Kinds {
-		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(providerOf(k)), builder.WithPredicates(usageChanged()))
+		b = b.Watches(k.New(), enqueueProviderOf(k), builder.WithPredicates(usageChanged()))
 	}
 	return b.Complete(r)
 }

@@ -19,10 +19,12 @@ package paymentprovider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -123,6 +125,36 @@ func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.P
 			return n, nil
 		}
 		opts = append(opts, client.Continue(cont))
+	}
+}
+
+// usageSettle is how long the provider controller lets the events of the
+// payments that use a provider settle before it counts them again: a batch
+// of thousands of jobs costs one count a second per provider instead of one
+// per event, each listing every unfinished payment of the provider. The
+// finalizer is never late for a claim, since the engine adds it before a
+// payment's first claim itself.
+const usageSettle = time.Second
+
+// enqueueProviderOf enqueues the PaymentProvider an object of kind k uses,
+// usageSettle after the event; events meanwhile add nothing (the queue keeps
+// one entry per provider).
+func enqueueProviderOf(k engine.Kind) handler.EventHandler {
+	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range providerOf(k)(context.Background(), o) {
+			q.AddAfter(req, usageSettle)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
 	}
 }
 
