@@ -129,6 +129,10 @@ fuzz: ## Run each fuzz target (key derivation, request fingerprint) for FUZZTIME
 test-conformance: stripe-mock ## Prove every request of the Stripe adapter passes stripe-mock's OpenAPI validation.
 	STRIPE_MOCK="$(STRIPE_MOCK)" go test -tags conformance -count=1 -v -run Conformance ./internal/payment/stripe/...
 
+.PHONY: test-postgres
+test-postgres: ## Run the PostgreSQL suites (the PostgreSQL ledger, the server harness) on a server they start; needs Debian's postgresql-15.
+	go test -tags postgres -count=1 -p 1 ./internal/testing/pgserver/... ./internal/ledger/pgledger/...
+
 .PHONY: verify
 verify: manifests generate fmt tidy lint-config lint helm-chart ## Regenerate code, manifests and go.sum, lint, and fail if the tree changed.
 	@if [ -n "$$(git status --porcelain)" ]; then \

@@ -1,0 +1,133 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pgledger
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+)
+
+// Group commit: Record hands its entry to the newest batch of the queue and
+// waits; one goroutine, the flusher, inserts the oldest batch with one
+// statement while the next one fills.
+
+// insertQuery inserts a batch of entries, given as one array per column,
+// and keeps what is stored under a key already: first outcome wins.
+const insertQuery = `INSERT INTO paymentjob_outcomes (key, fingerprint, provider_uid, provider_endpoint,
+	provider_account, provider_mode, provider_key_scope, charge, outcome, reason, resolved_by, at, cluster)
+SELECT e.*, $13 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+	$8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[]) AS e
+ON CONFLICT (key) DO NOTHING`
+
+// Record stores e and returns once it is stored, or once an entry under its
+// key is stored (the first outcome stays). Concurrent calls share one
+// statement. A ctx that ends returns ctx.Err() at once, and leaves the
+// statement to go on without this caller: the entry may still be stored.
+func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	if n := len(l.queue); n == 0 || len(l.queue[n-1].entries) >= l.opts.MaxBatch {
+		l.queue = append(l.queue, &batch{done: make(chan struct{})})
+	}
+	b := l.queue[len(l.queue)-1]
+	b.entries = append(b.entries, e)
+	l.mu.Unlock()
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case <-b.done:
+		return b.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// flush is the flusher: it inserts the queued batches, one statement each,
+// until Close, and then what is queued still.
+func (l *Ledger) flush() {
+	defer close(l.flushed)
+	for {
+		select {
+		case <-l.kick:
+			l.drain()
+		case <-l.stop:
+			l.drain()
+			return
+		}
+	}
+}
+
+// drain inserts the queued batches, oldest first.
+func (l *Ledger) drain() {
+	for {
+		l.mu.Lock()
+		if len(l.queue) == 0 {
+			l.mu.Unlock()
+			return
+		}
+		b := l.queue[0]
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		l.mu.Unlock()
+		// A statement of its own context: no caller's end cancels what
+		// the others wait for.
+		b.err = l.insert(context.Background(), b.entries)
+		close(b.done)
+	}
+}
+
+// insert stores entries with one statement.
+func (l *Ledger) insert(ctx context.Context, entries []ledger.Entry) error {
+	entries = firstPerKey(entries)
+	n := len(entries)
+	keys, fingerprints, uids, endpoints := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	accounts, modes, scopes, charges := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	outcomes, reasons, resolvers, ats := make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	for i, e := range entries {
+		keys[i], fingerprints[i], charges[i] = e.Key, e.Fingerprint, e.Charge
+		uids[i], endpoints[i], accounts[i] = e.Provider.UID, e.Provider.Endpoint, e.Provider.Account
+		modes[i], scopes[i] = e.Provider.Mode, e.Provider.KeyScope
+		outcomes[i], reasons[i], resolvers[i], ats[i] = string(e.Outcome), e.Reason, e.ResolvedBy, e.At
+	}
+	err := l.do(ctx, func(ctx context.Context) error {
+		_, err := l.pool.Exec(ctx, insertQuery, keys, fingerprints, uids, endpoints, accounts, modes, scopes,
+			charges, outcomes, reasons, resolvers, ats, l.opts.Cluster)
+		return err
+	})
+	if err != nil {
+		return wrapErr("record outcomes in the ledger", err)
+	}
+	return nil
+}
+
+// firstPerKey keeps the first entry of each key (first outcome wins within
+// a batch too), sorted by key: two processes inserting overlapping batches
+// then take the keys' locks in the same order, and cannot deadlock.
+func firstPerKey(entries []ledger.Entry) []ledger.Entry {
+	sorted := slices.Clone(entries)
+	slices.SortStableFunc(sorted, func(a, b ledger.Entry) int { return cmp.Compare(a.Key, b.Key) })
+	return slices.CompactFunc(sorted, func(a, b ledger.Entry) bool { return a.Key == b.Key })
+}

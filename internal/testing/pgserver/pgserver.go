@@ -1,0 +1,535 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pgserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+)
+
+const (
+	// readyWait bounds how long a starting server may take to accept
+	// connections; a cold start on a loaded 2-core runner takes a second.
+	readyWait = 60 * time.Second
+	// stopGrace is how long a fast shutdown may take before SIGKILL.
+	stopGrace = 15 * time.Second
+	// goneWait bounds the wait for the server's processes to end after
+	// SIGKILL.
+	goneWait = 15 * time.Second
+	// startAttempts: a free port may be taken between finding it and the
+	// server binding it; Start tries another one.
+	startAttempts = 3
+	// debianPackage is what provides the binaries on the project's machines.
+	debianPackage = "postgresql-15"
+)
+
+// Server is a PostgreSQL server run by a test. Its methods are meant for the
+// test's goroutine; DSN may be called from any.
+type Server struct {
+	bin  string
+	dir  string
+	data string
+	sock string
+	log  string
+	port int
+	// owner is who the server runs as: the user postgres when the test
+	// runs as root, nil (the test's own user) otherwise.
+	owner *syscall.Credential
+
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start initialises a database cluster in a temporary folder, starts a
+// server on it on a free port of 127.0.0.1 and waits until it accepts
+// connections. The server is stopped and the folder removed when the test
+// ends; a server that cannot be started fails the test, with the end of the
+// server's log.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := findBin()
+	if err != nil {
+		t.Fatalf("PostgreSQL server binaries not found: %v. Install Debian's package %s (apt-get install %s), "+
+			"or set PG_BIN to the folder that holds initdb and postgres", err, debianPackage, debianPackage)
+	}
+	owner, err := serverOwner()
+	if err != nil {
+		t.Fatalf("cannot run PostgreSQL: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "pgserver-")
+	if err != nil {
+		t.Fatalf("cannot make the server's folder: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("cannot remove the PostgreSQL folder: %v", err)
+		}
+	})
+	s := &Server{
+		bin:   bin,
+		dir:   dir,
+		data:  filepath.Join(dir, "data"),
+		sock:  filepath.Join(dir, "sock"),
+		log:   filepath.Join(dir, "postgres.log"),
+		owner: owner,
+	}
+	if err := s.prepare(); err != nil {
+		t.Fatalf("cannot prepare the PostgreSQL folder: %v", err)
+	}
+	if err := s.initdb(); err != nil {
+		t.Fatalf("%v", err)
+	}
+	for attempt := 1; ; attempt++ {
+		if s.port, err = freePort(); err != nil {
+			t.Fatalf("%v", err)
+		}
+		err = s.start()
+		if err == nil {
+			break
+		}
+		if attempt == startAttempts || !strings.Contains(childproc.Tail(s.log, 20), "could not bind") {
+			t.Fatalf("%v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return s
+}
+
+// DSN is the URL of a database on the server, as the user postgres.
+func (s *Server) DSN(database string) string {
+	return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable",
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), database)
+}
+
+// CreateDatabase creates a database and returns its DSN.
+func (s *Server) CreateDatabase(t testing.TB, name string) string {
+	t.Helper()
+	s.exec(t, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	return s.DSN(name)
+}
+
+// SetReadOnly makes every new transaction read-only (on) or not (off), as a
+// standby or a primary whose disk filled up answers: writes fail with
+// SQLSTATE 25006. It returns once a new session sees the setting; a session
+// that was idle through the change sees it at its next statement.
+func (s *Server) SetReadOnly(t testing.TB, on bool) {
+	t.Helper()
+	value := "off"
+	if on {
+		value = "on"
+	}
+	s.exec(t, "ALTER SYSTEM SET default_transaction_read_only = "+value)
+	s.exec(t, "SELECT pg_reload_conf()")
+	deadline := time.Now().Add(readyWait)
+	for {
+		var got string
+		err := s.query(func(ctx context.Context, conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, "SHOW default_transaction_read_only").Scan(&got)
+		})
+		if err == nil && got == value {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("default_transaction_read_only is %q, not %q, after a reload (%v)", got, value, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Kill ends the server as a crash does: SIGKILL to the postmaster and to
+// every process it started (the backends too: a machine that dies takes
+// them along, and a new postmaster refuses a folder that old backends still
+// use). Clients see their connections fail. It returns once they have all
+// ended.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	if err := s.kill(); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Restart starts a server again on the same folder and port, after Kill or
+// Stop, and waits until it accepts connections: what was committed is back.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if s.running() {
+		t.Fatalf("PostgreSQL is still running (pid %d): Kill or Stop it first", s.cmd.Process.Pid)
+	}
+	if err := s.start(); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Stop shuts the server down (a fast shutdown: SIGINT, which rolls back
+// open transactions and disconnects every client), with SIGKILL after a
+// bound. The test's cleanup does the same.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if err := s.stop(); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// prepare makes the folders the server's user writes to.
+func (s *Server) prepare() error {
+	if err := os.Mkdir(s.sock, 0o700); err != nil {
+		return err
+	}
+	if s.owner == nil {
+		return nil
+	}
+	for _, p := range []string{s.dir, s.sock} {
+		if err := os.Chown(p, int(s.owner.Uid), int(s.owner.Gid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initdb creates the database cluster in s.data.
+func (s *Server) initdb() error {
+	out := filepath.Join(s.dir, "initdb.log")
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd := s.command("initdb", "-D", s.data, "-A", "trust", "-U", "postgres", "--no-sync",
+		"-E", "UTF8", "--locale=C")
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("initdb failed (%v); last lines of %s:\n%s", err, out, childproc.Tail(out, 20))
+	}
+	return nil
+}
+
+// start starts the postmaster and waits until it accepts connections.
+func (s *Server) start() error {
+	logFile, err := os.OpenFile(s.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := s.command("postgres", "-D", s.data, "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-k", s.sock,
+		"-F", // fsync off: a test's data need not survive the machine
+		"-c", "shared_buffers=16MB", "-c", "max_connections=50", "-c", "full_page_writes=off")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	err = cmd.Start()
+	_ = logFile.Close() // the child holds its own copy
+	if err != nil {
+		return fmt.Errorf("cannot start postgres: %w", err)
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	go func(done chan struct{}) {
+		_ = cmd.Wait()
+		close(done)
+	}(s.done)
+	if err := s.waitReady(); err != nil {
+		_ = s.kill()
+		return fmt.Errorf("PostgreSQL did not start on port %d: %w; last lines of %s:\n%s",
+			s.port, err, s.log, childproc.Tail(s.log, 20))
+	}
+	return nil
+}
+
+// command is a server binary run as the server's user, in a process group
+// of its own: a Ctrl-C in the terminal reaches the test, whose cleanup
+// stops the server.
+func (s *Server) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(s.bin, name), args...)
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.owner}
+	return cmd
+}
+
+// waitReady waits until the server accepts a connection, for at most
+// readyWait, or until it exits.
+func (s *Server) waitReady() error {
+	deadline := time.Now().Add(readyWait)
+	for {
+		err := s.query(func(ctx context.Context, conn *pgx.Conn) error { return conn.Ping(ctx) })
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.done:
+			return errors.New("it exited")
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no connection after %s: %w", readyWait, err)
+		}
+	}
+}
+
+// query runs use on a new connection to the database postgres.
+func (s *Server) query(use func(context.Context, *pgx.Conn) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return use(ctx, conn)
+}
+
+// exec runs one statement in the database postgres.
+func (s *Server) exec(t testing.TB, sql string) {
+	t.Helper()
+	err := s.query(func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, sql)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("cannot run %q: %v", sql, err)
+	}
+}
+
+// running reports whether the postmaster has been started and not ended.
+func (s *Server) running() bool {
+	if s.done == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends the postmaster and its children with SIGKILL and waits until
+// they are gone. The children are not in the postmaster's process group
+// (each makes itself a group leader), so they are found by their parent:
+// the postmaster is stopped first, so that it forks none while they are
+// listed.
+func (s *Server) kill() error {
+	if !s.running() {
+		return nil
+	}
+	pid := s.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	deadline := time.Now().Add(goneWait)
+	for state(pid) != "T" && s.running() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	victims := children(pid)
+	for _, child := range victims {
+		_ = syscall.Kill(child, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	<-s.done
+	return waitGone(victims, goneWait)
+}
+
+// stop makes a fast shutdown, which ends the children before the
+// postmaster, with kill after stopGrace.
+func (s *Server) stop() error {
+	if !s.running() {
+		return nil
+	}
+	victims := children(s.cmd.Process.Pid)
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.done:
+	case <-time.After(stopGrace):
+		return s.kill()
+	}
+	return waitGone(victims, goneWait)
+}
+
+// waitGone waits until none of pids is a live process. Zombies do not
+// count: they hold no memory or port, and reaping the orphans of a killed
+// postmaster is the init process's business.
+func waitGone(pids []int, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		left := alive(pids)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("PostgreSQL processes %v still run %s after the postmaster ended", left, bound)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// alive returns the processes of pids that exist and are not zombies.
+func alive(pids []int) []int {
+	var left []int
+	for _, pid := range pids {
+		if st := state(pid); st != "" && st != "Z" && st != "X" {
+			left = append(left, pid)
+		}
+	}
+	return left
+}
+
+// children lists the live processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if fields := procStat(child); len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			pids = append(pids, child)
+		}
+	}
+	return alive(pids)
+}
+
+// state is a process's state letter (R, S, T, Z, ...), "" when it does not
+// exist.
+func state(pid int) string {
+	if fields := procStat(pid); len(fields) > 0 {
+		return fields[0]
+	}
+	return ""
+}
+
+// procStat returns the fields of /proc/<pid>/stat after the command name:
+// state, parent, process group, ...; nil when the process does not exist.
+func procStat(pid int) []string {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and
+	// parentheses, the fields after its last ')' do not.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
+}
+
+// findBin returns the folder of initdb and postgres: $PG_BIN, else the
+// highest version under /usr/lib/postgresql, else the one on PATH.
+func findBin() (string, error) {
+	if dir := os.Getenv("PG_BIN"); dir != "" {
+		if err := hasServer(dir); err != nil {
+			return "", fmt.Errorf("PG_BIN=%s: %w", dir, err)
+		}
+		return dir, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sortByVersion(dirs)
+	for _, dir := range dirs {
+		if hasServer(dir) == nil {
+			return dir, nil
+		}
+	}
+	initdb, err := exec.LookPath("initdb")
+	if err != nil {
+		return "", errors.New("no PG_BIN, no /usr/lib/postgresql/*/bin, and no initdb on PATH")
+	}
+	dir := filepath.Dir(initdb)
+	if err := hasServer(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// hasServer checks that dir holds the two binaries Start runs.
+func hasServer(dir string) error {
+	for _, name := range []string{"initdb", "postgres"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("no %s in %s", name, dir)
+		}
+	}
+	return nil
+}
+
+// sortByVersion sorts /usr/lib/postgresql/<version>/bin folders, the
+// highest version first (15 before 9.6).
+func sortByVersion(dirs []string) {
+	slices.SortFunc(dirs, func(a, b string) int { return slices.Compare(versionOf(b), versionOf(a)) })
+}
+
+// versionOf reads the version of /usr/lib/postgresql/<version>/bin.
+func versionOf(binDir string) []int {
+	var v []int
+	for _, part := range strings.Split(filepath.Base(filepath.Dir(binDir)), ".") {
+		n, err := strconv.Atoi(part)
+		if err != nil {
+			return nil
+		}
+		v = append(v, n)
+	}
+	return v
+}
+
+// serverOwner is the user the server runs as: postgres when this process is
+// root (PostgreSQL refuses root), else nobody in particular (nil: this
+// process's user).
+func serverOwner() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root, and PostgreSQL refuses root: no user postgres to run it as "+
+			"(Debian's package %s creates it): %w", debianPackage, err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// freePort returns a port of 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	addr, err := childproc.FreeLoopbackAddr()
+	if err != nil {
+		return 0, err
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(port)
+}
