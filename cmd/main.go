@@ -23,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"strconv"
 	"time"
 
 	// Import all Kubernetes client auth plugins (e.g. Azure, GCP, OIDC, etc.)
@@ -108,6 +109,11 @@ func main() {
 			"from it with no provider call. Needed by --ttl-seconds-after-finished and spec.ttlSecondsAfterFinished.")
 	flag.DurationVar(&ledgerRetention, "ledger-retention", engine.DefaultLedgerRetention,
 		"How long outcomes stay in the ledger at least; a page is deleted once its newest entry is older.")
+	etcdQuota := etcdQuotaFlag(operator.DefaultEtcdQuotaBytes)
+	flag.Var(&etcdQuota, "etcd-quota-bytes",
+		"The etcd quota of the cluster in `bytes` (etcd's --quota-backend-bytes; 2 GiB is etcd's default), exported as "+
+			"paymentjob_etcd_quota_bytes: the alerts warn when the ledger's pages take 10% of it, and 25%. 0 means unknown "+
+			"and silences those alerts; a negative value is refused.")
 	flag.IntVar(&defaultTTL, "ttl-seconds-after-finished", -1,
 		"Delete Completed and Failed jobs this many seconds after they finished, unless spec.ttlSecondsAfterFinished says "+
 			"otherwise; their outcome stays in the ledger. Negative keeps them.")
@@ -219,6 +225,7 @@ func main() {
 		InsecureProviderHosts:   hosts,
 		DisableLedger:           !useLedger,
 		LedgerRetention:         ledgerRetention,
+		EtcdQuotaBytes:          etcdQuota.option(),
 		AuditInterval:           auditInterval,
 		RefundRecheckInterval:   refundRecheck,
 		RefundWatchPeriod:       refundWatch,
@@ -246,4 +253,35 @@ func main() {
 		setupLog.Error(err, "Problem running manager")
 		os.Exit(1)
 	}
+}
+
+// etcdQuotaFlag is the value of --etcd-quota-bytes: bytes, never negative;
+// 0 is unknown.
+type etcdQuotaFlag int64
+
+// String implements flag.Value.
+func (q *etcdQuotaFlag) String() string {
+	return strconv.FormatInt(int64(*q), 10)
+}
+
+// Set implements flag.Value, refusing a negative quota.
+func (q *etcdQuotaFlag) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return errors.New("must not be negative; 0 means unknown")
+	}
+	*q = etcdQuotaFlag(n)
+	return nil
+}
+
+// option is operator.Options.EtcdQuotaBytes for q: the flag's 0 (unknown)
+// is negative there, where zero is the default.
+func (q etcdQuotaFlag) option() int64 {
+	if q == 0 {
+		return -1
+	}
+	return int64(q)
 }

@@ -90,7 +90,8 @@ func operatorMetrics(t *testing.T) (names, histograms []string) {
 		}
 	}
 	g.Expect(names).To(ContainElements(
-		"paymentjob_charges_total", "paymentjob_reconcile_duration_seconds", "paymentjob_ledger_appends_total"))
+		"paymentjob_charges_total", "paymentjob_reconcile_duration_seconds", "paymentjob_ledger_appends_total",
+		"paymentjob_ledger_bytes", "paymentjob_ledger_entries", "paymentjob_ledger_pages", "paymentjob_etcd_quota_bytes"))
 	g.Expect(names).To(HaveLen(len(slices.Compact(slices.Sorted(slices.Values(names))))), "a metric is listed twice")
 	for _, n := range names {
 		g.Expect(n).To(HavePrefix("paymentjob_"), "a collector describes %q", n)
@@ -333,6 +334,8 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"PaymentJobAdmissionPoliciesMissing",
 		"PaymentJobFinishedLabelWithoutOutcome",
 		"PaymentJobStuckBehindDeletedProvider", "PaymentRefundFailedAfterSuccess",
+		// A warning and a critical alert of one name.
+		"PaymentJobLedgerNearEtcdQuota", "PaymentJobLedgerNearEtcdQuota",
 	))
 	for _, grp := range r.Spec.Groups {
 		for _, rule := range grp.Rules {
@@ -344,6 +347,17 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 			g.Expect(strings.TrimSpace(rule.Annotations["summary"])).NotTo(BeEmpty(), "alert %s: summary", rule.Alert)
 			g.Expect(strings.TrimSpace(rule.Annotations["description"])).NotTo(BeEmpty(), "alert %s: description", rule.Alert)
 			exprs = append(exprs, expression{"alert " + rule.Alert, rule.Expr})
+			// Every replica exports the operator's gauges, the standby
+			// too (at 0, or the same pages of the ledger): an alert takes
+			// their max(), never their sum.
+			for _, n := range metricNameRE.FindAllString(rule.Expr, -1) {
+				if !isOperatorMetric(n) || strings.HasSuffix(n, "_total") || isHistogram(baseName(n, isHistogram)) {
+					continue
+				}
+				uses := regexp.MustCompile(`\b`+n+`\b`).FindAllStringIndex(rule.Expr, -1)
+				inMax := regexp.MustCompile(`\bmax\(\s*`+n+`\b`).FindAllStringIndex(rule.Expr, -1)
+				g.Expect(inMax).To(HaveLen(len(uses)), "alert %s: the gauge %s outside max()", rule.Alert, n)
+			}
 		}
 	}
 

@@ -35,6 +35,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -261,7 +262,34 @@ func (l *Ledger) pageOf(p *paymentsv1alpha1.PaymentLedger) *page {
 		}
 	}
 	return &page{seq: pageSeq(p.Name), indexed: p.ResourceVersion, seen: p.ResourceVersion, hashes: hashes,
-		newest: newest, full: full(p, l.opts.MaxEntriesPerPage)}
+		newest: newest, full: full(p, l.opts.MaxEntriesPerPage), bytes: storedSize(p)}
+}
+
+// storedSize is the size of p as the API server stores it in etcd: the
+// JSON encoding of the object with its apiVersion and kind and without its
+// resourceVersion (etcd keeps that as the key's revision), ended by the
+// newline of Go's JSON encoder, which the API server encodes custom
+// resources with. TestLedgerSizeAfterAppends compares it with etcd, to the
+// byte.
+func storedSize(p *paymentsv1alpha1.PaymentLedger) int {
+	stored := *p
+	stored.TypeMeta = metav1.TypeMeta{APIVersion: paymentsv1alpha1.GroupVersion.String(), Kind: "PaymentLedger"}
+	stored.ResourceVersion = ""
+	var n byteCounter
+	if err := json.NewEncoder(&n).Encode(&stored); err != nil {
+		// Never for a page the API server returned; counted as empty.
+		return 0
+	}
+	return int(n)
+}
+
+// byteCounter is an io.Writer that counts the bytes written to it.
+type byteCounter int
+
+// Write counts b.
+func (c *byteCounter) Write(b []byte) (int, error) {
+	*c += byteCounter(len(b))
+	return len(b), nil
 }
 
 // forget drops a page that is gone.

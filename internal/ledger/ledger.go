@@ -151,6 +151,9 @@ type page struct {
 	watched string
 	hashes  []uint64
 	newest  time.Time
+	// bytes is the size of the copy indexed as the API server stores it
+	// (storedSize), for paymentjob_ledger_bytes.
+	bytes int
 	// full is true when the copy indexed was full: then it is final,
 	// since a full page is never written again.
 	full bool
@@ -317,6 +320,8 @@ func (l *Ledger) NeedLeaderElection() bool { return false }
 func (l *Ledger) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("ledger")
 	l.logger = logger
+	// The size gauges report this ledger while it runs.
+	defer sizes.track(l)()
 	for delay := time.Second; ; delay = min(2*delay, time.Minute) {
 		err := l.load(ctx)
 		if err == nil {

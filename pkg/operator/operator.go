@@ -43,6 +43,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 )
 
@@ -68,6 +69,9 @@ const (
 	// DefaultRefundWatchPeriod is how long after it completed a refund is
 	// read again, to report one that failed at the provider later.
 	DefaultRefundWatchPeriod = paymentrefund.DefaultRefundWatchPeriod
+	// DefaultEtcdQuotaBytes is etcd's default quota (2 GiB), which the
+	// alerts compare the ledger's size with.
+	DefaultEtcdQuotaBytes = ledger.DefaultEtcdQuotaBytes
 )
 
 // Options configure the operator in a manager. The zero value is the
@@ -99,6 +103,11 @@ type Options struct {
 	// LedgerRetention is how long outcomes stay in the ledger; zero is
 	// DefaultLedgerRetention.
 	LedgerRetention time.Duration
+	// EtcdQuotaBytes is the etcd quota of the cluster (etcd's
+	// --quota-backend-bytes), exported as paymentjob_etcd_quota_bytes for
+	// the alerts on the ledger's size. Zero is DefaultEtcdQuotaBytes;
+	// negative is unknown, exported as 0, and those alerts stay silent.
+	EtcdQuotaBytes int64
 	// TTLAfterFinished deletes finished jobs this long after they finished
 	// unless they say otherwise; nil keeps them. Needs the ledger.
 	TTLAfterFinished *time.Duration
@@ -135,6 +144,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := engine.IndexFields(mgr); err != nil {
 		return err
 	}
+	ledger.SetEtcdQuota(opts.EtcdQuotaBytes)
 	policy := &egress.Policy{InsecureHosts: opts.InsecureProviderHosts}
 	adapters := &providercache.ProviderCache{SecretReader: mgr.GetClient(), Build: providercache.NewAdapterFactory(policy)}
 	if err := mgr.Add(adapters); err != nil {
@@ -247,6 +257,12 @@ func (o Options) complete() (Options, error) {
 	def(&o.RefundWatchPeriod, DefaultRefundWatchPeriod)
 	if o.KeyRetention < 0 {
 		o.KeyRetention = 0
+	}
+	switch {
+	case o.EtcdQuotaBytes == 0:
+		o.EtcdQuotaBytes = DefaultEtcdQuotaBytes
+	case o.EtcdQuotaBytes < 0:
+		o.EtcdQuotaBytes = 0
 	}
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = DefaultConcurrency

@@ -52,8 +52,12 @@ func TestOptionsThatCouldChargeTwiceAreRefused(t *testing.T) {
 	g.Expect(o.ClaimLease).To(Equal(DefaultClaimLease))
 	g.Expect(o.ProviderTimeout).To(Equal(DefaultProviderTimeout))
 	g.Expect(o.KeyRetention).To(Equal(DefaultKeyRetention))
+	g.Expect(o.EtcdQuotaBytes).To(BeEquivalentTo(2<<30), "etcd's default quota")
 	g.Expect(o.Holder).NotTo(BeEmpty())
 	never, err := Options{KeyRetention: -1}.complete()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(never.KeyRetention).To(BeZero(), "negative: never look up")
+	unknown, err := Options{EtcdQuotaBytes: -1}.complete()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(unknown.EtcdQuotaBytes).To(BeZero(), "negative: the quota is unknown, exported as 0")
 }

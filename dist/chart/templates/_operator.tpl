@@ -31,7 +31,7 @@ start (a crash loop): said at install instead, naming the values.
 {{- if and (not $o.ledger.enabled) (ge (int $o.ttlSecondsAfterFinished) 0) -}}
 {{- fail "operator.ttlSecondsAfterFinished needs operator.ledger.enabled: without the ledger, deleting a finished job deletes the only record that it was paid" -}}
 {{- end -}}
-{{- range $flag := list "leader-elect" "max-concurrent-reconciles" "kube-api-qps" "kube-api-burst" "claim-lease-duration" "provider-timeout" "provider-key-retention" "ledger" "ledger-retention" "ttl-seconds-after-finished" "insecure-provider-hosts" "audit-interval" "refund-recheck-interval" "refund-watch-period" "zap-log-level" -}}
+{{- range $flag := list "leader-elect" "max-concurrent-reconciles" "kube-api-qps" "kube-api-burst" "claim-lease-duration" "provider-timeout" "provider-key-retention" "ledger" "ledger-retention" "etcd-quota-bytes" "ttl-seconds-after-finished" "insecure-provider-hosts" "audit-interval" "refund-recheck-interval" "refund-watch-period" "zap-log-level" -}}
 {{- $found := false -}}
 {{- range $.Values.manager.args -}}
 {{- if hasPrefix (printf "--%s=" $flag) . -}}{{- $found = true -}}{{- end -}}
