@@ -324,39 +324,47 @@ func (s *scenario) waitGone(jobs []plannedJob) {
 }
 
 // expectInLedger checks the PaymentLedger pages: each job's key exactly
-// once, Completed, and with the sandbox's charge for it when withCharges.
+// once, Completed, and with the sandbox's charge for it when withCharges. A
+// job is Completed before its outcome is appended (the finalizer comes off
+// after), so the pages are read until they hold every outcome, within
+// ledgerTimeout; an entry twice never goes away, and fails the check.
 func (s *scenario) expectInLedger(jobs []plannedJob, withCharges bool) {
 	s.t.Helper()
-	g := NewWithT(s.t)
-	var pages paymentsv1alpha1.PaymentLedgerList
-	g.Expect(s.cluster.k8s.List(context.Background(), &pages)).To(Succeed())
-	entries := map[string][]paymentsv1alpha1.LedgerEntry{}
-	for _, p := range pages.Items {
-		for _, e := range p.Entries {
-			entries[e.Key] = append(entries[e.Key], e)
+	NewWithT(s.t).Eventually(func(g Gomega) {
+		var pages paymentsv1alpha1.PaymentLedgerList
+		g.Expect(s.cluster.k8s.List(context.Background(), &pages)).To(Succeed())
+		entries := map[string][]paymentsv1alpha1.LedgerEntry{}
+		for _, p := range pages.Items {
+			for _, e := range p.Entries {
+				entries[e.Key] = append(entries[e.Key], e)
+			}
 		}
-	}
-	var wrong []string
-	for _, p := range jobs {
-		es := entries[p.key()]
-		if len(es) != 1 {
-			wrong = append(wrong, fmt.Sprintf("%s: %d entries", p.key(), len(es)))
-			continue
+		var wrong []string
+		for _, p := range jobs {
+			es := entries[p.key()]
+			if len(es) != 1 {
+				wrong = append(wrong, fmt.Sprintf("%s: %d entries", p.key(), len(es)))
+				continue
+			}
+			if es[0].Outcome != paymentsv1alpha1.LedgerCompleted {
+				wrong = append(wrong, fmt.Sprintf("%s: outcome %s", p.key(), es[0].Outcome))
+			}
+			if !withCharges {
+				continue
+			}
+			intents, err := s.sandbox.IntentsFor(context.Background(), p.key())
+			g.Expect(err).NotTo(HaveOccurred())
+			if len(intents) != 1 || intents[0].ID != es[0].Charge {
+				wrong = append(wrong, fmt.Sprintf("%s: ledger charge %q, sandbox %+v", p.key(), es[0].Charge, intents))
+			}
 		}
-		if es[0].Outcome != paymentsv1alpha1.LedgerCompleted {
-			wrong = append(wrong, fmt.Sprintf("%s: outcome %s", p.key(), es[0].Outcome))
-		}
-		if !withCharges {
-			continue
-		}
-		intents, err := s.sandbox.IntentsFor(context.Background(), p.key())
-		g.Expect(err).NotTo(HaveOccurred())
-		if len(intents) != 1 || intents[0].ID != es[0].Charge {
-			wrong = append(wrong, fmt.Sprintf("%s: ledger charge %q, sandbox %+v", p.key(), es[0].Charge, intents))
-		}
-	}
-	g.Expect(wrong).To(BeEmpty(), "ledger entries in %d pages", len(pages.Items))
+		g.Expect(wrong).To(BeEmpty(), "ledger entries in %d pages", len(pages.Items))
+	}, ledgerTimeout, 500*time.Millisecond).Should(Succeed())
 }
+
+// ledgerTimeout bounds the wait for finished jobs' outcomes to be in the
+// ledger: one group-commit append, or a few under load.
+const ledgerTimeout = 30 * time.Second
 
 // snapshotEtcd saves a snapshot of etcd to path, as `etcdctl snapshot
 // save` does, through etcd's gRPC gateway (JSON over HTTP, a message per
