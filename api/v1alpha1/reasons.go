@@ -65,6 +65,13 @@ const (
 	// already holds a payment under the job's key, so nothing is sent until
 	// it answers. It is retried by itself; the message says what failed.
 	ReasonLookupFailed = "LookupFailed"
+	// ReasonLedgerUnavailable says the outcome ledger (the PaymentLedger
+	// pages, or the PostgreSQL database of --ledger-backend=postgres) could
+	// not be asked whether this payment was made before: nothing is sent
+	// until it answers. The job goes on by itself once the ledger answers;
+	// the message and the operator's log say what failed
+	// (docs/operations.md, PaymentJobLedgerUnavailable).
+	ReasonLedgerUnavailable = "LedgerUnavailable"
 )
 
 // Reasons of a job in flight (phase Processing, Reconciling=True): a claim

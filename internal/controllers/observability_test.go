@@ -334,6 +334,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"PaymentJobAdmissionPoliciesMissing",
 		"PaymentJobFinishedLabelWithoutOutcome",
 		"PaymentJobStuckBehindDeletedProvider", "PaymentRefundFailedAfterSuccess",
+		"PaymentJobLedgerUnavailable",
 		// A warning and a critical alert of one name.
 		"PaymentJobLedgerNearEtcdQuota", "PaymentJobLedgerNearEtcdQuota",
 	))

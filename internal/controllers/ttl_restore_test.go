@@ -43,7 +43,7 @@ type emptyLedger struct{ records atomic.Int64 }
 func (l *emptyLedger) Find(context.Context, string) (ledger.Entry, bool, error) {
 	return ledger.Entry{}, false, nil
 }
-func (l *emptyLedger) Has(string) bool { return false }
+func (l *emptyLedger) Has(context.Context, string) (bool, error) { return false, nil }
 func (l *emptyLedger) Record(context.Context, ledger.Entry) error {
 	l.records.Add(1)
 	return nil

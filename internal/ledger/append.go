@@ -196,7 +196,7 @@ func (l *Ledger) unrecorded(head *paymentsv1alpha1.PaymentLedger, entries []Entr
 			continue
 		}
 		seen[e.Key] = true
-		if onHead[e.Key] || l.Has(e.Key) {
+		if onHead[e.Key] || l.has(e.Key) {
 			dups = append(dups, e)
 			continue
 		}

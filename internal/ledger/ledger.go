@@ -284,7 +284,14 @@ func (l *Ledger) find(ctx context.Context, key string) (Entry, bool, error) {
 // whose 64-bit hash is another key's; use Find to be sure. It says false
 // while the index is stale (resourceVersions went backwards) and not
 // rebuilt yet: a caller that deletes what the ledger holds keeps it then.
-func (l *Ledger) Has(key string) bool {
+// It never fails; the error is the OutcomeLedger's, whose other backends
+// ask a database.
+func (l *Ledger) Has(_ context.Context, key string) (bool, error) {
+	return l.has(key), nil
+}
+
+// has is Has without the interface's error.
+func (l *Ledger) has(key string) bool {
 	return len(l.pagesHolding(l.hash(key))) > 0
 }
 

@@ -221,7 +221,7 @@ func TestRecordAndFind(t *testing.T) {
 
 	// A process that starts later finds it, from its own index.
 	other, _ := start(t, Options{})
-	if !other.Has(want.Key) {
+	if !other.has(want.Key) {
 		t.Fatal("a new process does not know the key after loading the pages")
 	}
 	if got, ok, _ := other.Find(ctx, want.Key); !ok || got.Charge != want.Charge {
@@ -415,7 +415,7 @@ func TestLedgerSurvivesBackupAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the pages to be gone", func() bool { return len(pagesOf(t)) == 0 })
-	waitFor(t, "the running process to see them gone", func() bool { return !l.Has(entry(kept, 0, time.Time{}).Key) })
+	waitFor(t, "the running process to see them gone", func() bool { return !l.has(entry(kept, 0, time.Time{}).Key) })
 
 	for i := range backup {
 		if err := c.Create(ctx, &backup[i]); err != nil {

@@ -187,7 +187,7 @@ func newRestoreScenario(t *testing.T, name string) *restoreScenario {
 		l.Observe(p.Name, p.ResourceVersion)
 	}
 	for _, e := range s.lost {
-		if !l.Has(e.Key) {
+		if !l.has(e.Key) {
 			t.Fatalf("%s is not indexed before the restore", e.Key)
 		}
 	}
@@ -251,7 +251,7 @@ func TestLedgerAfterEtcdRestore(t *testing.T) {
 				// Whatever the rebuild has done yet, no lost outcome is
 				// reported recorded: the TTL collector would delete its job.
 				for _, e := range s.lost {
-					if s.l.Has(e.Key) {
+					if s.l.has(e.Key) {
 						t.Fatalf("Has(%s) is true after the restore lost it", e.Key)
 					}
 				}
@@ -280,7 +280,7 @@ func TestLedgerAfterEtcdRestore(t *testing.T) {
 				if err != nil || !found || got.Charge != e.Charge {
 					t.Errorf("Find(%s) = %v, %v, %v", e.Key, got.Charge, found, err)
 				}
-				if !s.l.Has(e.Key) {
+				if !s.l.has(e.Key) {
 					t.Errorf("Has(%s) is false once recorded", e.Key)
 				}
 			}

@@ -37,6 +37,8 @@ const (
 	ReasonProviderNotFound = paymentsv1alpha1.ReasonProviderNotFound
 	// ReasonProviderNotReady: the referenced PaymentProvider is not Ready.
 	ReasonProviderNotReady = paymentsv1alpha1.ReasonProviderNotReady
+	// ReasonLedgerUnavailable: the ledger did not answer; nothing is sent.
+	ReasonLedgerUnavailable = paymentsv1alpha1.ReasonLedgerUnavailable
 	// ReasonProviderDeleted: the referenced PaymentProvider is being
 	// deleted, so a job that was not claimed waits; or it is gone while the
 	// job was Processing and this process kept no adapter for it, so the

@@ -59,13 +59,16 @@ func NewLedger(mgr ctrl.Manager, retention time.Duration) (*ledger.Ledger, error
 	return l, nil
 }
 
-// OutcomeLedger is the durable record of finished payments; *ledger.Ledger
-// is the one the manager uses.
+// OutcomeLedger is the durable record of finished payments: the CRD ledger
+// (*ledger.Ledger, PaymentLedger pages in etcd) or the PostgreSQL ledger
+// (*pgledger.Ledger). An error means the ledger did not answer: nothing is
+// charged on its strength, and nothing it was to hold is deleted.
 type OutcomeLedger interface {
 	// Find returns the outcome recorded under an idempotency key.
 	Find(ctx context.Context, key string) (ledger.Entry, bool, error)
-	// Has reports, without an API request, whether a key is recorded.
-	Has(key string) bool
+	// Has reports whether a key is recorded, as cheaply as the backend
+	// can: the CRD ledger answers from its index, with no API request.
+	Has(ctx context.Context, key string) (bool, error)
 	// Record stores an outcome, unless one is recorded under its key.
 	Record(ctx context.Context, e ledger.Entry) error
 }
@@ -132,6 +135,12 @@ func (r *Reconciler) recordInLedger(ctx context.Context, job Object) error {
 		return nil
 	}
 	if err := r.Ledger.Record(ctx, LedgerEntry(job, r.requestOf(job), r.Clock.Now())); err != nil {
+		if ctx.Err() == nil {
+			ledgerErrorsTotal.WithLabelValues("record").Inc()
+			r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonLedgerUnavailable, r.Kind.Words().Action, "%s",
+				payment.CleanMessage("The outcome is not in the operator's ledger yet: the ledger did not answer ("+err.Error()+
+					"). The finalizer stays until it is recorded; retried by itself", MaxMessageLength))
+		}
 		return fmt.Errorf("cannot record the outcome in the ledger: %w", err)
 	}
 	return nil
@@ -199,8 +208,13 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object) (res ctrl
 	c := r.Kind.Request(job, r.Kind.Key(job, pp.Spec.KeyScope))
 	searched = ledgerSearch{done: true, scope: pp.Spec.KeyScope}
 	e, found, err := r.Ledger.Find(ctx, c.Key)
-	if err != nil || !found {
-		return ctrl.Result{}, err != nil, searched, err
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctrl.Result{}, true, searched, err
+	case err != nil:
+		return r.waitForLedger(ctx, job, err)
+	case !found:
+		return ctrl.Result{}, false, searched, nil
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
@@ -230,6 +244,19 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object) (res ctrl
 			providercache.DescribeBooks(e.Provider), r.terms(job).Provider, providercache.DescribeBooks(t.ID), why), MaxMessageLength)})
 	}
 	return ctrl.Result{}, true, searched, r.recordFromLedger(ctx, job, t, c, e)
+}
+
+// waitForLedger keeps a job that was never claimed Pending while the
+// ledger cannot say whether it was paid before: charging it on the
+// strength of a ledger that did not answer could pay twice (a re-created
+// job whose payment the provider no longer remembers). It is asked again
+// with backoff, and the job goes on once it answers.
+func (r *Reconciler) waitForLedger(ctx context.Context, job Object, cause error) (ctrl.Result, bool, ledgerSearch, error) {
+	ledgerErrorsTotal.WithLabelValues("find").Inc()
+	log.FromContext(ctx).Error(cause, "The outcome ledger did not answer; not charging until it does")
+	p := Progress{Reason: ReasonLedgerUnavailable, Message: payment.CleanMessage("Not charging yet: the operator's ledger could not be "+
+		"asked whether this payment was made before ("+cause.Error()+"). Nothing is sent until it answers; retried by itself", MaxMessageLength)}
+	return ctrl.Result{RequeueAfter: r.pendingRecheck(job, ReasonLedgerUnavailable, 0)}, true, ledgerSearch{}, r.setPending(ctx, job, p)
 }
 
 // ledgerSearch says under which key scope finishFromLedger asked the ledger

@@ -104,6 +104,8 @@ var (
 var (
 	ledgerHitsTotal  = newCounter("paymentjob_ledger_hits_total", "Jobs finished from the outcome ledger, with no provider call (re-created jobs whose payment was already made or refused).")
 	resolutionsTotal = newCounterVec("paymentjob_resolutions_total", "result", "Resolve annotations by result: charged, not_charged, refused.")
+	ledgerErrorsTotal = newCounterVec("paymentjob_ledger_errors_total", "operation", "Requests to the outcome ledger that got no answer, by operation: "+
+		"find (a job not claimed yet waits, Pending LedgerUnavailable, and nothing is charged), record (a finished job keeps its finalizer and is retried).")
 )
 
 // How long a reconcile takes.
@@ -128,7 +130,7 @@ func PhaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{claimConflictsTotal, writeConflictsTotal, claimLostTotal, stalledTotal,
 		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal,
-		strandedJobsGauge, rateLimitedTotal}
+		strandedJobsGauge, rateLimitedTotal, ledgerErrorsTotal}
 }
 
 func init() {

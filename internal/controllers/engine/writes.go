@@ -209,7 +209,7 @@ func (r *Reconciler) setPending(ctx context.Context, job Object, p Progress) err
 	}
 	if previous != p.Reason {
 		eventType := corev1.EventTypeNormal
-		if p.Stalled || p.Reason == ReasonProviderNotFound || p.Reason == ReasonProviderNotReady {
+		if p.Stalled || p.Reason == ReasonProviderNotFound || p.Reason == ReasonProviderNotReady || p.Reason == ReasonLedgerUnavailable {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(job, nil, eventType, p.Reason, "Wait", "%s", p.Message)

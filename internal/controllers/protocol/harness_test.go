@@ -794,9 +794,9 @@ func (l *fakeLedger) Find(_ context.Context, key string) (ledger.Entry, bool, er
 }
 
 // Has reports whether key has an entry.
-func (l *fakeLedger) Has(key string) bool {
-	_, found, err := l.Find(context.Background(), key)
-	return found && err == nil
+func (l *fakeLedger) Has(ctx context.Context, key string) (bool, error) {
+	_, found, err := l.Find(ctx, key)
+	return found, err
 }
 
 // Record stores e, or fails with the next scripted error.
@@ -815,6 +815,14 @@ func (l *fakeLedger) Record(_ context.Context, e ledger.Entry) error {
 	}
 	l.note(what)
 	return err
+}
+
+// ledgerBack is the ledger answering again.
+func ledgerBack(w *world) {
+	l := w.r.Ledger.(*fakeLedger)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.state.findErr = nil
 }
 
 // ledgerEntry is the ledger's record of the world's job, paid a day ago,

@@ -466,16 +466,30 @@ var theTable = []row{
 		ledger: &ledgerState{recordErrs: []error{errors.New("etcd timeout")}},
 		steps: []step{{
 			effects: claimAndCharge.then("status: Completed/Succeeded", "ledger: Completed (error)"),
-			err:     true, events: []string{"Succeeded"},
+			err:     true, events: []string{"Succeeded", "LedgerUnavailable"},
 		}, {after: time.Second, effects: []string{"ledger: Completed", finish}}},
 		final: paid,
 	},
 	{
-		name: "ledger cannot be read: error, nothing written, nothing charged",
+		name: "ledger cannot be read: Pending LedgerUnavailable, nothing charged, asked again with backoff",
 		job:  newJob(), answers: []answer{succeeded},
-		ledger: &ledgerState{findErr: errors.New("etcd timeout")},
-		steps:  []step{{err: true}},
-		final:  final{},
+		ledger: &ledgerState{findErr: errors.New("database unavailable")},
+		steps: []step{
+			{effects: []string{"status: Pending/LedgerUnavailable"}, requeue: jittered(time.Second), events: []string{"LedgerUnavailable"}},
+			{after: time.Second, requeue: jittered(time.Second)},
+		},
+		final: final{phase: pending, ready: "LedgerUnavailable"},
+	},
+	{
+		name: "ledger answers again: the job waiting for it is looked up, then charged",
+		job:  newJob(), answers: []answer{succeeded},
+		ledger: &ledgerState{findErr: errors.New("database unavailable")},
+		steps: []step{
+			{effects: []string{"status: Pending/LedgerUnavailable"}, requeue: jittered(time.Second), events: []string{"LedgerUnavailable"}},
+			{after: time.Second, before: ledgerBack, effects: claimAndCharge.then("status: Completed/Succeeded", "ledger: Completed", finish),
+				events: []string{"Succeeded"}},
+		},
+		final: paid,
 	},
 }
 

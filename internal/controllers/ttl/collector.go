@@ -216,7 +216,14 @@ func (c *FinishedJobCollector) deleteDue(ctx context.Context) {
 // delete deletes a finished job whose outcome the ledger holds, and only
 // that object: one created again under the same name has another uid.
 func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
-	if c.Ledger == nil || !c.Ledger.Has(d.key) {
+	recorded := false
+	if c.Ledger != nil {
+		var err error
+		if recorded, err = c.Ledger.Has(ctx, d.key); err != nil {
+			return fmt.Errorf("cannot delete finished payment job %s: %w", d.name, err)
+		}
+	}
+	if !recorded {
 		obj := d.kind.New()
 		if err := c.Reader.Get(ctx, d.name, obj); err != nil {
 			return client.IgnoreNotFound(err)
@@ -249,11 +256,14 @@ func (c *FinishedJobCollector) record(ctx context.Context, k engine.Kind, job en
 		return errors.New("no outcome ledger: finished jobs are kept")
 	}
 	key := engine.KeyOf(k, job)
-	if !engine.Terminal(job.GetPaymentStatus().Phase) || engine.FromLedger(job) || c.Ledger.Has(key) {
+	if !engine.Terminal(job.GetPaymentStatus().Phase) || engine.FromLedger(job) {
 		// An unfinished job has no outcome to record: recording it would
 		// write a Completed entry without a charge, and the first entry
 		// of a key wins.
 		return nil
+	}
+	if recorded, err := c.Ledger.Has(ctx, key); err != nil || recorded {
+		return err
 	}
 	return c.Ledger.Record(ctx, engine.LedgerEntry(job, k.Request(job, key), job.GetCreationTimestamp().Time))
 }
