@@ -102,8 +102,8 @@ var (
 
 // The outcome ledger and resolutions by hand.
 var (
-	ledgerHitsTotal  = newCounter("paymentjob_ledger_hits_total", "Jobs finished from the outcome ledger, with no provider call (re-created jobs whose payment was already made or refused).")
-	resolutionsTotal = newCounterVec("paymentjob_resolutions_total", "result", "Resolve annotations by result: charged, not_charged, refused.")
+	ledgerHitsTotal   = newCounter("paymentjob_ledger_hits_total", "Jobs finished from the outcome ledger, with no provider call (re-created jobs whose payment was already made or refused).")
+	resolutionsTotal  = newCounterVec("paymentjob_resolutions_total", "result", "Resolve annotations by result: charged, not_charged, refused.")
 	ledgerErrorsTotal = newCounterVec("paymentjob_ledger_errors_total", "operation", "Requests to the outcome ledger that got no answer, by operation: "+
 		"find (a job not claimed yet waits, Pending LedgerUnavailable, and nothing is charged), record (a finished job keeps its finalizer and is retried).")
 )
