@@ -61,7 +61,22 @@ type Options struct {
 	// step of Prune); DefaultTimeout when zero. A database that does not
 	// answer within it is unavailable (ErrUnavailable).
 	Timeout time.Duration
+	// RootCAFile, for Open, is a PEM file of the certificate authorities
+	// the server's certificate must chain to. The connection then uses
+	// TLS with sslmode=verify-full, whatever the DSN says: the chain and
+	// the server's host name are both checked.
+	RootCAFile string
+	// MaxConns, for Open, bounds the pool's connections; zero keeps the
+	// DSN's pool_max_conns, or pgx's default (4, or the number of CPUs
+	// when larger).
+	MaxConns int32
+	// PruneInterval is the time between two runs of Prune under Start;
+	// DefaultPruneInterval when zero.
+	PruneInterval time.Duration
 }
+
+// DefaultPruneInterval is how often Start deletes the expired entries.
+const DefaultPruneInterval = time.Hour
 
 // Ledger is the outcome ledger in a PostgreSQL database. It is safe for
 // concurrent use, and any number of processes, in any number of clusters,
@@ -100,11 +115,17 @@ type batch struct {
 // Close closes the connections. The DSN is kept out of every error: it may
 // hold a password.
 func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
+	if opts.RootCAFile != "" {
+		dsn = withParams(dsn, map[string]string{"sslmode": "verify-full", "sslrootcert": opts.RootCAFile})
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx masks passwords in its parse errors only on a best-effort
 		// basis, and a URL's own parse error quotes the whole URL.
 		return nil, errors.New("cannot parse the outcome ledger's DSN (its text is left out: it may hold a password)")
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = applicationName
@@ -141,6 +162,9 @@ func newLedger(ctx context.Context, pool *pgxpool.Pool, ownsPool bool, opts Opti
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
+	}
+	if opts.PruneInterval <= 0 {
+		opts.PruneInterval = DefaultPruneInterval
 	}
 	l := &Ledger{
 		pool:     pool,

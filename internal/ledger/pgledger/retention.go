@@ -16,7 +16,12 @@ limitations under the License.
 
 package pgledger
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
 
 // pruneBatch bounds the rows one DELETE removes: each statement holds its
 // locks briefly, and a large backlog is deleted in steps.
@@ -49,6 +54,34 @@ func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 		total += deleted
 		if deleted < pruneBatch {
 			return total, nil
+		}
+	}
+}
+
+// NeedLeaderElection tells a controller-runtime manager to run the ledger
+// on every replica: each records the outcomes of the jobs it finishes.
+func (l *Ledger) NeedLeaderElection() bool { return false }
+
+// Start runs Prune at once and every Options.PruneInterval until ctx ends,
+// then closes the ledger (Close): it is a controller-runtime Runnable,
+// added to the manager that uses the ledger. Two replicas pruning at once
+// delete each row once. A Prune that fails is logged and tried again at
+// the next interval; the rows stay meanwhile.
+func (l *Ledger) Start(ctx context.Context) error {
+	defer l.Close()
+	logger := log.FromContext(ctx).WithName("outcome-ledger")
+	tick := time.NewTicker(l.opts.PruneInterval)
+	defer tick.Stop()
+	for {
+		if n, err := l.Prune(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Cannot delete the expired outcomes; they stay until the next try", "retention", l.opts.Retention)
+		} else if n > 0 {
+			logger.Info("Deleted the expired outcomes", "entries", n, "retention", l.opts.Retention)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
 		}
 	}
 }

@@ -129,8 +129,7 @@ func Start(t testing.TB) *Server {
 
 // DSN is the URL of a database on the server, as the user postgres.
 func (s *Server) DSN(database string) string {
-	return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable",
-		net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), database)
+	return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", s.Addr(), database)
 }
 
 // CreateDatabase creates a database and returns its DSN.
@@ -138,6 +137,46 @@ func (s *Server) CreateDatabase(t testing.TB, name string) string {
 	t.Helper()
 	s.exec(t, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 	return s.DSN(name)
+}
+
+// Addr is the server's address, 127.0.0.1 and its port.
+func (s *Server) Addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// EnableTLS has the server accept TLS connections with the PEM certificate
+// and key given (plain connections stay accepted, as sslmode=disable
+// clients need). It returns once a reload made them take effect.
+func (s *Server) EnableTLS(t testing.TB, certPEM, keyPEM []byte) {
+	t.Helper()
+	for name, data := range map[string][]byte{"server.crt": certPEM, "server.key": keyPEM} {
+		path := filepath.Join(s.data, name)
+		// The server refuses a key others may read.
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatalf("cannot write %s: %v", name, err)
+		}
+		if s.owner != nil {
+			if err := os.Chown(path, int(s.owner.Uid), int(s.owner.Gid)); err != nil {
+				t.Fatalf("cannot give %s to the server's user: %v", name, err)
+			}
+		}
+	}
+	s.exec(t, "ALTER SYSTEM SET ssl = on")
+	s.exec(t, "SELECT pg_reload_conf()")
+	deadline := time.Now().Add(readyWait)
+	for {
+		var got string
+		err := s.query(func(ctx context.Context, conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, "SHOW ssl").Scan(&got)
+		})
+		if err == nil && got == "on" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ssl is %q, not on, after a reload (%v); last lines of %s:\n%s", got, err, s.log, childproc.Tail(s.log, 20))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // SetReadOnly makes every new transaction read-only (on) or not (off), as a
