@@ -109,6 +109,11 @@ func main() {
 			"from it with no provider call. Needed by --ttl-seconds-after-finished and spec.ttlSecondsAfterFinished.")
 	flag.DurationVar(&ledgerRetention, "ledger-retention", engine.DefaultLedgerRetention,
 		"How long outcomes stay in the ledger at least; a page is deleted once its newest entry is older.")
+	var ledgerBackend string
+	flag.StringVar(&ledgerBackend, "ledger-backend", string(operator.LedgerCRD),
+		"Where the outcome ledger is kept: crd (PaymentLedger pages in the cluster's etcd) or postgres (a PostgreSQL "+
+			"database, --ledger-postgres-*; docs/operations.md says when to choose which).")
+	pgFlags := bindPostgresFlags(flag.CommandLine)
 	etcdQuota := etcdQuotaFlag(operator.DefaultEtcdQuotaBytes)
 	flag.Var(&etcdQuota, "etcd-quota-bytes",
 		"The etcd quota of the cluster in `bytes` (etcd's --quota-backend-bytes; 2 GiB is etcd's default), exported as "+
@@ -147,6 +152,19 @@ func main() {
 	}
 	if ledgerRetention < 24*time.Hour {
 		setupLog.Error(errors.New("invalid flags"), "--ledger-retention must be at least 24h", "ledgerRetention", ledgerRetention)
+		os.Exit(1)
+	}
+	var postgres operator.PostgresLedger
+	switch operator.LedgerBackend(ledgerBackend) {
+	case operator.LedgerCRD:
+	case operator.LedgerPostgres:
+		var err error
+		if postgres, err = pgFlags.options(); err != nil {
+			setupLog.Error(err, "Invalid flags")
+			os.Exit(1)
+		}
+	default:
+		setupLog.Error(errors.New("invalid flags"), "--ledger-backend must be crd or postgres", "ledgerBackend", ledgerBackend)
 		os.Exit(1)
 	}
 	hosts, err := egress.ParseHosts(insecureHosts)
@@ -224,6 +242,8 @@ func main() {
 		KeyRetention:            keyRetention,
 		InsecureProviderHosts:   hosts,
 		DisableLedger:           !useLedger,
+		LedgerBackend:           operator.LedgerBackend(ledgerBackend),
+		Postgres:                postgres,
 		LedgerRetention:         ledgerRetention,
 		EtcdQuotaBytes:          etcdQuota.option(),
 		AuditInterval:           auditInterval,

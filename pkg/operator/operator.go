@@ -28,7 +28,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
@@ -100,6 +99,12 @@ type Options struct {
 	InsecureProviderHosts []string
 	// DisableLedger turns the outcome ledger off (--ledger=false).
 	DisableLedger bool
+	// LedgerBackend is where the outcome ledger is kept: LedgerCRD (the
+	// default, "") or LedgerPostgres, configured by Postgres.
+	LedgerBackend LedgerBackend
+	// Postgres configures the PostgreSQL ledger (LedgerBackend
+	// LedgerPostgres).
+	Postgres PostgresLedger
 	// LedgerRetention is how long outcomes stay in the ledger; zero is
 	// DefaultLedgerRetention.
 	LedgerRetention time.Duration
@@ -169,9 +174,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		collector engine.Scheduler
 	)
 	if !opts.DisableLedger {
-		l, err := engine.NewLedger(mgr, opts.LedgerRetention)
+		l, err := setupLedger(mgr, opts)
 		if err != nil {
-			return fmt.Errorf("cannot set up the outcome ledger: %w", err)
+			return err
 		}
 		outcomes = l
 		defaultTTL := time.Duration(-1)
@@ -186,9 +191,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		collector = c
 		if err := mgr.Add(c); err != nil {
 			return fmt.Errorf("cannot add the collector of finished jobs: %w", err)
-		}
-		if err := mgr.AddReadyzCheck("ledger", func(*http.Request) error { return l.Loaded() }); err != nil {
-			return fmt.Errorf("cannot add the ledger's ready check: %w", err)
 		}
 	}
 	auditor := &audit.Auditor{
@@ -258,6 +260,9 @@ func (o Options) complete() (Options, error) {
 	if o.KeyRetention < 0 {
 		o.KeyRetention = 0
 	}
+	if o.LedgerBackend == "" {
+		o.LedgerBackend = LedgerCRD
+	}
 	switch {
 	case o.EtcdQuotaBytes == 0:
 		o.EtcdQuotaBytes = DefaultEtcdQuotaBytes
@@ -272,6 +277,10 @@ func (o Options) complete() (Options, error) {
 		return o, fmt.Errorf("the claim lease (%s) must be longer than the provider timeout (%s)", o.ClaimLease, o.ProviderTimeout)
 	case o.DisableLedger && o.TTLAfterFinished != nil:
 		return o, errors.New("a TTL after finished needs the ledger: without it, deleting a finished job deletes the only record that it was paid")
+	case o.LedgerBackend != LedgerCRD && o.LedgerBackend != LedgerPostgres:
+		return o, fmt.Errorf("unknown ledger backend %q: use %q or %q", o.LedgerBackend, LedgerCRD, LedgerPostgres)
+	case o.LedgerBackend == LedgerPostgres && !o.DisableLedger && o.Postgres.DSN == "":
+		return o, errors.New("the PostgreSQL ledger needs a DSN (--ledger-postgres-dsn-file)")
 	case o.LedgerRetention < 24*time.Hour:
 		return o, fmt.Errorf("the ledger retention (%s) must be at least 24h", o.LedgerRetention)
 	case o.RefundRecheckInterval < 0 || o.RefundWatchPeriod < 0:

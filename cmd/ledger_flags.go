@@ -1,0 +1,78 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
+)
+
+// postgresFlags are the flags of the PostgreSQL ledger, shared by the
+// manager and its ledger command.
+type postgresFlags struct {
+	dsnFile, caFile, cluster string
+	maxConns                 int
+	skipMigrationCheck       bool
+}
+
+// bindPostgresFlags defines the PostgreSQL ledger's flags on fs.
+func bindPostgresFlags(fs *flag.FlagSet) *postgresFlags {
+	f := &postgresFlags{}
+	fs.StringVar(&f.dsnFile, "ledger-postgres-dsn-file", "",
+		"With --ledger-backend=postgres: a `file` holding the database's connection string (a postgres:// URL or libpq's "+
+			"keyword/value form), as mounted from a Secret. Its content is never logged.")
+	fs.StringVar(&f.caFile, "ledger-postgres-ca-file", "",
+		"A PEM `file` of the certificate authorities the database's certificate must chain to: the connection then uses "+
+			"TLS with sslmode=verify-full (chain and host name checked), whatever the connection string says.")
+	fs.IntVar(&f.maxConns, "ledger-postgres-max-conns", 0,
+		"The most connections to the database this manager opens; 0 is the larger of 4 and the number of CPUs.")
+	fs.StringVar(&f.cluster, "ledger-cluster-name", "",
+		"The name of this cluster, stored with each outcome it records in a database that clusters of a fleet share. "+
+			"It does not scope the idempotency keys: the same manifest applied on two clusters is one payment.")
+	fs.BoolVar(&f.skipMigrationCheck, "ledger-postgres-skip-migration-check", false,
+		"Start on PostgreSQL even though the PaymentLedger pages hold outcomes the database lacks "+
+			"(copy them first: manager ledger copy --from=crd --to=postgres).")
+	return f
+}
+
+// options reads the DSN file and returns the PostgreSQL ledger's options.
+func (f *postgresFlags) options() (operator.PostgresLedger, error) {
+	if f.dsnFile == "" {
+		return operator.PostgresLedger{}, errors.New("--ledger-postgres-dsn-file is required with the PostgreSQL ledger")
+	}
+	if f.maxConns < 0 || f.maxConns > 1<<15 {
+		return operator.PostgresLedger{}, fmt.Errorf("--ledger-postgres-max-conns must be from 0 to %d", 1<<15)
+	}
+	data, err := os.ReadFile(f.dsnFile)
+	if err != nil {
+		// The path, not the content.
+		return operator.PostgresLedger{}, fmt.Errorf("cannot read --ledger-postgres-dsn-file: %w", err)
+	}
+	dsn := strings.TrimSpace(string(data))
+	if dsn == "" {
+		return operator.PostgresLedger{}, fmt.Errorf("--ledger-postgres-dsn-file %s is empty", f.dsnFile)
+	}
+	return operator.PostgresLedger{
+		DSN: dsn, RootCAFile: f.caFile, MaxConns: int32(f.maxConns), Cluster: f.cluster,
+		SkipMigrationCheck: f.skipMigrationCheck,
+	}, nil
+}

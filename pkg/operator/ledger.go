@@ -1,0 +1,99 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger/pgledger"
+)
+
+// LedgerBackend names where the outcome ledger is kept.
+type LedgerBackend string
+
+const (
+	// LedgerCRD keeps the ledger in PaymentLedger pages in the cluster's
+	// etcd: nothing to run besides the cluster, sized for some hundreds of
+	// thousands of outcomes (docs/operations.md, "Sizing the ledger").
+	LedgerCRD LedgerBackend = "crd"
+	// LedgerPostgres keeps the ledger in a PostgreSQL database, which
+	// several clusters may share (Options.Postgres).
+	LedgerPostgres LedgerBackend = "postgres"
+)
+
+// PostgresLedger configures the PostgreSQL ledger.
+type PostgresLedger struct {
+	// DSN is the database's connection string, a URL
+	// (postgres://user:password@host:5432/db) or libpq's keyword/value
+	// form. It may hold a password: it is never logged, nor put in an
+	// error or a status.
+	DSN string
+	// RootCAFile is a PEM file of the authorities the server's certificate
+	// must chain to; the connection then uses TLS with
+	// sslmode=verify-full (chain and host name checked), whatever the DSN
+	// says. Empty: the DSN's sslmode decides.
+	RootCAFile string
+	// MaxConns bounds the pool's connections; zero is pgx's default (the
+	// larger of 4 and the number of CPUs).
+	MaxConns int32
+	// Cluster names this cluster in the rows it records, for clusters of a
+	// fleet sharing the database. It does not scope the keys: the same
+	// manifest applied on two clusters is one payment (docs/reliability.md).
+	Cluster string
+	// SkipMigrationCheck starts even though the PaymentLedger pages hold
+	// outcomes the database lacks. Without it Setup refuses: those
+	// payments would be charged again if their manifests came back.
+	SkipMigrationCheck bool
+}
+
+// connectTimeout bounds the first connection and the schema migration at
+// start: a database that does not answer stops the start with an error.
+const connectTimeout = time.Minute
+
+// setupLedger adds the outcome ledger of opts.LedgerBackend to mgr.
+func setupLedger(mgr ctrl.Manager, opts Options) (engine.OutcomeLedger, error) {
+	if opts.LedgerBackend != LedgerPostgres {
+		l, err := engine.NewLedger(mgr, opts.LedgerRetention)
+		if err != nil {
+			return nil, fmt.Errorf("cannot set up the outcome ledger: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("ledger", func(*http.Request) error { return l.Loaded() }); err != nil {
+			return nil, fmt.Errorf("cannot add the ledger's ready check: %w", err)
+		}
+		return l, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	pg := opts.Postgres
+	l, err := pgledger.Open(ctx, pg.DSN, pgledger.Options{
+		Cluster: pg.Cluster, Retention: opts.LedgerRetention, RootCAFile: pg.RootCAFile, MaxConns: pg.MaxConns,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot set up the PostgreSQL outcome ledger: %w", err)
+	}
+	if err := mgr.Add(l); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("cannot add the outcome ledger to the manager: %w", err)
+	}
+	return l, nil
+}
