@@ -77,6 +77,12 @@ func TestRenderDefaults(t *testing.T) {
 		"--ledger=true",
 		"--ledger-retention=9600h",
 		"--etcd-quota-bytes=2147483648",
+		"--ledger-backend=crd",
+		"--ledger-postgres-dsn-file=/etc/paymentjob-operator/ledger-postgres/dsn",
+		"--ledger-postgres-ca-file=",
+		"--ledger-postgres-max-conns=0",
+		"--ledger-cluster-name=",
+		"--ledger-postgres-skip-migration-check=false",
 		"--ttl-seconds-after-finished=-1",
 		"--insecure-provider-hosts=",
 		"--audit-interval=5m",
@@ -116,6 +122,12 @@ func TestRenderEveryValue(t *testing.T) {
 		"--provider-key-retention=20h",
 		"--ledger-retention=720h",
 		"--etcd-quota-bytes=8589934592",
+		"--ledger-backend=crd",
+		"--ledger-postgres-dsn-file=/etc/ledger/dsn",
+		"--ledger-postgres-ca-file=/etc/ledger/ca.crt",
+		"--ledger-postgres-max-conns=8",
+		"--ledger-cluster-name=eu-west-1",
+		"--ledger-postgres-skip-migration-check=true",
 		"--ttl-seconds-after-finished=86400",
 		"--insecure-provider-hosts=payment-service.payments.svc,10.20.30.40",
 		"--audit-interval=10m",
@@ -258,6 +270,14 @@ func TestChartRefusesWrongValues(t *testing.T) {
 			[]string{"/operator/ledger/etcdQuotaBytes", "minimum"}},
 		{"etcd quota as a quantity", map[string]any{"operator": map[string]any{"ledger": map[string]any{"etcdQuotaBytes": "8Gi"}}},
 			[]string{"/operator/ledger/etcdQuotaBytes"}},
+		{"unknown ledger backend", map[string]any{"operator": map[string]any{"ledger": map[string]any{"backend": "mysql"}}},
+			[]string{"/operator/ledger/backend"}},
+		{"PostgreSQL ledger without its Secret mounted", map[string]any{"operator": map[string]any{"ledger": map[string]any{"backend": "postgres"}}},
+			[]string{"operator.ledger.postgres.dsnFile (/etc/paymentjob-operator/ledger-postgres/dsn) is under none of manager.extraVolumeMounts"}},
+		{"PostgreSQL ledger with its CA outside the mounts", map[string]any{
+			"operator": map[string]any{"ledger": map[string]any{"backend": "postgres", "postgres": map[string]any{"caFile": "/etc/ca/ca.crt"}}},
+			"manager":  map[string]any{"extraVolumeMounts": []any{map[string]any{"name": "ledger-postgres", "mountPath": "/etc/paymentjob-operator/ledger-postgres"}}}},
+			[]string{"operator.ledger.postgres.caFile (/etc/ca/ca.crt) is under none of manager.extraVolumeMounts"}},
 		{"TTL without the ledger", map[string]any{"operator": map[string]any{"ledger": map[string]any{"enabled": false, "retention": "24h"}, "ttlSecondsAfterFinished": 60}},
 			[]string{"operator.ttlSecondsAfterFinished needs operator.ledger.enabled"}},
 		{"replicas without leader election", map[string]any{"manager": map[string]any{"leaderElection": map[string]any{"enabled": false}}},
@@ -317,6 +337,22 @@ func TestRenderBranches(t *testing.T) {
 				g.Expect(find(objs, "ClusterRoleBinding")).NotTo(ContainElement(WithTransform(
 					func(o *unstructured.Unstructured) string { return o.GetName() }, HaveSuffix("metrics-readers"))),
 					"no reader binding without authorization")
+			}},
+		{"the PostgreSQL ledger, its connection string from CloudNativePG's app Secret", map[string]any{
+			"operator": map[string]any{"ledger": map[string]any{"backend": "postgres", "postgres": map[string]any{
+				"caFile": "/etc/paymentjob-operator/ledger-postgres/ca.crt", "maxConns": 6, "clusterName": "eu-1"}}},
+			"manager": map[string]any{
+				"extraVolumes": []any{map[string]any{"name": "ledger-postgres", "secret": map[string]any{"secretName": "ledger-db-app",
+					"items": []any{map[string]any{"key": "uri", "path": "dsn"}, map[string]any{"key": "ca.crt", "path": "ca.crt"}}}}},
+				"extraVolumeMounts": []any{map[string]any{"name": "ledger-postgres", "mountPath": "/etc/paymentjob-operator/ledger-postgres", "readOnly": true}}}},
+			func(g Gomega, objs []*unstructured.Unstructured) {
+				deploy := only(t, objs, "Deployment")
+				g.Expect(containerArgs(t, deploy)).To(ContainElements("--ledger-backend=postgres",
+					"--ledger-postgres-dsn-file=/etc/paymentjob-operator/ledger-postgres/dsn",
+					"--ledger-postgres-ca-file=/etc/paymentjob-operator/ledger-postgres/ca.crt",
+					"--ledger-postgres-max-conns=6", "--ledger-cluster-name=eu-1"))
+				g.Expect(field(deploy, "spec", "template", "spec", "volumes")).To(ContainElement(HaveKeyWithValue("secret",
+					HaveKeyWithValue("secretName", "ledger-db-app"))))
 			}},
 		{"no metrics", map[string]any{"metrics": map[string]any{"enabled": false}},
 			func(g Gomega, objs []*unstructured.Unstructured) {

@@ -31,7 +31,20 @@ start (a crash loop): said at install instead, naming the values.
 {{- if and (not $o.ledger.enabled) (ge (int $o.ttlSecondsAfterFinished) 0) -}}
 {{- fail "operator.ttlSecondsAfterFinished needs operator.ledger.enabled: without the ledger, deleting a finished job deletes the only record that it was paid" -}}
 {{- end -}}
-{{- range $flag := list "leader-elect" "max-concurrent-reconciles" "kube-api-qps" "kube-api-burst" "claim-lease-duration" "provider-timeout" "provider-key-retention" "ledger" "ledger-retention" "etcd-quota-bytes" "ttl-seconds-after-finished" "insecure-provider-hosts" "audit-interval" "refund-recheck-interval" "refund-watch-period" "zap-log-level" -}}
+{{- if and $o.ledger.enabled (eq $o.ledger.backend "postgres") -}}
+{{- range $what, $file := dict "dsnFile" $o.ledger.postgres.dsnFile "caFile" $o.ledger.postgres.caFile -}}
+{{- if $file -}}
+{{- $mounted := false -}}
+{{- range $.Values.manager.extraVolumeMounts -}}
+{{- if hasPrefix (printf "%s/" (trimSuffix "/" .mountPath)) $file -}}{{- $mounted = true -}}{{- end -}}
+{{- end -}}
+{{- if not $mounted -}}
+{{- fail (printf "operator.ledger.backend is postgres, and operator.ledger.postgres.%s (%s) is under none of manager.extraVolumeMounts: mount the Secret that holds it with manager.extraVolumes and manager.extraVolumeMounts (values.yaml shows how)" $what $file) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $flag := list "leader-elect" "max-concurrent-reconciles" "kube-api-qps" "kube-api-burst" "claim-lease-duration" "provider-timeout" "provider-key-retention" "ledger" "ledger-retention" "etcd-quota-bytes" "ledger-backend" "ledger-postgres-dsn-file" "ledger-postgres-ca-file" "ledger-postgres-max-conns" "ledger-cluster-name" "ledger-postgres-skip-migration-check" "ttl-seconds-after-finished" "insecure-provider-hosts" "audit-interval" "refund-recheck-interval" "refund-watch-period" "zap-log-level" -}}
 {{- $found := false -}}
 {{- range $.Values.manager.args -}}
 {{- if hasPrefix (printf "--%s=" $flag) . -}}{{- $found = true -}}{{- end -}}
