@@ -113,6 +113,46 @@ func TestConfigDefaultWithOptIns(t *testing.T) {
 	run(t, m, baseCases(), optInCases())
 }
 
+// TestConfigDefaultWithPostgresLedger renders config/default with the
+// component config/ledger-postgres, the way uncommenting it would: the
+// manager runs on the PostgreSQL ledger with its connection string from the
+// Secret mounted read-only, and every check of config/default still holds.
+func TestConfigDefaultWithPostgresLedger(t *testing.T) {
+	root := repoRoot(t)
+	dir := t.TempDir()
+	rel := func(folder string) string {
+		r, err := filepath.Rel(dir, filepath.Join(root, "config", folder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return filepath.ToSlash(r)
+	}
+	overlay := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- %s\n",
+		rel("default"), rel("ledger-postgres"))
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := render(t, dir)
+	run(t, m, baseCases(), defaultOnlyCases(), []testCase{
+		{"the manager reads the PostgreSQL ledger's DSN from the mounted Secret", func(g Gomega, m *manifest) {
+			c := m.managerContainer(g)
+			backend, _ := flagValue(c.Args, "ledger-backend", false)
+			g.Expect(backend).To(Equal("postgres"))
+			dsnFile, _ := flagValue(c.Args, "ledger-postgres-dsn-file", false)
+			g.Expect(dsnFile).To(Equal("/etc/paymentjob-operator/ledger-postgres/dsn"))
+			g.Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "ledger-postgres",
+				MountPath: "/etc/paymentjob-operator/ledger-postgres", ReadOnly: true}))
+			vols := m.deployment(g).Spec.Template.Spec.Volumes
+			i := slices.IndexFunc(vols, func(v corev1.Volume) bool { return v.Name == "ledger-postgres" })
+			g.Expect(i).NotTo(Equal(-1))
+			g.Expect(vols[i].Secret).NotTo(BeNil())
+			g.Expect(vols[i].Secret.SecretName).To(Equal("paymentjob-ledger-postgres"))
+			// Not optional: a manager without its DSN should not start on an empty folder.
+			g.Expect(vols[i].Secret.Optional == nil || !*vols[i].Secret.Optional).To(BeTrue())
+		}},
+	})
+}
+
 // TestInstaller checks the rendered installer (dist/install.yaml) that
 // INSTALLER names; make test and make test-installer render it first.
 func TestInstaller(t *testing.T) {
@@ -150,6 +190,7 @@ func TestOptInsStayCommented(t *testing.T) {
 	for _, tc := range []struct{ name, line string }{
 		{"prometheus ServiceMonitor", "- ../prometheus"},
 		{"metrics NetworkPolicy", "- ../network-policy"},
+		{"PostgreSQL ledger", "- ../ledger-postgres"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
