@@ -62,6 +62,7 @@ func TestExactlyOnce(t *testing.T) {
 		{"apiserver-restart", testAPIServerRestart},
 		{"delete-and-recreate", testDeleteAndRecreate},
 		{"rebuild-from-git", testRebuildFromGit},
+		{"rebuild-from-git-postgres", testRebuildFromGitPostgres},
 		{"upgrade", testUpgrade},
 		{"rollback", testRollback},
 	}

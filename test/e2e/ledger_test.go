@@ -21,6 +21,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,39 +54,50 @@ const (
 // re-syncs everything from the same manifests with a PaymentProvider whose
 // lookup policy is Never: a provider without lookup. Only the manager's
 // ledger remembers the payments now, and it must finish every job from it
-// with zero provider calls. The control run does the same with
-// --ledger=false and must charge again, which proves that the first run can
-// fail.
+// with zero provider calls: the CRD ledger (PaymentLedger pages, the
+// default) on the suite's control plane, and the PostgreSQL ledger on a
+// control plane of its own (on the suite's, its managers would first copy
+// to the database the outcomes of every job the suite finished there). The
+// control run does the same with --ledger=false and must charge again,
+// which proves that the first runs can fail.
 func TestLedgerOutlivesTenant(t *testing.T) {
-	t.Run("ledger", testLedgerOutlivesTenant)
+	t.Run("ledger", func(t *testing.T) { testLedgerOutlivesTenant(t, sharedCluster(), "ledger", nil) })
+	t.Run("ledger-postgres", func(t *testing.T) {
+		db := startLedgerDatabase(t)
+		c := startCluster(t, filepath.Join(suite.artifacts, "ledger-postgres", "control-plane"))
+		testLedgerOutlivesTenant(t, c, "ledger-postgres", db)
+	})
 	t.Run("control-without-ledger", testWithoutLedgerChargesAgain)
 }
 
 // testLedgerOutlivesTenant re-syncs the deleted tenant twice: once while the
 // manager that charged it runs (its own appends must be found), and once
 // more with a new manager process started after the manifests are back (the
-// ledger must come from the API server, not from memory).
-func testLedgerOutlivesTenant(t *testing.T) {
+// ledger must come from the API server, or the database, not from memory).
+// The tenant lives on c, and its managers keep the ledger in db, or in
+// PaymentLedger pages when db is nil.
+func testLedgerOutlivesTenant(t *testing.T, c *cluster, name string, db *ledgerDatabase) {
 	g := NewWithT(t)
-	s, m, first := chargeTenant(t, "ledger", true)
+	o := ledgerManager(true, db)
+	s, m, first := chargeTenant(t, c, name, o)
 
 	// Re-synced while the manager that charged the tenant runs.
 	before := s.deleteTenantAndForget()
 	s.recreateTenant()
 	after := s.expectFromLedger(first, before)
-	s.expectLedgerHolds(first)
-	t.Logf("ledger: tenant re-synced under %s: %d jobs finished from the ledger, %d create requests, %d searches",
-		m.Name, len(first), after.Requests-before.Requests, after.Searches-before.Searches)
+	s.expectLedgerHolds(first, db)
+	t.Logf("%s: tenant re-synced under %s: %d jobs finished from the ledger, %d create requests, %d searches",
+		name, m.Name, len(first), after.Requests-before.Requests, after.Searches-before.Searches)
 
 	// Deleted and re-synced again, this time before a new manager starts.
 	before = s.deleteTenantAndForget()
 	m.Stop(10 * time.Second)
 	s.recreateTenant()
-	m = s.startLedgerManager(true)
+	m = s.startManager(o)
 	after = s.expectFromLedger(first, before)
-	s.expectLedgerHolds(first)
-	t.Logf("ledger: tenant re-synced before %s started: %d jobs finished from the ledger, %d create requests, %d searches",
-		m.Name, len(first), after.Requests-before.Requests, after.Searches-before.Searches)
+	s.expectLedgerHolds(first, db)
+	t.Logf("%s: tenant re-synced before %s started: %d jobs finished from the ledger, %d create requests, %d searches",
+		name, m.Name, len(first), after.Requests-before.Requests, after.Searches-before.Searches)
 
 	// The whole proof of the suite, with the sandbox's search back on: one
 	// charge per Completed job, the one each job records.
@@ -97,7 +109,7 @@ func testLedgerOutlivesTenant(t *testing.T) {
 // with --ledger=false is charged a second time for every good card.
 func testWithoutLedgerChargesAgain(t *testing.T) {
 	g := NewWithT(t)
-	s, _, first := chargeTenant(t, "ledger-off", false)
+	s, _, first := chargeTenant(t, sharedCluster(), "ledger-off", ledgerManager(false, nil))
 	before := s.deleteTenantAndForget()
 	s.recreateTenant()
 	live := s.waitAllTerminal()
@@ -124,14 +136,14 @@ func testWithoutLedgerChargesAgain(t *testing.T) {
 }
 
 // chargeTenant starts a sandbox, a tenant of namespacesPerScenario
-// namespaces and a manager with the ledger on or off, and charges
-// ledgerJobs jobs; it returns the jobs as they ended, by key.
-func chargeTenant(t *testing.T, name string, ledger bool) (*scenario, *manager, map[string]paymentsv1alpha1.PaymentJob) {
+// namespaces on c and a manager started with o, and charges ledgerJobs
+// jobs; it returns the jobs as they ended, by key.
+func chargeTenant(t *testing.T, c *cluster, name string, o managerOptions) (*scenario, *manager, map[string]paymentsv1alpha1.PaymentJob) {
 	t.Helper()
 	g := NewWithT(t)
-	s := newScenario(t, name)
+	s := newScenarioOn(t, c, name)
 	jobs := s.planJobs(ledgerJobs, nil)
-	m := s.startLedgerManager(ledger)
+	m := s.startManager(o)
 	s.createJobs(jobs)
 	r := s.verify()
 	g.Expect(r.completed).To(Equal(ledgerJobs-1), "every good card charged")
@@ -269,33 +281,54 @@ func (s *scenario) expectFromLedger(first map[string]paymentsv1alpha1.PaymentJob
 	return after
 }
 
-// expectLedgerHolds checks the PaymentLedger pages: each of the jobs'
-// keys exactly once, with its charge and outcome.
-func (s *scenario) expectLedgerHolds(first map[string]paymentsv1alpha1.PaymentJob) {
+// expectLedgerHolds checks the managers' ledger, the rows of db or, when db
+// is nil, the PaymentLedger pages: each of the jobs' keys exactly once,
+// with its charge and outcome.
+func (s *scenario) expectLedgerHolds(first map[string]paymentsv1alpha1.PaymentJob, db *ledgerDatabase) {
 	s.t.Helper()
 	g := NewWithT(s.t)
-	var pages paymentsv1alpha1.PaymentLedgerList
-	g.Expect(s.cluster.k8s.List(context.Background(), &pages)).To(Succeed())
-	entries := map[string][]paymentsv1alpha1.LedgerEntry{}
-	for _, p := range pages.Items {
-		for _, e := range p.Entries {
-			if _, ok := first[e.Key]; ok {
-				entries[e.Key] = append(entries[e.Key], e)
-			}
-		}
+	var records map[string][]ledgerRecord
+	if db != nil {
+		// The database and the cluster are the test's own: it holds these
+		// jobs only.
+		records = db.records(g)
+		g.Expect(records).To(HaveLen(len(first)), "rows in the database")
+	} else {
+		records = s.pageRecords(g)
 	}
 	for key, j := range first {
-		g.Expect(entries[key]).To(HaveLen(1), "ledger entries of %s in %d pages", key, len(pages.Items))
-		e := entries[key]
-		g.Expect(string(e[0].Outcome)).To(Equal(string(j.Status.Phase)), "ledger outcome of %s", key)
+		g.Expect(records[key]).To(HaveLen(1), "ledger entries of %s", key)
+		e := records[key][0]
+		g.Expect(e.outcome).To(Equal(string(j.Status.Phase)), "ledger outcome of %s", key)
 		if j.Status.Phase == paymentsv1alpha1.PhaseCompleted {
-			g.Expect(e[0].Charge).To(Equal(j.Status.ProviderResponse.ID), "ledger charge of %s", key)
+			g.Expect(e.charge).To(Equal(j.Status.ProviderResponse.ID), "ledger charge of %s", key)
 		}
 	}
 }
 
-// startLedgerManager is startManager's manager with --ledger set.
-func (s *scenario) startLedgerManager(ledger bool) *manager {
-	s.t.Helper()
-	return s.startManager(managerOptions{args: []string{fmt.Sprintf("--ledger=%t", ledger)}})
+// ledgerRecord is an outcome as a ledger records it.
+type ledgerRecord struct {
+	outcome, charge string
+	// cluster is the --ledger-cluster-name of the manager that recorded
+	// it; the PostgreSQL ledger's only.
+	cluster string
+}
+
+// pageRecords returns the entries of the PaymentLedger pages, by key.
+func (s *scenario) pageRecords(g Gomega) map[string][]ledgerRecord {
+	var pages paymentsv1alpha1.PaymentLedgerList
+	g.Expect(s.cluster.k8s.List(context.Background(), &pages)).To(Succeed())
+	records := map[string][]ledgerRecord{}
+	for _, p := range pages.Items {
+		for _, e := range p.Entries {
+			records[e.Key] = append(records[e.Key], ledgerRecord{outcome: string(e.Outcome), charge: e.Charge})
+		}
+	}
+	return records
+}
+
+// ledgerManager is the manager with --ledger set, keeping the ledger in db,
+// or in PaymentLedger pages when db is nil.
+func ledgerManager(ledger bool, db *ledgerDatabase) managerOptions {
+	return managerOptions{args: []string{fmt.Sprintf("--ledger=%t", ledger)}, postgres: db}
 }

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
 )
 
 // reasonFoundAtProvider is the event reason of a job whose charge the
@@ -45,40 +46,12 @@ const reasonFoundAtProvider = "FoundAtProvider"
 // Completed with its first charge, replayed. The suite's control plane is
 // not touched.
 func testRebuildFromGit(t *testing.T) {
-	const n = 30
+	const n = rebuildJobs
 	g := NewWithT(t)
 	ctx := context.Background()
-	dir := filepath.Join(suite.artifacts, "rebuild-from-git")
-	first := startCluster(t, filepath.Join(dir, "control-plane-1"))
-	s := newScenarioOn(t, first, "rebuild-from-git")
-	// Good cards only: every manifest stands for money that moved.
-	jobs := s.planJobs(n, func(_ int, j *plannedJob) { j.declined = false })
+	s, first, before := rebuildFromGit(t, "rebuild-from-git", managerOptions{})
 	m := s.startManager(managerOptions{})
-	s.createJobs(jobs)
 	r := s.verify()
-	g.Expect(r.completed).To(Equal(n))
-	charge := map[string]string{}
-	for _, p := range jobs {
-		j := r.live[p.key()]
-		g.Expect(j.Status.ProviderResponse.Replayed).To(BeFalse(), "%s: the first run must charge", p.key())
-		charge[p.key()] = j.Status.ProviderResponse.ID
-	}
-
-	// The cluster is lost, etcd's data with it; the provider forgets the keys.
-	m.Stop(10 * time.Second)
-	g.Expect(first.cp.stop()).To(Succeed())
-	forgotten, err := s.sandbox.ForgetKeys(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(forgotten).To(Equal(n), "keys forgotten by the sandbox")
-	before, err := s.sandbox.Stats(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-
-	// Rebuilt from Git: the same namespaces, Secret, PaymentProvider and
-	// job manifests on a fresh control plane, then a manager.
-	s.moveTo(startCluster(t, filepath.Join(dir, "control-plane-2")))
-	s.createJobs(jobs)
-	m = s.startManager(managerOptions{})
-	r = s.verify()
 
 	after, err := s.sandbox.Stats(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -97,10 +70,10 @@ func testRebuildFromGit(t *testing.T) {
 		g.Expect(c).To(Equal(1), "charges of %s", key)
 	}
 	g.Expect(found).To(BeEquivalentTo(n), "keys found by the manager's lookups")
-	for _, p := range jobs {
+	for _, p := range s.jobs {
 		j := r.live[p.key()]
 		g.Expect(j.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted), "%s: %s", p.key(), describe(&j))
-		g.Expect(j.Status.ProviderResponse.ID).To(Equal(charge[p.key()]), "%s must record its first charge", p.key())
+		g.Expect(j.Status.ProviderResponse.ID).To(Equal(first[p.key()].Status.ProviderResponse.ID), "%s must record its first charge", p.key())
 		g.Expect(j.Status.ProviderResponse.Replayed).To(BeTrue(), "%s", p.key())
 	}
 	// Each job tells its user why nothing was charged.
@@ -117,6 +90,52 @@ func testRebuildFromGit(t *testing.T) {
 		}
 		g.Expect(found).To(HaveLen(n), "jobs with a %s event", reasonFoundAtProvider)
 	}, 30*time.Second, 500*time.Millisecond).Should(Succeed())
+}
+
+// rebuildJobs is the jobs a rebuilt cluster charges, all with good cards:
+// every manifest stands for money that moved.
+const rebuildJobs = 30
+
+// rebuildFromGit charges rebuildJobs jobs on a cluster of its own, under a
+// manager started with o, and then loses the cluster: the manager and the
+// control plane stop, and the sandbox forgets every idempotency key. It
+// rebuilds the cluster from Git on a fresh control plane (new etcd data,
+// under the scenario's folder): the same namespaces, Secret,
+// PaymentProvider and job manifests, and no manager yet. It returns the
+// scenario, now on the new cluster, the jobs as they first ended by key, and
+// the sandbox's counters after the loss.
+func rebuildFromGit(t *testing.T, name string, o managerOptions) (*scenario, map[string]paymentsv1alpha1.PaymentJob, sandboxproc.Stats) {
+	t.Helper()
+	g := NewWithT(t)
+	dir := filepath.Join(suite.artifacts, name)
+	lost := startCluster(t, filepath.Join(dir, "control-plane-1"))
+	s := newScenarioOn(t, lost, name)
+	jobs := s.planJobs(rebuildJobs, func(_ int, j *plannedJob) { j.declined = false })
+	m := s.startManager(o)
+	s.createJobs(jobs)
+	r := s.verify()
+	g.Expect(r.completed).To(Equal(rebuildJobs))
+	first := map[string]paymentsv1alpha1.PaymentJob{}
+	for _, p := range jobs {
+		j := r.live[p.key()]
+		g.Expect(j.Status.ProviderResponse.Replayed).To(BeFalse(), "%s: the first run must charge", p.key())
+		first[p.key()] = j
+	}
+
+	// The cluster is lost, etcd's data with it; the provider forgets the keys.
+	m.Stop(10 * time.Second)
+	g.Expect(lost.cp.stop()).To(Succeed())
+	forgotten, err := s.sandbox.ForgetKeys(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(forgotten).To(Equal(rebuildJobs), "keys forgotten by the sandbox")
+	before, err := s.sandbox.Stats(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Rebuilt from Git: the same namespaces, Secret, PaymentProvider and
+	// job manifests on a fresh control plane.
+	s.moveTo(startCluster(t, filepath.Join(dir, "control-plane-2")))
+	s.createJobs(jobs)
+	return s, first, before
 }
 
 // moveTo points the scenario at another cluster and creates its

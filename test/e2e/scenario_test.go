@@ -132,12 +132,22 @@ func newScenario(t *testing.T, name string, sandboxArgs ...string) *scenario {
 // newScenarioOn is newScenario on the given cluster.
 func newScenarioOn(t *testing.T, c *cluster, name string, sandboxArgs ...string) *scenario {
 	t.Helper()
-	g := NewWithT(t)
-	s := &scenario{t: t, name: name, dir: filepath.Join(suite.artifacts, name), cluster: c, started: time.Now(),
+	dir := filepath.Join(suite.artifacts, name)
+	NewWithT(t).Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	sb := startSandbox(t, dir, sandboxArgs...)
+	t.Logf("scenario %s: sandbox at %s %v, logs in %s", name, sb.URL, sandboxArgs, dir)
+	return newScenarioWith(t, c, name, dir, sb)
+}
+
+// newScenarioWith is a scenario on the given cluster, with its logs in dir,
+// whose PaymentProviders reach a sandbox that is already running: scenarios
+// of the same name on two clusters, with one sandbox, apply the same
+// manifests to both.
+func newScenarioWith(t *testing.T, c *cluster, name, dir string, sb *sandboxproc.Sandbox) *scenario {
+	t.Helper()
+	s := &scenario{t: t, name: name, dir: dir, cluster: c, sandbox: sb, started: time.Now(),
 		deleted: map[string]paymentsv1alpha1.PaymentJobPhase{}}
-	g.Expect(os.MkdirAll(s.dir, 0o755)).To(Succeed())
-	s.sandbox = startSandbox(t, s.dir, sandboxArgs...)
-	t.Logf("scenario %s: sandbox at %s %v, logs in %s", name, s.sandbox.URL, sandboxArgs, s.dir)
+	NewWithT(t).Expect(os.MkdirAll(s.dir, 0o755)).To(Succeed())
 	for i := range namespacesPerScenario {
 		s.namespaces = append(s.namespaces, fmt.Sprintf("e2e-%s-%c", name, 'a'+i))
 	}
@@ -334,6 +344,12 @@ type managerOptions struct {
 	lease time.Duration
 	// args are more flags, such as --ledger=false.
 	args []string
+	// postgres, when set, is the database of the manager's outcome ledger
+	// (--ledger-backend=postgres), and clusterName the
+	// --ledger-cluster-name it records its rows under. The CRD ledger
+	// when nil.
+	postgres    *ledgerDatabase
+	clusterName string
 }
 
 // startManager runs bin/manager (or o.bin) against the scenario's control
@@ -380,6 +396,9 @@ func (s *scenario) startManager(o managerOptions) *manager {
 		args = append(args, "--leader-election-namespace="+leaderElectionNamespace)
 	}
 	args = append(args, o.args...)
+	if o.postgres != nil {
+		args = append(args, s.postgresFlags(o.postgres, o.clusterName)...)
+	}
 	logPath := filepath.Join(s.dir, "manager-"+pod+".log")
 	p, err := startProcess("manager "+pod, o.bin, logPath,
 		[]string{"KUBECONFIG=" + s.cluster.cp.kubeconfig, "POD_NAME=" + pod}, nil, args...)
