@@ -18,6 +18,8 @@ package operator_test
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,6 +47,42 @@ func Example() {
 	}
 	if err := operator.Setup(mgr, operator.Options{ClaimLease: time.Minute, InsecureProviderHosts: []string{"payments.internal"}}); err != nil {
 		fmt.Println(err)
+		return
+	}
+	_ = mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// The outcome ledger in PostgreSQL instead of the cluster's etcd: the
+// connection string as the manager reads it from a mounted Secret, TLS
+// checked against the database's CA (sslmode=verify-full), and this
+// cluster's name in the rows, for a fleet that shares the database.
+// (Compiled, not run: it needs an API server and a database.)
+func ExampleOptions_postgres() {
+	scheme := runtime.NewScheme()
+	_ = paymentsv1alpha1.AddToScheme(scheme)
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:6443"}, ctrl.Options{
+		Scheme: scheme,
+		Cache:  operator.CacheOptions(),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	dsn, err := os.ReadFile("/etc/paymentjob-operator/ledger-postgres/dsn")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = operator.Setup(mgr, operator.Options{
+		LedgerBackend: operator.LedgerPostgres,
+		Postgres: operator.PostgresLedger{
+			DSN:        strings.TrimSpace(string(dsn)),
+			RootCAFile: "/etc/paymentjob-operator/ledger-postgres/ca.crt",
+			Cluster:    "eu-west-1",
+		},
+	})
+	if err != nil {
+		fmt.Println(err) // the database did not answer within a minute, or refused the schema
 		return
 	}
 	_ = mgr.Start(ctrl.SetupSignalHandler())
