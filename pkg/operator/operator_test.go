@@ -38,6 +38,8 @@ func TestOptionsThatCouldChargeTwiceAreRefused(t *testing.T) {
 		{"lease equal to the call", Options{ClaimLease: time.Minute, ProviderTimeout: time.Minute}, "must be longer"},
 		{"TTL without the ledger", Options{DisableLedger: true, TTLAfterFinished: &day}, "needs the ledger"},
 		{"ledger forgets within a day", Options{LedgerRetention: time.Hour}, "at least 24h"},
+		{"unknown ledger backend", Options{LedgerBackend: "mysql"}, `unknown ledger backend "mysql"`},
+		{"PostgreSQL ledger without a database", Options{LedgerBackend: LedgerPostgres}, "needs a DSN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +56,7 @@ func TestOptionsThatCouldChargeTwiceAreRefused(t *testing.T) {
 	g.Expect(o.KeyRetention).To(Equal(DefaultKeyRetention))
 	g.Expect(o.EtcdQuotaBytes).To(BeEquivalentTo(2<<30), "etcd's default quota")
 	g.Expect(o.Holder).NotTo(BeEmpty())
+	g.Expect(o.LedgerBackend).To(Equal(LedgerCRD), "the CRD ledger by default")
 	never, err := Options{KeyRetention: -1}.complete()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(never.KeyRetention).To(BeZero(), "negative: never look up")
