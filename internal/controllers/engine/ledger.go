@@ -252,11 +252,19 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object) (res ctrl
 // job whose payment the provider no longer remembers). It is asked again
 // with backoff, and the job goes on once it answers.
 func (r *Reconciler) waitForLedger(ctx context.Context, job Object, cause error) (ctrl.Result, bool, ledgerSearch, error) {
-	ledgerErrorsTotal.WithLabelValues("find").Inc()
-	log.FromContext(ctx).Error(cause, "The outcome ledger did not answer; not charging until it does")
-	p := Progress{Reason: ReasonLedgerUnavailable, Message: payment.CleanMessage("Not charging yet: the operator's ledger could not be "+
-		"asked whether this payment was made before ("+cause.Error()+"). Nothing is sent until it answers; retried by itself", MaxMessageLength)}
+	p := LedgerUnanswered(ctx, cause, "asked whether this payment was made before")
 	return ctrl.Result{RequeueAfter: r.pendingRecheck(job, ReasonLedgerUnavailable, 0)}, true, ledgerSearch{}, r.setPending(ctx, job, p)
+}
+
+// LedgerUnanswered is the progress of an object that waits, unsent, because
+// a Find in the ledger failed with cause (what is the question asked, for
+// the message): Pending, LedgerUnavailable. It counts and logs the failure.
+// A kind's Prepare returns it for the ledger reads of its own.
+func LedgerUnanswered(ctx context.Context, cause error, what string) Progress {
+	ledgerErrorsTotal.WithLabelValues("find").Inc()
+	log.FromContext(ctx).Error(cause, "The outcome ledger did not answer; not sending until it does")
+	return Progress{Reason: ReasonLedgerUnavailable, Message: payment.CleanMessage("Nothing is sent yet: the operator's ledger could not be "+
+		what+" ("+cause.Error()+"). Retried by itself until it answers", MaxMessageLength)}
 }
 
 // ledgerSearch says under which key scope finishFromLedger asked the ledger

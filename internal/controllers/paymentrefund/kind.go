@@ -240,8 +240,12 @@ func (kind) chargeFromLedger(ctx context.Context, r *engine.Reconciler, rf *paym
 	key := payment.ScopedKey(pp.Spec.KeyScope, rf.Namespace, payment.EffectiveKey(ref.Name, ref.IdempotencyKey))
 	e, found, err := r.Ledger.Find(ctx, key)
 	switch {
-	case err != nil:
+	case err != nil && ctx.Err() != nil:
 		return nil, nil, nil, nil, err
+	case err != nil:
+		// Not a charge the ledger lacks: one it could not say.
+		p := engine.LedgerUnanswered(ctx, err, fmt.Sprintf("asked for the charge of PaymentJob %q, which is gone", ref.Name))
+		return nil, nil, &p, nil, nil
 	case !found:
 		return nil, nil, missing, nil, nil
 	case e.Outcome != paymentsv1alpha1.LedgerCompleted:

@@ -19,6 +19,7 @@ package protocol_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -234,6 +235,19 @@ var refundTable = []refundRow{
 		refund: newRefund(), answers: []answer{refunded}, ledger: &ledgerState{},
 		steps: []step{{effects: []string{"status: Pending/PaymentNotFound"}, requeue: jittered(time.Second), events: []string{"PaymentNotFound"}}},
 		final: final{phase: pending, ready: "PaymentNotFound"},
+	},
+	{
+		name:   "job gone, the ledger does not answer: Pending LedgerUnavailable, no call; it answers: refunded once",
+		refund: newRefund(), answers: []answer{refunded}, charge: ledgerChargeID,
+		ledger: &ledgerState{entries: []ledger.Entry{ledgerEntry("")}, findErr: errors.New("database unavailable")},
+		steps: []step{
+			{effects: []string{"status: Pending/LedgerUnavailable"}, requeue: jittered(time.Second), events: []string{"LedgerUnavailable"}},
+			{after: time.Second, requeue: jittered(time.Second)},
+			{after: time.Second, before: ledgerBack, effects: []string{"lookup", "patch: +finalizer", "lookup", "lookup",
+				"status: Processing/Claimed", "refund", "status: Completed/Succeeded", "ledger: Completed", finish},
+				events: []string{"Succeeded"}},
+		},
+		final: givenBack,
 	},
 	{
 		name:   "job gone, the ledger holds its charge: the amount read at the provider, refunded once",
