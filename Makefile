@@ -130,8 +130,8 @@ test-conformance: stripe-mock ## Prove every request of the Stripe adapter passe
 	STRIPE_MOCK="$(STRIPE_MOCK)" go test -tags conformance -count=1 -v -run Conformance ./internal/payment/stripe/...
 
 .PHONY: test-postgres
-test-postgres: ## Run the PostgreSQL suites (the PostgreSQL ledger, the server harness) on a server they start; needs Debian's postgresql-15.
-	go test -tags postgres -count=1 -p 1 ./internal/testing/pgserver/... ./internal/ledger/pgledger/...
+test-postgres: envtest-assets ## Run the PostgreSQL suites (the PostgreSQL ledger, the server harness, the operator on it under envtest) on servers they start; needs Debian's postgresql-15.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -tags postgres -count=1 -p 1 ./internal/testing/pgserver/... ./internal/ledger/pgledger/... ./internal/controllers/pgledger/...
 
 .PHONY: verify
 verify: manifests generate fmt tidy lint-config lint helm-chart ## Regenerate code, manifests and go.sum, lint, and fail if the tree changed.
