@@ -424,6 +424,34 @@ func TestAConflictResolvedByHandIsCopied(t *testing.T) {
 	g.Expect(got.Fingerprint).To(Equal(e.Fingerprint))
 }
 
+func TestTheCopysCRDLedgerDeletesNoPage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	noPages(t)
+	// Outcomes older than the default retention, on a full page and the
+	// page after it.
+	old := outcomes("old", 60)
+	for i := range old {
+		old[i].At = time.Now().Add(-500 * 24 * time.Hour)
+	}
+	recordAll(t, startCRD(t, 50), old)
+	g.Expect(pagesOf(t)).To(HaveLen(2))
+
+	// A copy's ledger process applies no retention: once it records, the
+	// pruning it would do at start is behind it.
+	copier := startCRD(t, 50)
+	g.Expect(copier.Record(ctx, outcome("new", 1))).To(Succeed())
+	g.Expect(pagesOf(t)).To(HaveLen(2), "the full page of old outcomes stays")
+
+	// A manager's ledger, with the default retention, deletes that page.
+	c := apiClient(t)
+	manager := ledger.New(c, c, ledger.Options{MaxEntriesPerPage: 50})
+	go func() { _ = manager.Start(ctx) }()
+	g.Eventually(manager.Loaded, 30*time.Second).Should(Succeed())
+	g.Expect(manager.Record(ctx, outcome("new", 2))).To(Succeed())
+	g.Expect(pagesOf(t)).To(HaveLen(1))
+}
+
 func TestConflictsAreReportedNotOverwritten(t *testing.T) {
 	entries := outcomes("conflict", 10)
 	otherRequest := entries[3]
