@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -292,17 +293,39 @@ func sharedCluster() *cluster {
 // touched.
 func startCluster(t *testing.T, dir string) *cluster {
 	t.Helper()
+	return startClusters(t, dir)[0]
+}
+
+// startClusters is startCluster for a control plane under each of dirs,
+// started at the same time.
+func startClusters(t *testing.T, dirs ...string) []*cluster {
+	t.Helper()
 	g := NewWithT(t)
 	start := time.Now()
-	cp, err := startControlPlane(suite.assets, suite.crdDir, dir)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		if err := cp.stop(); err != nil {
-			t.Errorf("cannot stop the control plane in %s: %v", dir, err)
+	cps := make([]*controlPlane, len(dirs))
+	errs := make([]error, len(dirs))
+	var wg sync.WaitGroup
+	for i, dir := range dirs {
+		wg.Go(func() { cps[i], errs[i] = startControlPlane(suite.assets, suite.crdDir, dir) })
+	}
+	wg.Wait()
+	clusters := make([]*cluster, 0, len(dirs))
+	for i, cp := range cps {
+		if cp == nil {
+			continue
 		}
-	})
-	k8s, err := newClient(cp)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Logf("control plane in %s up in %s, kube-apiserver on %s", dir, time.Since(start).Round(time.Millisecond), cp.cfg.Host)
-	return &cluster{cp: cp, k8s: k8s}
+		t.Cleanup(func() {
+			if err := cp.stop(); err != nil {
+				t.Errorf("cannot stop the control plane in %s: %v", dirs[i], err)
+			}
+		})
+	}
+	for i, cp := range cps {
+		g.Expect(errs[i]).NotTo(HaveOccurred())
+		k8s, err := newClient(cp)
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Logf("control plane in %s up in %s, kube-apiserver on %s", dirs[i], time.Since(start).Round(time.Millisecond), cp.cfg.Host)
+		clusters = append(clusters, &cluster{cp: cp, k8s: k8s})
+	}
+	return clusters
 }

@@ -159,15 +159,13 @@ func chargeTenant(t *testing.T, c *cluster, name string, o managerOptions) (*sce
 }
 
 // deleteTenantAndForget deletes the scenario's tenant as a whole, as
-// deleting its namespaces would (see deleteNamespace), then makes the
+// deleting its namespaces would (see deleteNamespaces), then makes the
 // sandbox forget every idempotency key and turns its search and lookups off.
 // It returns the sandbox's counters from then on.
 func (s *scenario) deleteTenantAndForget() sandboxproc.Stats {
 	s.t.Helper()
 	g := NewWithT(s.t)
-	for _, ns := range s.namespaces {
-		s.deleteNamespace(ns)
-	}
+	s.deleteNamespaces(s.namespaces)
 	forgotten, err := s.sandbox.ForgetKeys(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.sandbox.SetLookup(context.Background(), false)).To(Succeed())
@@ -177,29 +175,35 @@ func (s *scenario) deleteTenantAndForget() sandboxproc.Stats {
 	return st
 }
 
-// deleteNamespace deletes a namespace and waits until it is gone: the
-// control plane's kube-controller-manager deletes everything in it (the
-// jobs and the PaymentProvider as their finalizers allow, the Secret and
-// the events at once) and then the namespace, as in a real cluster.
-func (s *scenario) deleteNamespace(ns string) {
+// deleteNamespaces deletes the namespaces, all at once, and waits until
+// they are gone: the control plane's kube-controller-manager deletes
+// everything in them (the jobs and the PaymentProvider as their finalizers
+// allow, the Secret and the events at once) and then the namespaces, as in
+// a real cluster.
+func (s *scenario) deleteNamespaces(namespaces []string) {
 	s.t.Helper()
 	g := NewWithT(s.t)
 	ctx := context.Background()
 	k8s := s.cluster.k8s
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-	g.Expect(k8s.Delete(ctx, namespace)).To(Succeed())
+	for _, ns := range namespaces {
+		g.Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
 	g.Eventually(func(g Gomega) {
-		err := k8s.Get(ctx, client.ObjectKeyFromObject(namespace), namespace)
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		g.Expect(err).NotTo(HaveOccurred())
 		var left []string
-		for _, l := range []client.ObjectList{&paymentsv1alpha1.PaymentJobList{}, &paymentsv1alpha1.PaymentProviderList{}} {
-			g.Expect(k8s.List(ctx, l, client.InNamespace(ns))).To(Succeed())
-			left = append(left, fmt.Sprintf("%d %T", meta.LenList(l), l))
+		for _, ns := range namespaces {
+			err := k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			content := make([]string, 0, 2)
+			for _, l := range []client.ObjectList{&paymentsv1alpha1.PaymentJobList{}, &paymentsv1alpha1.PaymentProviderList{}} {
+				g.Expect(k8s.List(ctx, l, client.InNamespace(ns))).To(Succeed())
+				content = append(content, fmt.Sprintf("%d %T", meta.LenList(l), l))
+			}
+			left = append(left, fmt.Sprintf("%s (%s)", ns, strings.Join(content, ", ")))
 		}
-		g.Expect(err).To(HaveOccurred(), "namespace %s is still there (%s)", ns, strings.Join(left, ", "))
+		g.Expect(left).To(BeEmpty(), "namespaces still there")
 	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 }
 
@@ -225,10 +229,11 @@ func (s *scenario) recreateTenant() {
 	s.createJobs(s.jobs)
 }
 
-// expectFromLedger waits until every re-created job ends, and checks that
-// each ended as it first did, from the ledger: the same charge, Ready's
-// reason FoundInLedger, a FoundInLedger event, and no request of any kind at
-// the sandbox since before. It returns the sandbox's counters.
+// expectFromLedger waits until every job of the scenario ends, and checks
+// that each job of first, re-created, ended as it first did, from the
+// ledger: the same charge, Ready's reason FoundInLedger, a FoundInLedger
+// event, and no request of any kind at the sandbox since before. It returns
+// the sandbox's counters.
 func (s *scenario) expectFromLedger(first map[string]paymentsv1alpha1.PaymentJob, before sandboxproc.Stats) sandboxproc.Stats {
 	s.t.Helper()
 	g := NewWithT(s.t)
@@ -265,7 +270,8 @@ func (s *scenario) expectFromLedger(first map[string]paymentsv1alpha1.PaymentJob
 	ctx := context.Background()
 	g.Eventually(func(g Gomega) {
 		var missing []string
-		for key, j := range live {
+		for key := range first {
+			j := live[key]
 			var l eventsv1.EventList
 			g.Expect(s.cluster.k8s.List(ctx, &l, client.InNamespace(j.Namespace))).To(Succeed())
 			found := false
