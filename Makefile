@@ -131,7 +131,10 @@ test-conformance: stripe-mock ## Prove every request of the Stripe adapter passe
 
 .PHONY: test-postgres
 test-postgres: envtest-assets ## Run the PostgreSQL suites (the PostgreSQL ledger, the server harness, the operator on it under envtest) on servers they start; needs Debian's postgresql-15.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -tags postgres -count=1 -p 1 ./internal/testing/pgserver/... ./internal/ledger/pgledger/... ./internal/controllers/pgledger/...
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -tags postgres -count=1 -p 1 ./internal/testing/pgserver/... ./internal/ledger/pgledger/... \
+		./internal/ledger/ledgercopy/... ./internal/controllers/pgledger/...
+	@# pkg/operator's other tests run in make test; here only the start on PostgreSQL.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -tags postgres -count=1 -run 'OnPostgres' ./pkg/operator/
 
 .PHONY: verify
 verify: manifests generate fmt tidy lint-config lint helm-chart ## Regenerate code, manifests and go.sum, lint, and fail if the tree changed.

@@ -74,7 +74,7 @@ const ledgerUsage = `Usage: manager ledger copy|verify --from=crd|postgres --to=
 
 Moves the operator's outcome ledger between the CRD ledger (the PaymentLedger pages)
 and PostgreSQL, and back, while managers run and record outcomes on either
-(docs/operations.md, "Moving the ledger to PostgreSQL (and back)").
+(docs/postgres-ledger.md, "Moving the ledger to PostgreSQL (and back)").
 
   copy    records at the destination every entry whose key it lacks, and checks that each
           arrived. It never changes an entry the destination holds: one with another request
@@ -260,7 +260,7 @@ func ledgerReport(w io.Writer, sub, from, to string, res ledgercopy.Result, took
 	}
 	if res.Conflicts > 0 {
 		fmt.Fprintf(w, "Conflicts: %s keeps its entries; a person decides which is right "+
-			"(docs/operations.md, \"Moving the ledger to PostgreSQL (and back)\").\n", backendName(to))
+			"(docs/postgres-ledger.md, \"Moving the ledger to PostgreSQL (and back)\").\n", backendName(to))
 	}
 	return ledgerExitIncomplete
 }

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
@@ -52,6 +53,31 @@ func bindPostgresFlags(fs *flag.FlagSet) *postgresFlags {
 		"Start on PostgreSQL even though the PaymentLedger pages hold outcomes the database lacks "+
 			"(copy them first: manager ledger copy --from=crd --to=postgres).")
 	return f
+}
+
+// checkLedgerFlags refuses ledger flags that contradict each other, and
+// returns the PostgreSQL ledger's options when the backend is postgres.
+func checkLedgerFlags(useLedger bool, defaultTTL int, retention time.Duration, backend string, pg *postgresFlags) (operator.PostgresLedger, error) {
+	switch {
+	case !useLedger && defaultTTL >= 0:
+		return operator.PostgresLedger{}, errors.New("--ttl-seconds-after-finished needs the ledger: " +
+			"without it, deleting a finished job deletes the only record that it was paid")
+	case retention < 24*time.Hour:
+		return operator.PostgresLedger{}, fmt.Errorf("--ledger-retention must be at least 24h, not %s", retention)
+	}
+	return pg.forBackend(backend)
+}
+
+// forBackend returns the PostgreSQL ledger's options when backend is
+// postgres, none for the CRD ledger, and refuses any other backend.
+func (f *postgresFlags) forBackend(backend string) (operator.PostgresLedger, error) {
+	switch operator.LedgerBackend(backend) {
+	case operator.LedgerCRD:
+		return operator.PostgresLedger{}, nil
+	case operator.LedgerPostgres:
+		return f.options()
+	}
+	return operator.PostgresLedger{}, fmt.Errorf("--ledger-backend must be crd or postgres, not %q", backend)
 }
 
 // options reads the DSN file and returns the PostgreSQL ledger's options.

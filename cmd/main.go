@@ -57,6 +57,10 @@ func init() {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "ledger" {
+		// manager ledger copy|verify: the ledger moved between backends.
+		os.Exit(ledgerCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	var (
 		metricsAddr          string
 		probeAddr            string
@@ -145,26 +149,9 @@ func main() {
 			"claimLeaseDuration", claimLease, "providerTimeout", providerTimeout)
 		os.Exit(1)
 	}
-	if !useLedger && defaultTTL >= 0 {
-		setupLog.Error(errors.New("invalid flags"), "--ttl-seconds-after-finished needs the ledger: "+
-			"without it, deleting a finished job deletes the only record that it was paid")
-		os.Exit(1)
-	}
-	if ledgerRetention < 24*time.Hour {
-		setupLog.Error(errors.New("invalid flags"), "--ledger-retention must be at least 24h", "ledgerRetention", ledgerRetention)
-		os.Exit(1)
-	}
-	var postgres operator.PostgresLedger
-	switch operator.LedgerBackend(ledgerBackend) {
-	case operator.LedgerCRD:
-	case operator.LedgerPostgres:
-		var err error
-		if postgres, err = pgFlags.options(); err != nil {
-			setupLog.Error(err, "Invalid flags")
-			os.Exit(1)
-		}
-	default:
-		setupLog.Error(errors.New("invalid flags"), "--ledger-backend must be crd or postgres", "ledgerBackend", ledgerBackend)
+	postgres, err := checkLedgerFlags(useLedger, defaultTTL, ledgerRetention, ledgerBackend, pgFlags)
+	if err != nil {
+		setupLog.Error(err, "Invalid flags")
 		os.Exit(1)
 	}
 	hosts, err := egress.ParseHosts(insecureHosts)

@@ -18,6 +18,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -25,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger/ledgercopy"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger/pgledger"
 )
 
@@ -66,6 +68,22 @@ type PostgresLedger struct {
 	SkipMigrationCheck bool
 }
 
+// checkLedger refuses ledger options that could lose the record of a
+// payment, or that name no ledger.
+func (o Options) checkLedger() error {
+	switch {
+	case o.DisableLedger && o.TTLAfterFinished != nil:
+		return errors.New("a TTL after finished needs the ledger: without it, deleting a finished job deletes the only record that it was paid")
+	case o.LedgerBackend != LedgerCRD && o.LedgerBackend != LedgerPostgres:
+		return fmt.Errorf("unknown ledger backend %q: use %q or %q", o.LedgerBackend, LedgerCRD, LedgerPostgres)
+	case o.LedgerBackend == LedgerPostgres && !o.DisableLedger && o.Postgres.DSN == "":
+		return errors.New("the PostgreSQL ledger needs a DSN (--ledger-postgres-dsn-file)")
+	case o.LedgerRetention < 24*time.Hour:
+		return fmt.Errorf("the ledger retention (%s) must be at least 24h", o.LedgerRetention)
+	}
+	return nil
+}
+
 // connectTimeout bounds the first connection and the schema migration at
 // start: a database that does not answer stops the start with an error.
 const connectTimeout = time.Minute
@@ -90,6 +108,14 @@ func setupLedger(mgr ctrl.Manager, opts Options) (engine.OutcomeLedger, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot set up the PostgreSQL outcome ledger: %w", err)
+	}
+	if !pg.SkipMigrationCheck {
+		// The pages of a cluster that ran on the CRD ledger hold payments
+		// the database must know before a job is looked up in it.
+		if err := ledgercopy.CheckMigrated(ctx, mgr.GetAPIReader(), l); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("cannot start on the PostgreSQL outcome ledger: %w", err)
+		}
 	}
 	if err := mgr.Add(l); err != nil {
 		l.Close()

@@ -26,7 +26,6 @@ package operator
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -275,19 +274,14 @@ func (o Options) complete() (Options, error) {
 	switch {
 	case o.ProviderTimeout <= 0 || o.ClaimLease <= o.ProviderTimeout:
 		return o, fmt.Errorf("the claim lease (%s) must be longer than the provider timeout (%s)", o.ClaimLease, o.ProviderTimeout)
-	case o.DisableLedger && o.TTLAfterFinished != nil:
-		return o, errors.New("a TTL after finished needs the ledger: without it, deleting a finished job deletes the only record that it was paid")
-	case o.LedgerBackend != LedgerCRD && o.LedgerBackend != LedgerPostgres:
-		return o, fmt.Errorf("unknown ledger backend %q: use %q or %q", o.LedgerBackend, LedgerCRD, LedgerPostgres)
-	case o.LedgerBackend == LedgerPostgres && !o.DisableLedger && o.Postgres.DSN == "":
-		return o, errors.New("the PostgreSQL ledger needs a DSN (--ledger-postgres-dsn-file)")
-	case o.LedgerRetention < 24*time.Hour:
-		return o, fmt.Errorf("the ledger retention (%s) must be at least 24h", o.LedgerRetention)
 	case o.RefundRecheckInterval < 0 || o.RefundWatchPeriod < 0:
 		return o, fmt.Errorf("the refund recheck interval (%s) and watch period (%s) must be positive",
 			o.RefundRecheckInterval, o.RefundWatchPeriod)
 	case o.AuditInterval < 0:
 		return o, fmt.Errorf("the audit interval (%s) must be positive", o.AuditInterval)
+	}
+	if err := o.checkLedger(); err != nil {
+		return o, err
 	}
 	if o.Holder == "" {
 		holder, err := HolderIdentity()

@@ -54,7 +54,7 @@ func (e *NotMigratedError) Error() string {
 	return fmt.Sprintf("the PostgreSQL outcome ledger lacks %d of the %d outcomes recorded in this cluster's PaymentLedger pages "+
 		"(such as %s): a job re-created from one of those manifests would be charged again. Copy them first, with the manager "+
 		"running on either ledger: `manager ledger copy --from=crd --to=postgres --ledger-postgres-dsn-file=FILE` "+
-		"(docs/operations.md, \"Moving the ledger to PostgreSQL (and back)\"), then start the manager again; "+
+		"(docs/postgres-ledger.md, \"Moving the ledger to PostgreSQL (and back)\"), then start the manager again; "+
 		"or start it with %s to go on without them",
 		e.Missing, e.Entries, strings.Join(e.Keys, ", "), SkipMigrationCheckFlag)
 }

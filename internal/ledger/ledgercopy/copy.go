@@ -22,7 +22,7 @@ limitations under the License.
 // the destination lacks, and nothing else: the first outcome of a key wins
 // there as everywhere. An entry whose key the destination holds with another
 // request fingerprint or another outcome is a conflict: it is reported,
-// never overwritten, and a person decides (docs/operations.md). Running a
+// never overwritten, and a person decides (docs/postgres-ledger.md). Running a
 // copy again records what came in since and reports the rest as already
 // present.
 //
