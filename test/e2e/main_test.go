@@ -29,7 +29,10 @@ limitations under the License.
 // KUBEBUILDER_ASSETS, MANAGER_BIN and SANDBOX_BIN, and PREVIOUS_MANAGER_BIN
 // (the manager of the previous version, hack/upgrade-from, built by
 // hack/build-previous-manager.sh) for the upgrade and rollback scenarios,
-// which fail without it. Logs go to a temporary
+// which fail without it. The scenarios of the PostgreSQL ledger
+// (postgres_test.go) start PostgreSQL servers on 127.0.0.1 with
+// internal/testing/pgserver, from Debian's postgresql-15, and fail, naming
+// the package, without it. Logs go to a temporary
 // folder that is printed, and kept when a test fails (or always, when
 // E2E_ARTIFACTS names a folder).
 package e2e
