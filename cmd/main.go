@@ -107,7 +107,8 @@ func main() {
 		"The longest provider call, unless a PaymentProvider sets timeoutSeconds. Must be shorter than the claim lease.")
 	flag.DurationVar(&keyRetention, "provider-key-retention", engine.DefaultKeyRetention,
 		"How long providers remember idempotency keys. A job Processing for longer is looked up by its key "+
-			"(where the provider supports it) before it is charged again. 0 disables lookups.")
+			"(where the provider supports it) before it is charged again; 0 disables that lookup. The lookup before a "+
+			"job's first charge is the PaymentProvider's spec.lookup.policy (Never turns it off).")
 	flag.BoolVar(&useLedger, "ledger", true,
 		"Record every final outcome in the cluster-scoped outcome ledger (PaymentLedger pages) and finish re-created jobs "+
 			"from it with no provider call. Needed by --ttl-seconds-after-finished and spec.ttlSecondsAfterFinished.")

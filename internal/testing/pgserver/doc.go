@@ -16,9 +16,10 @@ limitations under the License.
 
 // Package pgserver starts a real PostgreSQL server for tests, in a temporary
 // folder, on 127.0.0.1, and stops it when the test ends. It is imported only
-// by tests (the PostgreSQL ledger's, and the suites that run the operator on
-// it), whose files carry the build tag postgres: `make test-postgres` runs
-// them, `make test` does not.
+// by tests: those of the PostgreSQL ledger and of the operator on it, whose
+// files carry the build tag postgres (`make test-postgres` runs them, `make
+// test` does not), the e2e suite (tag e2e, `make test-e2e`) and the bench
+// (`make bench`).
 //
 // The server binaries come from Debian's package postgresql-15 (`apt-get
 // install postgresql-15`): the folder named by $PG_BIN, else the highest
