@@ -68,11 +68,14 @@ type bench struct {
 	ledgerFlag bool
 	// secretValue is the fake Stripe key of every namespace; never printed.
 	secretValue string
+	// pg is the PostgreSQL server of phase 8, when it runs.
+	pg *pgServer
 }
 
-// startManager starts a manager as user with workers and waits until it is
-// ready; it returns the time from the start of the process to ready.
-func (b *bench) startManager(ctx context.Context, user string, workers int) (time.Duration, error) {
+// startManager starts a manager as user with workers, and args if any,
+// and waits until it is ready; it returns the time from the start of the
+// process to ready.
+func (b *bench) startManager(ctx context.Context, user string, workers int, args ...string) (time.Duration, error) {
 	if b.mgr != nil {
 		return 0, errors.New("a manager is already running")
 	}
@@ -86,6 +89,7 @@ func (b *bench) startManager(ctx context.Context, user string, workers int) (tim
 		burst:      b.cfg.burst,
 		pprof:      b.pprof,
 		ledger:     b.ledgerFlag,
+		args:       args,
 	})
 	if err != nil {
 		return 0, err

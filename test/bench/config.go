@@ -66,6 +66,25 @@ type config struct {
 	// maxRefundWrites is the target of the API writes per refund, in
 	// hundredths.
 	maxRefundWrites int64
+	// pg runs phase 8, the outcome ledger on PostgreSQL.
+	pg bool
+	// pgJobs are the jobs of each side of phase 8 (the CRD ledger, the
+	// PostgreSQL ledger, and beside pgRows rows); 0 is jobs.
+	pgJobs int
+	// pgRows are the rows of the outcome table beside which phase 8 reads
+	// the manager's heap.
+	pgRows int
+	// minPGRatio is the target of the throughput on the PostgreSQL ledger
+	// over the throughput on the CRD ledger; 0 does not enforce it.
+	minPGRatio float64
+}
+
+// pgSideJobs are the jobs of each side of phase 8.
+func (c config) pgSideJobs() int {
+	if c.pgJobs == 0 {
+		return c.jobs
+	}
+	return c.pgJobs
 }
 
 // parseFlags reads the command line; flag.ErrHelp when it asked for help.
@@ -105,6 +124,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&maxRefundWrites, "max-refund-writes", float64(maxRefundWritesPerRefund)/100,
 		"The target of the API writes per refund, the ledger's share included. CI's short run on a shared runner passes "+
 			"3.4: the ledger's share (one append for several outcomes) varies with how the refunds finish together.")
+	fs.BoolVar(&c.pg, "pg", true,
+		"Run phase 8, the outcome ledger on PostgreSQL, on a server the bench starts (Debian's postgresql-15, or PG_BIN "+
+			"naming the folder of initdb and postgres); false skips it.")
+	fs.IntVar(&c.pgJobs, "pg-jobs", 0,
+		"Jobs of each side of phase 8: the CRD ledger, the PostgreSQL ledger, and the PostgreSQL ledger beside -pg-rows rows, "+
+			"each in two halves; 0 is -jobs.")
+	fs.IntVar(&c.pgRows, "pg-rows", 10_000_000,
+		"Rows of the outcome table beside which phase 8 reads the manager's heap (pg_heap_ratio_10m), inserted by the bench.")
+	fs.Float64Var(&c.minPGRatio, "min-pg-ratio", 1.0,
+		"The target of the throughput on the PostgreSQL ledger over the throughput on the CRD ledger, same jobs, workers "+
+			"and control plane; 0 does not enforce it. CI's short run passes 0, as for -min-ratio.")
 	fs.BoolVar(&c.keep, "keep", false, "Keep the logs of a successful run too (they are kept after a failure).")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -136,9 +166,11 @@ func (c config) check() error {
 		return errors.New("-jobs, -workers, -history, -ledger-jobs and -scale-jobs must be at least 1")
 	case c.jobs < 2:
 		return errors.New("-jobs must be at least 2: the baseline and the run without lookups run in two halves")
-	case !(c.minRatio >= 0) || !(c.minLookupRatio >= 0) || !(c.minRefundRatio >= 0):
+	case !(c.minRatio >= 0) || !(c.minLookupRatio >= 0) || !(c.minRefundRatio >= 0) || !(c.minPGRatio >= 0):
 		// Written so that NaN is refused too.
-		return errors.New("-min-ratio, -min-lookup-ratio and -min-refund-ratio must be 0 (not enforced) or more")
+		return errors.New("-min-ratio, -min-lookup-ratio, -min-refund-ratio and -min-pg-ratio must be 0 (not enforced) or more")
+	case c.pgJobs < 0 || c.pgJobs == 1 || c.pgRows < 1:
+		return errors.New("-pg-jobs must be 0 (-jobs) or at least 2, it runs in two halves, and -pg-rows at least 1")
 	case c.maxRefundWrites < 300:
 		return errors.New("-max-refund-writes must be at least 3 (claim, outcome, finish)")
 	case c.qps <= 0 || c.burst < 1:

@@ -28,31 +28,67 @@ import (
 
 // cpuNow returns the CPU seconds used so far by the benchmark ("bench")
 // and by each of its children, by command name (kube-apiserver, etcd,
-// manager, sandbox). It shows where the machine's cores went in a window.
+// manager, sandbox, postgres). It shows where the machine's cores went in a
+// window.
 func cpuNow() cpuUsage {
-	u := cpuUsage{}
 	self := os.Getpid()
-	if data, err := os.ReadFile("/proc/self/stat"); err == nil {
-		if st, err := parseProcStat(string(data)); err == nil {
-			u["bench"] = st.cpu
-		}
-	}
+	procs := map[int]procStat{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, dir := range dirs {
-		if pid, err := strconv.Atoi(filepath.Base(dir)); err != nil || pid == self {
+		pid, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, "stat"))
 		if err != nil {
 			continue
 		}
-		st, err := parseProcStat(string(data))
-		if err != nil || st.ppid != self {
+		if st, err := parseProcStat(string(data)); err == nil {
+			procs[pid] = st
+		}
+	}
+	return attributeCPU(self, procs)
+}
+
+// attributeCPU adds up the CPU seconds of procs by the benchmark (self, as
+// "bench") and by each of its children, by command name. A child's own
+// children count as the child: PostgreSQL's postmaster forks a backend per
+// connection, whose CPU is the server's, while it runs (its own times) and
+// once the postmaster has waited for it (the postmaster's children times).
+// The benchmark's children times are left out: they are the processes it
+// started and has already counted.
+func attributeCPU(self int, procs map[int]procStat) cpuUsage {
+	u := cpuUsage{}
+	if st, ok := procs[self]; ok {
+		u["bench"] = st.cpu
+	}
+	for pid, st := range procs {
+		if pid == self {
 			continue
 		}
-		u[st.comm] += st.cpu
+		if child, ok := childOf(self, pid, procs); ok {
+			u[procs[child].comm] += st.cpu + st.waitedCPU
+		}
 	}
 	return u
+}
+
+// maxProcessDepth bounds the walk from a process up to the benchmark.
+const maxProcessDepth = 16
+
+// childOf returns the child of self that pid descends from, or is.
+func childOf(self, pid int, procs map[int]procStat) (int, bool) {
+	for range maxProcessDepth {
+		st, ok := procs[pid]
+		switch {
+		case !ok || pid == self:
+			return 0, false
+		case st.ppid == self:
+			return pid, true
+		}
+		pid = st.ppid
+	}
+	return 0, false
 }
 
 // clockTicks is USER_HZ, the unit of the CPU times of /proc/<pid>/stat:
@@ -63,8 +99,9 @@ const clockTicks = 100
 type procStat struct {
 	comm string
 	ppid int
-	// cpu is user plus system time, in seconds.
-	cpu float64
+	// cpu is user plus system time, in seconds; waitedCPU that of the
+	// children it has waited for.
+	cpu, waitedCPU float64
 }
 
 // parseProcStat parses the text of /proc/<pid>/stat. The command name is in
@@ -76,20 +113,25 @@ func parseProcStat(text string) (procStat, error) {
 		return procStat{}, errors.New("no command name in the process stat")
 	}
 	f := strings.Fields(text[end+1:])
-	// After the name: state(3) ppid(4) ... utime(14) stime(15).
-	if len(f) < 13 {
+	// After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16)
+	// cstime(17).
+	if len(f) < 15 {
 		return procStat{}, errors.New("short process stat")
 	}
 	ppid, err := strconv.Atoi(f[1])
 	if err != nil {
 		return procStat{}, fmt.Errorf("invalid ppid %q", f[1])
 	}
-	utime, err1 := strconv.ParseUint(f[11], 10, 64)
-	stime, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return procStat{}, errors.New("invalid CPU times in the process stat")
+	var ticks [4]uint64
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseUint(f[11+i], 10, 64); err != nil {
+			return procStat{}, errors.New("invalid CPU times in the process stat")
+		}
 	}
-	return procStat{comm: text[open+1 : end], ppid: ppid, cpu: float64(utime+stime) / clockTicks}, nil
+	return procStat{
+		comm: text[open+1 : end], ppid: ppid,
+		cpu: float64(ticks[0]+ticks[1]) / clockTicks, waitedCPU: float64(ticks[2]+ticks[3]) / clockTicks,
+	}, nil
 }
 
 // cpuUsage is CPU seconds by process name.

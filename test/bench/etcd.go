@@ -48,6 +48,12 @@ func etcdJobsPrefix(ns string) string {
 	return fmt.Sprintf("%s/%s/paymentjobs/%s/", etcdPrefix, paymentsv1alpha1.GroupVersion.Group, ns)
 }
 
+// etcdLedgerPrefix is the etcd key prefix of the PaymentLedger pages, which
+// are cluster-scoped.
+func etcdLedgerPrefix() string {
+	return fmt.Sprintf("%s/%s/paymentledgers/", etcdPrefix, paymentsv1alpha1.GroupVersion.Group)
+}
+
 // etcdKV is one key and its value, as the gateway returns them (JSON
 // decodes the base64 into bytes).
 type etcdKV struct {
@@ -97,6 +103,13 @@ func (s storedSize) perObject() float64 {
 	return float64(s.bytes) / float64(s.objects)
 }
 
+// add counts kv.
+func (s *storedSize) add(kv etcdKV) error {
+	s.objects++
+	s.bytes += int64(len(kv.Key) + len(kv.Value))
+	return nil
+}
+
 // addFinishedJob counts kv if its value is a PaymentJob with the finished
 // label, the operator's last write.
 func (s *storedSize) addFinishedJob(kv etcdKV) error {
@@ -112,9 +125,7 @@ func (s *storedSize) addFinishedJob(kv etcdKV) error {
 	if obj.Kind != "PaymentJob" || obj.Metadata.Labels[paymentsv1alpha1.LabelFinished] != "true" {
 		return nil
 	}
-	s.objects++
-	s.bytes += int64(len(kv.Key) + len(kv.Value))
-	return nil
+	return s.add(kv)
 }
 
 // etcdClient reads etcd's keys through its JSON gateway.
@@ -180,5 +191,13 @@ func (e *etcdClient) rangeOnce(ctx context.Context, r etcdRangeRequest) (etcdRan
 func (e *etcdClient) storedFinishedJobs(ctx context.Context, ns string) (storedSize, error) {
 	var s storedSize
 	err := e.rangePrefix(ctx, etcdJobsPrefix(ns), s.addFinishedJob)
+	return s, err
+}
+
+// storedLedgerPages returns what etcd stores for the outcome ledger's
+// pages: every key under etcdLedgerPrefix and its value.
+func (e *etcdClient) storedLedgerPages(ctx context.Context) (storedSize, error) {
+	var s storedSize
+	err := e.rangePrefix(ctx, etcdLedgerPrefix(), s.add)
 	return s, err
 }

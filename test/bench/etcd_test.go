@@ -107,3 +107,31 @@ func TestStoredFinishedJobsReadsEveryPage(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal(want))
 }
+
+func TestStoredLedgerPagesCountsEveryPageAndNothingElse(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(etcdLedgerPrefix()).To(Equal("/registry/payments.idempotency.dev/paymentledgers/"))
+	page1, page2 := `{"kind":"PaymentLedger","entries":[]}`, `{"kind":"PaymentLedger","entries":[{"key":"a/b"}]}`
+	keys := map[string]string{
+		etcdLedgerPrefix() + "page-00000001":                      page1,
+		etcdLedgerPrefix() + "page-00000002":                      page2,
+		etcdJobsPrefix("bench") + "job-000000":                    `{"kind":"PaymentJob"}`,
+		"/registry/payments.idempotency.dev/paymentledgersx/page": `{}`,
+	}
+	srv := fakeEtcd(t, keys)
+	defer srv.Close()
+
+	e := &etcdClient{endpoint: srv.URL, http: srv.Client()}
+	got, err := e.storedLedgerPages(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(storedSize{objects: 2, bytes: int64(2*len(etcdLedgerPrefix()+"page-00000001") + len(page1) + len(page2))}))
+
+	delete(keys, etcdLedgerPrefix()+"page-00000001")
+	delete(keys, etcdLedgerPrefix()+"page-00000002")
+	empty := fakeEtcd(t, keys)
+	defer empty.Close()
+	e = &etcdClient{endpoint: empty.URL, http: empty.Client()}
+	got, err = e.storedLedgerPages(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(storedSize{}), "no page: 0 bytes")
+}

@@ -211,6 +211,10 @@ func (b *bench) addMeta() {
 	r.addMeta("scale_jobs", "jobs per sweep run", cfg.scaleJobs)
 	r.addMeta("ledger_jobs", "jobs per run of the ledger phase", cfg.ledgerJobs)
 	r.addMeta("ledger_seeded_entries", "entries of the seeded ledger", seedPages*seedEntriesPerPage)
+	if b.pg != nil {
+		r.addMeta("pg_jobs", "jobs per side of the PostgreSQL phase (CRD ledger, PostgreSQL ledger, beside the large table)", cfg.pgSideJobs())
+		r.addMeta("pg_rows", "rows of the large outcome table (PostgreSQL phase)", cfg.pgRows)
+	}
 	r.addMeta("latency_ms", "slow provider latency (ms)", cfg.latency.Milliseconds())
 	r.addMeta("live_write_rate", "lookup runs: sandbox writes/s (Stripe live mode; also the providers' requestsPerSecond)", liveLimits.Writes)
 	r.addMeta("live_search_rate", "lookup runs: sandbox searches/s (Stripe live mode)", liveLimits.Searches)

@@ -22,14 +22,17 @@ limitations under the License.
 // keys up before the first charge costs at Stripe's live-mode rate limits,
 // a scaling sweep over workers with a slow provider, the manager's start,
 // memory, writes and provider calls beside a large history of finished
-// jobs, what etcd stores for a finished job, and what the outcome ledger's
-// size costs the manager's heap and API requests.
+// jobs, what etcd stores for a finished job, what the outcome ledger's
+// size costs the manager's heap and API requests, and the outcome ledger
+// on PostgreSQL against the CRD ledger: API writes, throughput, database
+// statements, the heap beside a large table, etcd after the TTL.
 //
 // The admission policies of config/policy are installed first, as the
 // deployment installs them; one adds the finalizer at create.
 //
-// etcd and kube-apiserver come from -assets (KUBEBUILDER_ASSETS), and
-// bin/sandbox and bin/manager run as processes, everything on 127.0.0.1.
+// etcd and kube-apiserver come from -assets (KUBEBUILDER_ASSETS), a
+// PostgreSQL server from internal/testing/pgserver, and bin/sandbox and
+// bin/manager run as processes, everything on 127.0.0.1.
 // It prints a table with a target per figure, appends it to
 // docs/benchmarks.md, writes every figure to -json if set, and exits 1 if a
 // target is missed. Run it with `make bench`; see docs/benchmarks.md.
@@ -161,6 +164,17 @@ func (b *bench) run(ctx context.Context) (err error) {
 		b.rep.note("%s has no --ledger: the manager ran without an outcome ledger.", cfg.managerBin)
 	}
 	b.secretValue = "sk_test_bench_" + rand.Text()
+
+	// Started first, so that a machine without PostgreSQL fails at once, and
+	// stopped last, after every manager.
+	if err := b.startPostgres(ctx, flags["ledger-backend"]); err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := b.pg.stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("cannot stop PostgreSQL: %w", stopErr))
+		}
+	}()
 
 	step("starting etcd and kube-apiserver from %s", cfg.assets)
 	started := time.Now()

@@ -54,6 +54,10 @@ func TestParseFlags(t *testing.T) {
 			g.Expect(c.minRatio).To(Equal(0.8))
 			g.Expect(c.minLookupRatio).To(Equal(0.9))
 			g.Expect(c.minRefundRatio).To(Equal(0.9))
+			g.Expect(c.pg).To(BeTrue())
+			g.Expect(c.pgRows).To(Equal(10_000_000))
+			g.Expect(c.minPGRatio).To(Equal(1.0))
+			g.Expect(c.pgSideJobs()).To(Equal(5000), "-jobs")
 		}},
 		{name: "CI's short run", args: []string{"-jobs", "1000", "-min-ratio", "0", "-min-lookup-ratio", "0", "-min-refund-ratio", "0", "-results="}, check: func(g Gomega, c config) {
 			g.Expect(c.minRatio).To(BeZero())
@@ -66,6 +70,17 @@ func TestParseFlags(t *testing.T) {
 			g.Expect(c.scaleWorkers).To(Equal([]int{8, 32}))
 			g.Expect(c.jsonPath).To(Equal("/tmp/b.json"))
 		}},
+		{name: "PostgreSQL phase, short", args: []string{"-jobs", "1000", "-pg-jobs", "600", "-pg-rows", "200000", "-min-pg-ratio", "0"}, check: func(g Gomega, c config) {
+			g.Expect(c.pgSideJobs()).To(Equal(600))
+			g.Expect(c.pgRows).To(Equal(200000))
+			g.Expect(c.minPGRatio).To(BeZero())
+		}},
+		{name: "no PostgreSQL phase", args: []string{"-pg=false"}, check: func(g Gomega, c config) {
+			g.Expect(c.pg).To(BeFalse())
+		}},
+		{name: "one PostgreSQL job cannot be halved", args: []string{"-pg-jobs", "1"}, wantErr: "at least 2"},
+		{name: "no rows", args: []string{"-pg-rows", "0"}, wantErr: "-pg-rows at least 1"},
+		{name: "PostgreSQL ratio not a number", args: []string{"-min-pg-ratio", "NaN"}, wantErr: "0 (not enforced) or more"},
 		{name: "no sweep", args: []string{"-scale-workers", ""}, check: func(g Gomega, c config) {
 			g.Expect(c.scaleWorkers).To(BeEmpty())
 		}},

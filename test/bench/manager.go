@@ -46,6 +46,8 @@ type managerOptions struct {
 	pprof bool
 	// ledger passes --ledger=true; off for a binary without the flag.
 	ledger bool
+	// args are more flags, e.g. the PostgreSQL ledger's.
+	args []string
 }
 
 // manager is a bin/manager process and its endpoints on 127.0.0.1.
@@ -107,6 +109,7 @@ func startManager(o managerOptions) (*manager, error) {
 	} else {
 		m.pprof = ""
 	}
+	args = append(args, o.args...)
 	m.started = time.Now()
 	m.proc, err = startProcess("manager", o.bin, o.logPath, []string{"KUBECONFIG=" + o.kubeconfig}, nil, args...)
 	if err != nil {
@@ -264,6 +267,16 @@ func (m *manager) ledgerCounters(ctx context.Context) (ledgerCounters, error) {
 // whatever the answer.
 func (m *manager) lookupKeys(ctx context.Context) (float64, error) {
 	s, err := m.metricSamples(ctx, "paymentjob_lookup_keys_total")
+	if err != nil {
+		return 0, err
+	}
+	return sumSamples(s, nil), nil
+}
+
+// ttlDeletions returns how many finished jobs the manager's collector
+// deleted after their TTL.
+func (m *manager) ttlDeletions(ctx context.Context) (float64, error) {
+	s, err := m.metricSamples(ctx, "paymentjob_ttl_deletions_total")
 	if err != nil {
 		return 0, err
 	}

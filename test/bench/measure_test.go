@@ -282,6 +282,10 @@ func TestParseProcStat(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st).To(Equal(procStat{comm: "kube-apiserver", ppid: 4000, cpu: 17.5}))
 
+	st, err = parseProcStat("5000 (postgres) S 4000 5000 5000 0 -1 4194560 123 0 0 0 10 5 300 100 20 0 1 0 100 0 0")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st).To(Equal(procStat{comm: "postgres", ppid: 4000, cpu: 0.15, waitedCPU: 4}), "the backends it has waited for")
+
 	st, err = parseProcStat("7 (a (b) c) R 1 7 1 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 1 0 0")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.comm).To(Equal("a (b) c"))
@@ -290,8 +294,36 @@ func TestParseProcStat(t *testing.T) {
 
 	_, err = parseProcStat("7 (x) R 1")
 	g.Expect(err).To(MatchError(ContainSubstring("short")))
+	_, err = parseProcStat("7 (x) R 1 7 1 0 -1 0 0 0 0 0 3 4 0")
+	g.Expect(err).To(MatchError(ContainSubstring("short")), "no children times")
 	_, err = parseProcStat("garbage")
 	g.Expect(err).To(HaveOccurred())
+}
+
+func TestAttributeCPU(t *testing.T) {
+	g := NewWithT(t)
+	const self = 100
+	procs := map[int]procStat{
+		1:    {comm: "systemd", ppid: 0, cpu: 50},
+		90:   {comm: "go", ppid: 1, cpu: 20, waitedCPU: 7},
+		self: {comm: "bench", ppid: 90, cpu: 2, waitedCPU: 30},
+		101:  {comm: "kube-apiserver", ppid: self, cpu: 10},
+		102:  {comm: "manager", ppid: self, cpu: 3},
+		// The postmaster, two live backends (one with a child), and the
+		// backends it has waited for (waitedCPU).
+		103: {comm: "postgres", ppid: self, cpu: 0.5, waitedCPU: 1},
+		104: {comm: "postgres", ppid: 103, cpu: 2},
+		105: {comm: "postgres", ppid: 103, cpu: 0.25},
+		106: {comm: "sh", ppid: 105, cpu: 0.25},
+		// Somebody else's process.
+		200: {comm: "postgres", ppid: 1, cpu: 99},
+	}
+	g.Expect(attributeCPU(self, procs)).To(Equal(cpuUsage{
+		"bench": 2, "kube-apiserver": 10, "manager": 3, "postgres": 4,
+	}), "the benchmark's children, with their descendants; not the benchmark's children times, nor its parents")
+
+	loop := map[int]procStat{7: {comm: "a", ppid: 8}, 8: {comm: "b", ppid: 7}}
+	g.Expect(attributeCPU(self, loop)).To(BeEmpty(), "a cycle (pids reused while /proc was read) ends")
 }
 
 func TestCPUUsage(t *testing.T) {

@@ -26,8 +26,8 @@ import (
 )
 
 // The phases of a run, in order, and the namespaces and providers they
-// run in. Each phase's windows are in baseline.go, window.go, history.go
-// and ledger.go; their figures in figures.go.
+// run in. Each phase's windows are in baseline.go, window.go, history.go,
+// ledger.go and pgledger.go; their figures in figures.go and pgledger.go.
 
 // Namespaces of the phases.
 const (
@@ -41,7 +41,7 @@ const (
 )
 
 // phaseCount is the number of phases, for the progress lines.
-const phaseCount = 7
+const phaseCount = 8
 
 // liveRuns are the windows of the lookup phase, at Stripe's live-mode
 // limits, in order: without lookups, with, with, without. Each has half of
@@ -105,6 +105,22 @@ func (b *bench) phases(ctx context.Context) error {
 	if err := b.ledgerPhase(ctx); err != nil {
 		return err
 	}
+
+	if b.pg == nil {
+		step("phase 8/%d: the outcome ledger on PostgreSQL: skipped", phaseCount)
+		b.stopManager()
+		return nil
+	}
+	n := cfg.pgSideJobs()
+	step("phase 8/%d: the outcome ledger on PostgreSQL: %d jobs on the CRD ledger and %d on PostgreSQL, in halves (CRD, PostgreSQL, PostgreSQL, CRD), "+
+		"then %d beside %d rows, %d workers", phaseCount, n, n, n, cfg.pgRows, cfg.workers)
+	started := time.Now()
+	if err := b.pgPhase(ctx); err != nil {
+		return err
+	}
+	took := time.Since(started)
+	b.rep.add(figure{key: "pg_phase_seconds", label: "PostgreSQL phase: wall time", value: took.Seconds(), kind: kindSeconds, jsonOnly: true})
+	step("phase 8/%d took %s", phaseCount, took.Round(time.Second))
 	b.stopManager()
 	return nil
 }

@@ -113,6 +113,17 @@ func perJobAtMost(hundredths int64) *target {
 	}
 }
 
+// perJobExactly is met by a tally of exactly hundredths/100 per job:
+// n*100 == hundredths*jobs, in integers.
+func perJobExactly(hundredths int64) *target {
+	return &target{
+		text: fmt.Sprintf("= %d.%02d", hundredths/100, hundredths%100),
+		met: func(f figure) bool {
+			return f.tally != nil && f.tally.jobs > 0 && f.tally.n*100 == hundredths*f.tally.jobs
+		},
+	}
+}
+
 // onePerJob is met by a tally of exactly one per job: n == jobs.
 func onePerJob() *target {
 	return &target{text: "= 1.00", met: func(f figure) bool { return f.tally != nil && f.tally.jobs > 0 && f.tally.n == f.tally.jobs }}
