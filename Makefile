@@ -74,12 +74,13 @@ lint-config: golangci-lint ## Check .golangci.yml against golangci-lint's schema
 	$(GOLANGCI_LINT) config verify
 
 .PHONY: tidy
-tidy: ## Run go mod tidy on the operator and the control plane tools modules.
+tidy: ## Run go mod tidy on the operator, the control plane tools, the chart tests and the example modules.
 	go mod tidy
 	cd $(ENVTEST_MODULE) && go mod tidy
 	cd $(ENVTEST_MODULE)/etcd && go mod tidy
 	cd $(ENVTEST_MODULE)/etcdutl && go mod tidy
 	cd test/helm && go mod tidy
+	cd examples/billing && go mod tidy
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets build-sandbox build-installer ## Run unit and envtest tests against the self-built control plane.
