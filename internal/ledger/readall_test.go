@@ -43,8 +43,9 @@ func recordAll(t *testing.T, l *Ledger, prefix string, n int) map[string]Entry {
 	for i := range n {
 		e := entry(prefix, i, at)
 		wg.Go(func() { g.Expect(l.Record(t.Context(), e)).To(Succeed()) })
-		e.At = at.UTC().Truncate(time.Second)
-		want[e.Key] = e
+		stored := e
+		stored.At = at.UTC().Truncate(time.Second)
+		want[e.Key] = stored
 	}
 	wg.Wait()
 	return want
