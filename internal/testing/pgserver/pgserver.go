@@ -144,69 +144,6 @@ func (s *Server) Addr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 }
 
-// EnableTLS has the server accept TLS connections with the PEM certificate
-// and key given (plain connections stay accepted, as sslmode=disable
-// clients need). It returns once a reload made them take effect.
-func (s *Server) EnableTLS(t testing.TB, certPEM, keyPEM []byte) {
-	t.Helper()
-	for name, data := range map[string][]byte{"server.crt": certPEM, "server.key": keyPEM} {
-		path := filepath.Join(s.data, name)
-		// The server refuses a key others may read.
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatalf("cannot write %s: %v", name, err)
-		}
-		if s.owner != nil {
-			if err := os.Chown(path, int(s.owner.Uid), int(s.owner.Gid)); err != nil {
-				t.Fatalf("cannot give %s to the server's user: %v", name, err)
-			}
-		}
-	}
-	s.exec(t, "ALTER SYSTEM SET ssl = on")
-	s.exec(t, "SELECT pg_reload_conf()")
-	deadline := time.Now().Add(readyWait)
-	for {
-		var got string
-		err := s.query(func(ctx context.Context, conn *pgx.Conn) error {
-			return conn.QueryRow(ctx, "SHOW ssl").Scan(&got)
-		})
-		if err == nil && got == "on" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ssl is %q, not on, after a reload (%v); last lines of %s:\n%s", got, err, s.log, childproc.Tail(s.log, 20))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// SetReadOnly makes every new transaction read-only (on) or not (off), as a
-// standby or a primary whose disk filled up answers: writes fail with
-// SQLSTATE 25006. It returns once a new session sees the setting; a session
-// that was idle through the change sees it at its next statement.
-func (s *Server) SetReadOnly(t testing.TB, on bool) {
-	t.Helper()
-	value := "off"
-	if on {
-		value = "on"
-	}
-	s.exec(t, "ALTER SYSTEM SET default_transaction_read_only = "+value)
-	s.exec(t, "SELECT pg_reload_conf()")
-	deadline := time.Now().Add(readyWait)
-	for {
-		var got string
-		err := s.query(func(ctx context.Context, conn *pgx.Conn) error {
-			return conn.QueryRow(ctx, "SHOW default_transaction_read_only").Scan(&got)
-		})
-		if err == nil && got == value {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("default_transaction_read_only is %q, not %q, after a reload (%v)", got, value, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // Kill ends the server as a crash does: SIGKILL to the postmaster and to
 // every process it started (the backends too: a machine that dies takes
 // them along, and a new postmaster refuses a folder that old backends still
