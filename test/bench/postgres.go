@@ -122,7 +122,7 @@ func startPostgres(ctx context.Context, dir string) (p *pgServer, err error) {
 			err = errors.Join(err, p.stop())
 		}
 	}()
-	if err := p.tb.do(func() { p.srv = pgserver.Start(p.tb) }); err != nil {
+	if err := p.tb.do(func() { p.srv = pgserver.StartIn(p.tb, os.TempDir()) }); err != nil {
 		return nil, fmt.Errorf("cannot start PostgreSQL (-pg=false skips phase 8): %w", err)
 	}
 	var available bool

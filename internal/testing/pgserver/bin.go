@@ -31,6 +31,12 @@ import (
 
 // Finding the server's binaries and the user it runs as.
 
+// serverBinaries are the binaries Start runs.
+var serverBinaries = []string{"initdb", "postgres"}
+
+// osUser is the OS user the server runs as when the test runs as root.
+const osUser = "postgres"
+
 // findBin returns the folder of initdb and postgres: $PG_BIN, else the
 // highest version under /usr/lib/postgresql, else the one on PATH.
 func findBin() (string, error) {
@@ -60,7 +66,7 @@ func findBin() (string, error) {
 
 // hasServer checks that dir holds the two binaries Start runs.
 func hasServer(dir string) error {
-	for _, name := range []string{"initdb", "postgres"} {
+	for _, name := range serverBinaries {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("no %s in %s", name, dir)
 		}
@@ -94,7 +100,7 @@ func serverOwner() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
-	u, err := user.Lookup("postgres")
+	u, err := user.Lookup(osUser)
 	if err != nil {
 		return nil, fmt.Errorf("running as root, and PostgreSQL refuses root: no user postgres to run it as "+
 			"(Debian's package %s creates it): %w", debianPackage, err)

@@ -28,6 +28,14 @@ limitations under the License.
 // PostgreSQL refuses to run as root, so a test running as root runs the
 // server as the OS user postgres, which owns the temporary folder.
 //
+// The server's folder is on /dev/shm (a tmpfs) when the machine has one,
+// else in the temporary folder; $PGSERVER_TMPDIR chooses another, and
+// StartIn another for one server. initdb runs once per machine and server
+// version: its cluster is kept in the user's cache folder
+// ($XDG_CACHE_HOME/paymentjob-operator/pgserver, 40 MB, as Go keeps its
+// build cache) and copied for each server. Deleting that folder only costs
+// the next server an initdb.
+//
 // The server is built for tests, not for keeping data: fsync is off (a
 // killed server keeps what it wrote, a killed machine would not), trust
 // authentication, small shared buffers.

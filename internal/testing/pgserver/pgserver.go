@@ -73,7 +73,22 @@ type Server struct {
 // connections. The server is stopped and the folder removed when the test
 // ends; a server that cannot be started fails the test, with the end of the
 // server's log.
+//
+// The folder is made under $PGSERVER_TMPDIR, else under /dev/shm when that
+// is a folder this process can write to (a tmpfs on Linux), else under the
+// temporary folder. A cluster is a thousand files, and on some CI runners
+// making a file on disk costs a millisecond: on a tmpfs the PostgreSQL
+// suites run three times faster. Kill, Restart and Stop behave the same on
+// both; only a crash of the machine would tell them apart.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartIn(t, "")
+}
+
+// StartIn is Start with the server's folder made under parent ("": Start's
+// choice). The bench keeps its ten-million-row table on disk, as a
+// deployment does, and out of memory.
+func StartIn(t testing.TB, parent string) *Server {
 	t.Helper()
 	bin, err := findBin()
 	if err != nil {
@@ -84,7 +99,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatalf("cannot run PostgreSQL: %v", err)
 	}
-	dir, err := os.MkdirTemp("", "pgserver-")
+	dir, err := makeDir(parent)
 	if err != nil {
 		t.Fatalf("cannot make the server's folder: %v", err)
 	}
@@ -104,7 +119,7 @@ func Start(t testing.TB) *Server {
 	if err := s.prepare(); err != nil {
 		t.Fatalf("cannot prepare the PostgreSQL folder: %v", err)
 	}
-	if err := s.initdb(); err != nil {
+	if err := s.newCluster(); err != nil {
 		t.Fatalf("%v", err)
 	}
 	for attempt := 1; ; attempt++ {
@@ -126,6 +141,25 @@ func Start(t testing.TB) *Server {
 	})
 	return s
 }
+
+// makeDir makes the server's folder under parent, or where Start says when
+// parent is "".
+func makeDir(parent string) (string, error) {
+	if parent != "" {
+		return os.MkdirTemp(parent, "pgserver-")
+	}
+	if env := os.Getenv("PGSERVER_TMPDIR"); env != "" {
+		return os.MkdirTemp(env, "pgserver-")
+	}
+	if dir, err := os.MkdirTemp("/dev/shm", "pgserver-"); err == nil {
+		return dir, nil
+	}
+	return os.MkdirTemp("", "pgserver-")
+}
+
+// maintenanceDB is the database initdb makes, which the harness's own
+// statements use.
+const maintenanceDB = "postgres"
 
 // DSN is the URL of a database on the server, as the user postgres.
 func (s *Server) DSN(database string) string {
@@ -194,23 +228,6 @@ func (s *Server) prepare() error {
 	return nil
 }
 
-// initdb creates the database cluster in s.data.
-func (s *Server) initdb() error {
-	out := filepath.Join(s.dir, "initdb.log")
-	f, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	cmd := s.command("initdb", "-D", s.data, "-A", "trust", "-U", "postgres", "--no-sync",
-		"-E", "UTF8", "--locale=C")
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("initdb failed (%v); last lines of %s:\n%s", err, out, childproc.Tail(out, 20))
-	}
-	return nil
-}
-
 // start starts the postmaster and waits until it accepts connections.
 func (s *Server) start() error {
 	logFile, err := os.OpenFile(s.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -219,7 +236,11 @@ func (s *Server) start() error {
 	}
 	cmd := s.command("postgres", "-D", s.data, "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-k", s.sock,
 		"-F", // fsync off: a test's data need not survive the machine
-		"-c", "shared_buffers=16MB", "-c", "max_connections=50", "-c", "full_page_writes=off")
+		"-c", "shared_buffers=16MB", "-c", "max_connections=50", "-c", "full_page_writes=off",
+		// Dynamic shared memory in the data folder, not in /dev/shm: a
+		// killed postmaster leaves its segments behind, and they go with
+		// the folder.
+		"-c", "dynamic_shared_memory_type=mmap")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	err = cmd.Start()
 	_ = logFile.Close() // the child holds its own copy
@@ -274,7 +295,7 @@ func (s *Server) waitReady() error {
 func (s *Server) query(use func(context.Context, *pgx.Conn) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+	conn, err := pgx.Connect(ctx, s.DSN(maintenanceDB))
 	if err != nil {
 		return err
 	}

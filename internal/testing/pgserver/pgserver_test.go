@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -145,6 +146,12 @@ func TestCleanupLeavesNothingBehind(t *testing.T) {
 	_, err := os.Stat(dir)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the folder %s is removed", dir)
 
+	segments := func() []string {
+		found, err := filepath.Glob("/dev/shm/PostgreSQL.*")
+		g.Expect(err).NotTo(HaveOccurred())
+		return found
+	}
+	before := segments()
 	t.Run("killed and restarted server", func(t *testing.T) {
 		srv := Start(t)
 		srv.Kill(t)
@@ -153,6 +160,14 @@ func TestCleanupLeavesNothingBehind(t *testing.T) {
 		processes = serverProcesses(srv)
 	})
 	g.Expect(alive(processes)).To(BeEmpty())
+	t.Run("killed server", func(t *testing.T) {
+		srv := Start(t)
+		connect(t, srv.DSN("postgres"))
+		srv.Kill(t)
+	})
+	// A killed postmaster cannot remove its dynamic shared memory: it is
+	// in the server's folder, not in /dev/shm, where it would stay.
+	g.Expect(segments()).To(ConsistOf(before), "shared memory segments left in /dev/shm")
 }
 
 // fatalTB records the failure of a helper that was expected to fail.
