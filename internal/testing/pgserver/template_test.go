@@ -1,3 +1,5 @@
+//go:build postgres
+
 /*
 Copyright 2026 The paymentjob-operator Authors.
 
