@@ -29,6 +29,9 @@ import (
 // and never goes beyond what is left of its charge. Its switches break it
 // on purpose, each in one way a refund rule checks.
 
+// hangUpWait is how long keyLostOnHangUp's second step waits.
+const hangUpWait = 3 * time.Second
+
 // refRefundSwitches break the reference service's refunds.
 type refRefundSwitches struct {
 	// noReplay refunds every refund request again, whatever its key has
@@ -112,12 +115,14 @@ func (s *refService) refund(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	if sw.keyLostOnHangUp {
-		// The second step waits for the client long enough that a hang-up
-		// is seen even on a loaded machine (the server notices the closed
-		// connection in its own time): 200 ms was not always enough in CI.
+		// The second step waits long enough that the client's retry after
+		// a hang-up comes while the key is not saved yet (or the server
+		// noticed the hang-up): on a loaded CI runner the retry came after
+		// 200 ms, and once (a cold run, with the race detector) after 1 s.
+		// Only this broken service's refunds pay for it.
 		select {
 		case <-r.Context().Done():
-		case <-time.After(time.Second):
+		case <-time.After(hangUpWait):
 			s.mu.Lock()
 			s.savedRefunds[key] = saved
 			s.mu.Unlock()
