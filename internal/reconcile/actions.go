@@ -1,0 +1,56 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package reconcile
+
+// What a person does about each category: the runbook's short form. Each
+// is an act through a path that exists (the provider's dashboard, a
+// PaymentRefund, the resolve annotation, a job created from its manifest
+// again); reconciliation itself never moves money.
+
+// action is what a person should do about a finding of category cat on a
+// kind k.
+func action(cat Category, k Kind) string {
+	switch cat {
+	case Matched:
+		return ""
+	case MissingAtProvider:
+		if k == Refund {
+			return "The customer did not get this money back: confirm in the provider's dashboard, then refund with a new PaymentRefund (a new key)."
+		}
+		return "The customer was not charged: confirm in the provider's dashboard that nothing moved, then charge with a new PaymentJob (a new key) if the payment is still owed."
+	case UnknownToCluster:
+		if k == Refund {
+			return "Money went back under one of our keys with no PaymentRefund or ledger entry: find who refunded it; apply the PaymentRefund's manifest again so that the lookup records it."
+		}
+		return "Money moved under one of our keys with no job or ledger entry that says so: apply the job's manifest again (the lookup finds the charge and records it), or refund it at the provider if it was never owed."
+	case Duplicate:
+		return "Refund the extra ones at the provider (the dashboard): the cluster's PaymentRefund refunds only the one it recorded."
+	case AmountMismatch:
+		return "Compare the manifest's amount with the provider's: refund the difference with a PaymentRefund (spec.amount) if the provider took more, charge the rest with a new job if it took less."
+	case CurrencyMismatch:
+		return "Refund the charge in full with a PaymentRefund and charge again with a new job in the right currency."
+	case RefundedOutside:
+		return "Someone refunded this charge outside the operator (the dashboard, another system): confirm that it was meant to; nothing in the cluster needs to change."
+	case Disputed:
+		return "Answer the dispute at the provider (evidence, before its deadline); do not refund it as well."
+	case CanceledOutside:
+		return "The provider canceled the charge after the operator recorded it: charge with a new PaymentJob (a new key) if the payment is still owed."
+	case RefundFailedAfterSuccess:
+		return "The refund failed after it succeeded and the money is back with us: refund again with a new PaymentRefund (a new key), or by another means if the customer's method cannot take it."
+	}
+	return ""
+}
