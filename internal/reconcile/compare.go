@@ -263,7 +263,7 @@ func merge(records []Record) []Record {
 
 // record adds the findings of one record.
 func (c *comparison) record(r Record) {
-	mine := c.byKey[r.Kind][r.Key]
+	mine := slices.Clone(c.byKey[r.Kind][r.Key])
 	// The object the cluster recorded belongs to the key even when it
 	// lost its metadata.
 	if o, ok := c.byID[r.ID]; ok && r.ID != "" && o.Key != r.Key {
