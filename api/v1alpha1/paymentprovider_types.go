@@ -102,6 +102,17 @@ type HTTPProvider struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
 	RefundURL string `json:"refundURL,omitempty"`
+
+	// listURL is the service's optional list endpoint (see "The list
+	// endpoint" in the HTTP contract, docs/providers.md): GET, the charges
+	// or refunds created in a time window, a page at a time. A
+	// PaymentReconciliation needs it to find money moved under keys the
+	// cluster does not know; without it a reconciliation looks up the
+	// cluster's own keys only, and its report says so.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	ListURL string `json:"listURL,omitempty"`
 }
 
 // LookupPolicy says when a job's key is looked up at the provider.
