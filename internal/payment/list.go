@@ -18,6 +18,7 @@ package payment
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -92,9 +93,16 @@ type Listed struct {
 // of its own (a list of a busy month is thousands of requests, and it must
 // never starve the charges). Any error means the page is unknown; the same
 // request may be sent again.
+//
+// An adapter whose provider turns out to have no list (an HTTP service
+// without a list endpoint) returns ErrListUnsupported.
 type Lister interface {
 	List(ctx context.Context, req ListRequest) (ListPage, error)
 }
+
+// ErrListUnsupported says a provider cannot list: a reconciliation then
+// looks up the cluster's own keys instead.
+var ErrListUnsupported = errors.New("the provider has no list endpoint")
 
 // ListAll calls fn with every page of req's window at l, from the first
 // (req.After is where it starts) to the last, calling wait before each
