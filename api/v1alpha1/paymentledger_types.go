@@ -61,6 +61,18 @@ type LedgerEntry struct {
 	// +kubebuilder:validation:MaxLength=255
 	Charge string `json:"charge,omitempty"`
 
+	// amount is the money the payment moves, in the currency's minor unit:
+	// what a reconciliation compares with the provider's books once the job
+	// is gone. Absent on entries recorded before the ledger kept it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Amount int64 `json:"amount,omitempty"`
+
+	// currency is the lower-case ISO 4217 code of amount.
+	// +optional
+	// +kubebuilder:validation:MaxLength=3
+	Currency string `json:"currency,omitempty"`
+
 	// outcome is Completed or Failed.
 	// +required
 	Outcome LedgerOutcome `json:"outcome"`

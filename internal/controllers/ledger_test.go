@@ -54,6 +54,21 @@ func ledgerEntries(g Gomega, ns string) map[string]int {
 	return seen
 }
 
+// ledgerEntry is the entry the pages hold under key.
+func ledgerEntry(g Gomega, key string) paymentsv1alpha1.LedgerEntry {
+	var pages paymentsv1alpha1.PaymentLedgerList
+	g.Expect(k8sClient.List(context.Background(), &pages)).To(Succeed())
+	for _, p := range pages.Items {
+		for _, e := range p.Entries {
+			if e.Key == key {
+				return e
+			}
+		}
+	}
+	g.Expect(key).To(BeEmpty(), "no ledger entry under the key")
+	return paymentsv1alpha1.LedgerEntry{}
+}
+
 // expectFoundInLedger checks that the re-created job was finished from the
 // ledger as the first job's outcome, with no provider call.
 func expectFoundInLedger(g Gomega, r recreation) {
@@ -75,6 +90,9 @@ func TestRecreatedJobIsFinishedFromTheLedger(t *testing.T) {
 	r := s.recreate("invoice", func(first *paymentsv1alpha1.PaymentJob) {
 		s.Expect(first.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
 		s.Expect(ledgerEntries(s, s.ns)).To(HaveKeyWithValue(first.Status.IdempotencyKey, 1))
+		e := ledgerEntry(s, first.Status.IdempotencyKey)
+		s.Expect(e.Amount).To(Equal(first.Spec.Amount), "the money, for reconciliation after the job is gone")
+		s.Expect(e.Currency).To(Equal(strings.ToLower(first.Spec.Currency)))
 	})
 	s.Expect(r.forgotten).To(Equal(1))
 	expectFoundInLedger(s, r)

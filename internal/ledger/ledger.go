@@ -54,7 +54,7 @@ const (
 	// 1.5 MiB request limit and the 1 MiB the operator promises. Small
 	// pages also keep each append cheap: an append rewrites its page.
 	maxEntriesPerPage = 500
-	maxPageBytes      = 128 << 10
+	maxPageBytes      = 160 << 10
 	// entryOverhead is the JSON of an entry besides its strings.
 	entryOverhead = 120
 	// pageListLimit is how many pages one list request returns at startup.
@@ -74,6 +74,12 @@ type Entry struct {
 	Provider paymentsv1alpha1.ProviderIdentity
 	// Charge is the provider's id of the charge, if any.
 	Charge string
+	// Amount and Currency are the money the payment moves, in minor units
+	// and the lower-case ISO 4217 code: what reconciliation compares with
+	// the provider's books once the job is gone. Zero and empty for an
+	// entry recorded before the ledger kept them.
+	Amount   int64
+	Currency string
 	// Outcome is Completed or Failed.
 	Outcome paymentsv1alpha1.LedgerOutcome
 	// Reason is a Failed entry's reason, or why a person resolved it.

@@ -68,7 +68,12 @@ func full(p *paymentsv1alpha1.PaymentLedger, maxEntries int) bool {
 }
 
 func entrySize(e paymentsv1alpha1.LedgerEntry) int {
-	return len(e.Key) + len(e.Fingerprint) + len(e.Charge) + len(e.Reason) + len(e.ResolvedBy) + entryOverhead
+	size := len(e.Key) + len(e.Fingerprint) + len(e.Charge) + len(e.Reason) + len(e.ResolvedBy) + entryOverhead
+	if e.Amount != 0 || e.Currency != "" {
+		// "amount":N,"currency":"...", with N's digits.
+		size += 25 + len(strconv.FormatInt(e.Amount, 10)) + len(e.Currency)
+	}
+	return size
 }
 
 // addEntry appends e to p, with its provider account written once per page.
@@ -90,6 +95,8 @@ func addEntry(p *paymentsv1alpha1.PaymentLedger, e Entry) {
 		Fingerprint: e.Fingerprint,
 		Provider:    int32(idx),
 		Charge:      e.Charge,
+		Amount:      e.Amount,
+		Currency:    e.Currency,
 		Outcome:     e.Outcome,
 		Reason:      e.Reason,
 		ResolvedBy:  e.ResolvedBy,
@@ -113,6 +120,8 @@ func entryOf(p *paymentsv1alpha1.PaymentLedger, e paymentsv1alpha1.LedgerEntry) 
 		Key:         e.Key,
 		Fingerprint: e.Fingerprint,
 		Charge:      e.Charge,
+		Amount:      e.Amount,
+		Currency:    e.Currency,
 		Outcome:     e.Outcome,
 		Reason:      e.Reason,
 		ResolvedBy:  e.ResolvedBy,

@@ -48,7 +48,7 @@ import (
 // bytesPerEntry is the figure of docs/operations.md ("Sizing the ledger"):
 // what an outcome shaped like stripeCharge's takes in etcd, pages full,
 // their metadata and provider shared by 500 entries.
-const bytesPerEntry = 218
+const bytesPerEntry = 249
 
 // TestLedgerSizeAfterAppends: the gauges count what this process appends as
 // soon as it is written, a scrape makes no API request, and the bytes are
@@ -263,9 +263,11 @@ func stripeCharge(run, i int, at time.Time) Entry {
 		Fingerprint: payment.RequestHash(key, payment.ChargeRequest{Amount: 4999, Currency: "eur"}),
 		Provider: paymentsv1alpha1.ProviderIdentity{UID: "6f1c0b52-93a4-4e8e-9d7e-0c5b1f2a7d41",
 			Endpoint: "https://api.stripe.com", Account: "acct_1Pq2Rs3Tu4Vw5Xy6", Mode: "live"},
-		Charge:  fmt.Sprintf("pi_3P%022d", i),
-		Outcome: paymentsv1alpha1.LedgerCompleted,
-		At:      at,
+		Charge:   fmt.Sprintf("pi_3P%022d", i),
+		Amount:   4999,
+		Currency: "eur",
+		Outcome:  paymentsv1alpha1.LedgerCompleted,
+		At:       at,
 	}
 }
 

@@ -154,6 +154,8 @@ func LedgerEntry(job Object, c Request, now time.Time) ledger.Entry {
 	e := ledger.Entry{
 		Key:         c.Key,
 		Fingerprint: c.Fingerprint,
+		Amount:      c.Amount,
+		Currency:    c.Currency,
 		Outcome:     paymentsv1alpha1.LedgerCompleted,
 		At:          now,
 	}

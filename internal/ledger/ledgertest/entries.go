@@ -56,6 +56,8 @@ func completed(key, charge string, provider paymentsv1alpha1.ProviderIdentity, a
 		Fingerprint: payment.RequestHash(key, payment.ChargeRequest{Amount: chargeAmount, Currency: chargeCurrency}),
 		Provider:    provider,
 		Charge:      charge,
+		Amount:      chargeAmount,
+		Currency:    chargeCurrency,
 		Outcome:     paymentsv1alpha1.LedgerCompleted,
 		At:          at,
 	}
@@ -68,6 +70,8 @@ func declined(key string, provider paymentsv1alpha1.ProviderIdentity, at time.Ti
 		Key:         key,
 		Fingerprint: payment.RequestHash(key, payment.ChargeRequest{Amount: 2500, Currency: "usd", PaymentMethod: "pm_card_chargeDeclined"}),
 		Provider:    provider,
+		Amount:      2500,
+		Currency:    "usd",
 		Outcome:     paymentsv1alpha1.LedgerFailed,
 		Reason:      paymentsv1alpha1.ReasonCardDeclined,
 		At:          at,

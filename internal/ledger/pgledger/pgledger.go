@@ -209,7 +209,7 @@ func (l *Ledger) isClosed() bool {
 
 // findQuery reads one entry by its primary key.
 const findQuery = `SELECT fingerprint, provider_uid, provider_endpoint, provider_account, provider_mode,
-	provider_key_scope, charge, outcome, reason, resolved_by, at
+	provider_key_scope, charge, outcome, reason, resolved_by, at, amount, currency
 FROM paymentjob_outcomes WHERE key = $1`
 
 // Find returns the entry recorded under key: one SELECT by primary key.
@@ -222,7 +222,7 @@ func (l *Ledger) Find(ctx context.Context, key string) (ledger.Entry, bool, erro
 	err := l.do(ctx, func(ctx context.Context) error {
 		return l.pool.QueryRow(ctx, findQuery, key).Scan(&e.Fingerprint, &e.Provider.UID, &e.Provider.Endpoint,
 			&e.Provider.Account, &e.Provider.Mode, &e.Provider.KeyScope, &e.Charge, &outcome, &e.Reason,
-			&e.ResolvedBy, &e.At)
+			&e.ResolvedBy, &e.At, &e.Amount, &e.Currency)
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

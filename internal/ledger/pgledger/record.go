@@ -32,9 +32,9 @@ import (
 // insertQuery inserts a batch of entries, given as one array per column,
 // and keeps what is stored under a key already: first outcome wins.
 const insertQuery = `INSERT INTO paymentjob_outcomes (key, fingerprint, provider_uid, provider_endpoint,
-	provider_account, provider_mode, provider_key_scope, charge, outcome, reason, resolved_by, at, cluster)
-SELECT e.*, $13 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-	$8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[]) AS e
+	provider_account, provider_mode, provider_key_scope, charge, outcome, reason, resolved_by, at, amount, currency, cluster)
+SELECT e.*, $15 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+	$8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::bigint[], $14::text[]) AS e
 ON CONFLICT (key) DO NOTHING`
 
 // Record stores e and returns once it is stored, or once an entry under its
@@ -106,15 +106,17 @@ func (l *Ledger) insert(ctx context.Context, entries []ledger.Entry) error {
 	keys, fingerprints, uids, endpoints := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	accounts, modes, scopes, charges := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	outcomes, reasons, resolvers, ats := make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	amounts, currencies := make([]int64, n), make([]string, n)
 	for i, e := range entries {
 		keys[i], fingerprints[i], charges[i] = e.Key, e.Fingerprint, e.Charge
 		uids[i], endpoints[i], accounts[i] = e.Provider.UID, e.Provider.Endpoint, e.Provider.Account
 		modes[i], scopes[i] = e.Provider.Mode, e.Provider.KeyScope
 		outcomes[i], reasons[i], resolvers[i], ats[i] = string(e.Outcome), e.Reason, e.ResolvedBy, e.At
+		amounts[i], currencies[i] = e.Amount, e.Currency
 	}
 	err := l.do(ctx, func(ctx context.Context) error {
 		_, err := l.pool.Exec(ctx, insertQuery, keys, fingerprints, uids, endpoints, accounts, modes, scopes,
-			charges, outcomes, reasons, resolvers, ats, l.opts.Cluster)
+			charges, outcomes, reasons, resolvers, ats, amounts, currencies, l.opts.Cluster)
 		return err
 	})
 	if err != nil {

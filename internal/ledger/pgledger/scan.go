@@ -37,7 +37,7 @@ const scanBatch = 1000
 
 // entryColumns are the columns of an entry, in the order scanEntry reads.
 const entryColumns = `key, fingerprint, provider_uid, provider_endpoint, provider_account, provider_mode,
-	provider_key_scope, charge, outcome, reason, resolved_by, at`
+	provider_key_scope, charge, outcome, reason, resolved_by, at, amount, currency`
 
 // Scan reads the rows after a key in key order, by the primary key's
 // index: keyset pagination, so a batch costs the same at any depth.
@@ -93,7 +93,7 @@ func scanEntry(row pgx.CollectableRow) (ledger.Entry, error) {
 	var e ledger.Entry
 	var outcome string
 	err := row.Scan(&e.Key, &e.Fingerprint, &e.Provider.UID, &e.Provider.Endpoint, &e.Provider.Account,
-		&e.Provider.Mode, &e.Provider.KeyScope, &e.Charge, &outcome, &e.Reason, &e.ResolvedBy, &e.At)
+		&e.Provider.Mode, &e.Provider.KeyScope, &e.Charge, &outcome, &e.Reason, &e.ResolvedBy, &e.At, &e.Amount, &e.Currency)
 	e.Outcome = paymentsv1alpha1.LedgerOutcome(outcome)
 	e.At = e.At.UTC()
 	return e, err
