@@ -26,6 +26,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger/ledgercopy"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger/pgledger"
 )
@@ -122,4 +124,16 @@ func setupLedger(mgr ctrl.Manager, opts Options) (engine.OutcomeLedger, error) {
 		return nil, fmt.Errorf("cannot add the outcome ledger to the manager: %w", err)
 	}
 	return l, nil
+}
+
+// reconciliationLedger is what PaymentReconciliations read of the outcome
+// ledger: nil without one.
+func reconciliationLedger(outcomes engine.OutcomeLedger, mgr ctrl.Manager) paymentreconciliation.Ledger {
+	switch l := outcomes.(type) {
+	case *ledger.Ledger:
+		return paymentreconciliation.PagesLedger(l, mgr.GetAPIReader())
+	case *pgledger.Ledger:
+		return l
+	}
+	return nil
 }

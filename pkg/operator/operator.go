@@ -39,6 +39,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
@@ -230,6 +231,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 				return fmt.Errorf("cannot add the refund watch: %w", err)
 			}
 		}
+	}
+	if err := (&paymentreconciliation.Reconciler{
+		Client:    mgr.GetClient(),
+		Reader:    mgr.GetAPIReader(),
+		Providers: adapters,
+		Ledger:    reconciliationLedger(outcomes, mgr),
+		Recorder:  mgr.GetEventRecorder("paymentreconciliation-controller"),
+		Clock:     clock.RealClock{},
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("cannot set up the PaymentReconciliation controller: %w", err)
 	}
 	if err := auditor.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the audit: %w", err)

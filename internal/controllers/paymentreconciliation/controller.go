@@ -1,0 +1,362 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package paymentreconciliation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+)
+
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentreconciliations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentreconciliations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentreconciliationreports,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentproviders,verbs=get;list;watch
+
+// Reasons of a PaymentReconciliation's conditions and events.
+const (
+	// ReasonBalanced: the report lists no discrepancy.
+	ReasonBalanced = "Balanced"
+	// ReasonDiscrepanciesFound: the report lists discrepancies.
+	ReasonDiscrepanciesFound = "DiscrepanciesFound"
+	// ReasonRunning: the run reads both sides.
+	ReasonRunning = "Running"
+	// ReasonWaitingForWindow: the window has not ended yet (less the
+	// settle margin); the run starts when it has.
+	ReasonWaitingForWindow = "WaitingForWindow"
+	// ReasonProviderUnavailable: the provider did not answer; retried.
+	ReasonProviderUnavailable = "ProviderUnavailable"
+	// ReasonClusterUnavailable: the API server or the ledger did not
+	// answer; retried.
+	ReasonClusterUnavailable = "ClusterUnavailable"
+)
+
+const (
+	// SettleMargin is how long before now a window without spec.to ends,
+	// and how long after spec.to a run waits: payments whose outcome the
+	// cluster has not recorded yet, in the last seconds, are no finding.
+	SettleMargin = 5 * time.Minute
+	// DefaultRequestsPerSecond is a run's provider budget without
+	// spec.requestsPerSecond: a quarter of Stripe's live read limit.
+	DefaultRequestsPerSecond = 25
+	// runTimeout bounds one attempt of a run.
+	runTimeout = time.Hour
+	// retryAfter is when a run that could not start or finish is tried
+	// again.
+	retryAfter = 30 * time.Second
+)
+
+// Reconciler runs PaymentReconciliations.
+type Reconciler struct {
+	Client client.Client
+	// Reader reads the PaymentJobs and PaymentRefunds from the API server:
+	// the cache leaves finished ones out.
+	Reader client.Reader
+	// Providers resolves the PaymentProvider's adapter and account.
+	Providers *providercache.ProviderCache
+	// Ledger is the outcome ledger; nil when the manager runs without one.
+	Ledger   Ledger
+	Recorder events.EventRecorder
+	Clock    clock.Clock
+}
+
+// Reconcile runs one PaymentReconciliation to its end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pr := &paymentsv1alpha1.PaymentReconciliation{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if pr.Status.Phase == paymentsv1alpha1.ReconciliationCompleted || pr.Status.Phase == paymentsv1alpha1.ReconciliationFailed {
+		return ctrl.Result{}, nil
+	}
+	now := r.Clock.Now()
+	if pr.Status.Window == nil {
+		from, to := windowOf(pr.Spec, now)
+		pr.Status.Window = &paymentsv1alpha1.ReconciliationWindow{From: metav1.NewTime(from), To: metav1.NewTime(to)}
+	}
+	from, to := pr.Status.Window.From.Time, pr.Status.Window.To.Time
+	if wait := to.Add(SettleMargin).Sub(now); wait > 0 {
+		msg := fmt.Sprintf("The window ends at %s; the run starts %s after it, when the provider's books for it are settled", to.UTC().Format(time.RFC3339), SettleMargin)
+		return ctrl.Result{RequeueAfter: wait}, r.progress(ctx, pr, paymentsv1alpha1.ReconciliationPending, ReasonWaitingForWindow, msg, false)
+	}
+
+	pp := &paymentsv1alpha1.PaymentProvider{}
+	ref := pr.Spec.ProviderRef
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, pp); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		msg := fmt.Sprintf("PaymentProvider %s/%s (spec.providerRef) does not exist; the run starts when it does", ref.Namespace, ref.Name)
+		return ctrl.Result{RequeueAfter: retryAfter}, r.progress(ctx, pr, paymentsv1alpha1.ReconciliationPending, paymentsv1alpha1.ReasonProviderNotFound, msg, true)
+	}
+	resolved, err := r.Providers.Resolve(ctx, pp)
+	var account paymentsv1alpha1.ProviderIdentity
+	if err == nil {
+		account, err = resolved.IdentityWithin(ctx, 30*time.Second)
+	}
+	if err != nil {
+		msg := payment.CleanMessage(fmt.Sprintf("PaymentProvider %s/%s cannot be used yet: %v; retried", ref.Namespace, ref.Name, err), 1024)
+		return ctrl.Result{RequeueAfter: retryAfter}, r.progress(ctx, pr, paymentsv1alpha1.ReconciliationPending, paymentsv1alpha1.ReasonProviderNotReady, msg, false)
+	}
+	if pr.Status.StartedAt == nil {
+		pr.Status.StartedAt = &metav1.Time{Time: now}
+		pr.Status.Provider = &account
+		if err := r.progress(ctx, pr, paymentsv1alpha1.ReconciliationRunning, ReasonRunning,
+			"Reading the cluster's records and the provider's books", false); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	report, requests, err := r.run(runCtx, pr, resolved, scope{account: account, accountsOnly: resolved.AccountsOnly(),
+		from: from, to: to, namespaces: pr.Spec.Namespaces})
+	pr.Status.ProviderRequests += requests
+	if err != nil {
+		reason := ReasonClusterUnavailable
+		var pe providerError
+		if errors.As(err, &pe) {
+			reason = ReasonProviderUnavailable
+		}
+		log.FromContext(ctx).Info("The reconciliation run did not finish; retried", "error", err.Error())
+		msg := payment.CleanMessage("The run did not finish: "+err.Error()+"; retried from the start (it only reads)", 1024)
+		return ctrl.Result{RequeueAfter: retryAfter}, r.progress(ctx, pr, paymentsv1alpha1.ReconciliationRunning, reason, msg, false)
+	}
+	return ctrl.Result{}, r.complete(ctx, pr, report)
+}
+
+// providerError marks an error of the provider's side.
+type providerError struct{ error }
+
+func (e providerError) Unwrap() error { return e.error }
+
+// run gathers both sides, compares them and writes the report.
+func (r *Reconciler) run(ctx context.Context, pr *paymentsv1alpha1.PaymentReconciliation, resolved providercache.Resolved, s scope) (reconcile.Report, int64, error) {
+	perSecond := DefaultRequestsPerSecond
+	if pr.Spec.RequestsPerSecond != nil {
+		perSecond = int(*pr.Spec.RequestsPerSecond)
+	}
+	rd := &reader{provider: resolved.Provider, budget: rate.NewLimiter(rate.Limit(perSecond), 1)}
+	b, err := gather(ctx, r.Reader, r.Ledger, s)
+	if err != nil {
+		return reconcile.Report{}, rd.requests, err
+	}
+	objects, listed, err := rd.list(ctx, s.from, s.to, r.Clock.Now())
+	if err != nil {
+		return reconcile.Report{}, rd.requests, providerError{err}
+	}
+	records, objects, err := sides(ctx, rd, r.Ledger, b, objects, listed, s)
+	if err != nil {
+		return reconcile.Report{}, rd.requests, err
+	}
+	report := reconcile.Report{Provider: describeAccount(s.account), From: s.from, To: s.to, Listed: listed,
+		Findings: reconcile.Compare(records, objects)}
+	return report, rd.requests, nil
+}
+
+// complete records a finished run: the report's pages, then the status,
+// the event and the metrics.
+func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentReconciliation, report reconcile.Report) error {
+	stored := report
+	if pr.Spec.Report != paymentsv1alpha1.ReportAll {
+		stored.Findings = nil
+		for _, f := range report.Findings {
+			if f.Category.Discrepancy() {
+				stored.Findings = append(stored.Findings, f)
+			}
+		}
+	}
+	where, err := writeReport(ctx, r.Client, pr, stored)
+	if err != nil {
+		return err
+	}
+	summary := &paymentsv1alpha1.ReconciliationSummary{Categories: map[string]int64{}}
+	for cat, n := range report.Counts() {
+		summary.Categories[string(cat)] = int64(n)
+	}
+	for _, f := range report.Findings {
+		if f.Kind == reconcile.Refund {
+			summary.Refunds++
+		} else {
+			summary.Charges++
+		}
+		if f.Category.Discrepancy() {
+			summary.Discrepancies++
+		} else {
+			summary.Matched++
+		}
+	}
+	now := metav1.NewTime(r.Clock.Now())
+	pr.Status.Summary, pr.Status.Report, pr.Status.Listed = summary, where, report.Listed
+	pr.Status.CompleteUpTo, pr.Status.CompletedAt = &pr.Status.Window.To, &now
+	reason, eventType, result := ReasonBalanced, corev1.EventTypeNormal, "balanced"
+	msg := fmt.Sprintf("The books balance: %d payments and refunds matched, no discrepancy", summary.Matched)
+	if summary.Discrepancies > 0 {
+		reason, eventType, result = ReasonDiscrepanciesFound, corev1.EventTypeWarning, "discrepancies"
+		msg = fmt.Sprintf("%d discrepancies, %d matched: %s", summary.Discrepancies, summary.Matched, describeCounts(report.Counts()))
+	}
+	if !report.Listed {
+		msg += "; the provider has no list, so only the cluster's keys were looked up: money moved under keys the cluster does not know cannot have been found"
+	}
+	msg += fmt.Sprintf(". Report: %d rows in %d pages, sha256 %s", where.Rows, where.Pages, where.SHA256)
+	pr.Status.Phase = paymentsv1alpha1.ReconciliationCompleted
+	pr.Status.ObservedGeneration = pr.Generation
+	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&pr.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
+			Message: msg, ObservedGeneration: pr.Generation})
+	}
+	set(paymentsv1alpha1.ConditionReady, metav1.ConditionTrue, reason, msg)
+	set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "The run is over")
+	set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, reason, "The run is over")
+	if err := r.Client.Status().Update(ctx, pr); err != nil {
+		return fmt.Errorf("cannot record the reconciliation's result: %w", err)
+	}
+	runsTotal.WithLabelValues(result).Inc()
+	provider := pr.Spec.ProviderRef.Namespace + "/" + pr.Spec.ProviderRef.Name
+	for cat, n := range report.Counts() {
+		findings.WithLabelValues(provider, string(cat)).Set(float64(n))
+	}
+	r.Recorder.Eventf(pr, nil, eventType, reason, "Reconcile", "%s", msg)
+	log.FromContext(ctx).Info("Reconciled", "matched", summary.Matched, "discrepancies", summary.Discrepancies,
+		"listed", report.Listed, "providerRequests", pr.Status.ProviderRequests)
+	return nil
+}
+
+// describeCounts names the categories with findings, with their counts.
+func describeCounts(counts map[reconcile.Category]int) string {
+	var out string
+	for _, c := range reconcile.Categories {
+		if n := counts[c]; n > 0 && c.Discrepancy() {
+			if out != "" {
+				out += ", "
+			}
+			out += fmt.Sprintf("%s %d", c, n)
+		}
+	}
+	return out
+}
+
+// progress records where a run is that has not finished: phase, and the
+// Reconciling condition, or Stalled when a person must act.
+func (r *Reconciler) progress(ctx context.Context, pr *paymentsv1alpha1.PaymentReconciliation, phase paymentsv1alpha1.ReconciliationPhase, reason, msg string, stalled bool) error {
+	before := pr.Status.DeepCopy()
+	pr.Status.Phase = phase
+	pr.Status.ObservedGeneration = pr.Generation
+	set := func(t string, status metav1.ConditionStatus, msg string) {
+		meta.SetStatusCondition(&pr.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
+			Message: msg, ObservedGeneration: pr.Generation})
+	}
+	set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, msg)
+	if stalled {
+		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, msg)
+		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, msg)
+	} else {
+		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, "Nothing needs a person")
+		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionTrue, msg)
+	}
+	if equalStatus(before, &pr.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, pr); err != nil {
+		return fmt.Errorf("cannot record the reconciliation's progress: %w", err)
+	}
+	if before.Phase != phase || stalled {
+		r.Recorder.Eventf(pr, nil, eventTypeOf(stalled), reason, "Reconcile", "%s", msg)
+	}
+	return nil
+}
+
+func eventTypeOf(stalled bool) string {
+	if stalled {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
+}
+
+// equalStatus reports whether a status write would change nothing (the
+// conditions' times aside, which SetStatusCondition keeps when nothing
+// else changes).
+func equalStatus(a, b *paymentsv1alpha1.PaymentReconciliationStatus) bool {
+	return a.Phase == b.Phase && a.StartedAt.Equal(b.StartedAt) && a.Window != nil && b.Window != nil &&
+		conditionsEqual(a.Conditions, b.Conditions)
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Type != b[i].Type || a[i].Status != b[i].Status || a[i].Reason != b[i].Reason || a[i].Message != b[i].Message {
+			return false
+		}
+	}
+	return true
+}
+
+// windowOf resolves a spec's window for a run that starts at now.
+func windowOf(spec paymentsv1alpha1.PaymentReconciliationSpec, now time.Time) (time.Time, time.Time) {
+	to := now.Add(-SettleMargin)
+	if spec.To != nil {
+		to = spec.To.Time
+	}
+	from := to
+	switch {
+	case spec.From != nil:
+		from = spec.From.Time
+	case spec.LookbackSeconds != nil:
+		from = to.Add(-time.Duration(*spec.LookbackSeconds) * time.Second)
+	}
+	return from.UTC().Truncate(time.Second), to.UTC().Truncate(time.Second)
+}
+
+// describeAccount names an account for the report.
+func describeAccount(id paymentsv1alpha1.ProviderIdentity) string {
+	switch {
+	case id.Account != "" && id.Mode != "":
+		return id.Account + " (" + id.Mode + ")"
+	case id.Account != "":
+		return id.Account
+	}
+	return id.Endpoint
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&paymentsv1alpha1.PaymentReconciliation{}).
+		Named("paymentreconciliation").
+		Complete(r)
+}

@@ -1,0 +1,234 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package paymentreconciliation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+)
+
+// listPage is how many objects one list request of jobs or refunds reads.
+const listPage = 500
+
+// Ledger is what a run reads of the outcome ledger: every entry, and the
+// entries of keys the provider listed outside the window.
+type Ledger interface {
+	// Scan hands every entry to fn.
+	Scan(ctx context.Context, fn func(ledger.Entry) error) error
+	// FindAll returns the entries recorded under keys.
+	FindAll(ctx context.Context, keys []string) (map[string]ledger.Entry, error)
+}
+
+// record is a cluster record with the time the window is judged by.
+type record struct {
+	reconcile.Record
+	// at is when the provider created the charge or refund, where the
+	// cluster knows it, or when the outcome was recorded.
+	at time.Time
+}
+
+// books are the cluster's side of one run.
+type books struct {
+	// inWindow are the records whose time is in the window.
+	inWindow []record
+	// others are the records of the account outside the window, by kind
+	// and key: they count only for a key the provider lists in it.
+	others map[kindKey]record
+	// inFlight are the keys of jobs and refunds whose outcome is not known
+	// yet: what the provider holds under them is no finding.
+	inFlight map[string]bool
+}
+
+type kindKey struct {
+	kind reconcile.Kind
+	key  string
+}
+
+// scope says which of the cluster's records a run reads: the account and
+// its window, and the namespaces.
+type scope struct {
+	account      paymentsv1alpha1.ProviderIdentity
+	accountsOnly bool
+	from, to     time.Time
+	namespaces   []string
+}
+
+// window reports whether t is in the window.
+func (s scope) window(t time.Time) bool { return !t.Before(s.from) && t.Before(s.to) }
+
+// ours reports whether a payment recorded at id was made at the account
+// reconciled, and its key is of one of the namespaces.
+func (s scope) ours(id *paymentsv1alpha1.ProviderIdentity, key string) bool {
+	if id == nil {
+		return false
+	}
+	if same, _ := providercache.SameBooks(*id, s.account, s.accountsOnly); !same {
+		return false
+	}
+	return s.namespace(key)
+}
+
+// namespace reports whether key belongs to one of the namespaces (always,
+// when there is no list of them).
+func (s scope) namespace(key string) bool {
+	if len(s.namespaces) == 0 {
+		return true
+	}
+	return slices.Contains(s.namespaces, KeyNamespace(key))
+}
+
+// KeyNamespace is the namespace an idempotency key was sent for:
+// "[<scope>:]<namespace>[.refund]/<key>"; "" for a key not sent by the
+// operator.
+func KeyNamespace(key string) string {
+	ns, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return ""
+	}
+	if _, after, scoped := strings.Cut(ns, ":"); scoped {
+		ns = after
+	}
+	return strings.TrimSuffix(ns, ".refund")
+}
+
+// gather reads the cluster's records of the account: every PaymentJob and
+// PaymentRefund, from the API server (the cache leaves finished ones out)
+// a page at a time, and the ledger's entries.
+func gather(ctx context.Context, reader client.Reader, l Ledger, s scope) (*books, error) {
+	b := &books{others: map[kindKey]record{}, inFlight: map[string]bool{}}
+	add := func(r record) {
+		if s.window(r.at) {
+			b.inWindow = append(b.inWindow, r)
+			return
+		}
+		b.others[kindKey{r.Kind, r.Key}] = r
+	}
+	err := eachList(ctx, reader, &paymentsv1alpha1.PaymentJobList{}, func(list client.ObjectList) {
+		for _, j := range list.(*paymentsv1alpha1.PaymentJobList).Items {
+			st := j.Status
+			if st.IdempotencyKey == "" || !s.ours(st.Provider, st.IdempotencyKey) {
+				continue
+			}
+			if st.Phase != paymentsv1alpha1.PhaseCompleted && st.Phase != paymentsv1alpha1.PhaseFailed {
+				b.inFlight[st.IdempotencyKey] = true
+				continue
+			}
+			r := record{Record: reconcile.Record{Kind: reconcile.Charge, Key: st.IdempotencyKey,
+				Object: j.Namespace + "/" + j.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted,
+				Amount: j.Spec.Amount, Currency: strings.ToLower(j.Spec.Currency)}}
+			r.ID, r.at = outcomeOf(st.PaymentStatus)
+			add(r)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the PaymentJobs: %w", err)
+	}
+	err = eachList(ctx, reader, &paymentsv1alpha1.PaymentRefundList{}, func(list client.ObjectList) {
+		for _, pr := range list.(*paymentsv1alpha1.PaymentRefundList).Items {
+			st := pr.Status
+			if st.IdempotencyKey == "" || !s.ours(st.Provider, st.IdempotencyKey) {
+				continue
+			}
+			if st.Phase != paymentsv1alpha1.PhaseCompleted && st.Phase != paymentsv1alpha1.PhaseFailed {
+				b.inFlight[st.IdempotencyKey] = true
+				continue
+			}
+			r := record{Record: reconcile.Record{Kind: reconcile.Refund, Key: st.IdempotencyKey,
+				Object: pr.Namespace + "/" + pr.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted}}
+			if c := st.Charge; c != nil {
+				r.Amount, r.Currency, r.ChargeKey = c.Amount, strings.ToLower(c.Currency), c.IdempotencyKey
+			}
+			if pr.Spec.Amount != nil {
+				r.Amount = *pr.Spec.Amount
+			}
+			r.ID, r.at = outcomeOf(st.PaymentStatus)
+			add(r)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the PaymentRefunds: %w", err)
+	}
+	if l == nil {
+		return b, nil
+	}
+	// Only the window's entries are kept: the ledger holds the whole
+	// history, and the entries of keys listed in the window but recorded
+	// outside it are read by key afterwards.
+	err = l.Scan(ctx, func(e ledger.Entry) error {
+		if s.window(e.At) && s.ours(&e.Provider, e.Key) {
+			b.inWindow = append(b.inWindow, entryRecord(e))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the outcome ledger: %w", err)
+	}
+	return b, nil
+}
+
+// entryRecord is the record of a ledger entry.
+func entryRecord(e ledger.Entry) record {
+	kind := reconcile.Charge
+	if strings.Contains(strings.SplitN(e.Key, "/", 2)[0], ".refund") {
+		kind = reconcile.Refund
+	}
+	return record{Record: reconcile.Record{Kind: kind, Key: e.Key, InLedger: true,
+		Moved: e.Outcome == paymentsv1alpha1.LedgerCompleted, ID: e.Charge, Amount: e.Amount,
+		Currency: strings.ToLower(e.Currency)}, at: e.At}
+}
+
+// outcomeOf is the provider's id of a finished payment and the time it
+// counts at: when the provider created it, or when it was recorded.
+func outcomeOf(st paymentsv1alpha1.PaymentStatus) (string, time.Time) {
+	var id string
+	var at time.Time
+	if resp := st.ProviderResponse; resp != nil {
+		id = resp.ID
+		if resp.Created != nil {
+			at = resp.Created.Time
+		}
+	}
+	if at.IsZero() && st.CompletedAt != nil {
+		at = st.CompletedAt.Time
+	}
+	return id, at
+}
+
+// eachList lists every object of list's kind from reader, a page at a time,
+// handing each page to fn.
+func eachList(ctx context.Context, reader client.Reader, list client.ObjectList, fn func(client.ObjectList)) error {
+	cont := ""
+	for {
+		if err := reader.List(ctx, list, client.Limit(listPage), client.Continue(cont)); err != nil {
+			return err
+		}
+		fn(list)
+		if cont = list.GetContinue(); cont == "" {
+			return nil
+		}
+	}
+}

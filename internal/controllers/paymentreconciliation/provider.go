@@ -1,0 +1,185 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package paymentreconciliation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+)
+
+// reader reads the provider's books under a run's own rate budget.
+type reader struct {
+	provider payment.Provider
+	budget   *rate.Limiter
+	requests int64
+}
+
+// wait takes one request from the budget.
+func (r *reader) wait(ctx context.Context) error {
+	if err := r.budget.Wait(ctx); err != nil {
+		return err
+	}
+	r.requests++
+	providerRequestsTotal.Inc()
+	return nil
+}
+
+// list reads every charge and refund the provider created in [from, to),
+// and the disputes created since from (a dispute comes weeks after its
+// charge), attached to their charges. It returns false when the provider
+// has no list.
+func (r *reader) list(ctx context.Context, from, to, now time.Time) ([]reconcile.Object, bool, error) {
+	l, ok := r.provider.(payment.Lister)
+	if !ok {
+		return nil, false, nil
+	}
+	var objects []reconcile.Object
+	charges := map[string]int{}
+	for _, kind := range []payment.ListKind{payment.KindCharges, payment.KindRefunds} {
+		err := payment.ListAll(ctx, l, payment.ListRequest{Kind: kind, From: from, To: to}, r.wait, func(p payment.ListPage) error {
+			for _, o := range p.Objects {
+				if kind == payment.KindCharges {
+					charges[o.ID] = len(objects)
+				}
+				objects = append(objects, objectOf(kind, o))
+			}
+			return nil
+		})
+		if errors.Is(err, payment.ErrListUnsupported) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, true, fmt.Errorf("cannot list the provider's %s: %w", kind, err)
+		}
+	}
+	err := payment.ListAll(ctx, l, payment.ListRequest{Kind: payment.KindDisputes, From: from, To: now.Add(time.Second)}, r.wait,
+		func(p payment.ListPage) error {
+			for _, d := range p.Objects {
+				if i, ok := charges[d.Charge]; ok && d.State != payment.StateNotCharged {
+					objects[i].Dispute = d.ID
+				}
+			}
+			return nil
+		})
+	if err != nil && !errors.Is(err, payment.ErrListUnsupported) {
+		return nil, true, fmt.Errorf("cannot list the provider's disputes: %w", err)
+	}
+	return objects, true, nil
+}
+
+// lookup asks the provider for what it holds under the records' keys:
+// charges by key (a Looker), refunds by their charge (a Refunder). It is
+// how a provider without a list is reconciled, and how a record whose
+// object the list of the window does not hold is checked just outside it.
+func (r *reader) lookup(ctx context.Context, records, all []record) ([]reconcile.Object, error) {
+	var objects []reconcile.Object
+	var keys []string
+	charges := map[string]bool{}
+	for _, rec := range records {
+		switch {
+		case rec.Kind == reconcile.Charge:
+			keys = append(keys, rec.Key)
+		case rec.ChargeKey != "" || rec.ID != "":
+			if id := chargeOf(all, rec); id != "" {
+				charges[id] = true
+			}
+		}
+	}
+	if looker, ok := r.provider.(payment.Looker); ok {
+		for i := 0; i < len(keys); i += payment.MaxLookupKeys {
+			batch := keys[i:min(i+payment.MaxLookupKeys, len(keys))]
+			if err := r.wait(ctx); err != nil {
+				return nil, err
+			}
+			found, err := looker.Lookup(ctx, batch)
+			if err != nil {
+				return nil, fmt.Errorf("cannot look the cluster's keys up at the provider: %w", err)
+			}
+			for key, fs := range found {
+				for _, f := range fs {
+					objects = append(objects, foundObject(reconcile.Charge, key, f, ""))
+				}
+			}
+		}
+	}
+	if refunder, ok := r.provider.(payment.Refunder); ok {
+		for id := range charges {
+			if err := r.wait(ctx); err != nil {
+				return nil, err
+			}
+			book, err := payment.ListRefunds(ctx, refunder, id)
+			if err != nil {
+				return nil, fmt.Errorf("cannot read the refunds of charge %s at the provider: %w", id, err)
+			}
+			for key, fs := range book.Refunds {
+				for _, f := range fs {
+					objects = append(objects, foundObject(reconcile.Refund, key, f, id))
+				}
+			}
+		}
+	}
+	return objects, nil
+}
+
+// chargeOf is the provider's id of the charge a refund record refunds,
+// from the records of its charge's key.
+func chargeOf(records []record, refund record) string {
+	for _, rec := range records {
+		if rec.Kind == reconcile.Charge && rec.Key == refund.ChargeKey && rec.ID != "" {
+			return rec.ID
+		}
+	}
+	return ""
+}
+
+// objectOf is a listed charge or refund as the comparison reads it.
+func objectOf(kind payment.ListKind, o payment.Listed) reconcile.Object {
+	k := reconcile.Charge
+	if kind == payment.KindRefunds {
+		k = reconcile.Refund
+	}
+	return reconcile.Object{Kind: k, ID: o.ID, Key: o.Key, Status: statusOf(o.Status, o.State), Amount: o.Amount,
+		Currency: strings.ToLower(o.Currency), Charge: o.Charge}
+}
+
+// foundObject is a charge or refund found by its key.
+func foundObject(k reconcile.Kind, key string, f payment.Found, charge string) reconcile.Object {
+	return reconcile.Object{Kind: k, ID: f.ID, Key: key, Status: statusOf(f.Status, f.State), Amount: f.Amount,
+		Currency: strings.ToLower(f.Currency), Charge: charge}
+}
+
+// statusOf reads a provider's state as the comparison does: a canceled
+// object apart from other ones that moved no money.
+func statusOf(word string, state payment.ChargeState) reconcile.Status {
+	switch {
+	case state == payment.StateSucceeded:
+		return reconcile.StatusSucceeded
+	case state == payment.StatePending:
+		return reconcile.StatusPending
+	case strings.EqualFold(word, "canceled") || strings.EqualFold(word, "cancelled"):
+		return reconcile.StatusCanceled
+	}
+	return reconcile.StatusFailed
+}
