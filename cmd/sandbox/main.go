@@ -45,6 +45,14 @@ limitations under the License.
 // D later, and POST /_sandbox/refunds/{id}/fail fails a refund after it
 // succeeded, as a card refund can fail days later.
 //
+// For reconciliation it lists what it holds, newest first, a page at a
+// time: GET /v1/payment_intents, /v1/refunds and /v1/disputes with
+// created[gte] and created[lt], and GET /http/list in the HTTP contract.
+// PUT and DELETE /_sandbox/intents/{id}, POST /_sandbox/intents/{id}/status
+// and /dispute, and POST /_sandbox/disputes/{id}/status change its books
+// behind a client's back (see sandbox.NewServer); --read-rate limits the
+// reads.
+//
 // It prints "sandbox listening on http://ADDR" on stdout once it listens,
 // logs one line per request on stderr, and stops gracefully on SIGINT or
 // SIGTERM. Invalid flags exit with status 2.

@@ -271,3 +271,58 @@ func BenchmarkListIntents(b *testing.B) {
 		}
 	}
 }
+
+// TestListFollowsRandomPutsAndDeletes checks the list against a model
+// after puts, replaces and deletes in a random order, enough of them to
+// split blocks of the index and to empty some.
+func TestListFollowsRandomPutsAndDeletes(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine()
+	rnd := rand.New(rand.NewPCG(3, 4))
+	model := map[string]sandbox.Intent{}
+	var known []string
+	for range 6000 {
+		created := listStart.Add(time.Duration(rnd.IntN(50)) * time.Second)
+		switch op := rnd.IntN(10); {
+		case op < 6 || len(known) == 0:
+			in := e.PutIntent(sandbox.Intent{Amount: 100, Currency: "eur", Created: created})
+			model[in.ID] = in
+			known = append(known, in.ID)
+		case op < 8:
+			in := model[known[rnd.IntN(len(known))]]
+			if in.ID == "" {
+				continue
+			}
+			in.Created = created
+			model[in.ID] = e.PutIntent(in)
+		default:
+			id := known[rnd.IntN(len(known))]
+			if _, ok := model[id]; ok {
+				g.Expect(e.DeleteIntent(id)).To(Succeed())
+				delete(model, id)
+			}
+		}
+	}
+	want := make([]sandbox.Intent, 0, len(model))
+	for _, in := range model {
+		want = append(want, in)
+	}
+	slices.SortFunc(want, newestFirst)
+	got, _ := listAll(g, e, sandbox.ListQuery{Limit: 37})
+	g.Expect(ids(got)).To(Equal(ids(want)))
+
+	// Deleting every other, then the rest, empties blocks.
+	for i, in := range want {
+		if i%2 == 0 {
+			g.Expect(e.DeleteIntent(in.ID)).To(Succeed())
+		}
+	}
+	got, _ = listAll(g, e, sandbox.ListQuery{Limit: 100})
+	g.Expect(got).To(HaveLen(len(want) / 2))
+	for _, in := range got {
+		g.Expect(e.DeleteIntent(in.ID)).To(Succeed())
+	}
+	got, _ = listAll(g, e, sandbox.ListQuery{})
+	g.Expect(got).To(BeEmpty())
+}
