@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -132,7 +133,8 @@ func (s *server) listPaymentIntents(w http.ResponseWriter, r *http.Request) {
 }
 
 // listDisputes answers a page of the disputes of the window, of every
-// PaymentIntent or of payment_intent, newest first (Engine.ListDisputes).
+// PaymentIntent or of payment_intent (or charge), newest first
+// (Engine.ListDisputes).
 func (s *server) listDisputes(w http.ResponseWriter, r *http.Request) {
 	q, se := listQueryOf(r.URL.Query())
 	if se != nil {
@@ -140,6 +142,10 @@ func (s *server) listDisputes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.PaymentIntent = r.URL.Query().Get("payment_intent")
+	if charge, ok := strings.CutPrefix(r.URL.Query().Get("charge"), "ch_"); ok && q.PaymentIntent == "" {
+		// A charge's ID is its PaymentIntent's (chargeID).
+		q.PaymentIntent = "pi_" + charge
+	}
 	page, more, err := s.engine.ListDisputes(q)
 	if err != nil {
 		writeEngineError(w, err)

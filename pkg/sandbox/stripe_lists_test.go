@@ -228,6 +228,9 @@ func TestServerListsAndRetrievesDisputes(t *testing.T) {
 		url.Values{"payment_intent": {opened[2].PaymentIntent}})
 	g.Expect(one.Data).To(HaveLen(1))
 	g.Expect(one.Data[0]).To(HaveKeyWithValue("id", opened[2].ID))
+	one = getList(g, srv, "/v1/disputes", url.Values{"charge": {opened[3].Charge}})
+	g.Expect(one.Data).To(HaveLen(1))
+	g.Expect(one.Data[0]).To(HaveKeyWithValue("id", opened[3].ID))
 }
 
 func TestOpenDisputeRefuses(t *testing.T) {
