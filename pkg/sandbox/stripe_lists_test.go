@@ -291,4 +291,7 @@ func TestReadRateLimit(t *testing.T) {
 	g.Expect(s.Reads).To(BeEquivalentTo(11))
 	g.Expect(s.Lists).To(BeEquivalentTo(2))
 	g.Expect(s.Searches).To(BeEquivalentTo(1))
+	stats := contractBody(g, sendControl(g, srv, http.MethodGet, "/_sandbox/stats", ""))
+	g.Expect(stats).To(HaveKeyWithValue("reads", 11.0))
+	g.Expect(stats).To(HaveKeyWithValue("lists", 2.0))
 }
