@@ -54,6 +54,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
@@ -361,6 +362,18 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 				Namespaces: cfg.namespaces})).To(Succeed())
 		}
 	}
+
+	// Reconciliation, read-only, with no settle margin: a test's window
+	// ends when its payments are done.
+	var recordsLedger paymentreconciliation.Ledger
+	if l != nil {
+		recordsLedger = paymentreconciliation.PagesLedger(l, mgr.GetAPIReader())
+	}
+	g.Expect((&paymentreconciliation.Reconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Providers: adapters, Ledger: recordsLedger,
+		Recorder: mgr.GetEventRecorder("paymentreconciliation-controller"), Clock: clock.RealClock{},
+		Namespaces: cfg.namespaces,
+	}).SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &testManager{holder: holder, ledger: l, counter: counter, cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{})}

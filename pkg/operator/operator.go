@@ -239,6 +239,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Ledger:    reconciliationLedger(outcomes, mgr),
 		Recorder:  mgr.GetEventRecorder("paymentreconciliation-controller"),
 		Clock:     clock.RealClock{},
+		// A window that ends now leaves out the payments whose outcome
+		// the cluster has not recorded yet.
+		SettleMargin: paymentreconciliation.DefaultSettleMargin,
+		Namespaces:   opts.Namespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the PaymentReconciliation controller: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -31,8 +32,10 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
@@ -65,10 +68,11 @@ const (
 )
 
 const (
-	// SettleMargin is how long before now a window without spec.to ends,
-	// and how long after spec.to a run waits: payments whose outcome the
-	// cluster has not recorded yet, in the last seconds, are no finding.
-	SettleMargin = 5 * time.Minute
+	// DefaultSettleMargin is how long before now a window without spec.to
+	// ends, and how long after spec.to a run waits: payments whose outcome
+	// the cluster has not recorded yet, in the last minutes, are no
+	// finding.
+	DefaultSettleMargin = 5 * time.Minute
 	// DefaultRequestsPerSecond is a run's provider budget without
 	// spec.requestsPerSecond: a quarter of Stripe's live read limit.
 	DefaultRequestsPerSecond = 25
@@ -91,6 +95,11 @@ type Reconciler struct {
 	Ledger   Ledger
 	Recorder events.EventRecorder
 	Clock    clock.Clock
+	// SettleMargin: see DefaultSettleMargin; zero waits for nothing.
+	SettleMargin time.Duration
+	// Namespaces are the namespaces the manager watches; empty for all. A
+	// manager runs only the reconciliations of providers in them.
+	Namespaces []string
 }
 
 // Reconcile runs one PaymentReconciliation to its end.
@@ -104,12 +113,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	now := r.Clock.Now()
 	if pr.Status.Window == nil {
-		from, to := windowOf(pr.Spec, now)
+		from, to := windowOf(pr.Spec, now, r.SettleMargin)
 		pr.Status.Window = &paymentsv1alpha1.ReconciliationWindow{From: metav1.NewTime(from), To: metav1.NewTime(to)}
 	}
 	from, to := pr.Status.Window.From.Time, pr.Status.Window.To.Time
-	if wait := to.Add(SettleMargin).Sub(now); wait > 0 {
-		msg := fmt.Sprintf("The window ends at %s; the run starts %s after it, when the provider's books for it are settled", to.UTC().Format(time.RFC3339), SettleMargin)
+	if wait := to.Add(r.SettleMargin).Sub(now); wait > 0 {
+		msg := fmt.Sprintf("The window ends at %s; the run starts %s after it, when the provider's books for it are settled", to.UTC().Format(time.RFC3339), r.SettleMargin)
 		return ctrl.Result{RequeueAfter: wait}, r.progress(ctx, pr, paymentsv1alpha1.ReconciliationPending, ReasonWaitingForWindow, msg, false)
 	}
 
@@ -327,8 +336,8 @@ func conditionsEqual(a, b []metav1.Condition) bool {
 }
 
 // windowOf resolves a spec's window for a run that starts at now.
-func windowOf(spec paymentsv1alpha1.PaymentReconciliationSpec, now time.Time) (time.Time, time.Time) {
-	to := now.Add(-SettleMargin)
+func windowOf(spec paymentsv1alpha1.PaymentReconciliationSpec, now time.Time, margin time.Duration) (time.Time, time.Time) {
+	to := now.Add(-margin)
 	if spec.To != nil {
 		to = spec.To.Time
 	}
@@ -356,7 +365,10 @@ func describeAccount(id paymentsv1alpha1.ProviderIdentity) string {
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&paymentsv1alpha1.PaymentReconciliation{}).
+		For(&paymentsv1alpha1.PaymentReconciliation{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			pr, ok := o.(*paymentsv1alpha1.PaymentReconciliation)
+			return ok && (len(r.Namespaces) == 0 || slices.Contains(r.Namespaces, pr.Spec.ProviderRef.Namespace))
+		}))).
 		Named("paymentreconciliation").
 		Complete(r)
 }
