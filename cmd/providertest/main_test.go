@@ -85,7 +85,7 @@ func TestRunPassesTheSandbox(t *testing.T) {
 	g.Expect(code).To(Equal(0))
 	g.Expect(stderr).To(BeEmpty())
 	g.Expect(stdout).To(HavePrefix("RULE "))
-	g.Expect(stdout).To(ContainSubstring("15 passed, 0 failed, 1 skipped"))
+	g.Expect(stdout).To(ContainSubstring("15 passed, 0 failed, 4 skipped"))
 	for _, rule := range append([]string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
 		providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup, providertest.RuleErrorBody,
 		providertest.RuleKeyRequired}, refundRules...) {
@@ -107,7 +107,7 @@ func TestRunSkipsTheRefundRulesWithoutARefundURL(t *testing.T) {
 	for _, rule := range refundRules {
 		g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +.*--refund-url\) is not set`, rule))
 	}
-	g.Expect(stdout).To(ContainSubstring("9 passed, 0 failed, 7 skipped"))
+	g.Expect(stdout).To(ContainSubstring("9 passed, 0 failed, 10 skipped"))
 }
 
 func TestRunFailsABrokenService(t *testing.T) {
@@ -168,6 +168,8 @@ func TestRunRefusesInvalidCommandLines(t *testing.T) {
 		{name: "not http", args: []string{"--url", "ftp://127.0.0.1/charges"}, wantErr: "scheme must be http or https"},
 		{name: "refund url not http", args: []string{"--url", "http://127.0.0.1/c", "--refund-url", "ftp://127.0.0.1/refunds"},
 			wantErr: "refund url"},
+		{name: "list url not http", args: []string{"--url", "http://127.0.0.1/c", "--list-url", "ftp://127.0.0.1/list"},
+			wantErr: "list url"},
 		{name: "unknown flag", args: []string{"--url", "http://127.0.0.1/c", "--port", "1"}, wantErr: "-port"},
 		{name: "positional argument", args: []string{"--url", "http://127.0.0.1/c", "now"}, wantErr: "unexpected arguments"},
 		{name: "zero timeout", args: []string{"--url", "http://127.0.0.1/c", "--timeout", "0s"}, wantErr: "--timeout"},
@@ -194,5 +196,6 @@ func TestRunPrintsHelp(t *testing.T) {
 	g.Expect(code).To(Equal(0))
 	g.Expect(stdout).To(ContainSubstring("Usage: providertest --url URL"))
 	g.Expect(stdout).To(ContainSubstring("-refund-url"))
+	g.Expect(stdout).To(ContainSubstring("-list-url"))
 	g.Expect(stdout).To(ContainSubstring(tokenEnv))
 }
