@@ -22,9 +22,10 @@ limitations under the License.
 //
 // It also serves the operator's generic HTTP contract under /http/charges.
 // Flags shape it like a real provider: --account-id names the account,
-// --search-lag delays search like Stripe's index, --write-rate and
-// --search-rate (or --live-rate-limits, Stripe's live-mode limits, where an
-// explicit rate wins over the preset) answer 429 beyond a rate, and
+// --search-lag delays search like Stripe's index, --write-rate,
+// --search-rate and --read-rate (or --live-rate-limits, Stripe's live-mode
+// limits, where an explicit rate wins over the preset) answer 429 beyond a
+// rate, and
 // --idempotency=false charges every request, to prove that a client never
 // sends the same payment twice.
 //
@@ -43,6 +44,14 @@ limitations under the License.
 // --refund-settle-delay=D answers new refunds pending and lets them succeed
 // D later, and POST /_sandbox/refunds/{id}/fail fails a refund after it
 // succeeded, as a card refund can fail days later.
+//
+// For reconciliation it lists what it holds, newest first, a page at a
+// time: GET /v1/payment_intents, /v1/refunds and /v1/disputes with
+// created[gte] and created[lt], and GET /http/list in the HTTP contract.
+// PUT and DELETE /_sandbox/intents/{id}, POST /_sandbox/intents/{id}/status
+// and /dispute, and POST /_sandbox/disputes/{id}/status change its books
+// behind a client's back (see sandbox.NewServer); --read-rate limits the
+// reads.
 //
 // It prints "sandbox listening on http://ADDR" on stdout once it listens,
 // logs one line per request on stderr, and stops gracefully on SIGINT or
@@ -147,6 +156,9 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		"The create requests per second accepted, with a burst of the rate rounded up; beyond, 429. 0 is unlimited.")
 	fs.Float64Var(&c.limits.Searches, "search-rate", 0,
 		"The search and lookup requests per second accepted, with a burst of the rate rounded up; beyond, 429. 0 is unlimited.")
+	fs.Float64Var(&c.limits.Reads, "read-rate", 0,
+		"The read requests per second accepted (every GET of /v1 but search, and GET /http/list), "+
+			"with a burst of the rate rounded up; beyond, 429. 0 is unlimited.")
 	fs.Func("require-action",
 		"A payment method whose intents are left in requires_action (waiting for 3-D Secure), off_session or not; "+
 			"comma-separated, repeatable. Any name is accepted, such as pm_card_visa or pm_card_forced3ds. "+
@@ -163,8 +175,8 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 			return nil
 		})
 	live := fs.Bool("live-rate-limits", false,
-		"Stripe's live-mode rate limits: 100 writes and 20 searches per second. "+
-			"An explicit --write-rate or --search-rate wins over its part of the preset.")
+		"Stripe's live-mode rate limits: 100 writes, 20 searches and 100 reads per second. "+
+			"An explicit --write-rate, --search-rate or --read-rate wins over its part of the preset.")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -179,15 +191,7 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		return nil, usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
 	}
 	if *live {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		preset := sandbox.LiveRateLimits()
-		if !set["write-rate"] {
-			c.limits.Writes = preset.Writes
-		}
-		if !set["search-rate"] {
-			c.limits.Searches = preset.Searches
-		}
+		c.limits = livePreset(fs, c.limits)
 	}
 	if c.searchLag < 0 {
 		return nil, usageError{fmt.Errorf("--search-lag must not be negative, got %s", c.searchLag)}
@@ -214,6 +218,7 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	}{
 		{"write-rate", c.limits.Writes},
 		{"search-rate", c.limits.Searches},
+		{"read-rate", c.limits.Reads},
 	} {
 		if !(r.value >= 0 && r.value <= math.MaxFloat64) {
 			return nil, usageError{fmt.Errorf("--%s must be a finite number of requests per second, 0 or more, got %v",
@@ -226,6 +231,27 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		}
 	}
 	return &c, nil
+}
+
+// livePreset returns limits with Stripe's live-mode rates in place of the
+// rates whose flag fs did not set.
+func livePreset(fs *flag.FlagSet, limits sandbox.RateLimits) sandbox.RateLimits {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	preset := sandbox.LiveRateLimits()
+	for _, r := range []struct {
+		flag     string
+		from, to *float64
+	}{
+		{"write-rate", &preset.Writes, &limits.Writes},
+		{"search-rate", &preset.Searches, &limits.Searches},
+		{"read-rate", &preset.Reads, &limits.Reads},
+	} {
+		if !set[r.flag] {
+			*r.to = *r.from
+		}
+	}
+	return limits
 }
 
 // validPaymentMethod reports whether pm is letters, digits and '_' only,
@@ -300,7 +326,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		"errorAfterCommit", cfg.faults.ErrorAfterCommit, "rateLimit", cfg.faults.RateLimit,
 		"retryAfter", cfg.faults.RetryAfter, "latencyMin", cfg.faults.LatencyMin, "latencyMax", cfg.faults.LatencyMax,
 		"account", engine.Account(), "idempotency", cfg.idempotency, "searchLag", cfg.searchLag,
-		"writeRate", cfg.limits.Writes, "searchRate", cfg.limits.Searches, "requireAction", cfg.requireAction,
+		"writeRate", cfg.limits.Writes, "searchRate", cfg.limits.Searches, "readRate", cfg.limits.Reads, "requireAction", cfg.requireAction,
 		"refundSettleDelay", cfg.refundDelay)
 	if _, err := fmt.Fprintf(stdout, "sandbox listening on http://%s\n", ln.Addr()); err != nil {
 		_ = srv.Close()

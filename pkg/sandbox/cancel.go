@@ -117,7 +117,7 @@ func (e *Engine) CancelPaymentIntent(key, id, reason string) (Intent, bool, erro
 	}
 	in.Status = StatusCanceled
 	in.CancellationReason = reason
-	e.intents[id] = in
+	e.storeIntentLocked(in)
 	e.stats.Cancels++
 	if key != "" && e.idempotent {
 		saved := in.clone()
@@ -147,7 +147,7 @@ func (e *Engine) CompleteAction(id string) error {
 			id, in.Status, StatusRequiresAction)
 	}
 	in.Status = StatusSucceeded
-	e.intents[id] = in
+	e.storeIntentLocked(in)
 	e.stats.Charges++
 	e.stats.ChargesByKey[in.IdempotencyKey]++
 	return nil

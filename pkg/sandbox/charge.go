@@ -244,7 +244,7 @@ func (e *Engine) commit(key string, p PaymentIntentParams, o ConfirmOptions, t *
 		// and answers the card error with it.
 		in.Status = StatusRequiresPaymentMethod
 		in.LastPaymentError = authenticationRequiredError()
-		e.intents[in.ID] = in
+		e.storeIntentLocked(in)
 		s.err = authenticationRequiredError()
 		saved := in.clone()
 		s.err.intent = &saved
@@ -252,13 +252,13 @@ func (e *Engine) commit(key string, p PaymentIntentParams, o ConfirmOptions, t *
 		return answer{err: s.err.clone()}, lost
 	case card.auth != authNone:
 		in.Status = StatusRequiresAction
-		e.intents[in.ID] = in
+		e.storeIntentLocked(in)
 		saved := in.clone()
 		s.saved = &saved
 		e.stats.RequiresAction++
 		return answer{intent: in.clone()}, lost
 	}
-	e.intents[in.ID] = in
+	e.storeIntentLocked(in)
 	saved := in.clone()
 	s.saved = &saved
 	e.stats.Charges++

@@ -99,6 +99,8 @@ func (s *server) getStats(w http.ResponseWriter, _ *http.Request) {
 		RateLimited:       st.RateLimited,
 		Searches:          st.Searches,
 		Retrieves:         st.Retrieves,
+		Reads:             st.Reads,
+		Lists:             st.Lists,
 		KeysForgotten:     st.KeysForgotten,
 		ChargesByKey:      st.ChargesByKey,
 		RefundRequests:    st.RefundRequests,
@@ -147,6 +149,8 @@ type statsBody struct {
 	RateLimited       int64          `json:"rateLimited"`
 	Searches          int64          `json:"searches"`
 	Retrieves         int64          `json:"retrieves"`
+	Reads             int64          `json:"reads"`
+	Lists             int64          `json:"lists"`
 	KeysForgotten     int64          `json:"keysForgotten"`
 	ChargesByKey      map[string]int `json:"chargesByKey"`
 	RefundRequests    int64          `json:"refundRequests"`

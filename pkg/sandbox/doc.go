@@ -54,6 +54,16 @@ limitations under the License.
 // ListRefunds and Refunded are the oracle that proves a caller never
 // refunds twice; Stats.RefundsByKey counts the refunds made under each key.
 //
+// Reconciliation reads the provider's books as Stripe's lists do:
+// ListIntents, ListRefundsPage and ListDisputes (GET /v1/payment_intents,
+// /v1/refunds, /v1/disputes, and the HTTP contract's GET /http/list) answer
+// the objects created in a window, newest first, a page at a time, from an
+// index that keeps a page O(log n + page) at any size. Tests make the books
+// disagree with the operator's through PutIntent (an amount changed),
+// DeleteIntent (a charge the provider lost), OpenDispute and
+// SetDisputeStatus, in-process or over the /_sandbox routes; reads are
+// limited by RateLimits.Reads, as Stripe's live mode limits them.
+//
 // The Engine holds the state and knows nothing of HTTP, so that an HTTP
 // server can be put on top of it; its errors are *StripeError values that
 // carry the HTTP status and the fields of a Stripe error body. NewServer

@@ -40,6 +40,7 @@ type Engine struct {
 	limits      RateLimits
 	writes      *rate.Limiter
 	searches    *rate.Limiter
+	reads       *rate.Limiter
 	faults      Faults
 	failNext    map[FaultKind]int
 	failNextAny map[FaultKind]int
@@ -49,6 +50,9 @@ type Engine struct {
 	declined map[string]testCard
 	keys     map[string]*keyState
 	intents  map[string]Intent
+	// intentIndex orders the intents by (Created, ID) for the lists, as
+	// refundIndex and disputeIndex order the refunds and the disputes.
+	intentIndex createdIndex
 	// refunds are the refunds by ID, refundOrder their IDs in the order
 	// they were created, refundsOf the same by PaymentIntent (Stripe lists
 	// a PaymentIntent's refunds from an index too), and settles when each
@@ -58,7 +62,13 @@ type Engine struct {
 	refundsOf   map[string][]string
 	settles     map[string]time.Time
 	refundDelay time.Duration
-	stats       Stats
+	refundIndex createdIndex
+	// disputes are the disputes by ID, disputesOf their IDs by
+	// PaymentIntent.
+	disputes     map[string]Dispute
+	disputesOf   map[string][]string
+	disputeIndex createdIndex
+	stats        Stats
 }
 
 // NewEngine returns an Engine without faults, rate limits or search lag,
@@ -75,6 +85,8 @@ func NewEngine(opts ...Option) *Engine {
 		refunds:     map[string]Refund{},
 		refundsOf:   map[string][]string{},
 		settles:     map[string]time.Time{},
+		disputes:    map[string]Dispute{},
+		disputesOf:  map[string][]string{},
 		stats:       Stats{ChargesByKey: map[string]int{}, RefundsByKey: map[string]int{}},
 	}
 	for _, opt := range opts {
@@ -83,7 +95,7 @@ func NewEngine(opts ...Option) *Engine {
 	if e.account == "" {
 		e.account = "acct_" + e.randomText(16)
 	}
-	e.writes, e.searches = e.limits.limiters()
+	e.writes, e.searches, e.reads = e.limits.limiters()
 	return e
 }
 
@@ -153,13 +165,21 @@ type Stats struct {
 	// Faults counts the injected faults answered, of every kind; requests
 	// refused by the RateLimits are counted in RateLimited instead.
 	Faults int64
-	// RateLimited counts the create and search requests refused with a 429
-	// because they went beyond the RateLimits.
+	// RateLimited counts the create, search and read requests refused with
+	// a 429 because they went beyond the RateLimits.
 	RateLimited int64
 	// Searches counts every search request, answered or refused.
 	Searches int64
 	// Retrieves counts the GetPaymentIntent reads.
 	Retrieves int64
+	// Reads counts the HTTP read requests subject to RateLimits.Reads
+	// (every GET of /v1 but search, and GET /http/list), answered or
+	// refused.
+	Reads int64
+	// Lists counts the calls of ListIntents, ListRefundsPage and
+	// ListDisputes, and so the list requests of both HTTP APIs that were
+	// not refused before (by the rate limit or a malformed parameter).
+	Lists int64
 	// KeysForgotten counts the idempotency keys forgotten by ForgetKeys.
 	KeysForgotten int64
 	// ChargesByKey counts the payments whose money moved, by idempotency key.

@@ -19,6 +19,7 @@ package sandbox_test
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -81,4 +82,36 @@ func ExampleEngine_CreateRefund() {
 	// true true 1500
 	// 400 amount_too_large
 	// 0
+}
+
+// A list pages through what the provider created in a window, newest
+// first: From is inclusive and To exclusive, to the second, and each page
+// starts after the last object of the one before.
+func ExampleEngine_ListIntents() {
+	e := sandbox.NewEngine()
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		e.PutIntent(sandbox.Intent{ID: fmt.Sprintf("pi_%d", i), Amount: 1000, Currency: "eur",
+			Created: start.Add(time.Duration(i) * time.Minute)})
+	}
+
+	q := sandbox.ListQuery{From: start.Add(time.Minute), To: start.Add(4 * time.Minute), Limit: 2}
+	for {
+		page, more, err := e.ListIntents(q)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, in := range page {
+			fmt.Print(in.ID, " ")
+		}
+		fmt.Println(more)
+		if !more {
+			break
+		}
+		q.StartingAfter = page[len(page)-1].ID
+	}
+	// Output:
+	// pi_3 pi_2 true
+	// pi_1 false
 }

@@ -46,7 +46,7 @@ func (e *Engine) PutIntent(in Intent) Intent {
 	if in.Status == "" {
 		in.Status = StatusSucceeded
 	}
-	e.intents[in.ID] = in
+	e.storeIntentLocked(in)
 	return in.clone()
 }
 
@@ -64,6 +64,23 @@ func (e *Engine) SetIntentStatus(id, status string) error {
 		return fmt.Errorf("cannot set the status of payment intent %s: no such payment intent", id)
 	}
 	in.Status = status
-	e.intents[id] = in
+	e.storeIntentLocked(in)
+	return nil
+}
+
+// DeleteIntent removes the intent with id from the Engine's books, as if
+// the provider had lost the charge: it is no longer retrieved, listed,
+// searched, refunded or disputed. Its refunds and disputes, books of their
+// own, stay; a key saved for it still replays the answer saved. It returns
+// an error for an unknown id.
+func (e *Engine) DeleteIntent(id string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	in, ok := e.intents[id]
+	if !ok {
+		return fmt.Errorf("cannot delete payment intent %s: no such payment intent", id)
+	}
+	e.intentIndex.remove(keyOf(in.Created, in.ID))
+	delete(e.intents, id)
 	return nil
 }

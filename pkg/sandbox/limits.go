@@ -39,12 +39,17 @@ type RateLimits struct {
 	Writes float64
 	// Searches is the search requests per second; 0 is unlimited.
 	Searches float64
+	// Reads is the read requests per second of the HTTP server: every GET
+	// of /v1 (retrieves and lists) but search, which has its own rate, and
+	// GET /http/list; 0 is unlimited. The Engine's own methods are not
+	// limited by it.
+	Reads float64
 }
 
 // LiveRateLimits returns Stripe's default rate limits in live mode: 100
-// writes and 20 searches a second.
+// writes, 20 searches and 100 reads a second.
 func LiveRateLimits() RateLimits {
-	return RateLimits{Writes: 100, Searches: 20}
+	return RateLimits{Writes: 100, Searches: 20, Reads: 100}
 }
 
 // validate returns an error when a rate is negative or not a finite number.
@@ -55,6 +60,7 @@ func (l RateLimits) validate() error {
 	}{
 		{"writes", l.Writes},
 		{"searches", l.Searches},
+		{"reads", l.Reads},
 	} {
 		// Written so that NaN is refused too.
 		if !(r.value >= 0 && r.value <= math.MaxFloat64) {
@@ -64,10 +70,10 @@ func (l RateLimits) validate() error {
 	return nil
 }
 
-// limiters returns the full buckets of the writes and the searches; nil
-// for an unlimited rate.
-func (l RateLimits) limiters() (writes, searches *rate.Limiter) {
-	return limiter(l.Writes), limiter(l.Searches)
+// limiters returns the full buckets of the writes, the searches and the
+// reads; nil for an unlimited rate.
+func (l RateLimits) limiters() (writes, searches, reads *rate.Limiter) {
+	return limiter(l.Writes), limiter(l.Searches), limiter(l.Reads)
 }
 
 // limiter is a full token bucket of perSecond, nil when it is 0.
@@ -96,7 +102,7 @@ func (e *Engine) SetRateLimits(l RateLimits) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.limits = l
-	e.writes, e.searches = l.limiters()
+	e.writes, e.searches, e.reads = l.limiters()
 	return nil
 }
 
@@ -115,4 +121,16 @@ func (e *Engine) allow(bucket *rate.Limiter) bool {
 	}
 	e.stats.RateLimited++
 	return false
+}
+
+// admitRead counts a read request of the HTTP server in Stats.Reads and
+// returns the 429 of a request beyond RateLimits.Reads, nil otherwise.
+func (e *Engine) admitRead() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stats.Reads++
+	if !e.allow(e.reads) {
+		return rateLimitError(RateLimitRetryAfter, false)
+	}
+	return nil
 }

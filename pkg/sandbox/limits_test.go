@@ -95,7 +95,7 @@ func TestRateLimitsCanBeLifted(t *testing.T) {
 		_, _, err = e.CreatePaymentIntent(key, request(1000, sandbox.PaymentMethodVisa))
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	g.Expect(sandbox.LiveRateLimits()).To(Equal(sandbox.RateLimits{Writes: 100, Searches: 20}))
+	g.Expect(sandbox.LiveRateLimits()).To(Equal(sandbox.RateLimits{Writes: 100, Searches: 20, Reads: 100}))
 }
 
 func TestSetRateLimitsRejectsInvalidRates(t *testing.T) {
@@ -106,6 +106,7 @@ func TestSetRateLimitsRejectsInvalidRates(t *testing.T) {
 	}{
 		{name: "negative writes", limits: sandbox.RateLimits{Writes: -1}},
 		{name: "negative searches", limits: sandbox.RateLimits{Searches: -0.5}},
+		{name: "negative reads", limits: sandbox.RateLimits{Reads: -2}},
 		{name: "NaN", limits: sandbox.RateLimits{Writes: math.NaN()}},
 		{name: "infinite", limits: sandbox.RateLimits{Searches: math.Inf(1)}},
 	}

@@ -247,6 +247,7 @@ func (e *Engine) commitRefund(key string, p RefundParams, t *ticket) (a answer, 
 		e.settles[r.ID] = r.Created.Add(e.refundDelay)
 	}
 	e.refunds[r.ID] = r
+	e.refundIndex.insert(keyOf(r.Created, r.ID))
 	e.refundOrder = append(e.refundOrder, r.ID)
 	e.refundsOf[r.PaymentIntent] = append(e.refundsOf[r.PaymentIntent], r.ID)
 	saved := r.clone()

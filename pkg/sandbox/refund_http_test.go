@@ -230,10 +230,11 @@ func TestServerListsRefundsAPageAtATime(t *testing.T) {
 	g.Expect(ids).To(Equal([]string{other}))
 
 	for query, wantStatus := range map[string]int{
-		"limit=0":                   http.StatusBadRequest,
-		"limit=101":                 http.StatusBadRequest,
-		"starting_after=re_missing": http.StatusNotFound,
-		"payment_intent=" + b + "&starting_after=" + made[0]:      http.StatusNotFound,
+		"limit=0":   http.StatusBadRequest,
+		"limit=101": http.StatusBadRequest,
+		// A cursor that is not in the list is a bad parameter.
+		"starting_after=re_missing":                               http.StatusBadRequest,
+		"payment_intent=" + b + "&starting_after=" + made[0]:      http.StatusBadRequest,
 		"payment_intent=pi_missing":                               http.StatusNotFound,
 		"starting_after=" + made[0] + "&ending_before=" + made[1]: http.StatusBadRequest,
 	} {

@@ -47,23 +47,29 @@ type ServerOptions struct {
 }
 
 // NewServer returns an http.Handler that serves the Engine as a subset of
-// Stripe's API, enough for stripe-go to create, retrieve, cancel and search
-// PaymentIntents, to create, list and retrieve their refunds and to read the
-// account, and as the operator's generic
-// HTTP contract (docs/providers.md, "The HTTP contract"):
+// Stripe's API, enough for stripe-go to create, retrieve, cancel, list and
+// search PaymentIntents, to create, list and retrieve their refunds, to list
+// and retrieve disputes and to read the account, and as the operator's
+// generic HTTP contract (docs/providers.md, "The HTTP contract"):
 //
 //	POST /v1/payment_intents              create and confirm (confirm=true; off_session honoured)
+//	GET  /v1/payment_intents              list, newest first (created[gte|gt|lte|lt], limit, starting_after,
+//	                                      ending_before), Engine.ListIntents
 //	GET  /v1/payment_intents/{id}         retrieve
 //	POST /v1/payment_intents/{id}/cancel  cancel (cancellation_reason), Engine.CancelPaymentIntent
 //	GET  /v1/payment_intents/search       search by metadata['key']:'value' joined by AND or by OR
 //	POST /v1/refunds                      refund a PaymentIntent (payment_intent, amount, reason), Engine.CreateRefund
-//	GET  /v1/refunds                      list refunds, newest first (payment_intent, limit, starting_after, ending_before)
+//	GET  /v1/refunds                      list refunds, newest first (payment_intent and the list parameters)
 //	GET  /v1/refunds/{id}                 retrieve a refund
+//	GET  /v1/disputes                     list disputes, newest first (payment_intent and the list parameters)
+//	GET  /v1/disputes/{id}                retrieve a dispute
 //	GET  /v1/account                      the Engine's account
 //	POST /http/charges                    charge, in the HTTP contract's JSON
 //	POST /http/refunds                    refund a charge, in the HTTP contract's JSON
 //	GET  /http/charges/lookup             the charges carrying ?key=K1&key=K2..., at most 10, and with
 //	                                      ?charge=ID that charge and its refunds
+//	GET  /http/list                       a page of the charges or refunds of a window (kind, createdFrom,
+//	                                      createdTo, limit, after), newest first
 //	GET  /_sandbox/stats                  the Engine's Stats and account, without auth
 //	GET  /_sandbox/faults                 the random faults, without auth
 //	PUT  /_sandbox/faults                 replace the random faults, without auth
@@ -73,33 +79,48 @@ type ServerOptions struct {
 //	GET  /_sandbox/refunds                the refund settle delay, without auth
 //	PUT  /_sandbox/refunds                {"settleDelay": "2s"} makes new refunds pending that long (Engine.SetRefundSettleDelay), without auth
 //	POST /_sandbox/refunds/{id}/fail      fail a refund, {"failureReason": R} optional (Engine.FailRefund), without auth
+//	PUT  /_sandbox/intents/{id}           store an intent, {"amount", "currency", "status", "created", "metadata", ...};
+//	                                      fields left out keep the stored ones (Engine.PutIntent), without auth
+//	DELETE /_sandbox/intents/{id}         remove an intent from the books (Engine.DeleteIntent), without auth
+//	POST /_sandbox/intents/{id}/status    {"status": S} (Engine.SetIntentStatus), without auth
+//	POST /_sandbox/intents/{id}/dispute   open a dispute, {"reason": R} optional (Engine.OpenDispute), without auth
+//	POST /_sandbox/disputes/{id}/status   {"status": S} (Engine.SetDisputeStatus), without auth
 //
 // Every /v1 route requires a test API key (TestKeyPrefix), as a Bearer token
 // or as the user name of HTTP Basic auth; its errors have Stripe's shape:
 // {"error": {"type", "code", "decline_code", "param", "message"}}. The /http
 // routes accept any Authorization or none, and answer errors as
 // {"reason", "message"}. Creates and searches on both are subject to the
-// Engine's rate limits, search lag and idempotency mode.
+// Engine's rate limits, search lag and idempotency mode; every other GET of
+// /v1, and GET /http/list, to RateLimits.Reads.
 func NewServer(e *Engine, opts ServerOptions) http.Handler {
 	s := &server{engine: e}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/payment_intents", authenticated(methods{http.MethodPost: s.createPaymentIntent}))
+	mux.Handle("/v1/payment_intents", authenticated(methods{
+		http.MethodGet: s.read(s.listPaymentIntents), http.MethodPost: s.createPaymentIntent}))
 	mux.Handle("/v1/payment_intents/search", authenticated(methods{http.MethodGet: s.searchPaymentIntents}))
-	mux.Handle("/v1/payment_intents/{id}", authenticated(methods{http.MethodGet: s.getPaymentIntent}))
+	mux.Handle("/v1/payment_intents/{id}", authenticated(methods{http.MethodGet: s.read(s.getPaymentIntent)}))
 	mux.Handle("/v1/payment_intents/{id}/cancel", authenticated(methods{http.MethodPost: s.cancelPaymentIntent}))
-	mux.Handle("/v1/refunds", authenticated(methods{http.MethodGet: s.listRefunds, http.MethodPost: s.createRefund}))
-	mux.Handle("/v1/refunds/{id}", authenticated(methods{http.MethodGet: s.getRefund}))
-	mux.Handle("/v1/account", authenticated(methods{http.MethodGet: s.getAccount}))
+	mux.Handle("/v1/refunds", authenticated(methods{http.MethodGet: s.read(s.listRefunds), http.MethodPost: s.createRefund}))
+	mux.Handle("/v1/refunds/{id}", authenticated(methods{http.MethodGet: s.read(s.getRefund)}))
+	mux.Handle("/v1/disputes", authenticated(methods{http.MethodGet: s.read(s.listDisputes)}))
+	mux.Handle("/v1/disputes/{id}", authenticated(methods{http.MethodGet: s.read(s.getDispute)}))
+	mux.Handle("/v1/account", authenticated(methods{http.MethodGet: s.read(s.getAccount)}))
 	mux.Handle("/v1/", authenticated(http.HandlerFunc(notFound)))
 	mux.Handle("/http/charges", methods{http.MethodPost: s.createCharge})
 	mux.Handle("/http/charges/lookup", methods{http.MethodGet: s.lookupCharges})
 	mux.Handle("/http/refunds", methods{http.MethodPost: s.createContractRefund})
+	mux.Handle("/http/list", methods{http.MethodGet: s.listContract})
 	mux.Handle("/_sandbox/stats", methods{http.MethodGet: s.getStats})
 	mux.Handle("/_sandbox/faults", methods{http.MethodGet: s.getFaults, http.MethodPut: s.putFaults})
 	mux.Handle("/_sandbox/forget-keys", methods{http.MethodPost: s.forgetKeys})
 	mux.Handle("/_sandbox/lookup", methods{http.MethodGet: s.getLookup, http.MethodPut: s.putLookup})
 	mux.Handle("/_sandbox/refunds", methods{http.MethodGet: s.getRefundControl, http.MethodPut: s.putRefundControl})
 	mux.Handle("/_sandbox/refunds/{id}/fail", methods{http.MethodPost: s.failRefund})
+	mux.Handle("/_sandbox/intents/{id}", methods{http.MethodPut: s.putIntent, http.MethodDelete: s.deleteIntent})
+	mux.Handle("/_sandbox/intents/{id}/status", methods{http.MethodPost: s.setIntentStatus})
+	mux.Handle("/_sandbox/intents/{id}/dispute", methods{http.MethodPost: s.openDispute})
+	mux.Handle("/_sandbox/disputes/{id}/status", methods{http.MethodPost: s.setDisputeStatus})
 	mux.HandleFunc("/", notFound)
 
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -428,7 +428,7 @@ func TestServerAnswersStripeErrors(t *testing.T) {
 			req:         apiRequest{method: http.MethodDelete, path: "/v1/payment_intents"},
 			wantStatus:  http.StatusMethodNotAllowed,
 			wantError:   apiError{Type: "invalid_request_error", Message: "Unrecognized request method DELETE"},
-			wantHeaders: map[string]string{"Allow": "POST"},
+			wantHeaders: map[string]string{"Allow": "GET, POST"},
 		},
 		{
 			name:        "wrong method on an intent",

@@ -55,6 +55,10 @@ type accountBody struct {
 	DetailsSubmitted bool   `json:"details_submitted"`
 }
 
+// objectPaymentIntent is the object field of a PaymentIntent body, and the
+// word of Stripe's messages for one.
+const objectPaymentIntent = "payment_intent"
+
 // paymentIntentBody is a PaymentIntent as Stripe writes it.
 type paymentIntentBody struct {
 	ID                 string            `json:"id"`
@@ -103,7 +107,7 @@ func intentBody(in Intent) paymentIntentBody {
 	}
 	return paymentIntentBody{
 		ID:                 in.ID,
-		Object:             "payment_intent",
+		Object:             objectPaymentIntent,
 		Amount:             in.Amount,
 		AmountReceived:     received,
 		Currency:           in.Currency,

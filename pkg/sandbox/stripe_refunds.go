@@ -28,13 +28,6 @@ import (
 // The Stripe refund routes, /v1/refunds: create, list and retrieve, and the
 // charge a PaymentIntent's latest_charge expands to.
 
-// Refunds per page of a list when the limit parameter is left out, and at
-// most, as at Stripe.
-const (
-	defaultListLimit = 10
-	maxListLimit     = 100
-)
-
 // createRefund creates a refund of a PaymentIntent (Engine.CreateRefund).
 func (s *server) createRefund(w http.ResponseWriter, r *http.Request) {
 	form, key, ok := readCreate(w, r)
@@ -98,65 +91,27 @@ func (s *server) getRefund(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, refundBodyOf(refund))
 }
 
-// listRefunds answers the refunds of payment_intent, or all of them, newest
-// first, a page of limit at a time after starting_after or before
-// ending_before.
+// listRefunds answers the refunds of payment_intent, or all of them, of the
+// window, newest first, a page of limit at a time after starting_after or
+// before ending_before (Engine.ListRefundsPage). An unknown payment_intent
+// is a 404, as at Stripe.
 func (s *server) listRefunds(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := defaultListLimit
-	if q.Has("limit") {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > maxListLimit {
-			writeStripeError(w, invalidRequest(CodeParameterInvalid, "limit",
-				fmt.Sprintf("Invalid limit: must be an integer between 1 and %d.", maxListLimit)))
-			return
-		}
-		limit = n
-	}
-	after, before := q.Get("starting_after"), q.Get("ending_before")
-	if after != "" && before != "" {
-		writeStripeError(w, invalidRequest(CodeParameterInvalid, "ending_before",
-			"You may only specify one of these parameters: starting_after, ending_before."))
+	q, se := listQueryOf(r.URL.Query())
+	if se != nil {
+		writeStripeError(w, se)
 		return
 	}
-	intent := q.Get("payment_intent")
-	if intent != "" && !s.engine.hasIntent(intent) {
-		writeStripeError(w, noSuchPaymentIntentError(intent))
+	q.PaymentIntent = r.URL.Query().Get("payment_intent")
+	if q.PaymentIntent != "" && !s.engine.hasIntent(q.PaymentIntent) {
+		writeStripeError(w, noSuchPaymentIntentError(q.PaymentIntent))
 		return
 	}
-
-	refunds := s.engine.ListRefunds(intent)
-	var hasMore bool
-	if cursor := after + before; cursor == "" {
-		hasMore = len(refunds) > limit
-		refunds = refunds[:min(limit, len(refunds))]
-	} else {
-		i := slices.IndexFunc(refunds, func(r Refund) bool { return r.ID == cursor })
-		if i < 0 {
-			param := "starting_after"
-			if before != "" {
-				param = "ending_before"
-			}
-			se := invalidRequest(CodeResourceMissing, param, fmt.Sprintf("No such refund: '%s'", cursor))
-			se.HTTPStatus = http.StatusNotFound
-			writeStripeError(w, se)
-			return
-		}
-		if after != "" {
-			refunds = refunds[i+1:]
-			hasMore = len(refunds) > limit
-			refunds = refunds[:min(limit, len(refunds))]
-		} else {
-			refunds = refunds[:i]
-			hasMore = len(refunds) > limit
-			refunds = refunds[max(0, len(refunds)-limit):]
-		}
+	page, more, err := s.engine.ListRefundsPage(q)
+	if err != nil {
+		writeEngineError(w, err)
+		return
 	}
-	body := listBody{Object: "list", URL: "/v1/refunds", HasMore: hasMore, Data: make([]refundBody, 0, len(refunds))}
-	for _, refund := range refunds {
-		body.Data = append(body.Data, refundBodyOf(refund))
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, newListBody("/v1/refunds", page, more, refundBodyOf))
 }
 
 // hasIntent reports whether the Engine holds a PaymentIntent with the ID,
@@ -202,14 +157,6 @@ func refundBodyOf(r Refund) refundBody {
 		Status:        r.Status,
 		FailureReason: r.FailureReason,
 	}
-}
-
-// listBody is a page of a list as Stripe writes it.
-type listBody struct {
-	Object  string       `json:"object"`
-	URL     string       `json:"url"`
-	HasMore bool         `json:"has_more"`
-	Data    []refundBody `json:"data"`
 }
 
 // chargeBody is a Charge as Stripe writes it, reduced to its amounts and
