@@ -36,7 +36,7 @@ const timeout = time.Minute
 
 // sandboxURLs are the urls of a sandbox's HTTP contract.
 type sandboxURLs struct {
-	charges, lookup, refunds string
+	charges, lookup, refunds, list string
 }
 
 // startSandbox serves a new Engine's HTTP contract on a loopback server
@@ -47,7 +47,7 @@ func startSandbox(t *testing.T, opts ...sandbox.Option) (*sandbox.Engine, sandbo
 	srv := httptest.NewServer(sandbox.NewServer(e, sandbox.ServerOptions{}))
 	t.Cleanup(srv.Close)
 	return e, sandboxURLs{charges: srv.URL + "/http/charges", lookup: srv.URL + "/http/charges/lookup",
-		refunds: srv.URL + "/http/refunds"}
+		refunds: srv.URL + "/http/refunds", list: srv.URL + "/http/list"}
 }
 
 // refundRules are the refund rules.
@@ -79,16 +79,17 @@ func TestRunPassesTheSandbox(t *testing.T) {
 	g.Expect(e.SetFaults(sandbox.Faults{LatencyMin: 300 * time.Millisecond, LatencyMax: 300 * time.Millisecond})).To(Succeed())
 
 	code, stdout, stderr := runCommand(t, []string{"--url", urls.charges, "--lookup-url", urls.lookup,
-		"--refund-url", urls.refunds, "--timeout", "5s",
+		"--refund-url", urls.refunds, "--list-url", urls.list, "--timeout", "5s",
 		"--slow-payment-method", sandbox.PaymentMethodVisa, "--in-flight-after", "50ms"}, nil)
 
 	g.Expect(code).To(Equal(0))
 	g.Expect(stderr).To(BeEmpty())
 	g.Expect(stdout).To(HavePrefix("RULE "))
-	g.Expect(stdout).To(ContainSubstring("15 passed, 0 failed, 4 skipped"))
+	g.Expect(stdout).To(ContainSubstring("18 passed, 0 failed, 1 skipped"))
 	for _, rule := range append([]string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
 		providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup, providertest.RuleErrorBody,
-		providertest.RuleKeyRequired}, refundRules...) {
+		providertest.RuleKeyRequired, providertest.RuleListWindow, providertest.RuleListWindowEnd,
+		providertest.RuleListBadParameter}, refundRules...) {
 		g.Expect(stdout).To(MatchRegexp(`(?m)^%s +PASS +\S`, rule))
 	}
 	g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +\S`, providertest.RuleCredentials))

@@ -64,6 +64,7 @@ func sandboxOptions(t *testing.T, opts ...sandbox.Option) (providertest.Options,
 		URL:       srv.URL + "/http/charges",
 		LookupURL: srv.URL + "/http/charges/lookup",
 		RefundURL: srv.URL + "/http/refunds",
+		ListURL:   srv.URL + "/http/list",
 		Timeout:   timeout,
 		InFlight: &providertest.InFlight{Hold: func() (<-chan string, func()) {
 			g := e.Hold()
@@ -125,10 +126,6 @@ func TestSandboxPassesEveryRule(t *testing.T) {
 	}
 	// The sandbox's contract routes accept any token or none.
 	want[providertest.RuleCredentials] = providertest.Skip
-	// The sandbox has no list endpoint yet.
-	for _, name := range listRules {
-		want[name] = providertest.Skip
-	}
 	g.Expect(statuses(results)).To(Equal(want))
 	g.Expect(providertest.Failed(results)).To(BeFalse())
 	// The sandbox is the oracle: no key the rules sent was charged or
@@ -342,7 +339,7 @@ func TestCheckSkipsWhatItCannotCheck(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	opts, _ := sandboxOptions(t)
-	opts.LookupURL, opts.RefundURL, opts.InFlight, opts.LoseResponse = "", "", nil, nil
+	opts.LookupURL, opts.RefundURL, opts.ListURL, opts.InFlight, opts.LoseResponse = "", "", "", nil, nil
 
 	results := check(t, opts)
 
