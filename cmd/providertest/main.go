@@ -20,12 +20,13 @@ limitations under the License.
 // prints a table of the results. It exits 0 when no rule failed, 1 when one
 // did, and 2 for an invalid command line.
 //
-//	providertest --url URL [--lookup-url URL] [--refund-url URL] [--token-file FILE] [--timeout 30s]
+//	providertest --url URL [--lookup-url URL] [--refund-url URL] [--list-url URL] [--token-file FILE] [--timeout 30s]
 //
 // The bearer token is read from --token-file, or else from the
 // PROVIDERTEST_TOKEN environment variable; it is never printed. Point it at a
-// test account: every rule charges Options.Amount, and the refund rules,
-// run with --refund-url, give (part of) their own charges back.
+// test account: every rule charges Options.Amount, the refund rules, run
+// with --refund-url, give (part of) their own charges back, and the list
+// rules, run with --list-url, list them.
 package main
 
 import (
@@ -100,6 +101,8 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (pr
 		"The lookup endpoint (spec.http.lookupURL), if the service has one; without it the lookup rule is skipped.")
 	fs.StringVar(&opts.RefundURL, "refund-url", "",
 		"The refund endpoint (spec.http.refundURL), if the service has one; without it the refund rules are skipped.")
+	fs.StringVar(&opts.ListURL, "list-url", "",
+		"The list endpoint (spec.http.listURL), if the service has one; without it the list rules are skipped.")
 	fs.StringVar(&tokenFile, "token-file", "",
 		"A file holding the bearer token; without it the token is read from $"+tokenEnv+". "+
 			"Without a token the credentials rule is skipped.")

@@ -36,7 +36,7 @@ const timeout = time.Minute
 
 // sandboxURLs are the urls of a sandbox's HTTP contract.
 type sandboxURLs struct {
-	charges, lookup, refunds string
+	charges, lookup, refunds, list string
 }
 
 // startSandbox serves a new Engine's HTTP contract on a loopback server
@@ -47,7 +47,7 @@ func startSandbox(t *testing.T, opts ...sandbox.Option) (*sandbox.Engine, sandbo
 	srv := httptest.NewServer(sandbox.NewServer(e, sandbox.ServerOptions{}))
 	t.Cleanup(srv.Close)
 	return e, sandboxURLs{charges: srv.URL + "/http/charges", lookup: srv.URL + "/http/charges/lookup",
-		refunds: srv.URL + "/http/refunds"}
+		refunds: srv.URL + "/http/refunds", list: srv.URL + "/http/list"}
 }
 
 // refundRules are the refund rules.
@@ -79,16 +79,17 @@ func TestRunPassesTheSandbox(t *testing.T) {
 	g.Expect(e.SetFaults(sandbox.Faults{LatencyMin: 300 * time.Millisecond, LatencyMax: 300 * time.Millisecond})).To(Succeed())
 
 	code, stdout, stderr := runCommand(t, []string{"--url", urls.charges, "--lookup-url", urls.lookup,
-		"--refund-url", urls.refunds, "--timeout", "5s",
+		"--refund-url", urls.refunds, "--list-url", urls.list, "--timeout", "5s",
 		"--slow-payment-method", sandbox.PaymentMethodVisa, "--in-flight-after", "50ms"}, nil)
 
 	g.Expect(code).To(Equal(0))
 	g.Expect(stderr).To(BeEmpty())
 	g.Expect(stdout).To(HavePrefix("RULE "))
-	g.Expect(stdout).To(ContainSubstring("15 passed, 0 failed, 1 skipped"))
+	g.Expect(stdout).To(ContainSubstring("18 passed, 0 failed, 1 skipped"))
 	for _, rule := range append([]string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
 		providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup, providertest.RuleErrorBody,
-		providertest.RuleKeyRequired}, refundRules...) {
+		providertest.RuleKeyRequired, providertest.RuleListWindow, providertest.RuleListWindowEnd,
+		providertest.RuleListBadParameter}, refundRules...) {
 		g.Expect(stdout).To(MatchRegexp(`(?m)^%s +PASS +\S`, rule))
 	}
 	g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +\S`, providertest.RuleCredentials))
@@ -107,7 +108,7 @@ func TestRunSkipsTheRefundRulesWithoutARefundURL(t *testing.T) {
 	for _, rule := range refundRules {
 		g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +.*--refund-url\) is not set`, rule))
 	}
-	g.Expect(stdout).To(ContainSubstring("9 passed, 0 failed, 7 skipped"))
+	g.Expect(stdout).To(ContainSubstring("9 passed, 0 failed, 10 skipped"))
 }
 
 func TestRunFailsABrokenService(t *testing.T) {
@@ -168,6 +169,8 @@ func TestRunRefusesInvalidCommandLines(t *testing.T) {
 		{name: "not http", args: []string{"--url", "ftp://127.0.0.1/charges"}, wantErr: "scheme must be http or https"},
 		{name: "refund url not http", args: []string{"--url", "http://127.0.0.1/c", "--refund-url", "ftp://127.0.0.1/refunds"},
 			wantErr: "refund url"},
+		{name: "list url not http", args: []string{"--url", "http://127.0.0.1/c", "--list-url", "ftp://127.0.0.1/list"},
+			wantErr: "list url"},
 		{name: "unknown flag", args: []string{"--url", "http://127.0.0.1/c", "--port", "1"}, wantErr: "-port"},
 		{name: "positional argument", args: []string{"--url", "http://127.0.0.1/c", "now"}, wantErr: "unexpected arguments"},
 		{name: "zero timeout", args: []string{"--url", "http://127.0.0.1/c", "--timeout", "0s"}, wantErr: "--timeout"},
@@ -194,5 +197,6 @@ func TestRunPrintsHelp(t *testing.T) {
 	g.Expect(code).To(Equal(0))
 	g.Expect(stdout).To(ContainSubstring("Usage: providertest --url URL"))
 	g.Expect(stdout).To(ContainSubstring("-refund-url"))
+	g.Expect(stdout).To(ContainSubstring("-list-url"))
 	g.Expect(stdout).To(ContainSubstring(tokenEnv))
 }

@@ -40,6 +40,7 @@ func Example() {
 		URL:       srv.URL + "/http/charges",
 		LookupURL: srv.URL + "/http/charges/lookup",
 		RefundURL: srv.URL + "/http/refunds",
+		ListURL:   srv.URL + "/http/list",
 		Timeout:   10 * time.Second,
 		// The sandbox's fault switches keep a charge in flight and lose
 		// an answer after its commit.
@@ -74,5 +75,8 @@ func Example() {
 	// PASS refund-beyond-charge-refused
 	// PASS refund-unknown-charge-refused
 	// PASS refund-lookup-by-key
+	// PASS list-window-exactly-once
+	// PASS list-window-ends-before
+	// PASS list-bad-parameter-refused
 	// failed: false
 }

@@ -25,7 +25,8 @@ limitations under the License.
 // Each rule sends real charges of Options.Amount to the service, under keys
 // that start with Options.KeyPrefix and are never reused, so point it at a
 // test account; the refund rules, run when Options.RefundURL is set, give
-// (part of) their own charges back. Requests are sent by the operator's own
+// (part of) their own charges back, and the list rules, run when
+// Options.ListURL is set, list them. Requests are sent by the operator's own
 // HTTP client (internal/payment/httpprovider), so they are the operator's,
 // byte for byte, and an answer passes only if the operator reads it the way
 // the contract means it.
@@ -75,6 +76,9 @@ type Options struct {
 	// Without it the refund rules are skipped; the refund lookup rule also
 	// needs LookupURL.
 	RefundURL string
+	// ListURL is the optional list endpoint, spec.http.listURL. Without it
+	// the list rules are skipped.
+	ListURL string
 	// Token is the bearer token the service accepts, "" when it needs none.
 	// Without it the credentials rule is skipped. It never appears in a
 	// Result.
@@ -199,6 +203,16 @@ const (
 	// RuleRefundLookup: the lookup endpoint finds a refund by its key, and
 	// lists it among the refunds of its charge.
 	RuleRefundLookup = "refund-lookup-by-key"
+	// RuleListWindow: the charges and refunds just made are each listed
+	// once in a window around them, walked a small page at a time.
+	RuleListWindow = "list-window-exactly-once"
+	// RuleListWindowEnd: a window that ends before the first of the run's
+	// charges holds none of them; createdTo is exclusive, createdFrom
+	// inclusive.
+	RuleListWindowEnd = "list-window-ends-before"
+	// RuleListBadParameter: a list with a parameter the contract does not
+	// allow is refused, never answered as a window.
+	RuleListBadParameter = "list-bad-parameter-refused"
 )
 
 // rule is one requirement and the function that checks it.
@@ -225,6 +239,9 @@ var rules = []rule{
 	{RuleRefundExceedsCharge, checkRefundExceedsCharge},
 	{RuleRefundUnknownCharge, checkRefundUnknownCharge},
 	{RuleRefundLookup, checkRefundLookup},
+	{RuleListWindow, checkListWindow},
+	{RuleListWindowEnd, checkListWindowEnd},
+	{RuleListBadParameter, checkListBadParameter},
 }
 
 // Run runs every rule against the service as a subtest of t named after

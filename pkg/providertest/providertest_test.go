@@ -43,10 +43,14 @@ var allRules = []string{
 	providertest.RuleErrorBody, providertest.RuleCredentials, providertest.RuleKeyRequired,
 	providertest.RuleRefundReplay, providertest.RuleRefundLostResponse, providertest.RuleRefundExceedsCharge,
 	providertest.RuleRefundUnknownCharge, providertest.RuleRefundLookup,
+	providertest.RuleListWindow, providertest.RuleListWindowEnd, providertest.RuleListBadParameter,
 }
 
 // refundRules are the names of the refund rules.
-var refundRules = allRules[len(allRules)-5:]
+var refundRules = allRules[len(allRules)-8 : len(allRules)-3]
+
+// listRules are the names of the list rules.
+var listRules = allRules[len(allRules)-3:]
 
 // sandboxOptions serves a new sandbox Engine's HTTP contract on a loopback
 // server closed with the test, and returns Options that use its fault
@@ -60,6 +64,7 @@ func sandboxOptions(t *testing.T, opts ...sandbox.Option) (providertest.Options,
 		URL:       srv.URL + "/http/charges",
 		LookupURL: srv.URL + "/http/charges/lookup",
 		RefundURL: srv.URL + "/http/refunds",
+		ListURL:   srv.URL + "/http/list",
 		Timeout:   timeout,
 		InFlight: &providertest.InFlight{Hold: func() (<-chan string, func()) {
 			g := e.Hold()
@@ -73,11 +78,12 @@ func sandboxOptions(t *testing.T, opts ...sandbox.Option) (providertest.Options,
 func refOptions(t *testing.T, s *refService) providertest.Options {
 	t.Helper()
 	s.token = refToken
-	chargeURL, lookupURL, refundURL := startRef(t, s)
+	base := startRef(t, s)
 	return providertest.Options{
-		URL:          chargeURL,
-		LookupURL:    lookupURL,
-		RefundURL:    refundURL,
+		URL:          base + "/charges",
+		LookupURL:    base + "/charges/lookup",
+		RefundURL:    base + "/refunds",
+		ListURL:      base + "/list",
 		Token:        refToken,
 		Timeout:      timeout,
 		InFlight:     &providertest.InFlight{Hold: s.holdNext},
@@ -263,6 +269,30 @@ func TestBrokenServicesFail(t *testing.T) {
 			wantFailed: []string{providertest.RuleRefundLookup},
 			wantSaid:   []string{"holds no refund", "every refund made under an asked key"},
 		},
+		{
+			name:       "a list page larger than its limit",
+			opts:       listBroken(refListSwitches{ignoreLimit: true}),
+			wantFailed: []string{providertest.RuleListWindow},
+			wantSaid:   []string{"more than limit=2", "at most limit items a page"},
+		},
+		{
+			name:       "a next page that starts at the cursor",
+			opts:       listBroken(refListSwitches{cursorInclusive: true}),
+			wantFailed: []string{providertest.RuleListWindow},
+			wantSaid:   []string{"again, already listed on page 1", "exactly one page"},
+		},
+		{
+			name:       "a window that holds what was created at its end",
+			opts:       listBroken(refListSwitches{toInclusive: true}),
+			wantFailed: []string{providertest.RuleListWindowEnd},
+			wantSaid:   []string{"createdTo is exclusive"},
+		},
+		{
+			name:       "a kind the contract does not name listed as charges",
+			opts:       listBroken(refListSwitches{anyKind: true}),
+			wantFailed: []string{providertest.RuleListBadParameter},
+			wantSaid:   []string{"kind=everything was answered 200", "refuse a parameter it does not understand"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,10 +302,10 @@ func TestBrokenServicesFail(t *testing.T) {
 			results := check(t, tt.opts(t))
 
 			g.Expect(providertest.Failed(results)).To(BeTrue())
-			if strings.HasPrefix(tt.wantFailed[0], "refund-") {
-				// A broken refund breaks no charge rule.
+			if group := groupOf(tt.wantFailed[0]); group != nil {
+				// A broken refund or list breaks no other rule.
 				for _, r := range results {
-					if !slices.Contains(refundRules, r.Rule) {
+					if !slices.Contains(group, r.Rule) {
 						g.Expect(r.Status).To(Equal(providertest.Pass), r.String())
 					}
 				}
@@ -309,7 +339,7 @@ func TestCheckSkipsWhatItCannotCheck(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	opts, _ := sandboxOptions(t)
-	opts.LookupURL, opts.RefundURL, opts.InFlight, opts.LoseResponse = "", "", nil, nil
+	opts.LookupURL, opts.RefundURL, opts.ListURL, opts.InFlight, opts.LoseResponse = "", "", "", nil, nil
 
 	results := check(t, opts)
 
@@ -327,6 +357,10 @@ func TestCheckSkipsWhatItCannotCheck(t *testing.T) {
 	for _, name := range refundRules {
 		g.Expect(byRule[name].Status).To(Equal(providertest.Skip), "never counted as passed: %s", byRule[name])
 		g.Expect(byRule[name].Message).To(ContainSubstring("Options.RefundURL (--refund-url) is not set"))
+	}
+	for _, name := range listRules {
+		g.Expect(byRule[name].Status).To(Equal(providertest.Skip), "never counted as passed: %s", byRule[name])
+		g.Expect(byRule[name].Message).To(ContainSubstring("Options.ListURL (--list-url) is not set"))
 	}
 	g.Expect(providertest.Failed(results)).To(BeFalse())
 }

@@ -61,6 +61,7 @@ type refRefund struct {
 	Currency    string `json:"currency"`
 	Fingerprint string `json:"fingerprint"`
 	Charge      string `json:"charge"`
+	Created     int64  `json:"created"`
 }
 
 // refSavedRefund is the saved answer to a refund key: a refund, or a
@@ -158,7 +159,7 @@ func (s *refService) decideRefundLocked(fields, key, charge string, amount int64
 		saved.reason, saved.message = "RefundExceedsCharge", fmt.Sprintf("%d is more than the %d left of the charge", amount, left)
 	default:
 		rf := refRefund{Key: key, ID: fmt.Sprintf("re_%d", len(s.refunded)+1), Status: "succeeded", Amount: amount,
-			Currency: currency, Fingerprint: fingerprint, Charge: charge}
+			Currency: currency, Fingerprint: fingerprint, Charge: charge, Created: time.Now().Unix()}
 		s.refunded = append(s.refunded, rf)
 		saved.refund = &rf
 	}

@@ -24,6 +24,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // refService is a minimal payment service written from docs/providers.md:
@@ -55,6 +56,8 @@ type refService struct {
 	status string
 	// refunds are the refund switches (reference_refunds_test.go).
 	refunds refRefundSwitches
+	// lists are the list switches (reference_list_test.go).
+	lists refListSwitches
 
 	mu       sync.Mutex
 	saved    map[string]refSaved
@@ -83,6 +86,7 @@ type refCharge struct {
 	Amount      int64  `json:"amount"`
 	Currency    string `json:"currency"`
 	Fingerprint string `json:"fingerprint"`
+	Created     int64  `json:"created"`
 }
 
 // refHold holds the next request with a new key in flight.
@@ -92,13 +96,14 @@ type refHold struct {
 }
 
 // startRef serves s on a loopback server closed with the test, and returns
-// the charge, lookup and refund urls.
-func startRef(t *testing.T, s *refService) (chargeURL, lookupURL, refundURL string) {
+// its base url: the charge endpoint is /charges, the lookup
+// /charges/lookup, the refund endpoint /refunds and the list /list.
+func startRef(t *testing.T, s *refService) string {
 	t.Helper()
 	s.saved, s.inFlight, s.savedRefunds = map[string]refSaved{}, map[string]bool{}, map[string]refSavedRefund{}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return srv.URL + "/charges", srv.URL + "/charges/lookup", srv.URL + "/refunds"
+	return srv.URL
 }
 
 // holdNext holds the next request with a new key until release.
@@ -130,6 +135,8 @@ func (s *refService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.lookup(w, r)
 	case r.URL.Path == "/refunds" && r.Method == http.MethodPost:
 		s.refund(w, r)
+	case r.URL.Path == "/list" && r.Method == http.MethodGet:
+		s.list(w, r)
 	default:
 		refError(w, http.StatusNotFound, "NotFound", "no such route")
 	}
@@ -204,7 +211,7 @@ func (s *refService) charge(w http.ResponseWriter, r *http.Request) {
 		saved.reason = "CardDeclined"
 	} else {
 		saved.charge = &refCharge{Key: key, ID: fmt.Sprintf("ch_%d", len(s.charges)+1), Status: cmp.Or(s.status, "succeeded"),
-			Amount: body.Amount, Currency: body.Currency, Fingerprint: body.Fingerprint}
+			Amount: body.Amount, Currency: body.Currency, Fingerprint: body.Fingerprint, Created: time.Now().Unix()}
 		s.charges = append(s.charges, *saved.charge)
 	}
 	s.saved[key] = saved

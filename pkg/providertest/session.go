@@ -53,7 +53,9 @@ type session struct {
 	looker *httpprovider.LookupProvider
 	// refunder is nil without a refund endpoint.
 	refunder payment.Refunder
-	keys     atomic.Int64
+	// lister is nil without a list endpoint.
+	lister payment.Lister
+	keys   atomic.Int64
 }
 
 // newSession validates opts and builds the operator's client for them.
@@ -86,6 +88,9 @@ func newSession(opts Options) (*session, error) {
 	if opts.RefundURL != "" {
 		s.refunder, _ = s.provider.(payment.Refunder)
 	}
+	if opts.ListURL != "" {
+		s.lister, _ = s.provider.(payment.Lister)
+	}
 	return s, nil
 }
 
@@ -103,6 +108,7 @@ func (s *session) newProvider(token string) (payment.Provider, error) {
 		URL:          s.opts.URL,
 		LookupURL:    s.opts.LookupURL,
 		RefundURL:    s.opts.RefundURL,
+		ListURL:      s.opts.ListURL,
 		Token:        token,
 		HTTPClient:   s.client,
 		PollInterval: minRetryWait,

@@ -25,6 +25,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/httpprovider"
 )
@@ -47,6 +48,10 @@ type exchange struct {
 	// the body's idempotencyKey: the two then disagree, which the operator
 	// never sends, to tell which one the service keys on.
 	headerKey, bodyKey string
+	// query, when set, replaces these parameters of the request's url: a
+	// smaller page than the operator asks for, or a parameter the contract
+	// does not allow.
+	query url.Values
 	// throwAway reads the answer and then returns errAnswerThrownAway.
 	throwAway bool
 	// cancelAfterWrite cancels the request once its body is written,
@@ -80,6 +85,9 @@ func (rt recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 		if r, err = x.rewrite(r); err != nil {
 			return nil, err
 		}
+	}
+	if len(x.query) > 0 {
+		r = x.withQuery(r)
 	}
 	if x.cancelAfterWrite && x.cancel != nil {
 		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { x.cancel() }}
@@ -147,4 +155,16 @@ func (x *exchange) rewrite(r *http.Request) (*http.Request, error) {
 	c.ContentLength = int64(len(raw))
 	c.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
 	return c, nil
+}
+
+// withQuery returns a copy of r whose url has the parameters of x.query
+// instead of its own of the same names.
+func (x *exchange) withQuery(r *http.Request) *http.Request {
+	c := r.Clone(r.Context())
+	q := c.URL.Query()
+	for name, values := range x.query {
+		q[name] = values
+	}
+	c.URL.RawQuery = q.Encode()
+	return c
 }

@@ -17,12 +17,10 @@ limitations under the License.
 package httpprovider
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -279,60 +277,9 @@ func chargeState(status string) payment.ChargeState {
 // get sends one GET to the lookup endpoint with the parameters of q and
 // decodes a 200 answer. Anything else is a payment.TransientError.
 func (p *LookupProvider) get(ctx context.Context, q url.Values) (lookupResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return lookupResponse{}, payment.Transient(fmt.Errorf("cannot look charges up: %w", err), 0)
-	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.requestURL(q), nil)
-	if err != nil {
-		return lookupResponse{}, payment.Transient(errors.New("cannot build the lookup request"), 0)
-	}
-	httpReq.Header.Set("Accept", "application/json")
-	httpReq.Header.Set("User-Agent", UserAgent)
-	if p.token != "" {
-		httpReq.Header.Set("Authorization", "Bearer "+p.token)
-	}
-
-	resp, err := p.client.Do(httpReq)
-	if err != nil {
-		// A *url.Error quotes the url, and with it the keys; the cause is
-		// what tells what went wrong.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return lookupResponse{}, payment.Transient(fmt.Errorf("cannot reach the payment service's lookup endpoint: %w", err), 0)
-	}
-	defer func() { _ = resp.Body.Close() }()
-
-	retryAfter := payment.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	line := statusLine(resp.StatusCode)
-	raw, err := readBody(resp.Body, p.maxBytes)
-	if err != nil {
-		return lookupResponse{}, payment.Transient(
-			fmt.Errorf("payment service's lookup endpoint answered %s, but %w", line, err), retryAfter)
-	}
-	switch code := resp.StatusCode; {
-	case code == http.StatusOK:
-	case code == http.StatusTooManyRequests || (code >= 500 && code <= 599):
-		return lookupResponse{}, payment.Transient(
-			fmt.Errorf("payment service's lookup endpoint answered %s%s", line, p.serviceSaid(raw)), retryAfter)
-	default:
-		return lookupResponse{}, payment.Transient(
-			fmt.Errorf("payment service's lookup endpoint answered %s: %s%s", line, lookupHints.hint(code), p.serviceSaid(raw)), retryAfter)
-	}
-
 	var body lookupResponse
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return lookupResponse{}, payment.Transient(
-			fmt.Errorf("payment service's lookup endpoint answered %s with a body that is not a JSON object", line), retryAfter)
-	}
-	if err := json.Unmarshal(trimmed, &body); err != nil {
-		return lookupResponse{}, payment.Transient(
-			fmt.Errorf("payment service's lookup endpoint answered %s with a body that is not the expected JSON object: %s",
-				line, p.clean(err.Error())), retryAfter)
-	}
-	return body, nil
+	err := p.getJSON(ctx, lookupEndpoint, withQuery(p.lookupURL, q.Encode()), &body)
+	return body, err
 }
 
 // keyQuery is one key parameter per distinct key.
@@ -344,19 +291,6 @@ func keyQuery(keys []string) url.Values {
 		}
 	}
 	return q
-}
-
-// requestURL is the lookup url with the parameters of q after the
-// parameters the url has.
-func (p *LookupProvider) requestURL(q url.Values) string {
-	u := *p.lookupURL
-	if len(q) > 0 {
-		if u.RawQuery != "" {
-			u.RawQuery += "&"
-		}
-		u.RawQuery += q.Encode()
-	}
-	return u.String()
 }
 
 // settleError is err, a failed lookup, said of op's entry with id; it

@@ -63,6 +63,11 @@ type Config struct {
 	// receives the refund requests. Without it Refund sends nothing and
 	// fails; refunds need LookupURL too.
 	RefundURL string
+	// ListURL is the optional list endpoint, validated like URL, that
+	// answers the charges and refunds created in a time window, a page at a
+	// time. Without it List sends nothing and returns
+	// payment.ErrListUnsupported.
+	ListURL string
 	// Token is the optional bearer token sent in the Authorization header.
 	// Surrounding whitespace, such as the newline a Secret created from a
 	// file often ends with, is removed. It never appears in errors.
@@ -86,14 +91,17 @@ type Config struct {
 // Provider is a payment.Provider that charges through a payment service that
 // implements the operator's HTTP contract, a payment.Identifier that names no
 // account, and a payment.Refunder whose refunds need Config.RefundURL, and
-// whose refund lookups need Config.LookupURL (a *LookupProvider). It is safe
-// for concurrent use.
+// whose refund lookups need Config.LookupURL (a *LookupProvider), and a
+// payment.Lister whose lists need Config.ListURL. It is safe for concurrent
+// use.
 type Provider struct {
 	url       string
 	refundURL string
-	token     string
-	client    *http.Client
-	maxBytes  int64
+	// listURL is nil without a list endpoint.
+	listURL  *url.URL
+	token    string
+	client   *http.Client
+	maxBytes int64
 }
 
 // New validates cfg and returns a *Provider, or a *LookupProvider, which is
@@ -121,6 +129,10 @@ func New(cfg Config) (payment.Provider, error) {
 			return nil, err
 		}
 	}
+	list, err := listEndpointURL(cfg.ListURL)
+	if err != nil {
+		return nil, err
+	}
 	token := strings.TrimSpace(cfg.Token)
 	if !payment.PrintableASCII(token) {
 		return nil, errors.New("cannot use the payment service token: it contains characters that are not allowed in an HTTP header")
@@ -135,6 +147,7 @@ func New(cfg Config) (payment.Provider, error) {
 
 	p := &Provider{
 		url:      u.String(),
+		listURL:  list,
 		token:    token,
 		client:   cfg.HTTPClient,
 		maxBytes: cfg.MaxResponseBytes,

@@ -305,6 +305,13 @@ var (
 		endpoint: "the lookup endpoint",
 		other:    "the contract answers a lookup with 200 only",
 	}
+	// listHints are the hints of the list endpoint.
+	listHints = endpointHints{
+		url:      "list url (spec.http.listURL)",
+		may:      "list charges and refunds",
+		endpoint: "the list endpoint",
+		other:    "the contract answers a list with 200 only",
+	}
 )
 
 // hint says what to fix for code.

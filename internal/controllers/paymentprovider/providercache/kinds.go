@@ -98,11 +98,14 @@ var providerKinds = []providerKind{
 			if spec.HTTP.RefundURL != "" {
 				urls = append(urls, ProviderURL{"spec.http.refundURL", spec.HTTP.RefundURL})
 			}
+			if spec.HTTP.ListURL != "" {
+				urls = append(urls, ProviderURL{"spec.http.listURL", spec.HTTP.ListURL})
+			}
 			return urls
 		},
 		build: func(spec paymentsv1alpha1.PaymentProviderSpec, credential string, httpClient *http.Client) (payment.Provider, error) {
 			return httpprovider.New(httpprovider.Config{URL: spec.HTTP.URL, LookupURL: spec.HTTP.LookupURL,
-				RefundURL: spec.HTTP.RefundURL, Token: credential, HTTPClient: httpClient})
+				RefundURL: spec.HTTP.RefundURL, ListURL: spec.HTTP.ListURL, Token: credential, HTTPClient: httpClient})
 		},
 	},
 }
