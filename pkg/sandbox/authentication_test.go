@@ -304,7 +304,7 @@ func TestServerAuthenticationAndCancel(t *testing.T) {
 	stats := sendControl(g, srv, http.MethodGet, "/_sandbox/stats", "")
 	g.Expect(stats.body).To(MatchJSON(`{"account": "` + e.Account() + `", "requests": 3, "charges": 0, "replays": 1,
 		"inFlightConflicts": 0, "declines": 1, "requiresAction": 2, "cancels": 1, "keyReusedErrors": 0,
-		"invalidRequests": 2, "faults": 0, "rateLimited": 0, "searches": 0, "retrieves": 0, "keysForgotten": 0,
+		"invalidRequests": 2, "faults": 0, "rateLimited": 0, "searches": 0, "retrieves": 0, "reads": 0, "lists": 0, "keysForgotten": 0,
 		"chargesByKey": {}, "refundRequests": 0, "refunds": 0, "refundsFailed": 0, "refundRefusals": 0,
 		"refundsByKey": {}}`))
 }

@@ -715,7 +715,7 @@ func TestServerServesStatsAndFaults(t *testing.T) {
 	g.Expect(stats.status).To(Equal(http.StatusOK))
 	g.Expect(stats.body).To(MatchJSON(`{"account": "acct_stats", "requests": 3, "charges": 1, "replays": 1,
 		"inFlightConflicts": 0, "declines": 1, "requiresAction": 0, "cancels": 0, "keyReusedErrors": 0,
-		"invalidRequests": 0, "faults": 0, "rateLimited": 0, "searches": 0, "retrieves": 0, "keysForgotten": 0,
+		"invalidRequests": 0, "faults": 0, "rateLimited": 0, "searches": 0, "retrieves": 0, "reads": 0, "lists": 0, "keysForgotten": 0,
 		"chargesByKey": {"k1": 1}, "refundRequests": 0, "refunds": 0, "refundsFailed": 0, "refundRefusals": 0,
 		"refundsByKey": {}}`))
 
