@@ -127,4 +127,14 @@ limitations under the License.
 // payment.TransientError and sends nothing. Every error of LookupRefunds,
 // and every error of SettleRefund but the refusal of a refund that failed,
 // is a payment.TransientError.
+//
+// Both are a payment.Lister. With Config.ListURL, List sends one GET
+// {listURL}?kind=charges|refunds&createdFrom=<unix>&createdTo=<unix>&limit=100[&after=<cursor>]
+// per page and reads {"account", "data": [...], "next"}: each item's status
+// as a lookup's, a refund's "charge", and "next" as the next page's cursor.
+// The contract lists no disputes: a list of payment.KindDisputes is the
+// list of charges, each charge that carries a "dispute" id answered as that
+// dispute (status "disputed", payment.StateSucceeded). Every error is a
+// payment.TransientError; without Config.ListURL, List sends nothing and
+// returns payment.ErrListUnsupported.
 package httpprovider

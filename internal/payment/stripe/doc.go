@@ -161,6 +161,12 @@ limitations under the License.
 //	other invalid_request_error, HTTP 400 or 404    payment.Invalid
 //	network error, deadline, anything else          payment.Transient
 //
+// List, a payment.Lister, reads one page of the payment intents, refunds or
+// disputes created in a window (GET /v1/payment_intents, /v1/refunds or
+// /v1/disputes with created[gte], created[lt], limit=100 and
+// starting_after), one request a call; it never writes, and every error is
+// a payment.Transient.
+//
 // Lookup, Settle and Account never return a refusal of their own request:
 // it says nothing about a charge, and is wrapped in a payment.Transient.
 // Settle returns payment.Declined only for an intent that ended without
