@@ -96,11 +96,16 @@ func (r *reader) list(ctx context.Context, from, to, now time.Time) ([]reconcile
 func (r *reader) lookup(ctx context.Context, records, all []record) ([]reconcile.Object, error) {
 	var objects []reconcile.Object
 	var keys []string
+	asked := map[string]bool{}
 	charges := map[string]bool{}
 	for _, rec := range records {
 		switch {
 		case rec.Kind == reconcile.Charge:
-			keys = append(keys, rec.Key)
+			// A job and its ledger entry are two records of one key.
+			if !asked[rec.Key] {
+				asked[rec.Key] = true
+				keys = append(keys, rec.Key)
+			}
 		case rec.ChargeKey != "" || rec.ID != "":
 			if id := chargeOf(all, rec); id != "" {
 				charges[id] = true

@@ -1,0 +1,229 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
+)
+
+// reconcileWindow creates a PaymentReconciliation of the scenario's
+// provider from from to a second from now, and waits for it to finish.
+func (s *scenario) reconcileWindow(from time.Time, mutate ...func(*paymentsv1alpha1.PaymentReconciliationSpec)) *paymentsv1alpha1.PaymentReconciliation {
+	s.t.Helper()
+	pr := &paymentsv1alpha1.PaymentReconciliation{
+		ObjectMeta: metav1.ObjectMeta{Name: "recon-" + rand.String(8)},
+		Spec: paymentsv1alpha1.PaymentReconciliationSpec{
+			ProviderRef: paymentsv1alpha1.ProviderObjectReference{Namespace: s.ns, Name: providerName},
+			From:        &metav1.Time{Time: from},
+			To:          &metav1.Time{Time: time.Now().Add(time.Second)},
+		},
+	}
+	for _, m := range mutate {
+		m(&pr.Spec)
+	}
+	s.Expect(k8sClient.Create(context.Background(), pr)).To(Succeed())
+	s.t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), pr) })
+	s.Eventually(func(g Gomega) paymentsv1alpha1.ReconciliationPhase {
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pr), pr)).To(Succeed())
+		return pr.Status.Phase
+	}, timeout).Should(Equal(paymentsv1alpha1.ReconciliationCompleted))
+	return pr
+}
+
+// reportOf joins the report pages of pr in page order, checks them against
+// the status (sha256, rows, pages) and returns the CSV's rows, the header
+// first.
+func reportOf(g Gomega, pr *paymentsv1alpha1.PaymentReconciliation) [][]string {
+	var pages paymentsv1alpha1.PaymentReconciliationReportList
+	g.Expect(k8sClient.List(context.Background(), &pages,
+		client.MatchingLabels{paymentsv1alpha1.LabelReconciliation: pr.Name})).To(Succeed())
+	slices.SortFunc(pages.Items, func(a, b paymentsv1alpha1.PaymentReconciliationReport) int { return int(a.Page - b.Page) })
+	var all bytes.Buffer
+	rows := 0
+	for i, p := range pages.Items {
+		g.Expect(p.Page).To(Equal(int32(i)), "pages numbered from 0, none missing")
+		g.Expect(p.Findings).To(HaveLen(int(p.Rows)), "the JSON rows are the CSV rows")
+		all.WriteString(p.CSV)
+		rows += int(p.Rows)
+	}
+	g.Expect(pr.Status.Report).NotTo(BeNil())
+	sum := sha256.Sum256(all.Bytes())
+	g.Expect(hex.EncodeToString(sum[:])).To(Equal(pr.Status.Report.SHA256), "the status holds the sha256 of the pages joined")
+	g.Expect(pr.Status.Report.Pages).To(Equal(int32(len(pages.Items))))
+	g.Expect(pr.Status.Report.Rows).To(Equal(int64(rows)))
+	records, err := csv.NewReader(&all).ReadAll()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(records).To(HaveLen(rows + 1))
+	return records
+}
+
+// One discrepancy of each kind, made at the sandbox behind the operator's
+// back, among payments and refunds the operator made: the run lists each
+// exactly once, in its category, and moves no money.
+func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
+	s := newScenario(t, overHTTP())
+	from := time.Now().Add(-time.Minute)
+	const jobs = 12
+	for i := range jobs {
+		s.create(fmt.Sprintf("pay-%d", i))
+	}
+	paid := map[string]*paymentsv1alpha1.PaymentJob{}
+	for i := range jobs {
+		name := fmt.Sprintf("pay-%d", i)
+		paid[name] = s.waitForPhase(name, paymentsv1alpha1.PhaseCompleted)
+	}
+	s.createRefund("back", "pay-0", 800)
+	s.createRefund("gone", "pay-1", 500)
+	s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
+	gone := s.waitForRefund("gone", paymentsv1alpha1.PhaseCompleted, "Succeeded")
+
+	id := func(name string) string { return paid[name].Status.ProviderResponse.ID }
+	key := func(name string) string { return paid[name].Status.IdempotencyKey }
+	// A refund that failed days after it succeeded.
+	_, err := s.engine.FailRefund(gone.Status.ProviderResponse.ID, sandbox.RefundFailureLostOrStolenCard)
+	s.Expect(err).NotTo(HaveOccurred())
+	// A charge removed from the provider's books.
+	s.Expect(s.engine.DeleteIntent(id("pay-2"))).To(Succeed())
+	// An amount changed at the provider.
+	changed, ok := s.engine.GetPaymentIntent(id("pay-3"))
+	s.Expect(ok).To(BeTrue())
+	changed.Amount++
+	s.engine.PutIntent(changed)
+	// A second charge under a job's key: a double charge.
+	double := s.engine.PutIntent(sandbox.Intent{Amount: 2000, Currency: "usd",
+		Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: key("pay-4")}})
+	// A dispute, and a cancel.
+	_, err = s.engine.OpenDispute(id("pay-5"), "fraudulent")
+	s.Expect(err).NotTo(HaveOccurred())
+	s.Expect(s.engine.SetIntentStatus(id("pay-6"), sandbox.StatusCanceled)).To(Succeed())
+	// A refund made in the dashboard, without our metadata.
+	_, _, err = s.engine.CreateRefund("dashboard-"+rand.String(6), sandbox.RefundParams{PaymentIntent: id("pay-7"), Amount: 300})
+	s.Expect(err).NotTo(HaveOccurred())
+	// A charge made behind the operator's back with one of our keys, and
+	// one made by another system without any: only the first is ours.
+	ghostKey := payment.SentKey(s.ns, "ghost")
+	ghost := s.engine.PutIntent(sandbox.Intent{Amount: 4200, Currency: "usd",
+		Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: ghostKey}})
+	other := s.engine.PutIntent(sandbox.Intent{Amount: 999, Currency: "usd"})
+	before := s.engine.Stats()
+
+	pr := s.reconcileWindow(from)
+
+	after := s.engine.Stats()
+	s.Expect(after.Charges).To(Equal(before.Charges), "a reconciliation never charges")
+	s.Expect(after.Refunds).To(Equal(before.Refunds), "nor refunds")
+	s.Expect(after.Requests).To(Equal(before.Requests))
+	s.Expect(after.RefundRequests).To(Equal(before.RefundRequests))
+	s.Expect(pr.Status.Listed).To(BeTrue(), "Stripe lists")
+	s.Expect(pr.Status.Summary.Categories).To(Equal(map[string]int64{
+		"Matched": 8, "MissingAtProvider": 1, "UnknownToCluster": 1, "Duplicate": 1, "AmountMismatch": 1,
+		"CurrencyMismatch": 0, "RefundedOutsideOperator": 1, "Disputed": 1, "CanceledOutsideOperator": 1,
+		"RefundFailedAfterSuccess": 1,
+	}))
+	s.Expect(pr.Status.Summary.Discrepancies).To(Equal(int64(8)))
+	ready := meta.FindStatusCondition(pr.Status.Conditions, paymentsv1alpha1.ConditionReady)
+	s.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+	s.Expect(ready.Reason).To(Equal("DiscrepanciesFound"))
+	s.Expect(meta.IsStatusConditionFalse(pr.Status.Conditions, paymentsv1alpha1.ConditionReconciling)).To(BeTrue())
+	s.Expect(pr.Status.CompleteUpTo).NotTo(BeNil())
+
+	rows := reportOf(s, pr)
+	s.Expect(rows[0][:3]).To(Equal([]string{"category", "kind", "key"}))
+	byCategory := map[string][]string{}
+	for _, row := range rows[1:] {
+		byCategory[row[0]] = append(byCategory[row[0]], row[2]+" "+row[8])
+	}
+	s.Expect(byCategory).To(HaveLen(8), "Discrepancies only: no Matched rows")
+	s.Expect(byCategory["MissingAtProvider"]).To(ConsistOf(key("pay-2") + " "))
+	s.Expect(byCategory["AmountMismatch"]).To(ConsistOf(key("pay-3") + " " + id("pay-3")))
+	s.Expect(byCategory["Duplicate"]).To(ConsistOf(HavePrefix(key("pay-4"))))
+	s.Expect(byCategory["Duplicate"][0]).To(ContainSubstring(double.ID))
+	s.Expect(byCategory["Disputed"]).To(ConsistOf(HavePrefix(key("pay-5"))))
+	s.Expect(byCategory["CanceledOutsideOperator"]).To(ConsistOf(HavePrefix(key("pay-6"))))
+	s.Expect(byCategory["RefundedOutsideOperator"]).To(ConsistOf(HavePrefix(key("pay-7"))))
+	s.Expect(byCategory["UnknownToCluster"]).To(ConsistOf(ghostKey + " " + ghost.ID))
+	s.Expect(byCategory["RefundFailedAfterSuccess"]).To(ConsistOf(HavePrefix(gone.Status.IdempotencyKey)))
+	for _, row := range rows[1:] {
+		s.Expect(row[8]).NotTo(ContainSubstring(other.ID), "a charge without our key is another system's")
+		s.Expect(row[12]).NotTo(BeEmpty(), "every discrepancy says what to do")
+	}
+
+	s.Eventually(func(g Gomega) []string { return eventReasons(g, "default", pr.Name) }, timeout).
+		Should(ContainElement("DiscrepanciesFound"))
+	dup, _ := metricValue(t, "paymentjob_reconciliation_findings", map[string]string{"provider": s.ns + "/" + providerName, "category": "Duplicate"})
+	s.Expect(dup).To(Equal(1.0))
+}
+
+// The books of payments and refunds the operator made balance: zero
+// discrepancies, through the list (Stripe over HTTP) and through the
+// lookup of the cluster's keys (a provider without a list), which the
+// status says.
+func TestReconciliationOfCleanBooksIsBalanced(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   []scenarioOption
+		listed bool
+	}{
+		{"listed", []scenarioOption{overHTTP()}, true},
+		{"looked up", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScenario(t, tc.opts...)
+			from := time.Now().Add(-time.Minute)
+			for i := range 6 {
+				s.create(fmt.Sprintf("pay-%d", i))
+			}
+			for i := range 6 {
+				s.waitForPhase(fmt.Sprintf("pay-%d", i), paymentsv1alpha1.PhaseCompleted)
+			}
+			s.createRefund("back", "pay-0", 800)
+			s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
+
+			pr := s.reconcileWindow(from, func(spec *paymentsv1alpha1.PaymentReconciliationSpec) {
+				spec.Report = paymentsv1alpha1.ReportAll
+			})
+			s.Expect(pr.Status.Listed).To(Equal(tc.listed))
+			s.Expect(pr.Status.Summary.Discrepancies).To(BeZero(), "%v\n%v", pr.Status.Summary.Categories, reportOf(s, pr))
+			s.Expect(pr.Status.Summary.Matched).To(Equal(int64(7)), "6 charges and a refund")
+			s.Expect(meta.FindStatusCondition(pr.Status.Conditions, paymentsv1alpha1.ConditionReady).Reason).To(Equal("Balanced"))
+			rows := reportOf(s, pr)
+			s.Expect(rows).To(HaveLen(8), "report: All lists the matched rows")
+			if !tc.listed {
+				s.Expect(meta.FindStatusCondition(pr.Status.Conditions, paymentsv1alpha1.ConditionReady).Message).
+					To(ContainSubstring("only the cluster's keys were looked up"))
+			}
+		})
+	}
+}
