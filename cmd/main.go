@@ -82,6 +82,7 @@ func main() {
 		auditInterval        time.Duration
 		refundRecheck        time.Duration
 		refundWatch          time.Duration
+		settleMargin         time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -139,6 +140,9 @@ func main() {
 			"Failed (RefundFailedAfterSuccess).")
 	flag.DurationVar(&refundWatch, "refund-watch-period", paymentrefund.DefaultRefundWatchPeriod,
 		"How long after it completed a PaymentRefund is read again at its provider.")
+	flag.DurationVar(&settleMargin, "reconciliation-settle-margin", operator.DefaultReconciliationSettleMargin,
+		"How long after the end of its window a PaymentReconciliation runs (a window without spec.to ends this long "+
+			"before the run): the payments of the last minutes may not have their outcome recorded yet.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -158,6 +162,10 @@ func main() {
 	hosts, err := egress.ParseHosts(insecureHosts)
 	if err != nil {
 		setupLog.Error(err, "Invalid --"+egress.FlagName)
+		os.Exit(1)
+	}
+	if settleMargin < 0 {
+		setupLog.Error(errors.New("invalid flags"), "--reconciliation-settle-margin must not be negative")
 		os.Exit(1)
 	}
 	if refundRecheck <= 0 || refundWatch <= 0 {
@@ -221,22 +229,23 @@ func main() {
 	// The reconcilers, the adapters behind the egress policy, the ledger,
 	// the collector of finished jobs and the audit.
 	operatorOpts := operator.Options{
-		Holder:                  holder,
-		ClaimLease:              claimLease,
-		ProviderTimeout:         providerTimeout,
-		BackoffInitial:          engine.DefaultBackoff.Initial,
-		BackoffMax:              engine.DefaultBackoff.Max,
-		MaxConcurrentReconciles: concurrency,
-		KeyRetention:            keyRetention,
-		InsecureProviderHosts:   hosts,
-		DisableLedger:           !useLedger,
-		LedgerBackend:           operator.LedgerBackend(ledgerBackend),
-		Postgres:                postgres,
-		LedgerRetention:         ledgerRetention,
-		EtcdQuotaBytes:          etcdQuota.option(),
-		AuditInterval:           auditInterval,
-		RefundRecheckInterval:   refundRecheck,
-		RefundWatchPeriod:       refundWatch,
+		Holder:                     holder,
+		ClaimLease:                 claimLease,
+		ProviderTimeout:            providerTimeout,
+		BackoffInitial:             engine.DefaultBackoff.Initial,
+		BackoffMax:                 engine.DefaultBackoff.Max,
+		MaxConcurrentReconciles:    concurrency,
+		KeyRetention:               keyRetention,
+		InsecureProviderHosts:      hosts,
+		DisableLedger:              !useLedger,
+		LedgerBackend:              operator.LedgerBackend(ledgerBackend),
+		Postgres:                   postgres,
+		LedgerRetention:            ledgerRetention,
+		EtcdQuotaBytes:             etcdQuota.option(),
+		AuditInterval:              auditInterval,
+		RefundRecheckInterval:      refundRecheck,
+		RefundWatchPeriod:          refundWatch,
+		ReconciliationSettleMargin: &settleMargin,
 	}
 	if keyRetention == 0 {
 		operatorOpts.KeyRetention = -1

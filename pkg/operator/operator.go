@@ -26,6 +26,7 @@ package operator
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -68,6 +69,11 @@ const (
 	// DefaultRefundWatchPeriod is how long after it completed a refund is
 	// read again, to report one that failed at the provider later.
 	DefaultRefundWatchPeriod = paymentrefund.DefaultRefundWatchPeriod
+	// DefaultReconciliationSettleMargin is how long after its window ends
+	// a PaymentReconciliation runs, and how long before its start a window
+	// without an end ends: the payments of the last minutes may not have
+	// their outcome recorded yet.
+	DefaultReconciliationSettleMargin = paymentreconciliation.DefaultSettleMargin
 	// DefaultEtcdQuotaBytes is etcd's default quota (2 GiB), which the
 	// alerts compare the ledger's size with.
 	DefaultEtcdQuotaBytes = ledger.DefaultEtcdQuotaBytes
@@ -124,6 +130,9 @@ type Options struct {
 	// RefundWatchPeriod after they completed; one the provider failed since
 	// is set Failed (RefundFailedAfterSuccess). Zero is the default.
 	RefundRecheckInterval, RefundWatchPeriod time.Duration
+	// ReconciliationSettleMargin: see DefaultReconciliationSettleMargin;
+	// nil is the default, zero waits for nothing (tests, demos).
+	ReconciliationSettleMargin *time.Duration
 	// Namespaces restrict the collector of finished jobs and the audit of
 	// finished labels, as CacheOptions restricts the cache; nil is every
 	// namespace.
@@ -241,7 +250,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Clock:     clock.RealClock{},
 		// A window that ends now leaves out the payments whose outcome
 		// the cluster has not recorded yet.
-		SettleMargin: paymentreconciliation.DefaultSettleMargin,
+		SettleMargin: *opts.ReconciliationSettleMargin,
 		Namespaces:   opts.Namespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the PaymentReconciliation controller: %w", err)
@@ -271,6 +280,13 @@ func (o Options) complete() (Options, error) {
 	def(&o.AuditInterval, DefaultAuditInterval)
 	def(&o.RefundRecheckInterval, DefaultRefundRecheckInterval)
 	def(&o.RefundWatchPeriod, DefaultRefundWatchPeriod)
+	if o.ReconciliationSettleMargin == nil {
+		margin := DefaultReconciliationSettleMargin
+		o.ReconciliationSettleMargin = &margin
+	}
+	if *o.ReconciliationSettleMargin < 0 {
+		return o, errors.New("the reconciliation settle margin must not be negative")
+	}
 	if o.KeyRetention < 0 {
 		o.KeyRetention = 0
 	}
