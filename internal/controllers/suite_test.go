@@ -373,6 +373,9 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Providers: adapters, Ledger: recordsLedger,
 		Recorder: mgr.GetEventRecorder("paymentreconciliation-controller"), Clock: clock.RealClock{},
 		Namespaces: cfg.namespaces,
+		// Slices of a few charges: every run compares its window in
+		// several, across their edges.
+		SliceObjects: 3,
 	}).SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -149,4 +150,58 @@ func (l *Ledger) findAll(ctx context.Context, keys []string) (map[string]Entry, 
 		return nil, err
 	}
 	return found, nil
+}
+
+// PageSpan is a page's name and the time span of its entries.
+type PageSpan struct {
+	Name           string
+	Oldest, Newest time.Time
+}
+
+// Spans lists the span of every page, pageListLimit pages a request: what a
+// reader of one time window uses to read only the pages that overlap it.
+// Entries are appended as outcomes are recorded, so a page spans a short
+// time and a window overlaps few pages.
+func Spans(ctx context.Context, reader client.Reader) ([]PageSpan, error) {
+	var spans []PageSpan
+	cont := ""
+	for {
+		var list paymentsv1alpha1.PaymentLedgerList
+		err := reader.List(ctx, &list, client.Limit(pageListLimit), client.Continue(cont))
+		if token, expired := expiredContinue(err); expired {
+			cont = token
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range list.Items {
+			s := PageSpan{Name: p.Name}
+			if p.Summary.Oldest != nil && p.Summary.Newest != nil {
+				s.Oldest, s.Newest = p.Summary.Oldest.Time, p.Summary.Newest.Time
+			} else if len(p.Entries) > 0 {
+				// A page without a summary is read for any window.
+				s.Oldest, s.Newest = time.Time{}, time.Unix(1<<62, 0)
+			}
+			spans = append(spans, s)
+		}
+		if cont = list.Continue; cont == "" {
+			return spans, nil
+		}
+	}
+}
+
+// ReadPage hands fn every entry of the page name; a page deleted meanwhile
+// (retention) has none.
+func ReadPage(ctx context.Context, reader client.Reader, name string, fn func(Entry) error) error {
+	var p paymentsv1alpha1.PaymentLedger
+	if err := reader.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	for _, e := range p.Entries {
+		if err := fn(entryOf(&p, e)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

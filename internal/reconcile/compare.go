@@ -410,3 +410,22 @@ func compareFindings(a, b Finding) int {
 		slices.Compare(a.ProviderIDs, b.ProviderIDs),
 	)
 }
+
+// Sort orders findings as Compare returns them: by category (as in
+// Categories), kind, key and provider ids. A caller that compares a
+// window in slices sorts the findings of all of them with it.
+func Sort(findings []Finding) { slices.SortFunc(findings, compareFindings) }
+
+// LateDuplicate is the finding of an object that moved money under a key
+// already compared without it: a caller that compares a window in slices
+// finds it in a slice after the one where the key was judged. The key
+// moved money more than once.
+func LateDuplicate(o Object) Finding {
+	return Finding{
+		Category: Duplicate, Kind: o.Kind, Key: o.Key, ProviderIDs: []string{o.ID},
+		ProviderAmount: o.Amount, ProviderCurrency: strings.ToUpper(o.Currency),
+		Detail: fmt.Sprintf("another %s moved money under a key whose %s was compared already: %s",
+			o.Kind, objectName(o.Kind), describe([]Object{o})),
+		Action: action(Duplicate, o.Kind),
+	}
+}

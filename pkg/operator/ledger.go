@@ -133,7 +133,7 @@ func reconciliationLedger(outcomes engine.OutcomeLedger, mgr ctrl.Manager) payme
 	case *ledger.Ledger:
 		return paymentreconciliation.PagesLedger(l, mgr.GetAPIReader())
 	case *pgledger.Ledger:
-		return l
+		return paymentreconciliation.PostgresLedger(l)
 	}
 	return nil
 }

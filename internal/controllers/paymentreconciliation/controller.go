@@ -23,7 +23,6 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -97,6 +96,9 @@ type Reconciler struct {
 	Clock    clock.Clock
 	// SettleMargin: see DefaultSettleMargin; zero waits for nothing.
 	SettleMargin time.Duration
+	// SliceObjects is about the most charges a run compares at a time;
+	// DefaultSliceObjects when zero.
+	SliceObjects int
 	// Namespaces are the namespaces the manager watches; empty for all. A
 	// manager runs only the reconciliations of providers in them.
 	Namespaces []string
@@ -151,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	runCtx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
-	report, requests, err := r.run(runCtx, pr, resolved, scope{account: account, accountsOnly: resolved.AccountsOnly(),
+	res, requests, err := r.run(runCtx, pr, resolved.Provider, scope{account: account, accountsOnly: resolved.AccountsOnly(),
 		from: from, to: to, namespaces: pr.Spec.Namespaces})
 	pr.Status.ProviderRequests += requests
 	if err != nil {
@@ -164,7 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		msg := payment.CleanMessage("The run did not finish: "+err.Error()+"; retried from the start (it only reads)", 1024)
 		return ctrl.Result{RequeueAfter: retryAfter}, r.progress(ctx, pr, paymentsv1alpha1.ReconciliationRunning, reason, msg, false)
 	}
-	return ctrl.Result{}, r.complete(ctx, pr, report)
+	return ctrl.Result{}, r.complete(ctx, pr, res)
 }
 
 // providerError marks an error of the provider's side.
@@ -172,60 +174,22 @@ type providerError struct{ error }
 
 func (e providerError) Unwrap() error { return e.error }
 
-// run gathers both sides, compares them and writes the report.
-func (r *Reconciler) run(ctx context.Context, pr *paymentsv1alpha1.PaymentReconciliation, resolved providercache.Resolved, s scope) (reconcile.Report, int64, error) {
-	perSecond := DefaultRequestsPerSecond
-	if pr.Spec.RequestsPerSecond != nil {
-		perSecond = int(*pr.Spec.RequestsPerSecond)
-	}
-	rd := &reader{provider: resolved.Provider, budget: rate.NewLimiter(rate.Limit(perSecond), 1)}
-	b, err := gather(ctx, r.Reader, r.Ledger, s)
-	if err != nil {
-		return reconcile.Report{}, rd.requests, err
-	}
-	objects, listed, err := rd.list(ctx, s.from, s.to, r.Clock.Now())
-	if err != nil {
-		return reconcile.Report{}, rd.requests, providerError{err}
-	}
-	records, objects, err := sides(ctx, rd, r.Ledger, b, objects, listed, s)
-	if err != nil {
-		return reconcile.Report{}, rd.requests, err
-	}
-	report := reconcile.Report{Provider: describeAccount(s.account), From: s.from, To: s.to, Listed: listed,
-		Findings: reconcile.Compare(records, objects)}
-	return report, rd.requests, nil
-}
-
 // complete records a finished run: the report's pages, then the status,
 // the event and the metrics.
-func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentReconciliation, report reconcile.Report) error {
-	stored := report
-	if pr.Spec.Report != paymentsv1alpha1.ReportAll {
-		stored.Findings = nil
-		for _, f := range report.Findings {
-			if f.Category.Discrepancy() {
-				stored.Findings = append(stored.Findings, f)
-			}
-		}
-	}
-	where, err := writeReport(ctx, r.Client, pr, stored)
+func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentReconciliation, res result) error {
+	report := res.report
+	where, err := writeReport(ctx, r.Client, pr, report)
 	if err != nil {
 		return err
 	}
-	summary := &paymentsv1alpha1.ReconciliationSummary{Categories: map[string]int64{}}
-	for cat, n := range report.Counts() {
-		summary.Categories[string(cat)] = int64(n)
-	}
-	for _, f := range report.Findings {
-		if f.Kind == reconcile.Refund {
-			summary.Refunds++
+	summary := &paymentsv1alpha1.ReconciliationSummary{Categories: map[string]int64{}, Charges: res.charges, Refunds: res.refunds}
+	for _, cat := range reconcile.Categories {
+		n := int64(res.counts[cat])
+		summary.Categories[string(cat)] = n
+		if cat.Discrepancy() {
+			summary.Discrepancies += n
 		} else {
-			summary.Charges++
-		}
-		if f.Category.Discrepancy() {
-			summary.Discrepancies++
-		} else {
-			summary.Matched++
+			summary.Matched += n
 		}
 	}
 	now := metav1.NewTime(r.Clock.Now())
@@ -235,7 +199,7 @@ func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentR
 	msg := fmt.Sprintf("The books balance: %d payments and refunds matched, no discrepancy", summary.Matched)
 	if summary.Discrepancies > 0 {
 		reason, eventType, result = ReasonDiscrepanciesFound, corev1.EventTypeWarning, "discrepancies"
-		msg = fmt.Sprintf("%d discrepancies, %d matched: %s", summary.Discrepancies, summary.Matched, describeCounts(report.Counts()))
+		msg = fmt.Sprintf("%d discrepancies, %d matched: %s", summary.Discrepancies, summary.Matched, describeCounts(res.counts))
 	}
 	if !report.Listed {
 		msg += "; the provider has no list, so only the cluster's keys were looked up: money moved under keys the cluster does not know cannot have been found"
@@ -255,8 +219,8 @@ func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentR
 	}
 	runsTotal.WithLabelValues(result).Inc()
 	provider := pr.Spec.ProviderRef.Namespace + "/" + pr.Spec.ProviderRef.Name
-	for cat, n := range report.Counts() {
-		findings.WithLabelValues(provider, string(cat)).Set(float64(n))
+	for _, cat := range reconcile.Categories {
+		findings.WithLabelValues(provider, string(cat)).Set(float64(res.counts[cat]))
 	}
 	r.Recorder.Eventf(pr, nil, eventType, reason, "Reconcile", "%s", msg)
 	log.FromContext(ctx).Info("Reconciled", "matched", summary.Matched, "discrepancies", summary.Discrepancies,

@@ -34,15 +34,6 @@ import (
 // listPage is how many objects one list request of jobs or refunds reads.
 const listPage = 500
 
-// Ledger is what a run reads of the outcome ledger: every entry, and the
-// entries of keys the provider listed outside the window.
-type Ledger interface {
-	// Scan hands every entry to fn.
-	Scan(ctx context.Context, fn func(ledger.Entry) error) error
-	// FindAll returns the entries recorded under keys.
-	FindAll(ctx context.Context, keys []string) (map[string]ledger.Entry, error)
-}
-
 // record is a cluster record with the time the window is judged by.
 type record struct {
 	reconcile.Record
@@ -51,13 +42,15 @@ type record struct {
 	at time.Time
 }
 
-// books are the cluster's side of one run.
+// books are the PaymentJobs and PaymentRefunds of one run: the finished
+// ones of the account, and the keys still in flight. (The ledger's entries
+// are read a slice of the window at a time.)
 type books struct {
 	// inWindow are the records whose time is in the window.
 	inWindow []record
-	// others are the records of the account outside the window, by kind
-	// and key: they count only for a key the provider lists in it.
-	others map[kindKey]record
+	// byKey are all the records, in the window or not, by kind and key:
+	// one outside it counts for a key the provider lists in it.
+	byKey map[kindKey]record
 	// inFlight are the keys of jobs and refunds whose outcome is not known
 	// yet: what the provider holds under them is no finding.
 	inFlight map[string]bool
@@ -115,17 +108,15 @@ func KeyNamespace(key string) string {
 	return strings.TrimSuffix(ns, ".refund")
 }
 
-// gather reads the cluster's records of the account: every PaymentJob and
-// PaymentRefund, from the API server (the cache leaves finished ones out)
-// a page at a time, and the ledger's entries.
-func gather(ctx context.Context, reader client.Reader, l Ledger, s scope) (*books, error) {
-	b := &books{others: map[kindKey]record{}, inFlight: map[string]bool{}}
+// gather reads the PaymentJobs and PaymentRefunds of the account from the
+// API server (the cache leaves finished ones out), a page at a time.
+func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) {
+	b := &books{byKey: map[kindKey]record{}, inFlight: map[string]bool{}}
 	add := func(r record) {
 		if s.window(r.at) {
 			b.inWindow = append(b.inWindow, r)
-			return
 		}
-		b.others[kindKey{r.Kind, r.Key}] = r
+		b.byKey[kindKey{r.Kind, r.Key}] = r
 	}
 	err := eachList(ctx, reader, &paymentsv1alpha1.PaymentJobList{}, func(list client.ObjectList) {
 		for _, j := range list.(*paymentsv1alpha1.PaymentJobList).Items {
@@ -171,21 +162,6 @@ func gather(ctx context.Context, reader client.Reader, l Ledger, s scope) (*book
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the PaymentRefunds: %w", err)
-	}
-	if l == nil {
-		return b, nil
-	}
-	// Only the window's entries are kept: the ledger holds the whole
-	// history, and the entries of keys listed in the window but recorded
-	// outside it are read by key afterwards.
-	err = l.Scan(ctx, func(e ledger.Entry) error {
-		if s.window(e.At) && s.ours(&e.Provider, e.Key) {
-			b.inWindow = append(b.inWindow, entryRecord(e))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the outcome ledger: %w", err)
 	}
 	return b, nil
 }

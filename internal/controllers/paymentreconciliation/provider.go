@@ -34,6 +34,8 @@ type reader struct {
 	provider payment.Provider
 	budget   *rate.Limiter
 	requests int64
+	// sliceObjects: see DefaultSliceObjects.
+	sliceObjects int
 }
 
 // wait takes one request from the budget.
@@ -46,47 +48,90 @@ func (r *reader) wait(ctx context.Context) error {
 	return nil
 }
 
-// list reads every charge and refund the provider created in [from, to),
-// and the disputes created since from (a dispute comes weeks after its
-// charge), attached to their charges. It returns false when the provider
-// has no list.
-func (r *reader) list(ctx context.Context, from, to, now time.Time) ([]reconcile.Object, bool, error) {
-	l, ok := r.provider.(payment.Lister)
-	if !ok {
-		return nil, false, nil
-	}
-	var objects []reconcile.Object
-	charges := map[string]int{}
-	for _, kind := range []payment.ListKind{payment.KindCharges, payment.KindRefunds} {
-		err := payment.ListAll(ctx, l, payment.ListRequest{Kind: kind, From: from, To: to}, r.wait, func(p payment.ListPage) error {
-			for _, o := range p.Objects {
-				if kind == payment.KindCharges {
-					charges[o.ID] = len(objects)
-				}
-				objects = append(objects, objectOf(kind, o))
-			}
-			return nil
-		})
-		if errors.Is(err, payment.ErrListUnsupported) {
-			return nil, false, nil
-		}
-		if err != nil {
-			return nil, true, fmt.Errorf("cannot list the provider's %s: %w", kind, err)
-		}
-	}
+// DefaultSliceObjects is about the most charges one slice of a window
+// holds: a run holds one slice's objects and records at a time, whatever
+// the window's size.
+const DefaultSliceObjects = 5000
+
+// errSliceFull stops the list of a slice's charges.
+var errSliceFull = errors.New("the slice is full")
+
+// disputes lists the disputes created since from (a dispute comes weeks
+// after its charge) that can still take the money or took it: the
+// disputed charges' ids, with their disputes'. It reports false when the
+// provider has no list after all (an HTTP service without listURL).
+func (r *reader) disputes(ctx context.Context, l payment.Lister, from, now time.Time) (map[string]string, bool, error) {
+	disputed := map[string]string{}
 	err := payment.ListAll(ctx, l, payment.ListRequest{Kind: payment.KindDisputes, From: from, To: now.Add(time.Second)}, r.wait,
 		func(p payment.ListPage) error {
 			for _, d := range p.Objects {
-				if i, ok := charges[d.Charge]; ok && d.State != payment.StateNotCharged {
-					objects[i].Dispute = d.ID
+				if d.State != payment.StateNotCharged && d.Charge != "" {
+					disputed[d.Charge] = d.ID
 				}
 			}
 			return nil
 		})
-	if err != nil && !errors.Is(err, payment.ErrListUnsupported) {
+	switch {
+	case errors.Is(err, payment.ErrListUnsupported):
+		return nil, false, nil
+	case err != nil:
 		return nil, true, fmt.Errorf("cannot list the provider's disputes: %w", err)
 	}
-	return objects, true, nil
+	return disputed, true, nil
+}
+
+// slice lists the newest slice of [from, end): the charges created in
+// [start, end), where start is from or, when there are more than about
+// sliceObjects of them, a later second, and the refunds created in it.
+// A provider that does not list newest first (the HTTP contract allows
+// any stable order) is read in one slice.
+func (r *reader) slice(ctx context.Context, l payment.Lister, from, end time.Time, disputed map[string]string) (time.Time, []reconcile.Object, error) {
+	var objects []reconcile.Object
+	var created []time.Time
+	start := from
+	newestFirst := true
+	var last time.Time
+	err := payment.ListAll(ctx, l, payment.ListRequest{Kind: payment.KindCharges, From: from, To: end}, r.wait, func(p payment.ListPage) error {
+		for _, o := range p.Objects {
+			if !last.IsZero() && o.Created.After(last) {
+				newestFirst = false
+			}
+			last = o.Created
+			obj := objectOf(payment.KindCharges, o)
+			obj.Dispute = disputed[o.ID]
+			objects, created = append(objects, obj), append(created, o.Created)
+		}
+		// The charges created in the last one's second may go on in the
+		// next page: the slice starts a second later.
+		if cut := last.Truncate(time.Second).Add(time.Second); newestFirst && len(objects) >= r.sliceObjects &&
+			p.Next != "" && cut.After(from) && cut.Before(end) {
+			start = cut
+			return errSliceFull
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errSliceFull) {
+		return start, nil, fmt.Errorf("cannot list the provider's charges: %w", err)
+	}
+	if start.After(from) {
+		kept := objects[:0]
+		for i, o := range objects {
+			if !created[i].Before(start) {
+				kept = append(kept, o)
+			}
+		}
+		objects = kept
+	}
+	err = payment.ListAll(ctx, l, payment.ListRequest{Kind: payment.KindRefunds, From: start, To: end}, r.wait, func(p payment.ListPage) error {
+		for _, o := range p.Objects {
+			objects = append(objects, objectOf(payment.KindRefunds, o))
+		}
+		return nil
+	})
+	if err != nil {
+		return start, nil, fmt.Errorf("cannot list the provider's refunds: %w", err)
+	}
+	return start, objects, nil
 }
 
 // lookup asks the provider for what it holds under the records' keys:

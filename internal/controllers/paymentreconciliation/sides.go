@@ -19,59 +19,105 @@ package paymentreconciliation
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
 )
 
-// sides settles what the comparison reads: the provider's objects (see
-// lookups) less those under keys still in flight or of other namespaces,
-// and the records of the window with those of keys the provider lists in
-// it but the cluster recorded outside it (see outside).
-func sides(ctx context.Context, rd *reader, l Ledger, b *books, objects []reconcile.Object, listed bool, s scope) ([]reconcile.Record, []reconcile.Object, error) {
-	objects, err := lookups(ctx, rd, b, objects, listed)
-	if err != nil {
-		return nil, nil, providerError{err}
-	}
-	kept := objects[:0]
-	for _, o := range objects {
-		switch {
-		case b.inFlight[o.Key]:
-		case o.Key == "" && o.Kind == reconcile.Charge && len(s.namespaces) > 0:
-			// A charge made without a key belongs to no namespace.
-		case o.Key != "" && !s.namespace(o.Key):
-		default:
-			kept = append(kept, o)
+// compareSlice compares one slice of the window, [start, end): the
+// cluster's records of the slice (jobs and refunds, the ledger's entries)
+// with the provider's objects created in it (listed, or with no list the
+// objects the provider holds under the records' keys). A key is judged
+// once, in the first slice where either side shows it; its objects and
+// records elsewhere are found by key (a lookup at the provider, the jobs
+// read and the ledger), so that a payment whose record and charge fall on
+// two sides of a slice's edge is compared whole.
+func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s scope, t *tally,
+	start, end time.Time, objects []reconcile.Object, listed bool) error {
+	var records []record
+	for _, rec := range b.inWindow {
+		if !rec.at.Before(start) && rec.at.Before(end) && !t.judged(rec.Kind, rec.Key) {
+			records = append(records, rec)
 		}
 	}
-	records, err := outside(ctx, l, b, kept, s)
-	return records, kept, err
+	if lr != nil {
+		err := lr.Between(ctx, start, end, func(e ledger.Entry) error {
+			if rec := entryRecord(e); s.ours(&e.Provider, e.Key) && !t.judged(rec.Kind, rec.Key) {
+				records = append(records, rec)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("cannot read the outcome ledger: %w", err)
+		}
+	}
+	if !listed {
+		found, err := rd.lookup(ctx, records, b.inWindow)
+		if err != nil {
+			return providerError{err}
+		}
+		objects = found
+	}
+	objects = t.ours(objects, b, s)
+	if listed {
+		var err error
+		if objects, err = lookups(ctx, rd, t, records, objects, b); err != nil {
+			return providerError{err}
+		}
+	}
+	pulled, err := outside(ctx, lr, b, records, objects, s)
+	if err != nil {
+		return err
+	}
+	if listed && len(pulled) > 0 {
+		// Every object under the keys recorded outside the slice, so that
+		// each key is compared whole.
+		if objects, err = lookAlso(ctx, rd, t, pulled, objects, b); err != nil {
+			return providerError{err}
+		}
+	}
+	all := make([]reconcile.Record, 0, len(records)+len(pulled))
+	for _, rec := range slices.Concat(records, pulled) {
+		all = append(all, rec.Record)
+	}
+	t.add(reconcile.Compare(all, objects))
+	return nil
 }
 
-// lookups completes the provider's side. Without a list it is what the
-// provider holds under the records' keys. With one, a record of the window
-// whose object the list does not hold is looked up: the provider may have
-// created it a moment before the window, and the cluster recorded it a
-// moment after.
-func lookups(ctx context.Context, rd *reader, b *books, objects []reconcile.Object, listed bool) ([]reconcile.Object, error) {
-	if !listed {
-		return rd.lookup(ctx, b.inWindow, b.inWindow)
-	}
+// lookups looks up the records of the slice whose object the list of the
+// slice does not hold: the provider may have created it a moment before
+// the slice, and the cluster recorded it a moment after. What it finds is
+// every object under the key, wherever in the window it is.
+func lookups(ctx context.Context, rd *reader, t *tally, records []record, objects []reconcile.Object, b *books) ([]reconcile.Object, error) {
 	has := map[kindKey]bool{}
 	ids := map[string]bool{}
 	for _, o := range objects {
 		has[kindKey{o.Kind, o.Key}], ids[o.ID] = true, true
 	}
 	var unmatched []record
-	for _, rec := range b.inWindow {
+	for _, rec := range records {
 		if rec.Moved && !has[kindKey{rec.Kind, rec.Key}] && !ids[rec.ID] {
 			unmatched = append(unmatched, rec)
 		}
 	}
-	found, err := rd.lookup(ctx, unmatched, b.inWindow)
+	return lookAlso(ctx, rd, t, unmatched, objects, b)
+}
+
+// lookAlso adds to objects what the provider holds under the records'
+// keys, wherever in the window it is.
+func lookAlso(ctx context.Context, rd *reader, t *tally, records []record, objects []reconcile.Object, b *books) ([]reconcile.Object, error) {
+	found, err := rd.lookup(ctx, records, b.inWindow)
 	if err != nil {
 		return nil, err
 	}
+	ids := map[string]bool{}
+	for _, o := range objects {
+		ids[o.ID] = true
+	}
 	for _, o := range found {
+		t.looked[o.ID] = true
 		if !ids[o.ID] {
 			ids[o.ID] = true
 			objects = append(objects, o)
@@ -80,16 +126,15 @@ func lookups(ctx context.Context, rd *reader, b *books, objects []reconcile.Obje
 	return objects, nil
 }
 
-// outside returns the records of the window, and those of every key the
-// provider's objects carry that the cluster recorded outside it: from the
-// jobs and refunds read, or else from the ledger, by key.
-func outside(ctx context.Context, l Ledger, b *books, objects []reconcile.Object, s scope) ([]reconcile.Record, error) {
-	all := make([]reconcile.Record, 0, len(b.inWindow))
+// outside returns the records of the keys the provider's objects carry
+// that the cluster recorded outside the slice: from the jobs and refunds
+// read, or else from the ledger, by key.
+func outside(ctx context.Context, lr LedgerReader, b *books, records []record, objects []reconcile.Object, s scope) ([]record, error) {
 	known := map[kindKey]bool{}
-	for _, rec := range b.inWindow {
-		all = append(all, rec.Record)
+	for _, rec := range records {
 		known[kindKey{rec.Kind, rec.Key}] = true
 	}
+	var pulled []record
 	var ask []string
 	for _, o := range objects {
 		k := kindKey{o.Kind, o.Key}
@@ -97,23 +142,23 @@ func outside(ctx context.Context, l Ledger, b *books, objects []reconcile.Object
 			continue
 		}
 		known[k] = true
-		if rec, ok := b.others[k]; ok {
-			all = append(all, rec.Record)
+		if rec, ok := b.byKey[k]; ok {
+			pulled = append(pulled, rec)
 			continue
 		}
 		ask = append(ask, o.Key)
 	}
-	if l == nil || len(ask) == 0 {
-		return all, nil
+	if lr == nil || len(ask) == 0 {
+		return pulled, nil
 	}
-	entries, err := l.FindAll(ctx, ask)
+	entries, err := lr.FindAll(ctx, ask)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the outcome ledger: %w", err)
 	}
 	for _, e := range entries {
 		if s.ours(&e.Provider, e.Key) {
-			all = append(all, entryRecord(e).Record)
+			pulled = append(pulled, entryRecord(e))
 		}
 	}
-	return all, nil
+	return pulled, nil
 }

@@ -19,6 +19,7 @@ package pgledger
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -160,4 +161,51 @@ func (l *Ledger) Missing(ctx context.Context, keys []string) ([]string, error) {
 		}
 	}
 	return missing, nil
+}
+
+// Between reads the rows recorded at a time in [from, to), by the index on
+// at, scanBatch rows a statement, each after the last (at, key) the one
+// before it read: what a reconciliation reads of one slice of its window.
+// fn runs between statements. An error of fn ends it and is returned.
+func (l *Ledger) Between(ctx context.Context, from, to time.Time, fn func(ledger.Entry) error) error {
+	if l.isClosed() {
+		return ErrClosed
+	}
+	const (
+		first = `SELECT ` + entryColumns + ` FROM paymentjob_outcomes WHERE at >= $1 AND at < $2
+	ORDER BY at, key LIMIT $3`
+		next = `SELECT ` + entryColumns + ` FROM paymentjob_outcomes WHERE at >= $1 AND at < $2
+	AND (at, key) > ($3, $4) ORDER BY at, key LIMIT $5`
+	)
+	var lastAt time.Time
+	var lastKey string
+	for started := false; ; started = true {
+		var batch []ledger.Entry
+		err := l.do(ctx, func(ctx context.Context) error {
+			var rows pgx.Rows
+			var err error
+			if !started {
+				rows, err = l.pool.Query(ctx, first, from, to, scanBatch)
+			} else {
+				rows, err = l.pool.Query(ctx, next, from, to, lastAt, lastKey, scanBatch)
+			}
+			if err != nil {
+				return err
+			}
+			batch, err = pgx.CollectRows(rows, scanEntry)
+			return err
+		})
+		if err != nil {
+			return wrapErr("read the outcome ledger", err)
+		}
+		for _, e := range batch {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(batch) < scanBatch {
+			return nil
+		}
+		lastAt, lastKey = batch[len(batch)-1].At, batch[len(batch)-1].Key
+	}
 }

@@ -1,0 +1,183 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package paymentreconciliation
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+
+	"golang.org/x/time/rate"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+)
+
+// result is what a run found: the report to store (discrepancies, and the
+// matched rows too when the spec asks for all), and the counts of every
+// finding.
+type result struct {
+	report reconcile.Report
+	counts map[reconcile.Category]int
+	// charges and refunds count the findings of each kind.
+	charges, refunds int64
+}
+
+// tally adds a run's findings up, slice by slice. It holds the findings it
+// keeps and 8 bytes or so a key judged, not the records or objects.
+type tally struct {
+	result
+	all  bool
+	seed maphash.Seed
+	// seen are the keys judged, by hash; true for the Matched ones.
+	seen map[uint64]bool
+	// looked are the ids of objects a lookup found: every object under its
+	// key, which a later slice may list again.
+	looked map[string]bool
+}
+
+func newTally(all bool) *tally {
+	return &tally{result: result{counts: map[reconcile.Category]int{}}, all: all, seed: maphash.MakeSeed(),
+		seen: map[uint64]bool{}, looked: map[string]bool{}}
+}
+
+func (t *tally) hash(k reconcile.Kind, key string) uint64 {
+	return maphash.String(t.seed, string(k)+"\x00"+key)
+}
+
+// judged reports whether a key was compared in an earlier slice.
+func (t *tally) judged(k reconcile.Kind, key string) bool {
+	_, ok := t.seen[t.hash(k, key)]
+	return ok
+}
+
+// add counts findings and keeps those the report lists.
+func (t *tally) add(findings []reconcile.Finding) {
+	for _, f := range findings {
+		t.counts[f.Category]++
+		if f.Kind == reconcile.Refund {
+			t.refunds++
+		} else {
+			t.charges++
+		}
+		if f.Key != "" {
+			h := t.hash(f.Kind, f.Key)
+			matched, seen := t.seen[h]
+			t.seen[h] = (!seen || matched) && f.Category == reconcile.Matched
+		}
+		if t.all || f.Category.Discrepancy() {
+			t.report.Findings = append(t.report.Findings, f)
+		}
+	}
+}
+
+// ours keeps the provider's objects a slice compares: not under a key
+// still in flight, not of another namespace, and not a charge without a
+// key when the run is limited to namespaces. An object under a key judged
+// in an earlier slice that no lookup found there is another one under the
+// key: it is reported at once.
+func (t *tally) ours(objects []reconcile.Object, b *books, s scope) []reconcile.Object {
+	kept := objects[:0]
+	for _, o := range objects {
+		switch {
+		case b.inFlight[o.Key]:
+		case o.Key == "" && o.Kind == reconcile.Charge && len(s.namespaces) > 0:
+		case o.Key != "" && !s.namespace(o.Key):
+		case o.Key != "" && t.judged(o.Kind, o.Key):
+			if !t.looked[o.ID] && (o.Status == reconcile.StatusSucceeded || o.Status == reconcile.StatusPending) {
+				t.late(o)
+			}
+		default:
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
+// late reports an object that moved money under a key judged in an
+// earlier slice without it: the key moved money more than once. A Matched
+// finding of the key becomes this Duplicate.
+func (t *tally) late(o reconcile.Object) {
+	h := t.hash(o.Kind, o.Key)
+	if t.seen[h] {
+		t.counts[reconcile.Matched]--
+		if o.Kind == reconcile.Refund {
+			t.refunds--
+		} else {
+			t.charges--
+		}
+		t.report.Findings = slices.DeleteFunc(t.report.Findings, func(f reconcile.Finding) bool {
+			return f.Category == reconcile.Matched && f.Kind == o.Kind && f.Key == o.Key
+		})
+	}
+	t.add([]reconcile.Finding{reconcile.LateDuplicate(o)})
+}
+
+// run gathers both sides, a slice of the window at a time, and compares
+// them.
+func (r *Reconciler) run(ctx context.Context, pr *paymentsv1alpha1.PaymentReconciliation, provider payment.Provider, s scope) (result, int64, error) {
+	perSecond := DefaultRequestsPerSecond
+	if pr.Spec.RequestsPerSecond != nil {
+		perSecond = int(*pr.Spec.RequestsPerSecond)
+	}
+	rd := &reader{provider: provider, budget: rate.NewLimiter(rate.Limit(perSecond), 1),
+		sliceObjects: cmp.Or(r.SliceObjects, DefaultSliceObjects)}
+	t := newTally(pr.Spec.Report == paymentsv1alpha1.ReportAll)
+	t.report = reconcile.Report{Provider: describeAccount(s.account), From: s.from, To: s.to}
+	b, err := gather(ctx, r.Reader, s)
+	if err != nil {
+		return result{}, rd.requests, err
+	}
+	var lr LedgerReader
+	if r.Ledger != nil {
+		if lr, err = r.Ledger.Reader(ctx); err != nil {
+			return result{}, rd.requests, fmt.Errorf("cannot read the outcome ledger: %w", err)
+		}
+	}
+	l, listed := provider.(payment.Lister)
+	var disputed map[string]string
+	if listed {
+		// A provider whose adapter can list may have no list endpoint.
+		disputed, listed, err = rd.disputes(ctx, l, s.from, r.Clock.Now())
+		if err != nil {
+			return result{}, rd.requests, providerError{err}
+		}
+	}
+	t.report.Listed = listed
+	if !listed {
+		err := compareSlice(ctx, rd, lr, b, s, t, s.from, s.to, nil, false)
+		reconcile.Sort(t.report.Findings)
+		return t.result, rd.requests, err
+	}
+	for end := s.to; ; {
+		start, objects, err := rd.slice(ctx, l, s.from, end, disputed)
+		if err != nil {
+			return result{}, rd.requests, providerError{err}
+		}
+		if err := compareSlice(ctx, rd, lr, b, s, t, start, end, objects, true); err != nil {
+			return result{}, rd.requests, err
+		}
+		if !start.After(s.from) {
+			reconcile.Sort(t.report.Findings)
+			return t.result, rd.requests, nil
+		}
+		end = start
+	}
+}
