@@ -143,11 +143,10 @@ type ReconciliationSummary struct {
 	// +optional
 	Refunds int64 `json:"refunds,omitempty"`
 	// matched counts the payments and refunds on which both sides agree.
-	// +optional
-	Matched int64 `json:"matched,omitempty"`
-	// discrepancies counts every finding that is not matched.
-	// +optional
-	Discrepancies int64 `json:"discrepancies,omitempty"`
+	Matched int64 `json:"matched"`
+	// discrepancies counts every finding that is not matched: 0 when the
+	// books balance.
+	Discrepancies int64 `json:"discrepancies"`
 	// categories counts the findings by category (MissingAtProvider,
 	// UnknownToCluster, Duplicate, AmountMismatch, CurrencyMismatch,
 	// RefundedOutsideOperator, Disputed, CanceledOutsideOperator,

@@ -37,6 +37,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
@@ -70,7 +71,7 @@ var histogramSuffixes = []string{"_bucket", "_sum", "_count"}
 // docs/observability.md may use.
 func operatorCollectors() []prometheus.Collector {
 	return slices.Concat(engine.Collectors(), paymentjob.Collectors(), paymentrefund.Collectors(), providercache.Collectors(),
-		audit.Collectors(), ttl.Collectors(), ledger.Collectors())
+		audit.Collectors(), ttl.Collectors(), ledger.Collectors(), paymentreconciliation.Collectors())
 }
 
 // operatorMetrics returns the names of the metrics the operator registers
@@ -318,6 +319,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"Reconcile latency p50/p99 by phase",
 		"Workqueue depth",
 		"Reconcile errors/s",
+		"Reconciliation findings by category",
 	))
 
 	// The alerts.
@@ -334,6 +336,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"PaymentJobAdmissionPoliciesMissing",
 		"PaymentJobFinishedLabelWithoutOutcome",
 		"PaymentJobStuckBehindDeletedProvider", "PaymentRefundFailedAfterSuccess",
+		"PaymentReconciliationDiscrepancies",
 		"PaymentJobLedgerUnavailable",
 		// A warning and a critical alert of one name.
 		"PaymentJobLedgerNearEtcdQuota", "PaymentJobLedgerNearEtcdQuota",

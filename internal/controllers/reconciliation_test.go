@@ -23,6 +23,9 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -160,6 +163,11 @@ func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
 	s.Expect(pr.Status.CompleteUpTo).NotTo(BeNil())
 
 	rows := reportOf(s, pr)
+	if os.Getenv("PRINT_REPORT") != "" {
+		w := csv.NewWriter(os.Stdout)
+		_ = w.WriteAll(rows)
+		fmt.Printf("%+v\n", pr.Status)
+	}
 	s.Expect(rows[0][:3]).To(Equal([]string{"category", "kind", "key"}))
 	byCategory := map[string][]string{}
 	for _, row := range rows[1:] {
@@ -220,10 +228,81 @@ func TestReconciliationOfCleanBooksIsBalanced(t *testing.T) {
 			s.Expect(meta.FindStatusCondition(pr.Status.Conditions, paymentsv1alpha1.ConditionReady).Reason).To(Equal("Balanced"))
 			rows := reportOf(s, pr)
 			s.Expect(rows).To(HaveLen(8), "report: All lists the matched rows")
+			s.Eventually(func(g Gomega) []string { return eventReasons(g, "default", pr.Name) }, timeout).
+				Should(ContainElement("Balanced"))
+			if tc.listed {
+				// The one command of docs/reconciliation.md, through kubectl.
+				out, err := kubectlCommand(t, "get", "paymentreconciliationreports",
+					"-l", paymentsv1alpha1.LabelReconciliation+"="+pr.Name, "-o", "jsonpath={range .items[*]}{.csv}{end}").Output()
+				s.Expect(err).NotTo(HaveOccurred())
+				sum := sha256.Sum256(out)
+				s.Expect(hex.EncodeToString(sum[:])).To(Equal(pr.Status.Report.SHA256), "sha256sum of what kubectl prints")
+			}
 			if !tc.listed {
 				s.Expect(meta.FindStatusCondition(pr.Status.Conditions, paymentsv1alpha1.ConditionReady).Message).
 					To(ContainSubstring("only the cluster's keys were looked up"))
 			}
 		})
 	}
+}
+
+// kubectlCommand is the self-built kubectl with a kubeconfig of the envtest
+// API server, as a user runs it.
+func kubectlCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), kubectl, append(args,
+		"--kubeconfig", writeKubeconfig(t), "--cache-dir", filepath.Join(home, "cache"))...)
+	cmd.Env = append(os.Environ(), "HOME="+home, "KUBECONFIG=")
+	return cmd
+}
+
+// A run waits for its window to end, and for its provider; one whose
+// provider does not exist is Stalled, as kstatus reads it, until it does.
+func TestReconciliationWaitsForItsWindowAndItsProvider(t *testing.T) {
+	s := newScenario(t)
+	create := func(spec paymentsv1alpha1.PaymentReconciliationSpec) *paymentsv1alpha1.PaymentReconciliation {
+		pr := &paymentsv1alpha1.PaymentReconciliation{ObjectMeta: metav1.ObjectMeta{Name: "recon-" + rand.String(8)}, Spec: spec}
+		s.Expect(k8sClient.Create(context.Background(), pr)).To(Succeed())
+		s.t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), pr) })
+		return pr
+	}
+	conditionOf := func(pr *paymentsv1alpha1.PaymentReconciliation, kind string) func(Gomega) *metav1.Condition {
+		return func(g Gomega) *metav1.Condition {
+			g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pr), pr)).To(Succeed())
+			return meta.FindStatusCondition(pr.Status.Conditions, kind)
+		}
+	}
+	now := time.Now()
+	later := create(paymentsv1alpha1.PaymentReconciliationSpec{
+		ProviderRef: paymentsv1alpha1.ProviderObjectReference{Namespace: s.ns, Name: providerName},
+		From:        &metav1.Time{Time: now.Add(-time.Hour)}, To: &metav1.Time{Time: now.Add(time.Hour)},
+	})
+	s.Eventually(conditionOf(later, paymentsv1alpha1.ConditionReconciling), timeout).Should(And(
+		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "WaitingForWindow")))
+	s.Expect(later.Status.Phase).To(Equal(paymentsv1alpha1.ReconciliationPending))
+	s.Expect(meta.IsStatusConditionFalse(later.Status.Conditions, paymentsv1alpha1.ConditionReady)).To(BeTrue())
+
+	orphan := create(paymentsv1alpha1.PaymentReconciliationSpec{
+		ProviderRef: paymentsv1alpha1.ProviderObjectReference{Namespace: s.ns, Name: "no-such-provider"},
+		From:        &metav1.Time{Time: now.Add(-time.Hour)}, To: &metav1.Time{Time: now.Add(-time.Minute)},
+	})
+	s.Eventually(conditionOf(orphan, paymentsv1alpha1.ConditionStalled), timeout).Should(And(
+		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", paymentsv1alpha1.ReasonProviderNotFound),
+		HaveField("Message", ContainSubstring("no-such-provider"))))
+	s.Expect(meta.IsStatusConditionFalse(orphan.Status.Conditions, paymentsv1alpha1.ConditionReconciling)).To(BeTrue())
+}
+
+// A provider that can neither list nor look keys up shows nothing: every
+// payment the cluster recorded is reported missing there, never matched
+// by default.
+func TestReconciliationOfAProviderThatCannotBeRead(t *testing.T) {
+	s := newScenario(t, withoutLookups())
+	from := time.Now().Add(-time.Minute)
+	s.run("pay-0", paymentsv1alpha1.PhaseCompleted)
+	pr := s.reconcileWindow(from)
+	s.Expect(pr.Status.Listed).To(BeFalse())
+	s.Expect(pr.Status.Summary.Categories).To(HaveKeyWithValue("MissingAtProvider", int64(1)))
+	s.Expect(pr.Status.Summary.Matched).To(BeZero())
 }

@@ -199,12 +199,12 @@ func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentR
 	msg := fmt.Sprintf("The books balance: %d payments and refunds matched, no discrepancy", summary.Matched)
 	if summary.Discrepancies > 0 {
 		reason, eventType, result = ReasonDiscrepanciesFound, corev1.EventTypeWarning, "discrepancies"
-		msg = fmt.Sprintf("%d discrepancies, %d matched: %s", summary.Discrepancies, summary.Matched, describeCounts(res.counts))
+		msg = fmt.Sprintf("%s, %d matched: %s", plural(summary.Discrepancies, "discrepancy", "discrepancies"), summary.Matched, describeCounts(res.counts))
 	}
 	if !report.Listed {
 		msg += "; the provider has no list, so only the cluster's keys were looked up: money moved under keys the cluster does not know cannot have been found"
 	}
-	msg += fmt.Sprintf(". Report: %d rows in %d pages, sha256 %s", where.Rows, where.Pages, where.SHA256)
+	msg += fmt.Sprintf(". Report: %s in %s, sha256 %s", plural(where.Rows, "row", "rows"), plural(int64(where.Pages), "page", "pages"), where.SHA256)
 	pr.Status.Phase = paymentsv1alpha1.ReconciliationCompleted
 	pr.Status.ObservedGeneration = pr.Generation
 	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
@@ -226,6 +226,14 @@ func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentR
 	log.FromContext(ctx).Info("Reconciled", "matched", summary.Matched, "discrepancies", summary.Discrepancies,
 		"listed", report.Listed, "providerRequests", pr.Status.ProviderRequests)
 	return nil
+}
+
+// plural is n and the noun for it.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // describeCounts names the categories with findings, with their counts.
