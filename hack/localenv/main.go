@@ -19,8 +19,10 @@ limitations under the License.
 // 127.0.0.1:12111 and bin/manager, all as processes of this one. With --demo
 // it applies config/samples, waits until every sample (the PaymentJobs and
 // the PaymentRefund) reaches its expected phase, prints the results and the
-// sandbox's charges and refunds, and stops everything (make demo); without
-// it, it stays up until Ctrl-C (make run-local).
+// sandbox's charges and refunds, reconciles the sandbox account (balanced),
+// charges a sample again at the sandbox behind the operator's back and
+// reconciles again (one Duplicate), and stops everything (make demo);
+// without it, it stays up until Ctrl-C (make run-local).
 package main
 
 import (
@@ -176,6 +178,9 @@ func run() error {
 		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
 		// The sandbox listens on loopback over plain http.
 		"--insecure-provider-hosts=127.0.0.1",
+		// A reconciliation runs as soon as its window ends: nothing here
+		// waits for a real provider's books to settle.
+		"--reconciliation-settle-margin=0s",
 		"--zap-log-level=info")
 	if err != nil {
 		return err
@@ -184,6 +189,7 @@ func run() error {
 	step("Manager running (log: %s)", rel(root, managerLog))
 
 	step("kubectl apply -k config/samples")
+	started := time.Now()
 	// The API server's admission policies learn a new CRD's kind a moment
 	// after the CRD is served; until then it answers 503 ("There can be a
 	// delay between when CustomResourceDefinitions are created and when
@@ -231,8 +237,11 @@ func run() error {
 	if err := checkRefunds(ctx, c); err != nil {
 		return err
 	}
+	if err := reconcileBooks(ctx, c, kubectl, started, timeout, manager, sandbox); err != nil {
+		return err
+	}
 	fmt.Println()
-	step("Demo passed: every sample reached its expected phase. Stopping everything.")
+	step("Demo passed: every sample reached its expected phase, the books balanced, and the charge made behind the operator's back was found. Stopping everything.")
 	return nil
 }
 

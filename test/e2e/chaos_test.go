@@ -153,6 +153,7 @@ func testKill9(t *testing.T) {
 		kills, takenOver, replayedAfterKill, len(caught))
 	g.Expect(replayedAfterKill).To(BeNumerically(">", 0),
 		"no job has attempts > 1 and a replayed providerResponse: no kill landed between a charge and its outcome write")
+	s.reconcileBooks(r)
 }
 
 // claimedBy returns the jobs Processing under a claim of the manager, by
@@ -267,6 +268,7 @@ func testSplitBrain(t *testing.T) {
 	}
 	g.Expect(won).To(BeEquivalentTo(len(jobs)), "claims won by all managers == jobs: a job was claimed twice")
 	g.Expect(claimConflicts).To(BeNumerically(">", 0), "no claim race happened")
+	s.reconcileBooks(r)
 }
 
 // waitSuspended waits until every suspended job is Pending with its
@@ -381,6 +383,7 @@ func testSandboxFaults(t *testing.T) {
 	g.Expect(r.replays).To(BeNumerically(">", 0), "no lost response was recovered by a replay")
 	g.Expect(proxy.held.Load()).To(BeEquivalentTo(held))
 	g.Expect(proxy.chargedLate.Load()).To(BeNumerically(">", 0), "no charge happened after a provider timeout")
+	s.reconcileBooks(r)
 }
 
 // testAPIServerRestart stops kube-apiserver for 10 s mid-run and starts it

@@ -23,7 +23,10 @@ limitations under the License.
 // server, replaced by the previous version and back, and rebuilt from Git on
 // a fresh control plane while PaymentJobs are charged. Every scenario ends with the same proof: each job terminal, at
 // least one completed, each completed job charged exactly once at the
-// sandbox, each failed job never charged.
+// sandbox, each failed job never charged. The kill9, split-brain and
+// sandbox-faults scenarios then reconcile their window (reconcile_test.go):
+// the books balance, and a charge made at the sandbox behind the
+// operator's back is found as the one Duplicate.
 //
 // Run it with `make test-e2e`, which builds the binaries and sets
 // KUBEBUILDER_ASSETS, MANAGER_BIN and SANDBOX_BIN, and PREVIOUS_MANAGER_BIN
