@@ -197,8 +197,12 @@ func printRun(kubectl kubectlFunc, pr *paymentsv1alpha1.PaymentReconciliation) (
 	}
 	fmt.Print(indent(out))
 	s, rep := pr.Status.Summary, pr.Status.Report
-	step("%s: %s, Ready=%s: %d matched, %d discrepancies (findings about %s and %s)",
-		pr.Name, pr.Status.Phase, readyReason(pr.Status.Conditions), s.Matched, s.Discrepancies,
+	discrepancies := fmt.Sprintf("%d discrepancies", s.Discrepancies)
+	if s.Discrepancies == 1 {
+		discrepancies = "1 discrepancy"
+	}
+	step("%s: %s, Ready=%s: %d matched, %s (findings about %s and %s)",
+		pr.Name, pr.Status.Phase, readyReason(pr.Status.Conditions), s.Matched, discrepancies,
 		plural(s.Charges, "charge"), plural(s.Refunds, "refund"))
 	selector := paymentsv1alpha1.LabelReconciliation + "=" + pr.Name
 	const jsonpath = "{range .items[*]}{.csv}{end}"
