@@ -222,7 +222,7 @@ func baseCases() []testCase {
 	cases := []testCase{
 		{"GitOps tools never delete the CRDs", func(g Gomega, m *manifest) {
 			crds := m.byKind("CustomResourceDefinition")
-			g.Expect(crds).To(HaveLen(4), "%s: want the PaymentJob, PaymentProvider, PaymentLedger and PaymentRefund CRDs", m.source)
+			g.Expect(crds).To(HaveLen(6), "%s: want the PaymentJob, PaymentProvider, PaymentLedger, PaymentRefund, PaymentReconciliation and PaymentReconciliationReport CRDs", m.source)
 			for _, crd := range crds {
 				// Deleting a CRD deletes every PaymentJob and the ledger with it.
 				g.Expect(crd.GetAnnotations()).To(HaveKeyWithValue("argocd.argoproj.io/sync-options", "Delete=false,Prune=false"),
