@@ -77,6 +77,16 @@ type config struct {
 	// minPGRatio is the target of the throughput on the PostgreSQL ledger
 	// over the throughput on the CRD ledger; 0 does not enforce it.
 	minPGRatio float64
+	// reconPayments are the payments phase 9 seeds and reconciles;
+	// reconJobs the jobs it charges beside the run, and as many without.
+	reconPayments, reconJobs int
+	// maxReconRatio and maxReconHeapRatio are the targets of the run's
+	// wall time over its floor and of the heap during it over before;
+	// minReconChargeRatio of the throughput beside it over without. 0
+	// does not enforce them.
+	maxReconRatio, maxReconHeapRatio, minReconChargeRatio float64
+	// only runs the manager's start and one phase: "recon", or "" for all.
+	only string
 }
 
 // pgSideJobs are the jobs of each side of phase 8.
@@ -135,6 +145,19 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&c.minPGRatio, "min-pg-ratio", 1.0,
 		"The target of the throughput on the PostgreSQL ledger over the throughput on the CRD ledger, same jobs, workers "+
 			"and control plane; 0 does not enforce it. CI's short run passes 0, as for -min-ratio.")
+	fs.IntVar(&c.reconPayments, "recon-payments", 100_000,
+		"Payments of phase 9, the reconciliation: seeded as outcome ledger entries and as the live sandbox's PaymentIntents, then reconciled.")
+	fs.IntVar(&c.reconJobs, "recon-jobs", 1000,
+		"Jobs phase 9 charges at Stripe's live-mode limits beside the reconciliation, and as many without it (in two halves, before and after).")
+	fs.Float64Var(&c.maxReconRatio, "max-recon-ratio", 1.3,
+		"The target of the reconciliation's wall time (create to Completed) over its floor (its list pages at its requests/s); 0 does not enforce it.")
+	fs.Float64Var(&c.maxReconHeapRatio, "max-recon-heap-ratio", 1.5,
+		"The target of the manager's heap during the reconciliation (peak of post-GC samples) over before it; 0 does not enforce it.")
+	fs.Float64Var(&c.minReconChargeRatio, "min-recon-charge-ratio", 0.9,
+		"The target of the throughput of jobs charged beside the reconciliation over without it, at Stripe's live-mode limits; "+
+			"0 does not enforce it. CI's short run passes 0, as for -min-ratio.")
+	fs.StringVar(&c.only, "only", "",
+		"Run only the manager's start on an empty cluster and one phase: recon (phase 9); empty runs every phase.")
 	fs.BoolVar(&c.keep, "keep", false, "Keep the logs of a successful run too (they are kept after a failure).")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -177,6 +200,20 @@ func (c config) check() error {
 		return errors.New("-qps and -burst must be positive")
 	case c.assets == "":
 		return errors.New("-assets or KUBEBUILDER_ASSETS must name the control plane folder: run `make bench`")
+	}
+	return c.checkRecon()
+}
+
+// checkRecon refuses settings phase 9 cannot run with.
+func (c config) checkRecon() error {
+	switch {
+	case c.reconPayments < 1 || c.reconJobs < 2:
+		return errors.New("-recon-payments must be at least 1 and -recon-jobs at least 2 (the jobs without the run run in two halves)")
+	case !(c.maxReconRatio >= 0) || !(c.maxReconHeapRatio >= 0) || !(c.minReconChargeRatio >= 0):
+		// Written so that NaN is refused too.
+		return errors.New("-max-recon-ratio, -max-recon-heap-ratio and -min-recon-charge-ratio must be 0 (not enforced) or more")
+	case c.only != "" && c.only != "recon":
+		return fmt.Errorf("-only %q: the only phase that runs alone is recon", c.only)
 	}
 	return nil
 }

@@ -42,6 +42,13 @@ import (
 // claimLease is the claim lease the baseline writes, the manager's default.
 const claimLease = engine.DefaultClaimLease
 
+// The currency and the payment method of every payment the bench makes or
+// seeds: a plain card payment in US dollars.
+const (
+	benchCurrency      = "usd"
+	benchPaymentMethod = "pm_card_visa"
+)
+
 // jobName is the name of the i-th job of a phase.
 func jobName(i int) string { return fmt.Sprintf("job-%06d", i) }
 
@@ -66,8 +73,8 @@ func newJob(ns string, i int) *paymentsv1alpha1.PaymentJob {
 		Spec: paymentsv1alpha1.PaymentJobSpec{
 			ProviderRef:   paymentsv1alpha1.ProviderReference{Name: providerName},
 			Amount:        int64(100 + i%9900),
-			Currency:      "usd",
-			PaymentMethod: "pm_card_visa",
+			Currency:      benchCurrency,
+			PaymentMethod: benchPaymentMethod,
 			Description:   "Benchmark payment " + strconv.Itoa(i),
 		},
 	}

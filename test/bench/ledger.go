@@ -188,8 +188,8 @@ func seedPage(seq, pages, perPage int, now time.Time) *paymentsv1alpha1.PaymentL
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("invoice-%08d", n), Namespace: ns},
 			Spec: paymentsv1alpha1.PaymentJobSpec{
 				Amount:        int64(100 + rnd.IntN(99900)),
-				Currency:      "usd",
-				PaymentMethod: "pm_card_visa",
+				Currency:      benchCurrency,
+				PaymentMethod: benchPaymentMethod,
 				Description:   fmt.Sprintf("Invoice %08d", n),
 			},
 		})

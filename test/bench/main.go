@@ -25,7 +25,10 @@ limitations under the License.
 // jobs, what etcd stores for a finished job, what the outcome ledger's
 // size costs the manager's heap and API requests, and the outcome ledger
 // on PostgreSQL against the CRD ledger: API writes, throughput, database
-// statements, the heap beside a large table, etcd after the TTL.
+// statements, the heap beside a large table, etcd after the TTL; and a
+// PaymentReconciliation of a large seeded history at Stripe's live-mode
+// limits: its wall time over the floor its list rate sets, the manager's
+// heap during it, and the charges made beside it.
 //
 // The admission policies of config/policy are installed first, as the
 // deployment installs them; one adds the finalizer at create.

@@ -85,6 +85,15 @@ func notEnforced() *target {
 	return &target{text: "not enforced"}
 }
 
+// atMostUnlessZero is atMost(t, format), or notEnforced for a t of 0: a
+// maximum of 0 on the command line turns a target off.
+func atMostUnlessZero(t float64, format string) *target {
+	if t == 0 {
+		return notEnforced()
+	}
+	return atMost(t, format)
+}
+
 // atLeastUnlessZero is atLeast(t), or notEnforced for a t of 0: a minimum
 // of 0 on the command line turns a target off, it is not a target met by
 // any value.
