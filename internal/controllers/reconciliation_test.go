@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -92,9 +93,32 @@ func reportOf(g Gomega, pr *paymentsv1alpha1.PaymentReconciliation) [][]string {
 	return records
 }
 
+// seedHistory records n clean payments at both sides, as a history that
+// the jobs' TTL took out of the cluster: charges at the sandbox, created
+// over the last minute, and their entries in the manager's ledger, recorded
+// 100 ms after them, of the account the operator charges (as probe's
+// status records it).
+func (s *scenario) seedHistory(n int, probe *paymentsv1alpha1.PaymentJob) {
+	s.t.Helper()
+	start := time.Now().Add(-50 * time.Second)
+	errs := make(chan error, n)
+	for i := range n {
+		key := payment.SentKey(s.ns, fmt.Sprintf("history-%04d", i))
+		in := s.engine.PutIntent(sandbox.Intent{Amount: 100 + int64(i), Currency: "usd", Created: start.Add(time.Duration(i) * 40 * time.Millisecond),
+			Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: key}})
+		e := ledger.Entry{Key: key, Fingerprint: "sha256:history", Provider: *probe.Status.Provider, Charge: in.ID,
+			Amount: in.Amount, Currency: "usd", Outcome: paymentsv1alpha1.LedgerCompleted, At: in.Created.Add(100 * time.Millisecond)}
+		go func() { errs <- s.manager.ledger.Record(context.Background(), e) }()
+	}
+	for range n {
+		s.Expect(<-errs).To(Succeed())
+	}
+}
+
 // One discrepancy of each kind, made at the sandbox behind the operator's
-// back, among payments and refunds the operator made: the run lists each
-// exactly once, in its category, and moves no money.
+// back, among payments and refunds the operator made and 1,000 clean
+// payments of its history: the run lists each discrepancy exactly once, in
+// its category, and moves no money.
 func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
 	s := newScenario(t, overHTTP())
 	from := time.Now().Add(-time.Minute)
@@ -111,6 +135,8 @@ func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
 	s.createRefund("gone", "pay-1", 500)
 	s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
 	gone := s.waitForRefund("gone", paymentsv1alpha1.PhaseCompleted, "Succeeded")
+	const history = 1000
+	s.seedHistory(history, paid["pay-0"])
 
 	id := func(name string) string { return paid[name].Status.ProviderResponse.ID }
 	key := func(name string) string { return paid[name].Status.IdempotencyKey }
@@ -151,7 +177,7 @@ func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
 	s.Expect(after.RefundRequests).To(Equal(before.RefundRequests))
 	s.Expect(pr.Status.Listed).To(BeTrue(), "Stripe lists")
 	s.Expect(pr.Status.Summary.Categories).To(Equal(map[string]int64{
-		"Matched": 8, "MissingAtProvider": 1, "UnknownToCluster": 1, "Duplicate": 1, "AmountMismatch": 1,
+		"Matched": 8 + history, "MissingAtProvider": 1, "UnknownToCluster": 1, "Duplicate": 1, "AmountMismatch": 1,
 		"CurrencyMismatch": 0, "RefundedOutsideOperator": 1, "Disputed": 1, "CanceledOutsideOperator": 1,
 		"RefundFailedAfterSuccess": 1,
 	}))

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -204,4 +205,37 @@ func ReadPage(ctx context.Context, reader client.Reader, name string, fn func(En
 		}
 	}
 	return nil
+}
+
+// IndexedSpans returns the span of every page from this process's index,
+// with no API request, and false when the index cannot be trusted for it
+// (not loaded yet, or stale after resourceVersions went backwards): then
+// use Spans. A page another process wrote since this one read it, and the
+// newest page, which appends still change, span to the end of time, so that
+// a window reads them whatever they hold now.
+func (l *Ledger) IndexedSpans() ([]PageSpan, bool) {
+	select {
+	case <-l.loaded:
+	default:
+		return nil, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stale {
+		return nil, false
+	}
+	spans := make([]PageSpan, 0, len(l.pages))
+	newestSeq := 0
+	for _, p := range l.pages {
+		newestSeq = max(newestSeq, p.seq)
+	}
+	for name, p := range l.pages {
+		s := PageSpan{Name: name, Oldest: p.oldest, Newest: p.newest}
+		if p.indexed != p.seen || p.seq == newestSeq || p.indexed == "" {
+			s.Newest = time.Unix(1<<62, 0)
+		}
+		spans = append(spans, s)
+	}
+	slices.SortFunc(spans, func(a, b PageSpan) int { return strings.Compare(a.Name, b.Name) })
+	return spans, true
 }

@@ -255,14 +255,17 @@ func (l *Ledger) pageOf(p *paymentsv1alpha1.PaymentLedger) *page {
 		hashes[i] = l.hash(e.Key)
 	}
 	slices.Sort(hashes)
-	var newest time.Time
+	var oldest, newest time.Time
 	for _, e := range p.Entries {
 		if e.At.After(newest) {
 			newest = e.At.Time
 		}
+		if oldest.IsZero() || e.At.Time.Before(oldest) {
+			oldest = e.At.Time
+		}
 	}
 	return &page{seq: pageSeq(p.Name), indexed: p.ResourceVersion, seen: p.ResourceVersion, hashes: hashes,
-		newest: newest, full: full(p, l.opts.MaxEntriesPerPage), bytes: storedSize(p)}
+		oldest: oldest, newest: newest, full: full(p, l.opts.MaxEntriesPerPage), bytes: storedSize(p)}
 }
 
 // storedSize is the size of p as the API server stores it in etcd: the

@@ -156,7 +156,8 @@ type page struct {
 	// the versions went backwards.
 	watched string
 	hashes  []uint64
-	newest  time.Time
+	// oldest and newest bound the times of the page's entries.
+	oldest, newest time.Time
 	// bytes is the size of the copy indexed as the API server stores it
 	// (storedSize), for paymentjob_ledger_bytes.
 	bytes int

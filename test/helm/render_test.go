@@ -90,7 +90,7 @@ func TestRenderDefaults(t *testing.T) {
 		"--refund-watch-period=720h",
 		"--zap-log-level=info",
 	}))
-	g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(4))
+	g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(6))
 	g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(1))
 	g.Expect(find(objs, "MutatingAdmissionPolicy")).To(HaveLen(3))
 	// Optional objects are off by default.
@@ -170,7 +170,7 @@ func TestRenderEveryValue(t *testing.T) {
 	g.Expect(sa.GetLabels()).To(HaveKeyWithValue("team", "platform"))
 	g.Expect(sa.GetAnnotations()).To(HaveKeyWithValue("example.com/role", "payments"))
 
-	g.Expect(find(objs, "ClusterRole")).To(HaveLen(12), "manager, metrics auth, metrics reader and the nine helper roles")
+	g.Expect(find(objs, "ClusterRole")).To(HaveLen(14), "manager, metrics auth, metrics reader and the eleven helper roles")
 	var readers *unstructured.Unstructured
 	for _, b := range find(objs, "ClusterRoleBinding") {
 		if b.GetName() == "payments-operator-metrics-readers" {
@@ -383,7 +383,7 @@ func TestRenderBranches(t *testing.T) {
 		{"no manager", map[string]any{"manager": map[string]any{"enabled": false}},
 			func(g Gomega, objs []*unstructured.Unstructured) {
 				g.Expect(find(objs, "Deployment")).To(BeEmpty())
-				g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(4))
+				g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(6))
 			}},
 	}
 	for _, tt := range tests {

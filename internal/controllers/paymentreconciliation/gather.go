@@ -32,7 +32,7 @@ import (
 )
 
 // listPage is how many objects one list request of jobs or refunds reads.
-const listPage = 500
+const listPage = 100
 
 // record is a cluster record with the time the window is judged by.
 type record struct {

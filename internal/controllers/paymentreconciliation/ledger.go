@@ -55,37 +55,58 @@ type pagesLedger struct {
 }
 
 func (p pagesLedger) Reader(ctx context.Context) (LedgerReader, error) {
-	spans, err := ledger.Spans(ctx, p.reader)
-	if err != nil {
-		return nil, err
+	// The manager's index knows every page's span; a list of the pages
+	// only when it cannot be trusted.
+	spans, ok := p.l.IndexedSpans()
+	if !ok {
+		var err error
+		if spans, err = ledger.Spans(ctx, p.reader); err != nil {
+			return nil, err
+		}
 	}
-	return pagesReader{pagesLedger: p, spans: spans}, nil
+	return &pagesReader{pagesLedger: p, spans: spans}, nil
 }
 
 type pagesReader struct {
 	pagesLedger
 	spans []ledger.PageSpan
+	// kept are the entries of the pages the last slice read: the slices
+	// of a window go from its end to its start, and a page that overlaps
+	// two of them is read once.
+	kept map[string][]ledger.Entry
 }
 
-func (p pagesReader) Between(ctx context.Context, from, to time.Time, fn func(ledger.Entry) error) error {
+func (p *pagesReader) Between(ctx context.Context, from, to time.Time, fn func(ledger.Entry) error) error {
+	kept := map[string][]ledger.Entry{}
 	for _, s := range p.spans {
 		if s.Newest.Before(from) || !s.Oldest.Before(to) {
 			continue
 		}
-		err := ledger.ReadPage(ctx, p.reader, s.Name, func(e ledger.Entry) error {
-			if e.At.Before(from) || !e.At.Before(to) {
+		entries, ok := p.kept[s.Name]
+		if !ok {
+			err := ledger.ReadPage(ctx, p.reader, s.Name, func(e ledger.Entry) error {
+				entries = append(entries, e)
 				return nil
+			})
+			if err != nil {
+				return err
 			}
-			return fn(e)
-		})
-		if err != nil {
-			return err
+		}
+		kept[s.Name] = entries
+		for _, e := range entries {
+			if e.At.Before(from) || !e.At.Before(to) {
+				continue
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
 		}
 	}
+	p.kept = kept
 	return nil
 }
 
-func (p pagesReader) FindAll(ctx context.Context, keys []string) (map[string]ledger.Entry, error) {
+func (p *pagesReader) FindAll(ctx context.Context, keys []string) (map[string]ledger.Entry, error) {
 	return p.l.FindAll(ctx, keys)
 }
 

@@ -48,14 +48,6 @@ func (r *reader) wait(ctx context.Context) error {
 	return nil
 }
 
-// DefaultSliceObjects is about the most charges one slice of a window
-// holds: a run holds one slice's objects and records at a time, whatever
-// the window's size.
-const DefaultSliceObjects = 5000
-
-// errSliceFull stops the list of a slice's charges.
-var errSliceFull = errors.New("the slice is full")
-
 // disputes lists the disputes created since from (a dispute comes weeks
 // after its charge) that can still take the money or took it: the
 // disputed charges' ids, with their disputes'. It reports false when the
@@ -78,60 +70,6 @@ func (r *reader) disputes(ctx context.Context, l payment.Lister, from, now time.
 		return nil, true, fmt.Errorf("cannot list the provider's disputes: %w", err)
 	}
 	return disputed, true, nil
-}
-
-// slice lists the newest slice of [from, end): the charges created in
-// [start, end), where start is from or, when there are more than about
-// sliceObjects of them, a later second, and the refunds created in it.
-// A provider that does not list newest first (the HTTP contract allows
-// any stable order) is read in one slice.
-func (r *reader) slice(ctx context.Context, l payment.Lister, from, end time.Time, disputed map[string]string) (time.Time, []reconcile.Object, error) {
-	var objects []reconcile.Object
-	var created []time.Time
-	start := from
-	newestFirst := true
-	var last time.Time
-	err := payment.ListAll(ctx, l, payment.ListRequest{Kind: payment.KindCharges, From: from, To: end}, r.wait, func(p payment.ListPage) error {
-		for _, o := range p.Objects {
-			if !last.IsZero() && o.Created.After(last) {
-				newestFirst = false
-			}
-			last = o.Created
-			obj := objectOf(payment.KindCharges, o)
-			obj.Dispute = disputed[o.ID]
-			objects, created = append(objects, obj), append(created, o.Created)
-		}
-		// The charges created in the last one's second may go on in the
-		// next page: the slice starts a second later.
-		if cut := last.Truncate(time.Second).Add(time.Second); newestFirst && len(objects) >= r.sliceObjects &&
-			p.Next != "" && cut.After(from) && cut.Before(end) {
-			start = cut
-			return errSliceFull
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errSliceFull) {
-		return start, nil, fmt.Errorf("cannot list the provider's charges: %w", err)
-	}
-	if start.After(from) {
-		kept := objects[:0]
-		for i, o := range objects {
-			if !created[i].Before(start) {
-				kept = append(kept, o)
-			}
-		}
-		objects = kept
-	}
-	err = payment.ListAll(ctx, l, payment.ListRequest{Kind: payment.KindRefunds, From: start, To: end}, r.wait, func(p payment.ListPage) error {
-		for _, o := range p.Objects {
-			objects = append(objects, objectOf(payment.KindRefunds, o))
-		}
-		return nil
-	})
-	if err != nil {
-		return start, nil, fmt.Errorf("cannot list the provider's refunds: %w", err)
-	}
-	return start, objects, nil
 }
 
 // lookup asks the provider for what it holds under the records' keys:

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -41,21 +42,27 @@ type result struct {
 }
 
 // tally adds a run's findings up, slice by slice. It holds the findings it
-// keeps and 8 bytes or so a key judged, not the records or objects.
+// keeps and 8 bytes a key judged, not the records or objects.
 type tally struct {
 	result
 	all  bool
 	seed maphash.Seed
-	// seen are the keys judged, by hash; true for the Matched ones.
-	seen map[uint64]bool
+	// judgedKeys are the hashes of the keys judged in earlier slices,
+	// sorted; fresh those of the slice being compared. unmatched holds
+	// the few judged keys whose finding was not Matched.
+	judgedKeys, fresh []uint64
+	unmatched         map[uint64]bool
 	// looked are the ids of objects a lookup found: every object under its
 	// key, which a later slice may list again.
 	looked map[string]bool
+	// carry are the refunds made without one of our keys whose charge no
+	// slice compared yet.
+	carry []reconcile.Object
 }
 
 func newTally(all bool) *tally {
 	return &tally{result: result{counts: map[reconcile.Category]int{}}, all: all, seed: maphash.MakeSeed(),
-		seen: map[uint64]bool{}, looked: map[string]bool{}}
+		unmatched: map[uint64]bool{}, looked: map[string]bool{}}
 }
 
 func (t *tally) hash(k reconcile.Kind, key string) uint64 {
@@ -64,8 +71,16 @@ func (t *tally) hash(k reconcile.Kind, key string) uint64 {
 
 // judged reports whether a key was compared in an earlier slice.
 func (t *tally) judged(k reconcile.Kind, key string) bool {
-	_, ok := t.seen[t.hash(k, key)]
+	_, ok := slices.BinarySearch(t.judgedKeys, t.hash(k, key))
 	return ok
+}
+
+// endSlice adds the keys judged in a slice to those of the earlier ones.
+func (t *tally) endSlice() {
+	t.judgedKeys = append(t.judgedKeys, t.fresh...)
+	slices.Sort(t.judgedKeys)
+	t.judgedKeys = slices.Compact(t.judgedKeys)
+	t.fresh = t.fresh[:0]
 }
 
 // add counts findings and keeps those the report lists.
@@ -79,8 +94,10 @@ func (t *tally) add(findings []reconcile.Finding) {
 		}
 		if f.Key != "" {
 			h := t.hash(f.Kind, f.Key)
-			matched, seen := t.seen[h]
-			t.seen[h] = (!seen || matched) && f.Category == reconcile.Matched
+			t.fresh = append(t.fresh, h)
+			if f.Category.Discrepancy() {
+				t.unmatched[h] = true
+			}
 		}
 		if t.all || f.Category.Discrepancy() {
 			t.report.Findings = append(t.report.Findings, f)
@@ -115,8 +132,7 @@ func (t *tally) ours(objects []reconcile.Object, b *books, s scope) []reconcile.
 // earlier slice without it: the key moved money more than once. A Matched
 // finding of the key becomes this Duplicate.
 func (t *tally) late(o reconcile.Object) {
-	h := t.hash(o.Kind, o.Key)
-	if t.seen[h] {
+	if h := t.hash(o.Kind, o.Key); !t.unmatched[h] {
 		t.counts[reconcile.Matched]--
 		if o.Kind == reconcile.Refund {
 			t.refunds--
@@ -137,7 +153,9 @@ func (r *Reconciler) run(ctx context.Context, pr *paymentsv1alpha1.PaymentReconc
 	if pr.Spec.RequestsPerSecond != nil {
 		perSecond = int(*pr.Spec.RequestsPerSecond)
 	}
-	rd := &reader{provider: provider, budget: rate.NewLimiter(rate.Limit(perSecond), 1),
+	// A second's worth of burst: the time a slice takes to compare is not
+	// lost, and no second sends more than the budget allows over two.
+	rd := &reader{provider: provider, budget: rate.NewLimiter(rate.Limit(perSecond), perSecond),
 		sliceObjects: cmp.Or(r.SliceObjects, DefaultSliceObjects)}
 	t := newTally(pr.Spec.Report == paymentsv1alpha1.ReportAll)
 	t.report = reconcile.Report{Provider: describeAccount(s.account), From: s.from, To: s.to}
@@ -166,18 +184,14 @@ func (r *Reconciler) run(ctx context.Context, pr *paymentsv1alpha1.PaymentReconc
 		reconcile.Sort(t.report.Findings)
 		return t.result, rd.requests, err
 	}
-	for end := s.to; ; {
-		start, objects, err := rd.slice(ctx, l, s.from, end, disputed)
-		if err != nil {
-			return result{}, rd.requests, providerError{err}
-		}
+	end := s.to
+	err = rd.slices(ctx, l, s.from, s.to, rd.sliceObjects, disputed, func(start time.Time, objects []reconcile.Object) error {
 		if err := compareSlice(ctx, rd, lr, b, s, t, start, end, objects, true); err != nil {
-			return result{}, rd.requests, err
-		}
-		if !start.After(s.from) {
-			reconcile.Sort(t.report.Findings)
-			return t.result, rd.requests, nil
+			return err
 		}
 		end = start
-	}
+		return nil
+	})
+	reconcile.Sort(t.report.Findings)
+	return t.result, rd.requests, err
 }

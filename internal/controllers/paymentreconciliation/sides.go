@@ -82,7 +82,25 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 	for _, rec := range slices.Concat(records, pulled) {
 		all = append(all, rec.Record)
 	}
-	t.add(reconcile.Compare(all, objects))
+	// A refund made without one of our keys counts only once its charge is
+	// in the comparison: the charge is older, so it goes on to the next
+	// slice until its charge comes.
+	objects = append(objects, t.carry...)
+	findings := reconcile.Compare(all, objects)
+	mentioned := map[string]bool{}
+	for _, f := range findings {
+		for _, id := range f.ProviderIDs {
+			mentioned[id] = true
+		}
+	}
+	t.carry = t.carry[:0]
+	for _, o := range objects {
+		if o.Kind == reconcile.Refund && o.Key == "" && !mentioned[o.ID] {
+			t.carry = append(t.carry, o)
+		}
+	}
+	t.add(findings)
+	t.endSlice()
 	return nil
 }
 
