@@ -36,22 +36,9 @@ import (
 // two sides of a slice's edge is compared whole.
 func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s scope, t *tally,
 	start, end time.Time, objects []reconcile.Object, listed bool) error {
-	var records []record
-	for _, rec := range b.inWindow {
-		if !rec.at.Before(start) && rec.at.Before(end) && !t.judged(rec.Kind, rec.Key) {
-			records = append(records, rec)
-		}
-	}
-	if lr != nil {
-		err := lr.Between(ctx, start, end, func(e ledger.Entry) error {
-			if rec := entryRecord(e); s.ours(&e.Provider, e.Key) && !t.judged(rec.Kind, rec.Key) {
-				records = append(records, rec)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("cannot read the outcome ledger: %w", err)
-		}
+	records, err := sliceRecords(ctx, lr, b, s, t, start, end)
+	if err != nil {
+		return err
 	}
 	if !listed {
 		found, err := rd.lookup(ctx, records, b.inWindow)
@@ -82,11 +69,41 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 	for _, rec := range slices.Concat(records, pulled) {
 		all = append(all, rec.Record)
 	}
-	// A refund made without one of our keys counts only once its charge is
-	// in the comparison: the charge is older, so it goes on to the next
-	// slice until its charge comes.
+	t.compare(all, objects)
+	return nil
+}
+
+// sliceRecords are the cluster's records of [start, end) whose key no
+// earlier slice judged: jobs and refunds, and the ledger's entries.
+func sliceRecords(ctx context.Context, lr LedgerReader, b *books, s scope, t *tally, start, end time.Time) ([]record, error) {
+	var records []record
+	for _, rec := range b.inWindow {
+		if !rec.at.Before(start) && rec.at.Before(end) && !t.judged(rec.Kind, rec.Key) {
+			records = append(records, rec)
+		}
+	}
+	if lr == nil {
+		return records, nil
+	}
+	err := lr.Between(ctx, start, end, func(e ledger.Entry) error {
+		if rec := entryRecord(e); s.ours(&e.Provider, e.Key) && !t.judged(rec.Kind, rec.Key) {
+			records = append(records, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the outcome ledger: %w", err)
+	}
+	return records, nil
+}
+
+// compare compares a slice's records and objects and adds the findings up.
+// A refund made without one of our keys counts only once its charge is in
+// the comparison: the charge is older, so the refund goes on to the next
+// slice until its charge comes.
+func (t *tally) compare(records []reconcile.Record, objects []reconcile.Object) {
 	objects = append(objects, t.carry...)
-	findings := reconcile.Compare(all, objects)
+	findings := reconcile.Compare(records, objects)
 	mentioned := map[string]bool{}
 	for _, f := range findings {
 		for _, id := range f.ProviderIDs {
@@ -101,7 +118,6 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 	}
 	t.add(findings)
 	t.endSlice()
-	return nil
 }
 
 // lookups looks up the records of the slice whose object the list of the

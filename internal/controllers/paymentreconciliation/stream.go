@@ -69,17 +69,14 @@ func (s *stream) peek(ctx context.Context) (payment.Listed, bool, error) {
 	return s.buf[0], true, nil
 }
 
-// take returns the next object and moves past it.
-func (s *stream) take(ctx context.Context) (payment.Listed, bool, error) {
-	o, ok, err := s.peek(ctx)
-	if ok {
-		s.buf = s.buf[1:]
-		if !s.last.IsZero() && o.Created.After(s.last) {
-			s.newestFirst = false
-		}
-		s.last = o.Created
+// skip moves past the object peek returned.
+func (s *stream) skip() {
+	o := s.buf[0]
+	s.buf = s.buf[1:]
+	if !s.last.IsZero() && o.Created.After(s.last) {
+		s.newestFirst = false
 	}
-	return o, ok, err
+	s.last = o.Created
 }
 
 // slices cuts the window's list into slices, newest first, each of about
@@ -110,9 +107,7 @@ func (r *reader) slices(ctx context.Context, l payment.Lister, from, to time.Tim
 				start = charges.last.Truncate(time.Second)
 				break
 			}
-			if _, _, err := charges.take(ctx); err != nil {
-				return err
-			}
+			charges.skip()
 			obj := objectOf(payment.KindCharges, o)
 			obj.Dispute = disputed[o.ID]
 			objects = append(objects, obj)
@@ -125,9 +120,7 @@ func (r *reader) slices(ctx context.Context, l payment.Lister, from, to time.Tim
 			if !ok || (refunds.newestFirst && start.After(from) && o.Created.Before(start)) {
 				break
 			}
-			if _, _, err := refunds.take(ctx); err != nil {
-				return err
-			}
+			refunds.skip()
 			objects = append(objects, objectOf(payment.KindRefunds, o))
 		}
 		if err := fn(start, objects); err != nil {
