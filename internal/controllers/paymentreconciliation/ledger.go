@@ -92,15 +92,22 @@ func (p *pagesReader) Between(ctx context.Context, from, to time.Time, fn func(l
 				return err
 			}
 		}
-		kept[s.Name] = entries
+		// The slices go from the window's end to its start: only the
+		// entries older than this one are kept for the next.
+		var older []ledger.Entry
 		for _, e := range entries {
-			if e.At.Before(from) || !e.At.Before(to) {
+			if e.At.Before(from) {
+				older = append(older, e)
+				continue
+			}
+			if !e.At.Before(to) {
 				continue
 			}
 			if err := fn(e); err != nil {
 				return err
 			}
 		}
+		kept[s.Name] = older
 	}
 	p.kept = kept
 	return nil

@@ -77,9 +77,22 @@ func (t *tally) judged(k reconcile.Kind, key string) bool {
 
 // endSlice adds the keys judged in a slice to those of the earlier ones.
 func (t *tally) endSlice() {
-	t.judgedKeys = append(t.judgedKeys, t.fresh...)
-	slices.Sort(t.judgedKeys)
-	t.judgedKeys = slices.Compact(t.judgedKeys)
+	// Exactly as long as it must be: a run over a million payments holds 8
+	// MB of them, not up to twice that.
+	slices.Sort(t.fresh)
+	merged := make([]uint64, 0, len(t.judgedKeys)+len(t.fresh))
+	i, j := 0, 0
+	for i < len(t.judgedKeys) || j < len(t.fresh) {
+		switch {
+		case j == len(t.fresh) || (i < len(t.judgedKeys) && t.judgedKeys[i] < t.fresh[j]):
+			merged = append(merged, t.judgedKeys[i])
+			i++
+		default:
+			merged = append(merged, t.fresh[j])
+			j++
+		}
+	}
+	t.judgedKeys = slices.Compact(merged)
 	t.fresh = t.fresh[:0]
 }
 

@@ -29,7 +29,7 @@ import (
 // holds: a run holds one slice's objects and records at a time, whatever
 // the window's size. Slices cost no request: they are cut from one list of
 // the window.
-const DefaultSliceObjects = 1000
+const DefaultSliceObjects = 500
 
 // stream is one list of a window, read a page at a time under the run's
 // budget as its objects are taken.
