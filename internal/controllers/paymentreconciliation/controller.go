@@ -157,16 +157,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		from: from, to: to, namespaces: pr.Spec.Namespaces})
 	pr.Status.ProviderRequests += requests
 	if err != nil {
-		reason := ReasonClusterUnavailable
-		var pe providerError
-		if errors.As(err, &pe) {
-			reason = ReasonProviderUnavailable
+		phase, reason, again := unfinished(err)
+		if !again {
+			log.FromContext(ctx).Info("The reconciliation run failed", "error", err.Error())
+			msg := payment.CleanMessage("The provider refused to list the window, for good: "+err.Error(), 1024)
+			return ctrl.Result{}, r.progress(ctx, pr, phase, reason, msg, true)
 		}
 		log.FromContext(ctx).Info("The reconciliation run did not finish; retried", "error", err.Error())
 		msg := payment.CleanMessage("The run did not finish: "+err.Error()+"; retried from the start (it only reads)", 1024)
-		return ctrl.Result{RequeueAfter: retryAfter}, r.progress(ctx, pr, paymentsv1alpha1.ReconciliationRunning, reason, msg, false)
+		return ctrl.Result{RequeueAfter: retryAfter}, r.progress(ctx, pr, phase, reason, msg, false)
 	}
 	return ctrl.Result{}, r.complete(ctx, pr, res)
+}
+
+// ReasonProviderRefused: the provider refused a request of the run for
+// good (an invalid request); the run is Failed and Stalled.
+const ReasonProviderRefused = "ProviderRefused"
+
+// unfinished says what a run that ended with err is: Failed for good when
+// the provider refused one of its requests definitively (retrying cannot
+// help), Running and tried again otherwise (an unreachable or rate-limiting
+// provider, credentials being rotated, an API server or ledger that does
+// not answer).
+func unfinished(err error) (phase paymentsv1alpha1.ReconciliationPhase, reason string, again bool) {
+	var pe providerError
+	if !errors.As(err, &pe) {
+		return paymentsv1alpha1.ReconciliationRunning, ReasonClusterUnavailable, true
+	}
+	if _, refused := payment.IsRefusal(err); refused {
+		return paymentsv1alpha1.ReconciliationFailed, ReasonProviderRefused, false
+	}
+	return paymentsv1alpha1.ReconciliationRunning, ReasonProviderUnavailable, true
 }
 
 // providerError marks an error of the provider's side.

@@ -17,6 +17,8 @@ limitations under the License.
 package paymentreconciliation
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // The window a run covers: spec.from and spec.to as given, to the second;
@@ -49,5 +52,29 @@ func TestWindowOf(t *testing.T) {
 		from, to := windowOf(tc.spec, now, DefaultSettleMargin)
 		g.Expect(from).To(Equal(tc.from), tc.name)
 		g.Expect(to).To(Equal(tc.to), tc.name)
+	}
+}
+
+// A run that could not finish is tried again, unless the provider refused
+// one of its requests for good: then it is Failed (and Stalled), since the
+// same request would be refused again.
+func TestUnfinished(t *testing.T) {
+	g := NewWithT(t)
+	for _, tc := range []struct {
+		name   string
+		err    error
+		phase  paymentsv1alpha1.ReconciliationPhase
+		reason string
+		again  bool
+	}{
+		{"the API server", errors.New("cannot list the PaymentJobs: connection refused"),
+			paymentsv1alpha1.ReconciliationRunning, ReasonClusterUnavailable, true},
+		{"a rate limit", providerError{payment.Transient(errors.New("429"), time.Second)},
+			paymentsv1alpha1.ReconciliationRunning, ReasonProviderUnavailable, true},
+		{"an invalid request", providerError{fmt.Errorf("cannot list the provider's charges: %w", payment.Invalid("no such parameter"))},
+			paymentsv1alpha1.ReconciliationFailed, ReasonProviderRefused, false},
+	} {
+		phase, reason, again := unfinished(tc.err)
+		g.Expect([]any{phase, reason, again}).To(Equal([]any{tc.phase, tc.reason, tc.again}), tc.name)
 	}
 }
