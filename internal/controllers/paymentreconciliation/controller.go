@@ -170,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.complete(ctx, pr, res)
 }
 
-// ReasonProviderRefused: the provider refused a request of the run for
+// ReasonProviderRefused says the provider refused a request of the run for
 // good (an invalid request); the run is Failed and Stalled.
 const ReasonProviderRefused = "ProviderRefused"
 
