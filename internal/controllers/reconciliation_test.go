@@ -225,16 +225,33 @@ func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
 // lookup of the cluster's keys (a provider without a list), which the
 // status says.
 func TestReconciliationOfCleanBooksIsBalanced(t *testing.T) {
+	contract := func(list bool) func(string) paymentsv1alpha1.PaymentProviderSpec {
+		return func(base string) paymentsv1alpha1.PaymentProviderSpec {
+			spec := &paymentsv1alpha1.HTTPProvider{URL: base + "/http/charges", LookupURL: base + "/http/charges/lookup",
+				RefundURL: base + "/http/refunds"}
+			if list {
+				spec.ListURL = base + "/http/list"
+			}
+			return paymentsv1alpha1.PaymentProviderSpec{HTTP: spec}
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		opts   []scenarioOption
+		spec   func(base string) paymentsv1alpha1.PaymentProviderSpec
 		listed bool
 	}{
-		{"listed", []scenarioOption{overHTTP()}, true},
-		{"looked up", nil, false},
+		{"stripe, listed", []scenarioOption{overHTTP()}, nil, true},
+		{"a provider without a list, looked up", nil, nil, false},
+		{"the HTTP contract with listURL", []scenarioOption{overHTTP(), withoutManager()}, contract(true), true},
+		{"the HTTP contract without listURL, looked up", []scenarioOption{overHTTP(), withoutManager()}, contract(false), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newScenario(t, tc.opts...)
+			if tc.spec != nil {
+				updateProvider(s, s.ns, func(pp *paymentsv1alpha1.PaymentProvider) { pp.Spec = tc.spec(s.url) })
+				s.manager = s.start(managerConfig{})
+			}
 			from := time.Now().Add(-time.Minute)
 			for i := range 6 {
 				s.create(fmt.Sprintf("pay-%d", i))
@@ -256,7 +273,7 @@ func TestReconciliationOfCleanBooksIsBalanced(t *testing.T) {
 			s.Expect(rows).To(HaveLen(8), "report: All lists the matched rows")
 			s.Eventually(func(g Gomega) []string { return eventReasons(g, "default", pr.Name) }, timeout).
 				Should(ContainElement("Balanced"))
-			if tc.listed {
+			if tc.listed && tc.spec == nil {
 				// The one command of docs/reconciliation.md, through kubectl.
 				out, err := kubectlCommand(t, "get", "paymentreconciliationreports",
 					"-l", paymentsv1alpha1.LabelReconciliation+"="+pr.Name, "-o", "jsonpath={range .items[*]}{.csv}{end}").Output()
