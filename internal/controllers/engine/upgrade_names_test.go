@@ -225,6 +225,24 @@ const ledgerPageJSON = `{
     "key": "billing/invoice-2026-0042",
     "fingerprint": "sha256:f37e7d6fae213f0e2daed6be7632696a807a16eae156e971f759a4fd4b209c4e",
     "charge": "pi_3Q0aZk2eZvKYlo2C1x8yT0aB",
+    "amount": 2000,
+    "currency": "usd",
+    "outcome": "Completed",
+    "at": "2026-03-14T10:30:31Z"
+  }]
+}`
+
+// ledgerPageJSONBeforeAmounts is the same page as the versions before
+// reconciliation wrote it, without the entry's amount and currency: a
+// newer manager reads it (the amount is then unknown, never compared).
+const ledgerPageJSONBeforeAmounts = `{
+  "metadata": {},
+  "summary": {"entries": 1, "oldest": "2026-03-14T10:30:31Z", "newest": "2026-03-14T10:30:31Z"},
+  "providers": [{"uid": "9d2f1c7e-0b3a-4e5f-8a6b-1c2d3e4f5a6b", "endpoint": "https://api.stripe.com", "account": "acct_1Nv0FGQ9RKHgCVdK"}],
+  "entries": [{
+    "key": "billing/invoice-2026-0042",
+    "fingerprint": "sha256:f37e7d6fae213f0e2daed6be7632696a807a16eae156e971f759a4fd4b209c4e",
+    "charge": "pi_3Q0aZk2eZvKYlo2C1x8yT0aB",
     "outcome": "Completed",
     "at": "2026-03-14T10:30:31Z"
   }]

@@ -70,22 +70,29 @@ func TestLedgerPageIsReadBackAcrossVersions(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(got)).To(MatchJSON(ledgerPageJSON), breaksUpgrades)
 
-	// The next version finds the job's outcome on a page written so.
-	var page paymentsv1alpha1.PaymentLedger
-	g.Expect(json.Unmarshal([]byte(ledgerPageJSON), &page)).To(Succeed())
-	page.Name = "page-00000001"
-	store = fake.NewClientBuilder().WithScheme(scheme).WithObjects(&page).Build()
-	recreated := contractJob("billing", "pj-7f3a", "invoice-2026-0042")
-	stop = startLedger(ctx, ledger.New(store, store, ledger.Options{Clock: clock}), func(l *ledger.Ledger) {
-		e, found, err := l.Find(ctx, paymentjob.ChargeOf(recreated).Key)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(found).To(BeTrue(), "a re-created job must find the outcome recorded by an earlier version")
-		g.Expect(e.Fingerprint).To(Equal(paymentjob.ChargeOf(recreated).Fingerprint))
-		g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
-		g.Expect(e.Charge).To(Equal("pi_3Q0aZk2eZvKYlo2C1x8yT0aB"))
-		g.Expect(e.Provider).To(Equal(*job.Status.Provider))
-	})
-	stop()
+	// The next version finds the job's outcome on a page written so, and
+	// on one written before entries carried their amount.
+	for _, written := range []struct {
+		json   string
+		amount int64
+	}{{ledgerPageJSON, 2000}, {ledgerPageJSONBeforeAmounts, 0}} {
+		var page paymentsv1alpha1.PaymentLedger
+		g.Expect(json.Unmarshal([]byte(written.json), &page)).To(Succeed())
+		page.Name = "page-00000001"
+		store = fake.NewClientBuilder().WithScheme(scheme).WithObjects(&page).Build()
+		recreated := contractJob("billing", "pj-7f3a", "invoice-2026-0042")
+		stop = startLedger(ctx, ledger.New(store, store, ledger.Options{Clock: clock}), func(l *ledger.Ledger) {
+			e, found, err := l.Find(ctx, paymentjob.ChargeOf(recreated).Key)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(found).To(BeTrue(), "a re-created job must find the outcome recorded by an earlier version")
+			g.Expect(e.Fingerprint).To(Equal(paymentjob.ChargeOf(recreated).Fingerprint))
+			g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
+			g.Expect(e.Charge).To(Equal("pi_3Q0aZk2eZvKYlo2C1x8yT0aB"))
+			g.Expect(e.Provider).To(Equal(*job.Status.Provider))
+			g.Expect(e.Amount).To(Equal(written.amount))
+		})
+		stop()
+	}
 }
 
 // startLedger runs l, calls use once it is loaded, and returns a function
