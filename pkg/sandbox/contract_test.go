@@ -82,6 +82,7 @@ func TestContractConformance(t *testing.T) {
 		URL:       srv.URL + "/http/charges",
 		LookupURL: srv.URL + "/http/charges/lookup",
 		RefundURL: srv.URL + "/http/refunds",
+		ListURL:   srv.URL + "/http/list",
 		Timeout:   timeout,
 		InFlight: &providertest.InFlight{Hold: func() (<-chan string, func()) {
 			g := e.Hold()
