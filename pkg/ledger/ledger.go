@@ -76,10 +76,15 @@ type Filter struct {
 // Reader reads the outcome ledger. Its methods never write to it.
 type Reader interface {
 	// Find returns the entries recorded under key: exactly key, or key
-	// under any provider key scope ("<scope>:" + key, and for a long
-	// "<namespace>/<key>" its hashed scoped form, payment.ScopedKey).
-	// None, and a nil error, when there are none. The entries of one key
-	// under several scopes are several payments, at several accounts.
+	// under any provider key scope ("<scope>:" + key). key is a sent key
+	// (a job's status.idempotencyKey, SentKey, RefundKey), or
+	// "<namespace>/<key>" with the key as the job or refund gives it: then
+	// a key too long to be sent as it is is found under its hashed forms
+	// too, scoped or not. (A hashed sent key, "<namespace>/sha256:...", is
+	// found as it is, not under another scope: its hash depends on the
+	// scope.) None, and a nil error, when there are none. The entries of
+	// one key under several scopes are several payments, at several
+	// accounts.
 	Find(ctx context.Context, key string) ([]Entry, error)
 	// Each hands fn every entry that passes f, reading a batch (a few
 	// pages, or a thousand rows) at a time: memory never holds the whole
@@ -148,22 +153,29 @@ func (f Filter) passes(e internalledger.Entry) bool {
 // keyMatch tells the entries Find returns for a key.
 type keyMatch struct {
 	key string
-	// namespace and name are key's parts, when it has the form
-	// "<namespace>/<key>".
+	// namespace and name are key's parts when it has the form
+	// "<namespace>/<key>" with a key that is not hashed; split says so.
 	namespace, name string
 	split           bool
-	// scoped caches the hashed scoped forms of key, by scope.
+	// sent is SentKey of the parts: key itself, or its hashed form.
+	sent string
+	// scoped caches the forms of key under a key scope, by scope.
 	scoped map[string]string
 }
 
 func newKeyMatch(key string) *keyMatch {
-	m := &keyMatch{key: key, scoped: map[string]string{}}
+	m := &keyMatch{key: key, sent: key, scoped: map[string]string{}}
 	m.namespace, m.name, m.split = strings.Cut(key, "/")
+	if m.split && !strings.HasPrefix(m.name, "sha256:") {
+		m.sent = payment.SentKey(m.namespace, m.name)
+	} else {
+		m.split = false
+	}
 	return m
 }
 
 // underScope is key under scope, as the operator forms it
-// (payment.ScopedKey), or "" when key has no namespace part.
+// (payment.ScopedKey), or "" when key is not "<namespace>/<key>".
 func (m *keyMatch) underScope(scope string) string {
 	if !m.split || scope == "" {
 		return ""
@@ -180,6 +192,9 @@ func (m *keyMatch) underScope(scope string) string {
 // the key scopes of the ledger.
 func (m *keyMatch) candidates(scopes []string) []string {
 	keys := []string{m.key}
+	if m.sent != m.key {
+		keys = append(keys, m.sent)
+	}
 	for _, s := range scopes {
 		keys = append(keys, s+":"+m.key)
 		if k := m.underScope(s); k != "" && k != s+":"+m.key {
@@ -191,7 +206,7 @@ func (m *keyMatch) candidates(scopes []string) []string {
 
 // matches reports whether e is recorded under key.
 func (m *keyMatch) matches(e internalledger.Entry) bool {
-	if e.Key == m.key {
+	if e.Key == m.key || e.Key == m.sent {
 		return true
 	}
 	if scope, rest, ok := strings.Cut(e.Key, ":"); ok && rest == m.key && !strings.Contains(scope, "/") {
