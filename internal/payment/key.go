@@ -72,6 +72,32 @@ func ScopedKey(scope, namespace, key string) string {
 	return SentKey(scope+":"+namespace, key)
 }
 
+// refundSuffix ends the namespace part of a refund's key (RefundKey).
+const refundSuffix = ".refund"
+
+// KeyNamespace is the namespace a sent key (SentKey, ScopedKey, RefundKey)
+// belongs to: the key is "[<scope>:]<namespace>[.refund]/<key>", hashed or
+// not. It is "" for a key the operator did not send, or one hashed whole
+// (longer than MaxKeyLength even with its key part hashed, which a
+// Kubernetes namespace never makes).
+func KeyNamespace(key string) string {
+	ns, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return ""
+	}
+	if _, after, scoped := strings.Cut(ns, ":"); scoped {
+		ns = after
+	}
+	return strings.TrimSuffix(ns, refundSuffix)
+}
+
+// IsRefundKey reports whether a sent key is a PaymentRefund's (RefundKey)
+// rather than a PaymentJob's.
+func IsRefundKey(key string) bool {
+	ns, _, ok := strings.Cut(key, "/")
+	return ok && strings.HasSuffix(ns, refundSuffix)
+}
+
 // RequestHash is the fingerprint of a request sent under a key:
 // "sha256:<hex>" of a canonical JSON encoding (struct fields in a fixed
 // order, map keys sorted). It is recorded in the job's status when the job is

@@ -305,3 +305,30 @@ func TestScopedKeyKeepsScopesApart(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyNamespace(t *testing.T) {
+	long := strings.Repeat("k", 300)
+	tests := []struct {
+		name, key, wantNamespace string
+		wantRefund               bool
+	}{
+		{name: "a job's key", key: payment.SentKey("shop", "order-7"), wantNamespace: "shop"},
+		{name: "a key with slashes", key: payment.SentKey("shop", "a/b/c"), wantNamespace: "shop"},
+		{name: "a hashed key", key: payment.SentKey("shop", long), wantNamespace: "shop"},
+		{name: "a scoped key", key: payment.ScopedKey("eu", "shop", "order-7"), wantNamespace: "shop"},
+		{name: "a scoped hashed key", key: payment.ScopedKey("eu", "shop", long), wantNamespace: "shop"},
+		{name: "a refund's key", key: payment.RefundKey("", "shop", "order-7"), wantNamespace: "shop", wantRefund: true},
+		{name: "a scoped refund's key", key: payment.RefundKey("eu", "shop", "order-7"), wantNamespace: "shop", wantRefund: true},
+		{name: "a hashed refund's key", key: payment.RefundKey("eu", "shop", long), wantNamespace: "shop", wantRefund: true},
+		{name: "a key the operator did not send", key: "order-7", wantNamespace: ""},
+		{name: "a key hashed whole", key: payment.SentKey(strings.Repeat("n", 300), "k"), wantNamespace: ""},
+		{name: "a refund suffix in the key part", key: payment.SentKey("shop", "x.refund/y"), wantNamespace: "shop"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(payment.KeyNamespace(tt.key)).To(Equal(tt.wantNamespace), tt.key)
+			g.Expect(payment.IsRefundKey(tt.key)).To(Equal(tt.wantRefund), tt.key)
+		})
+	}
+}

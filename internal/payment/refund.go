@@ -134,7 +134,7 @@ type RefundBook struct {
 // PaymentJob's key (ScopedKey), whatever the two objects' keys are: at Stripe
 // both kinds share one idempotency key space per account.
 func RefundKey(scope, namespace, key string) string {
-	return ScopedKey(scope, namespace+".refund", key)
+	return ScopedKey(scope, namespace+refundSuffix, key)
 }
 
 // RefundHash is the fingerprint of a refund request sent under a key, like

@@ -28,6 +28,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
 )
 
@@ -91,21 +92,7 @@ func (s scope) namespace(key string) bool {
 	if len(s.namespaces) == 0 {
 		return true
 	}
-	return slices.Contains(s.namespaces, KeyNamespace(key))
-}
-
-// KeyNamespace is the namespace an idempotency key was sent for:
-// "[<scope>:]<namespace>[.refund]/<key>"; "" for a key not sent by the
-// operator.
-func KeyNamespace(key string) string {
-	ns, _, ok := strings.Cut(key, "/")
-	if !ok {
-		return ""
-	}
-	if _, after, scoped := strings.Cut(ns, ":"); scoped {
-		ns = after
-	}
-	return strings.TrimSuffix(ns, ".refund")
+	return slices.Contains(s.namespaces, payment.KeyNamespace(key))
 }
 
 // gather reads the PaymentJobs and PaymentRefunds of the account from the
@@ -169,7 +156,7 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 // entryRecord is the record of a ledger entry.
 func entryRecord(e ledger.Entry) record {
 	kind := reconcile.Charge
-	if strings.Contains(strings.SplitN(e.Key, "/", 2)[0], ".refund") {
+	if payment.IsRefundKey(e.Key) {
 		kind = reconcile.Refund
 	}
 	return record{Record: reconcile.Record{Kind: kind, Key: e.Key, InLedger: true,

@@ -38,6 +38,16 @@ var ErrUnavailable = errors.New("the outcome ledger's database did not answer")
 // ErrClosed is returned by a Ledger after Close.
 var ErrClosed = errors.New("the outcome ledger is closed")
 
+// ErrReadOnly is returned by Record and Prune of a ledger opened with
+// Options.ReadOnly.
+var ErrReadOnly = errors.New("the outcome ledger was opened read-only")
+
+// ErrSchema is wrapped by the error of CheckSchema (and so of a read-only
+// New or Open) when the database lacks the ledger's tables or some of its
+// migrations: the operator has not run against it yet, or is older than
+// the reader.
+var ErrSchema = errors.New("the outcome ledger's schema is missing or older than this program's")
+
 // wrapErr says what could not be done, and wraps ErrUnavailable too when err
 // means the database did not answer.
 func wrapErr(what string, err error) error {

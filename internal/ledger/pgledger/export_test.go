@@ -18,6 +18,8 @@ limitations under the License.
 
 package pgledger
 
+import "context"
+
 // Queued is how many entries wait for a statement, not counting those of
 // the statement in flight.
 func Queued(l *Ledger) int {
@@ -28,4 +30,11 @@ func Queued(l *Ledger) int {
 		n += len(b.entries)
 	}
 	return n
+}
+
+// SessionSetting is the value of a run-time setting in a session of l.
+func SessionSetting(ctx context.Context, l *Ledger, name string) (string, error) {
+	var v string
+	err := l.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
 }

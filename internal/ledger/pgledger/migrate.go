@@ -84,8 +84,12 @@ func migrations() ([]migration, error) {
 // them all is only read (a read-only server is fine then); otherwise the
 // migrations run under the advisory lock, so that any number of processes
 // may call Migrate at once. It is bounded by ctx only: a migration may take
-// long on a large table.
+// long on a large table. A read-only ledger (Options.ReadOnly) returns
+// ErrReadOnly.
 func (l *Ledger) Migrate(ctx context.Context) error {
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -128,6 +132,40 @@ func (l *Ledger) Migrate(ctx context.Context) error {
 	}
 	_, err = session.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrationLockKey)
 	return wrapMigrate(err)
+}
+
+// CheckSchema returns nil when the database holds every migration of this
+// binary, and otherwise an error wrapping ErrSchema that names the versions
+// it lacks; it writes nothing (a read-only server, a read-only role are
+// fine). A database that cannot be reached is an error wrapping
+// ErrUnavailable. It is bounded by Options.Timeout.
+func (l *Ledger) CheckSchema(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	var pending []migration
+	err = l.do(ctx, func(ctx context.Context) error {
+		conn, err := l.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Release()
+		pending, err = pendingMigrations(ctx, conn.Conn(), ms)
+		return err
+	})
+	if err != nil {
+		return wrapErr("check the outcome ledger's schema", err)
+	}
+	if len(pending) > 0 {
+		names := make([]string, len(pending))
+		for i, m := range pending {
+			names[i] = m.name
+		}
+		return fmt.Errorf("%w: it lacks %s; the operator applies them when it starts with this ledger",
+			ErrSchema, strings.Join(names, ", "))
+	}
+	return nil
 }
 
 func wrapMigrate(err error) error {

@@ -73,6 +73,13 @@ type Options struct {
 	// PruneInterval is the time between two runs of Prune under Start;
 	// DefaultPruneInterval when zero.
 	PruneInterval time.Duration
+	// ReadOnly makes a ledger that only reads, for tools outside the
+	// manager: New and Open check the schema (CheckSchema) instead of
+	// migrating it, and fail with ErrSchema when it is missing or older
+	// than this binary's; Record and Prune return ErrReadOnly, and Start
+	// prunes nothing. Open also makes every transaction of its sessions
+	// read-only (default_transaction_read_only), unless the DSN sets it.
+	ReadOnly bool
 }
 
 // DefaultPruneInterval is how often Start deletes the expired entries.
@@ -130,6 +137,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = applicationName
 	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["default_transaction_read_only"]; opts.ReadOnly && !ok {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, wrapErr("open the outcome ledger's connection pool", err)
@@ -143,7 +153,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
 }
 
 // New returns the ledger in the database that pool reaches, once its schema
-// is migrated (Migrate). A database that cannot be reached is an error
+// is migrated (Migrate), or checked (CheckSchema) with Options.ReadOnly. A
+// database that cannot be reached is an error
 // wrapping ErrUnavailable; the caller may try again. Close does not close
 // the pool.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Ledger, error) {
@@ -175,7 +186,11 @@ func newLedger(ctx context.Context, pool *pgxpool.Pool, ownsPool bool, opts Opti
 		stop:     make(chan struct{}),
 		flushed:  make(chan struct{}),
 	}
-	if err := l.Migrate(ctx); err != nil {
+	prepare := l.Migrate
+	if opts.ReadOnly {
+		prepare = l.CheckSchema
+	}
+	if err := prepare(ctx); err != nil {
 		return nil, err
 	}
 	go l.flush()

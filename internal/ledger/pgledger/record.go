@@ -41,7 +41,11 @@ ON CONFLICT (key) DO NOTHING`
 // key is stored (the first outcome stays). Concurrent calls share one
 // statement. A ctx that ends returns ctx.Err() at once, and leaves the
 // statement to go on without this caller: the entry may still be stored.
+// A read-only ledger (Options.ReadOnly) returns ErrReadOnly.
 func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -34,10 +34,14 @@ const pruneQuery = `DELETE FROM paymentjob_outcomes WHERE key IN (
 
 // Prune deletes the entries recorded more than Options.Retention ago, by
 // their time (Entry.At), pruneBatch entries a statement, and returns how
-// many it deleted. An error leaves the rest for the next call.
+// many it deleted. An error leaves the rest for the next call. A read-only
+// ledger (Options.ReadOnly) returns ErrReadOnly.
 func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 	if l.isClosed() {
 		return 0, ErrClosed
+	}
+	if l.opts.ReadOnly {
+		return 0, ErrReadOnly
 	}
 	cutoff := l.opts.Clock.Now().Add(-l.opts.Retention)
 	var total int64
@@ -66,9 +70,14 @@ func (l *Ledger) NeedLeaderElection() bool { return false }
 // then closes the ledger (Close): it is a controller-runtime Runnable,
 // added to the manager that uses the ledger. Two replicas pruning at once
 // delete each row once. A Prune that fails is logged and tried again at
-// the next interval; the rows stay meanwhile.
+// the next interval; the rows stay meanwhile. A read-only ledger prunes
+// nothing: Start waits for ctx to end and closes it.
 func (l *Ledger) Start(ctx context.Context) error {
 	defer l.Close()
+	if l.opts.ReadOnly {
+		<-ctx.Done()
+		return nil
+	}
 	logger := log.FromContext(ctx).WithName("outcome-ledger")
 	tick := time.NewTicker(l.opts.PruneInterval)
 	defer tick.Stop()

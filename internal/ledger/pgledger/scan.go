@@ -163,6 +163,31 @@ func (l *Ledger) Missing(ctx context.Context, keys []string) ([]string, error) {
 	return missing, nil
 }
 
+// KeyScopes returns the provider key scopes (ProviderIdentity.KeyScope)
+// the entries were recorded under, sorted, without the empty one: what a
+// reader needs to look a job's key up under every scope it may have been
+// sent with (payment.ScopedKey). It is one statement that reads the whole
+// table (the column has no index), for tools rather than the controllers.
+func (l *Ledger) KeyScopes(ctx context.Context) ([]string, error) {
+	if l.isClosed() {
+		return nil, ErrClosed
+	}
+	var scopes []string
+	err := l.do(ctx, func(ctx context.Context) error {
+		rows, err := l.pool.Query(ctx, `SELECT DISTINCT provider_key_scope FROM paymentjob_outcomes
+	WHERE provider_key_scope <> '' ORDER BY provider_key_scope`)
+		if err != nil {
+			return err
+		}
+		scopes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr("read the outcome ledger", err)
+	}
+	return scopes, nil
+}
+
 // Between reads the rows recorded at a time in [from, to), by the index on
 // at, scanBatch rows a statement, each after the last (at, key) the one
 // before it read: what a reconciliation reads of one slice of its window.
