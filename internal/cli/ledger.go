@@ -1,0 +1,309 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/ledger"
+)
+
+// The outcome ledger's backends, as --ledger names them.
+const (
+	backendCRD      = "crd"
+	backendPostgres = "postgres"
+)
+
+// ledgerFlags choose the outcome ledger the operator was configured with.
+type ledgerFlags struct {
+	backend string
+	dsnFile string
+}
+
+func (f *ledgerFlags) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.backend, "ledger", backendCRD,
+		"The operator's outcome ledger: crd (the PaymentLedger pages) or postgres (as the manager's --ledger-backend)")
+	cmd.Flags().StringVar(&f.dsnFile, "ledger-postgres-dsn-file", "",
+		"With --ledger=postgres: a file holding the database's connection string (read-only use; never printed)")
+}
+
+// open returns a reader of the ledger and what closes it.
+func (f *ledgerFlags) open(ctx context.Context, c client.Client) (ledger.Reader, func(), error) {
+	switch f.backend {
+	case backendCRD:
+		return ledger.NewCRDReader(c), func() {}, nil
+	case backendPostgres:
+		if f.dsnFile == "" {
+			return nil, nil, usageError("--ledger=postgres needs --ledger-postgres-dsn-file")
+		}
+		b, err := os.ReadFile(f.dsnFile)
+		if err != nil {
+			return nil, nil, &Error{Code: ExitLedgerUnavailable, Err: fmt.Errorf("cannot read --ledger-postgres-dsn-file: %w", err)}
+		}
+		pg, err := ledger.OpenPostgres(ctx, strings.TrimSpace(string(b)))
+		if err != nil {
+			return nil, nil, ledgerError(err)
+		}
+		return pg, pg.Close, nil
+	}
+	return nil, nil, usageError("--ledger %q is not crd or postgres", f.backend)
+}
+
+// ledgerError carries the exit code of a ledger that cannot be read.
+func ledgerError(err error) error {
+	if _, ok := errors.AsType[*Error](err); ok {
+		return err
+	}
+	if errors.Is(err, ledger.ErrUnavailable) {
+		return &Error{Code: ExitLedgerUnavailable, Err: fmt.Errorf("the outcome ledger is unreachable: %w; check the database, the DSN and the network", err)}
+	}
+	return classify(err, "the outcome ledger")
+}
+
+func newLedgerCommand(r *Root) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "Read the outcome ledger: the payments the operator finished, kept after their jobs are gone",
+	}
+	cmd.AddCommand(newLedgerFindCommand(r), newLedgerExportCommand(r))
+	return cmd
+}
+
+type ledgerFindOptions struct {
+	root   *Root
+	output string
+	ledger ledgerFlags
+}
+
+func newLedgerFindCommand(r *Root) *cobra.Command {
+	o := &ledgerFindOptions{root: r}
+	cmd := &cobra.Command{
+		Use:   "find KEY | pj/NAME | prefund/NAME",
+		Short: "Find the ledger's entry of a payment, by its key or its object (also once the object is deleted)",
+		Long: `Find the ledger's entry of a payment.
+
+KEY is a job's idempotency key as its manifest gives it (spec.idempotencyKey, or the
+job's name), taken in the namespace of -n; or the whole key the operator sent,
+"<namespace>/<key>", as status.idempotencyKey shows it. Entries under a provider's key
+scope ("<scope>:<namespace>/<key>") are found too.
+
+pj/NAME and prefund/NAME read the object's status.idempotencyKey. When the object is
+gone, the key its name gives is looked up, which is the key unless the manifest set
+spec.idempotencyKey.`,
+		Example: `  kubectl payments ledger find pj/invoice-2026-0042 -n billing
+  kubectl payments ledger find billing/invoice-2026-0042 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			return o.run(ctxOf(cmd), args[0])
+		},
+	}
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml")
+	o.ledger.addFlags(cmd)
+	return cmd
+}
+
+func (o *ledgerFindOptions) run(ctx context.Context, arg string) error {
+	c, err := o.root.Client()
+	if err != nil {
+		return err
+	}
+	ns, err := o.root.Namespace()
+	if err != nil {
+		return err
+	}
+	key, err := o.keyOf(ctx, c, ns, arg)
+	if err != nil {
+		return err
+	}
+	reader, closeFn, err := o.ledger.open(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	entries, err := reader.Find(ctx, key)
+	if err != nil {
+		return ledgerError(err)
+	}
+	if len(entries) == 0 {
+		return &Error{Code: ExitNotFound, Err: fmt.Errorf("the %s ledger holds no entry under %s: the payment did not finish, "+
+			"or its entry is older than the ledger's retention", o.ledger.backend, key)}
+	}
+	if o.output != "table" {
+		return printData(o.root.Out(), o.output, entries)
+	}
+	now := time.Now()
+	rows := make([][]string, 0, len(entries))
+	for _, e := range entries {
+		rows = append(rows, []string{e.Key, string(e.Outcome), orDash(e.Reason), orDash(e.Charge), money(e.Amount, e.Currency),
+			e.At.UTC().Format(time.RFC3339), ago(e.At, now), describeProvider(orDash(e.Provider.Account), nil)})
+	}
+	table(o.root.Out(), fmt.Sprintf("Ledger (%s):", o.ledger.backend), "KEY\tOUTCOME\tREASON\tCHARGE\tAMOUNT\tRECORDED\tAGE\tACCOUNT", rows)
+	return nil
+}
+
+// keyOf is the ledger key arg names (see the command's help).
+func (o *ledgerFindOptions) keyOf(ctx context.Context, c client.Client, ns, arg string) (string, error) {
+	typ, name, hasSlash := strings.Cut(arg, "/")
+	k, isObject := kindNames[strings.ToLower(typ)]
+	switch {
+	case !hasSlash:
+		return ledger.SentKey(ns, arg), nil
+	case !isObject:
+		return arg, nil
+	}
+	var obj interface {
+		client.Object
+		GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
+	} = &paymentsv1alpha1.PaymentJob{}
+	if k == kindRefund {
+		obj = &paymentsv1alpha1.PaymentRefund{}
+	}
+	t := target{Kind: k, Name: name}
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	switch {
+	case err == nil && obj.GetPaymentStatus().IdempotencyKey != "":
+		return obj.GetPaymentStatus().IdempotencyKey, nil
+	case err == nil:
+		return "", notApplicable("%s in namespace %s was never sent to a provider (phase %q): it has no ledger entry",
+			t, ns, obj.GetPaymentStatus().Phase)
+	case classify(err, "") != nil && ExitCode(classify(err, "")) == ExitNotFound:
+		key := ledger.SentKey(ns, name)
+		fmt.Fprintf(o.root.ErrOut(), "%s is not in namespace %s; looking up the key its name gives, %s "+
+			"(if its manifest set spec.idempotencyKey, look that key up instead)\n", t, ns, key)
+		return key, nil
+	}
+	return "", classify(err, fmt.Sprintf("%s in namespace %s", t, ns))
+}
+
+type ledgerExportOptions struct {
+	root          *Root
+	output        string
+	since         string
+	allNamespaces bool
+	ledger        ledgerFlags
+}
+
+func newLedgerExportCommand(r *Root) *cobra.Command {
+	o := &ledgerExportOptions{root: r}
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Write the ledger's entries of a namespace (or of all, -A) as CSV or JSON",
+		Example: `  kubectl payments ledger export -n billing --since 720h > billing.csv
+  kubectl payments ledger export -A -o json --ledger=postgres --ledger-postgres-dsn-file=dsn`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(o.output, "csv", "json"); err != nil {
+				return err
+			}
+			return o.run(ctxOf(cmd))
+		},
+	}
+	cmd.Flags().StringVarP(&o.output, "output", "o", "csv", "Output format: csv or json")
+	cmd.Flags().StringVar(&o.since, "since", "", "Only entries recorded since then: a time (RFC 3339) or a duration before now (24h)")
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Every namespace's entries")
+	o.ledger.addFlags(cmd)
+	return cmd
+}
+
+// parseSince reads --since: an RFC 3339 time or a duration before now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, usageError("--since %q is neither a time (2026-11-30T00:00:00Z) nor a duration (24h)", s)
+	}
+	return now.Add(-d), nil
+}
+
+func (o *ledgerExportOptions) run(ctx context.Context) error {
+	since, err := parseSince(o.since, time.Now())
+	if err != nil {
+		return err
+	}
+	c, err := o.root.Client()
+	if err != nil {
+		return err
+	}
+	filter := ledger.Filter{Since: since}
+	if !o.allNamespaces {
+		if filter.Namespace, err = o.root.Namespace(); err != nil {
+			return err
+		}
+	}
+	reader, closeFn, err := o.ledger.open(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	out := o.root.Out()
+	if o.output == "csv" {
+		w := ledger.NewCSVWriter(out)
+		err = reader.Each(ctx, filter, w.Write)
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+		return ledgerError(err)
+	}
+	return ledgerError(writeJSONArray(out, func(emit func(any) error) error {
+		return reader.Each(ctx, filter, func(e ledger.Entry) error { return emit(e) })
+	}))
+}
+
+// writeJSONArray writes the values each emits as one JSON array, one value
+// a line, without holding them.
+func writeJSONArray(w io.Writer, each func(emit func(any) error) error) error {
+	if _, err := io.WriteString(w, "["); err != nil {
+		return err
+	}
+	sep := "\n"
+	err := each(func(v any) error {
+		b, err := jsonLine(v)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s  %s", sep, b)
+		sep = ",\n"
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if sep == "\n" {
+		_, err = io.WriteString(w, "]\n")
+	} else {
+		_, err = io.WriteString(w, "\n]\n")
+	}
+	return err
+}

@@ -1,0 +1,141 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+)
+
+// Root is what every command shares: the kubectl flags (cli-runtime's
+// ConfigFlags: --kubeconfig, --context, -n, ...), the streams, and the
+// client made from them on first use.
+type Root struct {
+	flags   *genericclioptions.ConfigFlags
+	streams genericiooptions.IOStreams
+	// Version is printed by `kubectl payments version`.
+	version string
+
+	client client.Client
+	config *rest.Config
+}
+
+// NewCommand returns `kubectl payments` with its commands. version is what
+// `kubectl payments version` prints.
+func NewCommand(streams genericiooptions.IOStreams, version string) *cobra.Command {
+	r := &Root{flags: genericclioptions.NewConfigFlags(true), streams: streams, version: version}
+	cmd := &cobra.Command{
+		Use:   "kubectl-payments",
+		Short: "Answer the questions of people who run payments with the paymentjob-operator",
+		Long: `kubectl payments reads and acts on PaymentJobs, PaymentRefunds, the outcome ledger
+and reconciliations, as the paymentjob-operator records them.
+
+Exit codes: 0 done; 1 error (the API server did not answer, a timeout, ...);
+2 usage; 3 object not found; 4 forbidden by RBAC; 5 the operator's CRDs are
+not installed; 6 the outcome ledger cannot be read; 7 the books do not balance
+(reconcile found discrepancies); 8 a report's sha256 does not match; 9 the
+object is not in a state the command applies to (nothing was changed).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// kubectl runs plugins as kubectl-payments; show "kubectl payments".
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl payments"},
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	r.flags.AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(
+		newStatusCommand(r),
+		newResolveCommand(r),
+		newApproveCommand(r),
+		newRefundCommand(r),
+		newLedgerCommand(r),
+		newReconcileCommand(r),
+		newVersionCommand(r),
+	)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
+	return cmd
+}
+
+// Client returns the client of the kubeconfig the flags name, with the
+// operator's API types and core/v1.
+func (r *Root) Client() (client.Client, error) {
+	if r.client != nil {
+		return r.client, nil
+	}
+	cfg, err := r.flags.ToRESTConfig()
+	if err != nil {
+		return nil, &Error{Code: ExitError, Err: fmt.Errorf("cannot read the kubeconfig: %w", err)}
+	}
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := paymentsv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, classify(err, "the API server")
+	}
+	r.client, r.config = c, cfg
+	return c, nil
+}
+
+// Namespace is the namespace of -n, or of the kubeconfig's context.
+func (r *Root) Namespace() (string, error) {
+	ns, _, err := r.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", &Error{Code: ExitError, Err: fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)}
+	}
+	return ns, nil
+}
+
+// Out is where results go; ErrOut is where progress and warnings go.
+func (r *Root) Out() io.Writer    { return r.streams.Out }
+func (r *Root) ErrOut() io.Writer { return r.streams.ErrOut }
+
+func newVersionCommand(r *Root) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(r.Out(), r.version)
+			return err
+		},
+	}
+}
+
+// ctxOf is the command's context (cobra sets it from ExecuteContext).
+func ctxOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
