@@ -40,7 +40,7 @@ import (
 // recordedKeys are the keys recordPostgres records, in the order of their
 // time.
 var recordedKeys = []string{"shop/order-1", "eu:shop/order-2", "shop.refund/order-1", "other/order-1",
-	ledgerScopedKey("eu", "shop", longKey), "shop/order-3"}
+	hashedEU, "shop/order-3"}
 
 // recordPostgres records the entries of the example ledger in a database of
 // srv, with the operator's ledger, and returns the database's DSN.
