@@ -45,6 +45,11 @@ var (
 // longKey is a key whose sent form is hashed.
 var longKey = strings.Repeat("k", 300)
 
+// hashedEU is the key the operator sends for longKey in the namespace shop
+// at the provider with the key scope eu (payment.ScopedKey): the SentKey of
+// "eu:shop".
+var hashedEU = ledger.SentKey("eu:shop", longKey)
+
 // exampleLedger is a client of an API server holding two PaymentLedger
 // pages, as the operator writes them.
 func exampleLedger() client.Client {
@@ -67,7 +72,7 @@ func exampleLedger() client.Client {
 		Entries: []paymentsv1alpha1.LedgerEntry{
 			{Key: "other/order-1", Fingerprint: "sha256:f4", Provider: 0, Outcome: paymentsv1alpha1.LedgerFailed,
 				Reason: "card_declined", Amount: 500, Currency: "usd", At: at(3)},
-			{Key: ledgerScopedKey("eu", "shop", longKey), Fingerprint: "sha256:f5", Provider: 1, Charge: "pi_5",
+			{Key: hashedEU, Fingerprint: "sha256:f5", Provider: 1, Charge: "pi_5",
 				Outcome: paymentsv1alpha1.LedgerCompleted, At: at(4)},
 			{Key: "shop/order-3", Fingerprint: "sha256:f6", Provider: 0, Outcome: paymentsv1alpha1.LedgerFailed,
 				Reason: "Resolved", ResolvedBy: `O'Brien, "ops"`, At: at(5)},
@@ -83,12 +88,6 @@ func exampleScheme() *runtime.Scheme {
 		panic(err)
 	}
 	return scheme
-}
-
-// ledgerScopedKey is the key the operator sends for key in namespace at a
-// provider with the key scope: the SentKey of "<scope>:<namespace>".
-func ledgerScopedKey(scope, namespace, key string) string {
-	return ledger.SentKey(scope+":"+namespace, key)
 }
 
 // Looking a payment up by its job's namespace and key: the entry is found

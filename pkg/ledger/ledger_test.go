@@ -46,7 +46,6 @@ func keysOf(entries []ledger.Entry) []string {
 }
 
 func TestCRDReaderFind(t *testing.T) {
-	hashedEU := ledgerScopedKey("eu", "shop", longKey)
 	tests := []struct {
 		name string
 		key  string
@@ -112,7 +111,6 @@ func TestCRDReaderFindGivesTheWholeEntry(t *testing.T) {
 }
 
 func TestCRDReaderEach(t *testing.T) {
-	hashedEU := ledgerScopedKey("eu", "shop", longKey)
 	tests := []struct {
 		name   string
 		filter ledger.Filter

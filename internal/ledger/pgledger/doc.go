@@ -55,7 +55,10 @@ limitations under the License.
 // may hold a password.
 //
 // The schema is migrated by Migrate (New calls it) from the SQL files
-// embedded from migrations/, under a PostgreSQL advisory lock.
+// embedded from migrations/, under a PostgreSQL advisory lock. A tool that
+// only reads (pkg/ledger) sets Options.ReadOnly: New then checks the schema
+// (CheckSchema, ErrSchema) instead of migrating it, and the ledger refuses
+// to write (ErrReadOnly).
 //
 // A manager opens it once and shares it:
 //
