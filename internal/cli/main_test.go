@@ -235,7 +235,7 @@ var scrubbers = []struct {
 	{regexp.MustCompile(`\b(pi|re|ch|dp)_[A-Za-z0-9]+`), "<${1}_id>"},
 	{regexp.MustCompile(`\bacct_[A-Za-z0-9]+`), "acct_<id>"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
-	{regexp.MustCompile(`"(uid|resourceVersion)": "[^"]*"`), `"$1": "<$1>"`},
+	{regexp.MustCompile(`"(uid|resourceVersion)":(\s*)"[^"]*"`), `"$1":$2"<$1>"`},
 	{regexp.MustCompile(`("holder":\s*")[^"]+`), "$1<holder>"},
 	{regexp.MustCompile(`(holder:\s*)\S+`), "$1<holder>"},
 	{regexp.MustCompile(`(Claim:\s+)[^,]+`), "$1<holder>"},

@@ -58,8 +58,10 @@ func newRefundCommand(r *Root) *cobra.Command {
 
 With --dry-run=client -o yaml the manifest is printed for your Git repository and
 nothing is created; without --dry-run it is created. The amount is in the charge's
-minor unit and defaults to what is left of the charge; a refund is never more than
-that (the operator refuses it without a provider call, and this command before).
+minor unit and defaults to what is left of the charge (the manifest then leaves
+spec.amount out while nothing was refunded, for the whole charge); a refund is never
+more than what is left (the operator refuses it without a provider call, and this
+command before).
 Once the job is deleted (its TTL), name its PaymentProvider with --provider.`,
 		Example: `  kubectl payments refund pj/invoice-2026-0042 -n billing --amount 500 --reason requested_by_customer --dry-run=client -o yaml > refund.yaml
   kubectl payments refund pj/invoice-2026-0042 -n billing`,
@@ -152,8 +154,14 @@ func (o *refundOptions) refund(ctx context.Context, c client.Client, ns string, 
 		if provider == "" {
 			provider = pj.Spec.ProviderRef.Name
 		}
-		if err := o.checkLeft(t, &pj, refunds); err != nil {
+		left, refunded, err := o.checkLeft(t, &pj, refunds)
+		if err != nil {
 			return nil, err
+		}
+		if o.amount == 0 && refunded {
+			// A PaymentRefund without an amount refunds the whole charge,
+			// which is more than is left: ask for the rest.
+			o.amount = left
 		}
 	case ExitCode(classify(err, "")) == ExitNotFound && provider != "":
 		// The job is gone (its TTL): the operator finds the charge in the ledger.
@@ -181,8 +189,9 @@ func (o *refundOptions) refund(ctx context.Context, c client.Client, ns string, 
 	return rf, nil
 }
 
-// checkLeft refuses an amount over what is left of the charge.
-func (o *refundOptions) checkLeft(t target, pj *paymentsv1alpha1.PaymentJob, refunds []paymentsv1alpha1.PaymentRefund) error {
+// checkLeft returns what is left of the charge, and whether any of it was
+// refunded; it refuses an amount over what is left.
+func (o *refundOptions) checkLeft(t target, pj *paymentsv1alpha1.PaymentJob, refunds []paymentsv1alpha1.PaymentRefund) (int64, bool, error) {
 	left := pj.Spec.Amount
 	if r := pj.Status.ProviderResponse; r != nil && r.Amount > 0 {
 		left = r.Amount
@@ -203,13 +212,13 @@ func (o *refundOptions) checkLeft(t target, pj *paymentsv1alpha1.PaymentJob, ref
 		by = append(by, fmt.Sprintf("prefund/%s %d", rf.Name, amount))
 	}
 	if left <= 0 {
-		return notApplicable("%s is refunded in whole already (%s)", t, strings.Join(by, ", "))
+		return 0, true, notApplicable("%s is refunded in whole already (%s)", t, strings.Join(by, ", "))
 	}
 	if o.amount > left {
-		return notApplicable("--amount %d is more than what is left of %s: %s (refunded: %s)", o.amount, t,
+		return 0, true, notApplicable("--amount %d is more than what is left of %s: %s (refunded: %s)", o.amount, t,
 			money(left, pj.Spec.Currency), strings.Join(by, ", "))
 	}
-	return nil
+	return left, len(by) > 0, nil
 }
 
 func nextRefundName(job string, refunds []paymentsv1alpha1.PaymentRefund) string {
