@@ -100,3 +100,27 @@ func names(list client.ObjectList) []string {
 	}
 	return out
 }
+
+// completeReconciliations completes the names of PaymentReconciliations.
+func completeReconciliations(r *Root) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := r.Client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var list paymentsv1alpha1.PaymentReconciliationList
+		if err := c.List(ctxOf(cmd), &list); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var out []cobra.Completion
+		for _, pr := range list.Items {
+			if strings.HasPrefix(pr.Name, toComplete) {
+				out = append(out, pr.Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}

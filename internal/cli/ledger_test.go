@@ -143,7 +143,7 @@ func TestLedgerUnreachable(t *testing.T) {
 		r := kubectlPayments(args...)
 		g.Expect(r.Code).To(Equal(cli.ExitLedgerUnavailable), r.Stderr)
 		g.Expect(r.Stderr).To(ContainSubstring("the outcome ledger is unreachable"))
-		g.Expect(r.Stdout + r.Stderr).NotTo(ContainSubstring("s3cret-pw"), "the DSN's password is never printed")
+		g.Expect(r.Stdout+r.Stderr).NotTo(ContainSubstring("s3cret-pw"), "the DSN's password is never printed")
 	}
 	r := kubectlPayments("ledger", "export", "-A", "--ledger=postgres")
 	g.Expect(r.Code).To(Equal(cli.ExitUsage))

@@ -240,6 +240,7 @@ var scrubbers = []struct {
 	{regexp.MustCompile(`(holder:\s*)\S+`), "$1<holder>"},
 	{regexp.MustCompile(`(Claim:\s+)[^,]+`), "$1<holder>"},
 	{regexp.MustCompile(`\b[0-9a-f]{64}\b`), "<sha256>"},
+	{regexp.MustCompile(`(Written to:\s+)\S+`), "$1<file>"},
 	{regexp.MustCompile(`(\S)  +`), "$1  "},
 }
 

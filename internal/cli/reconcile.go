@@ -284,8 +284,11 @@ func newProgress(w io.Writer, name string) *progress {
 var spinner = []string{"|", "/", "-", `\`}
 
 func (p *progress) show(pr *paymentsv1alpha1.PaymentReconciliation) {
-	phase := orDash(string(pr.Status.Phase))
+	phase := string(pr.Status.Phase)
 	state := phase
+	if phase == "" {
+		state = "created, waiting for the operator to take it"
+	}
 	if c := meta.FindStatusCondition(pr.Status.Conditions, paymentsv1alpha1.ConditionReconciling); c != nil && c.Status == metav1.ConditionTrue {
 		state = fmt.Sprintf("%s (%s): %s", phase, c.Reason, c.Message)
 	}

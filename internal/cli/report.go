@@ -29,6 +29,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -188,3 +189,51 @@ func encodeReport(w io.Writer, format string, pages []paymentsv1alpha1.PaymentRe
 }
 
 func jsonLine(v any) ([]byte, error) { return json.Marshal(v) }
+
+type reportOptions struct {
+	reconcile reconcileOptions
+}
+
+func newReportCommand(r *Root) *cobra.Command {
+	o := &reportOptions{reconcile: reconcileOptions{root: r}}
+	cmd := &cobra.Command{
+		Use:   "report NAME [--report csv|json] [--report-file FILE]",
+		Short: "Print a finished reconciliation's summary and write its report, checked against its sha256",
+		Long: `Print the summary of a finished PaymentReconciliation (one reconcile ran, or one a
+CronJob created) and, with --report csv|json, write its report after its pages are
+checked against status.report.sha256. Exits as reconcile does.`,
+		Example:           `  kubectl payments report stripe-2026-11-30 --report csv --report-file books.csv`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReconciliations(r),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rc := &o.reconcile
+			if err := checkOutput(rc.output, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			if rc.report != "" && rc.report != "csv" && rc.report != "json" {
+				return usageError("--report %q is not csv or json", rc.report)
+			}
+			ctx := ctxOf(cmd)
+			c, err := r.Client()
+			if err != nil {
+				return err
+			}
+			var pr paymentsv1alpha1.PaymentReconciliation
+			if err := c.Get(ctx, client.ObjectKey{Name: args[0]}, &pr); err != nil {
+				return classify(err, "precon/"+args[0])
+			}
+			switch pr.Status.Phase {
+			case paymentsv1alpha1.ReconciliationCompleted:
+				return rc.finish(ctx, c, &pr)
+			case paymentsv1alpha1.ReconciliationFailed:
+				return &Error{Code: ExitError, Err: fmt.Errorf("precon/%s failed: %s", pr.Name, conditionText(pr.Status.Conditions, paymentsv1alpha1.ConditionStalled))}
+			}
+			return notApplicable("precon/%s is not finished (%s): it has no report yet", pr.Name,
+				conditionText(pr.Status.Conditions, paymentsv1alpha1.ConditionReconciling))
+		},
+	}
+	cmd.Flags().StringVar(&o.reconcile.report, "report", "", "Write the report: csv or json")
+	cmd.Flags().StringVar(&o.reconcile.reportFile, "report-file", "", `Where --report writes (default NAME.csv or NAME.json; "-" is standard output)`)
+	cmd.Flags().StringVarP(&o.reconcile.output, "output", "o", "table", "How to print the summary: table, json or yaml")
+	return cmd
+}

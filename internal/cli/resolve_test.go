@@ -90,7 +90,7 @@ func TestResolveShowsThePlanThenSetsTheAnnotation(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(job.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonResolved))
 	g.Expect(job.Status.Resolution.Value).To(Equal("not-charged"))
-	g.Expect(env.Charges(ns + "/invoice-7")).To(BeZero(), "a resolution never charges")
+	g.Expect(env.Charges(ns+"/invoice-7")).To(BeZero(), "a resolution never charges")
 
 	// On a finished job the operator would refuse the annotation: the
 	// command says so and changes nothing.

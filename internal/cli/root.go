@@ -76,6 +76,7 @@ object is not in a state the command applies to (nothing was changed).`,
 		newRefundCommand(r),
 		newLedgerCommand(r),
 		newReconcileCommand(r),
+		newReportCommand(r),
 		newVersionCommand(r),
 	)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })

@@ -53,20 +53,20 @@ type Story struct {
 	// ProviderRef is the PaymentProvider the payment goes through.
 	ProviderRef string `json:"providerRef"`
 	// PaymentJob is, for a refund, the payment it gives money back from.
-	PaymentJob     string                              `json:"paymentJob,omitempty"`
-	IdempotencyKey string                              `json:"idempotencyKey,omitempty"`
-	RequestHash    string                              `json:"requestHash,omitempty"`
-	Attempts       int32                               `json:"attempts"`
-	Claim          *paymentsv1alpha1.Claim             `json:"claim,omitempty"`
-	Provider       *paymentsv1alpha1.ProviderIdentity  `json:"provider,omitempty"`
-	Response       *paymentsv1alpha1.ProviderResponse  `json:"providerResponse,omitempty"`
-	Failure        *paymentsv1alpha1.Failure           `json:"failure,omitempty"`
-	Resolution     *paymentsv1alpha1.Resolution        `json:"resolution,omitempty"`
-	Conditions     []metav1.Condition                  `json:"conditions,omitempty"`
-	Refunds        []RefundLine                        `json:"refunds,omitempty"`
-	Ledger         LedgerLine                          `json:"ledger"`
-	Events         []EventLine                         `json:"events"`
-	ProviderCheck  *ProviderCheck                      `json:"providerCheck,omitempty"`
+	PaymentJob     string                             `json:"paymentJob,omitempty"`
+	IdempotencyKey string                             `json:"idempotencyKey,omitempty"`
+	RequestHash    string                             `json:"requestHash,omitempty"`
+	Attempts       int32                              `json:"attempts"`
+	Claim          *paymentsv1alpha1.Claim            `json:"claim,omitempty"`
+	Provider       *paymentsv1alpha1.ProviderIdentity `json:"provider,omitempty"`
+	Response       *paymentsv1alpha1.ProviderResponse `json:"providerResponse,omitempty"`
+	Failure        *paymentsv1alpha1.Failure          `json:"failure,omitempty"`
+	Resolution     *paymentsv1alpha1.Resolution       `json:"resolution,omitempty"`
+	Conditions     []metav1.Condition                 `json:"conditions,omitempty"`
+	Refunds        []RefundLine                       `json:"refunds,omitempty"`
+	Ledger         LedgerLine                         `json:"ledger"`
+	Events         []EventLine                        `json:"events"`
+	ProviderCheck  *ProviderCheck                     `json:"providerCheck,omitempty"`
 }
 
 // RefundLine is one PaymentRefund of a job.
@@ -79,8 +79,8 @@ type RefundLine struct {
 
 // LedgerLine says whether the outcome ledger holds the payment.
 type LedgerLine struct {
-	Backend string        `json:"backend"`
-	Found   bool          `json:"found"`
+	Backend string         `json:"backend"`
+	Found   bool           `json:"found"`
 	Entries []ledger.Entry `json:"entries,omitempty"`
 	// Error is why the ledger could not be read.
 	Error string `json:"error,omitempty"`

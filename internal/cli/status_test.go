@@ -111,7 +111,7 @@ func TestStatusChecksTheProviderReadOnly(t *testing.T) {
 	after := env.Sandbox().Stats()
 	g.Expect(after.Charges).To(Equal(before.Charges), "a status never charges")
 	g.Expect(after.Refunds).To(Equal(before.Refunds), "a status never refunds")
-	g.Expect(r.Stdout + r.Stderr).NotTo(ContainSubstring("sk_test_paymentjobtest"), "the credential is never printed")
+	g.Expect(r.Stdout+r.Stderr).NotTo(ContainSubstring("sk_test_paymentjobtest"), "the credential is never printed")
 
 	// Without the insecure host, the sandbox's http endpoint is refused,
 	// as the manager refuses it, and the command says which field.

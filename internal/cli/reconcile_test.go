@@ -1,0 +1,150 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cli_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/cli"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
+)
+
+// books makes, in ns, three Completed payments and a refund, all in the
+// ledger, and returns the window around them.
+func books(t *testing.T, ns string) (from, to time.Time) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	from = time.Now().Add(-time.Minute).Truncate(time.Second)
+	createJob(t, ns, "invoice-1", 1000, paymentsv1alpha1.PhaseCompleted)
+	createJob(t, ns, "invoice-2", 2000, paymentsv1alpha1.PhaseCompleted)
+	createJob(t, ns, "invoice-3", 3000, paymentsv1alpha1.PhaseCompleted)
+	g.Expect(k8s.Create(ctx, &paymentsv1alpha1.PaymentRefund{
+		ObjectMeta: metav1.ObjectMeta{Name: "invoice-1-return", Namespace: ns},
+		Spec: paymentsv1alpha1.PaymentRefundSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
+			PaymentJobRef: paymentsv1alpha1.PaymentJobReference{Name: "invoice-1"}, Amount: ptr.To(int64(400))},
+	})).To(Succeed())
+	_, err := env.WaitForRefundPhase(ctx, ns, "invoice-1-return", paymentsv1alpha1.PhaseCompleted, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		r := kubectlPayments("ledger", "export", "-n", ns, "-o", "json")
+		succeeded(g, r)
+		var entries []ledger.Entry
+		g.Expect(json.Unmarshal([]byte(r.Stdout), &entries)).To(Succeed())
+		g.Expect(entries).To(HaveLen(4))
+	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	return from, time.Now().Add(time.Second).Truncate(time.Second)
+}
+
+func TestReconcileRunsWaitsAndChecksTheReport(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "books")
+	from, to := books(t, ns)
+	window := []string{"--provider", ns + "/stripe", "--namespaces", ns,
+		"--from", from.UTC().Format(time.RFC3339), "--to", to.UTC().Format(time.RFC3339)}
+	dir := t.TempDir()
+	before := env.Sandbox().Stats()
+
+	// Balanced books, the report written after its sha256 is checked.
+	file := filepath.Join(dir, "books.csv")
+	r := kubectlPayments(append([]string{"reconcile", "--name", "books-clean", "--all-rows", "--report", "csv", "--report-file", file}, window...)...)
+	succeeded(g, r)
+	golden(t, "reconcile-balanced.golden", r.Stdout)
+	var pr paymentsv1alpha1.PaymentReconciliation
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "books-clean"}, &pr)).To(Succeed())
+	g.Expect(pr.Status.Summary.Matched).To(Equal(int64(4)))
+	g.Expect(pr.Status.Summary.Discrepancies).To(BeZero())
+	csvBytes, err := os.ReadFile(file)
+	g.Expect(err).NotTo(HaveOccurred())
+	sum := sha256.Sum256(csvBytes)
+	g.Expect(hex.EncodeToString(sum[:])).To(Equal(pr.Status.Report.SHA256), "the file is the report the status names")
+	g.Expect(r.Stderr).To(ContainSubstring("precon/books-clean"), "a progress line per state without a terminal")
+	g.Expect(r.Stderr).NotTo(ContainSubstring("\r"), "no line rewritten without a terminal")
+
+	// A second charge under a job's key, behind the operator's back.
+	var pj paymentsv1alpha1.PaymentJob
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoice-2"}, &pj)).To(Succeed())
+	double := env.Sandbox().PutIntent(sandbox.Intent{Amount: 2000, Currency: "usd", Created: to.Add(-500 * time.Millisecond),
+		Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: pj.Status.IdempotencyKey}})
+	r = kubectlPayments(append([]string{"reconcile", "--name", "books-double", "--report", "json", "--report-file", "-", "-o", "json"}, window...)...)
+	g.Expect(r.Code).To(Equal(cli.ExitDiscrepancies), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("precon/books-double: the books do not balance: 1 discrepancy"))
+	var findings []paymentsv1alpha1.ReconciliationFinding
+	g.Expect(json.Unmarshal([]byte(r.Stdout), &findings)).To(Succeed(), "with --report-file -, standard output holds only the report")
+	g.Expect(findings).To(ConsistOf(And(HaveField("Category", "Duplicate"), HaveField("Key", pj.Status.IdempotencyKey),
+		HaveField("ProviderIDs", ContainElement(double.ID)))))
+	var res cli.Result
+	g.Expect(json.Unmarshal([]byte(stderrJSON(r.Stderr)), &res)).To(Succeed(), "the summary goes to standard error")
+	g.Expect(res.Summary.Categories).To(HaveKeyWithValue("Duplicate", int64(1)))
+	g.Expect(res.ReportChecked).To(BeTrue())
+
+	after := env.Sandbox().Stats()
+	g.Expect(after.Charges).To(Equal(before.Charges), "a reconciliation never charges")
+	g.Expect(after.Refunds).To(Equal(before.Refunds), "a reconciliation never refunds")
+
+	// report: a finished run read again; a page changed since is caught.
+	r = kubectlPayments("report", "books-clean")
+	succeeded(g, r)
+	golden(t, "report-balanced.golden", r.Stdout)
+	var pages paymentsv1alpha1.PaymentReconciliationReportList
+	g.Expect(k8s.List(ctx, &pages, client.MatchingLabels{paymentsv1alpha1.LabelReconciliation: "books-clean"})).To(Succeed())
+	g.Expect(pages.Items).NotTo(BeEmpty())
+	page := pages.Items[0]
+	page.CSV += "forged,row\n"
+	g.Expect(k8s.Update(ctx, &page)).To(Succeed())
+	tampered := filepath.Join(dir, "tampered.csv")
+	r = kubectlPayments("report", "books-clean", "--report", "csv", "--report-file", tampered)
+	g.Expect(r.Code).To(Equal(cli.ExitReportMismatch), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("is not the one its status records"))
+	g.Expect(tampered).NotTo(BeAnExistingFile(), "a report that does not match is not written")
+
+	r = kubectlPayments("report", "books-404")
+	g.Expect(r.Code).To(Equal(cli.ExitNotFound))
+}
+
+// stderrJSON is the JSON object in s, which may follow progress lines.
+func stderrJSON(s string) string {
+	for i := range len(s) {
+		if s[i] == '{' && (i == 0 || s[i-1] == '\n') {
+			end := len(s)
+			for j := len(s) - 1; j > i; j-- {
+				if s[j] == '}' {
+					end = j + 1
+					break
+				}
+			}
+			return s[i:end]
+		}
+	}
+	return s
+}
