@@ -1,6 +1,10 @@
 # Image URL to use all building/pushing image targets.
 IMG ?= controller:latest
 
+# The release version of the manager image and of the kubectl payments plugin:
+# the chart's appVersion (dist/chart/Chart.yaml), which a release sets.
+VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}.*/\1/p' dist/chart/Chart.yaml)
+
 # Kubernetes version of the local control plane (kube-apiserver,
 # kube-controller-manager, kubectl) and the etcd version it runs on. Both are
 # built from Go modules by hack/envtest.
@@ -83,8 +87,8 @@ tidy: ## Run go mod tidy on the operator, the control plane tools, the chart tes
 	cd examples/billing && go mod tidy
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets build-sandbox build-installer ## Run unit and envtest tests against the self-built control plane.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SANDBOX_BIN="$(LOCALBIN)/sandbox" KUSTOMIZE="$(KUSTOMIZE)" \
+test: manifests generate fmt vet envtest-assets build-sandbox build-plugin build-installer ## Run unit and envtest tests against the self-built control plane.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SANDBOX_BIN="$(LOCALBIN)/sandbox" KUBECTL_PAYMENTS="$(LOCALBIN)/kubectl-payments" KUSTOMIZE="$(KUSTOMIZE)" \
 		INSTALLER="$(abspath dist/install.yaml)" go test -p $(TEST_P) $(TEST_FLAGS) ./...
 
 .PHONY: test-examples
@@ -92,7 +96,7 @@ test-examples: envtest-assets ## Test examples/billing from its own module, as a
 	cd examples/billing && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 ./...
 
 .PHONY: test-installer
-test-installer: build-installer ## Render dist/install.yaml and check its security settings.
+test-installer: build-installer ## Render dist/install.yaml and check its security settings, and build a release archive of the plugin and its Krew manifest.
 	KUSTOMIZE="$(KUSTOMIZE)" INSTALLER="$(abspath dist/install.yaml)" go test -count=1 -v ./test/manifests/...
 
 .PHONY: test-e2e
@@ -159,8 +163,19 @@ run-local: build envtest-assets ## Like demo, but stay up for kubectl until Ctrl
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet build-sandbox ## Build the manager and sandbox binaries.
+build: manifests generate fmt vet build-sandbox build-plugin ## Build the manager, sandbox and kubectl-payments binaries.
 	go build -o $(LOCALBIN)/manager ./cmd
+
+.PHONY: build-plugin
+build-plugin: ## Build the kubectl payments plugin into bin/kubectl-payments (put bin/ on PATH for kubectl to find it).
+	go build -ldflags "-X main.version=$(VERSION)" -o $(LOCALBIN)/kubectl-payments ./cmd/kubectl-payments
+
+# RELEASE_PLATFORMS are the os/arch pairs release-plugin builds.
+RELEASE_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64
+
+.PHONY: release-plugin
+release-plugin: ## Cross-build kubectl-payments archives, checksums.txt and the Krew manifest payments.yaml into dist/release (no network).
+	go run ./hack/release-plugin -version "$(VERSION)" -platforms "$(RELEASE_PLATFORMS)" -out dist/release
 
 .PHONY: build-sandbox
 build-sandbox: ## Build the payment sandbox server (Stripe-compatible subset) into bin/sandbox.
@@ -171,8 +186,8 @@ run: manifests generate fmt vet ## Run the manager against the cluster of the cu
 	go run ./cmd
 
 .PHONY: docker-build
-docker-build: ## Build the manager image (needs a container engine).
-	$(CONTAINER_TOOL) build -t ${IMG} .
+docker-build: ## Build the manager image, which carries /kubectl-payments too (needs a container engine).
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) -t ${IMG} .
 
 .PHONY: docker-push
 docker-push: ## Push the manager image.

@@ -21,7 +21,9 @@ limitations under the License.
 // the PaymentRefund) reaches its expected phase, prints the results and the
 // sandbox's charges and refunds, reconciles the sandbox account (balanced),
 // charges a sample again at the sandbox behind the operator's back and
-// reconciles again (one Duplicate), and stops everything (make demo);
+// reconciles again (one Duplicate), shows a payment's story with
+// `kubectl payments status` (bin/kubectl-payments, found on PATH by the
+// self-built kubectl), and stops everything (make demo);
 // without it, it stays up until Ctrl-C (make run-local).
 package main
 
@@ -146,9 +148,12 @@ func run() error {
 	}
 
 	// The admission policies, as `make install` installs them with the CRDs.
+	// bin/ comes first on PATH, so that kubectl finds the plugin
+	// bin/kubectl-payments (make build-plugin) as `kubectl payments`.
 	kubectl := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig,
+			"PATH="+filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
@@ -240,8 +245,32 @@ func run() error {
 	if err := reconcileBooks(ctx, c, kubectl, started, timeout, manager, sandbox); err != nil {
 		return err
 	}
+	if err := pluginStatus(root, kubectl); err != nil {
+		return err
+	}
 	fmt.Println()
-	step("Demo passed: every sample reached its expected phase, the books balanced, and the charge made behind the operator's back was found. Stopping everything.")
+	step("Demo passed: every sample reached its expected phase, the books balanced, the charge made behind the operator's back was found, and kubectl payments told a payment's story. Stopping everything.")
+	return nil
+}
+
+// pluginJob is the Completed sample whose story the demo asks the plugin
+// for: charged, then partly refunded.
+const pluginJob = "invoice-2026-0042"
+
+// pluginStatus runs `kubectl payments status` on a Completed sample through
+// kubectl, which finds bin/kubectl-payments on PATH, and fails when the
+// plugin does.
+func pluginStatus(root string, kubectl func(...string) (string, error)) error {
+	if _, err := os.Stat(filepath.Join(root, "bin", "kubectl-payments")); err != nil {
+		return fmt.Errorf("the plugin is not built (make build-plugin): %w", err)
+	}
+	fmt.Println()
+	step("kubectl payments status pj/%s -n payments-demo", pluginJob)
+	out, err := kubectl("payments", "status", "pj/"+pluginJob, "-n", "payments-demo")
+	if err != nil {
+		return err
+	}
+	fmt.Print(indent(out))
 	return nil
 }
 
@@ -360,8 +389,13 @@ The local environment is up. In another terminal:
   %s get prefund -A
   curl -s http://%s/_sandbox/stats
 
+With bin/ on PATH, kubectl finds the plugin bin/kubectl-payments:
+
+  export PATH=%s:$PATH
+  %s payments status pj/invoice-2026-0042 -n payments-demo
+
 Press Ctrl-C to stop everything.
-`, kubeconfig, kubectl, kubectl, kubectl, kubectl, kubectl, sandboxAddr)
+`, kubeconfig, kubectl, kubectl, kubectl, kubectl, kubectl, sandboxAddr, filepath.Join(root, "bin"), kubectl)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
