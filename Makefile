@@ -96,8 +96,9 @@ test-examples: envtest-assets ## Test examples/billing from its own module, as a
 	cd examples/billing && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 ./...
 
 .PHONY: test-installer
-test-installer: build-installer ## Render dist/install.yaml and check its security settings, and build a release archive of the plugin and its Krew manifest.
-	KUSTOMIZE="$(KUSTOMIZE)" INSTALLER="$(abspath dist/install.yaml)" go test -count=1 -v ./test/manifests/...
+test-installer: build-installer build-plugin ## Render dist/install.yaml and check its security settings, and package a release archive of the plugin and its Krew manifest.
+	KUSTOMIZE="$(KUSTOMIZE)" INSTALLER="$(abspath dist/install.yaml)" KUBECTL_PAYMENTS="$(LOCALBIN)/kubectl-payments" PLUGIN_VERSION="$(VERSION)" \
+		go test -count=1 -v ./test/manifests/...
 
 .PHONY: test-e2e
 test-e2e: envtest-assets build build-previous-manager ## Chaos suite: real manager and sandbox processes, kill -9, split brain, faults, API server restart, an upgrade and a rollback with claims in flight, the ledger on PostgreSQL (needs Debian's postgresql-15).

@@ -62,12 +62,14 @@ func main() {
 }
 
 func run() error {
-	var version, platforms, out, tmpl, license string
+	var version, platforms, out, tmpl, license, prebuilt string
 	flag.StringVar(&version, "version", "", "The release version, without the v (0.1.0).")
 	flag.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64", "Comma list of os/arch to build.")
 	flag.StringVar(&out, "out", "dist/release", "Folder for the archives, checksums.txt and payments.yaml.")
 	flag.StringVar(&tmpl, "template", "hack/krew/payments.yaml.tmpl", "The Krew manifest's template.")
 	flag.StringVar(&license, "license", "LICENSE", "A file to put into each archive; skipped when it does not exist.")
+	flag.StringVar(&prebuilt, "prebuilt", "", "Package this kubectl-payments (make build-plugin's) for the one platform of -platforms instead of "+
+		"building it; it must print -version. Used by the release test to spare a second build.")
 	flag.Parse()
 	if version == "" || strings.HasPrefix(version, "v") {
 		return fmt.Errorf("-version must name the release without a leading v (0.1.0), not %q", version)
@@ -92,7 +94,7 @@ func run() error {
 		}
 		pl := Platform{OS: goos, Arch: goarch, Archive: fmt.Sprintf("kubectl-payments_%s_%s_%s.tar.gz", version, goos, goarch)}
 		fmt.Printf("Building %s\n", pl.Archive)
-		bin, err := build(version, goos, goarch)
+		bin, err := binary(prebuilt, version, goos, goarch, platforms)
 		if err != nil {
 			return err
 		}
@@ -127,6 +129,25 @@ func run() error {
 	}
 	fmt.Printf("Wrote %d archives, checksums.txt and payments.yaml to %s\n", len(built), out)
 	return nil
+}
+
+// binary is the plugin for goos/goarch: built, or the prebuilt one when
+// it is the only platform and prints version.
+func binary(prebuilt, version, goos, goarch, platforms string) ([]byte, error) {
+	if prebuilt == "" {
+		return build(version, goos, goarch)
+	}
+	if strings.Contains(platforms, ",") {
+		return nil, errors.New("-prebuilt packages one platform: give one in -platforms")
+	}
+	printed, err := exec.Command(prebuilt, "version").Output()
+	if err != nil {
+		return nil, fmt.Errorf("cannot run %s version: %w", prebuilt, err)
+	}
+	if got := strings.TrimSpace(string(printed)); got != version {
+		return nil, fmt.Errorf("%s prints version %q, not -version %q", prebuilt, got, version)
+	}
+	return os.ReadFile(prebuilt)
 }
 
 // build cross-compiles the plugin, static and without local paths, and
