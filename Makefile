@@ -136,9 +136,11 @@ test-conformance: stripe-mock ## Prove every request of the Stripe adapter passe
 	STRIPE_MOCK="$(STRIPE_MOCK)" go test -tags conformance -count=1 -v -run Conformance ./internal/payment/stripe/...
 
 .PHONY: test-postgres
-test-postgres: envtest-assets ## Run the PostgreSQL suites (the PostgreSQL ledger, the server harness, the operator on it under envtest) on servers they start; needs Debian's postgresql-15.
+test-postgres: envtest-assets build-plugin ## Run the PostgreSQL suites (the PostgreSQL ledger, the server harness, the operator on it under envtest) on servers they start; needs Debian's postgresql-15.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -tags postgres -count=1 -p 1 ./internal/testing/pgserver/... ./internal/ledger/pgledger/... \
 		./internal/ledger/ledgercopy/... ./internal/controllers/pgledger/...
+	@# kubectl payments reads an operator's ledger on PostgreSQL (its other tests run in make test).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" KUBECTL_PAYMENTS="$(LOCALBIN)/kubectl-payments" go test -tags postgres -count=1 -run 'OnPostgres' ./internal/cli/
 	@# pkg/operator's other tests run in make test; here only the start on PostgreSQL.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -tags postgres -count=1 -run 'OnPostgres' ./pkg/operator/
 

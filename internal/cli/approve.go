@@ -111,10 +111,5 @@ func gitOwner(obj client.Object) string {
 			return "Argo CD"
 		}
 	}
-	if _, ok := obj.GetLabels()["app.kubernetes.io/instance"]; ok {
-		if _, argo := obj.GetAnnotations()["argocd.argoproj.io/tracking-id"]; argo {
-			return "Argo CD"
-		}
-	}
 	return ""
 }

@@ -24,7 +24,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The exit codes of kubectl payments (docs/kubectl-payments.md, "Exit codes").
@@ -142,9 +141,4 @@ func isConnection(err error) bool {
 	var op *net.OpError
 	var dns *net.DNSError
 	return errors.As(err, &op) || errors.As(err, &dns)
-}
-
-// gvr names a resource of the operator's API in messages.
-func gvr(resource string) schema.GroupResource {
-	return schema.GroupResource{Group: paymentsGroup, Resource: resource}
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -118,7 +119,7 @@ spec.idempotencyKey.`,
   kubectl payments ledger find billing/invoice-2026-0042 -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
+			if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
 				return err
 			}
 			return o.run(ctxOf(cmd), args[0])
@@ -155,7 +156,7 @@ func (o *ledgerFindOptions) run(ctx context.Context, arg string) error {
 		return &Error{Code: ExitNotFound, Err: fmt.Errorf("the %s ledger holds no entry under %s: the payment did not finish, "+
 			"or its entry is older than the ledger's retention", o.ledger.backend, key)}
 	}
-	if o.output != "table" {
+	if o.output != outputTable {
 		return printData(o.root.Out(), o.output, entries)
 	}
 	now := time.Now()
@@ -193,7 +194,7 @@ func (o *ledgerFindOptions) keyOf(ctx context.Context, c client.Client, ns, arg 
 	case err == nil:
 		return "", notApplicable("%s in namespace %s was never sent to a provider (phase %q): it has no ledger entry",
 			t, ns, obj.GetPaymentStatus().Phase)
-	case classify(err, "") != nil && ExitCode(classify(err, "")) == ExitNotFound:
+	case apierrors.IsNotFound(err) && !isMissingGroup(err):
 		key := ledger.SentKey(ns, name)
 		fmt.Fprintf(o.root.ErrOut(), "%s is not in namespace %s; looking up the key its name gives, %s "+
 			"(if its manifest set spec.idempotencyKey, look that key up instead)\n", t, ns, key)
@@ -219,7 +220,7 @@ func newLedgerExportCommand(r *Root) *cobra.Command {
   kubectl payments ledger export -A -o json --ledger=postgres --ledger-postgres-dsn-file=dsn`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(o.output, "csv", "json"); err != nil {
+			if err := checkOutput(o.output, outputCSV, outputJSON); err != nil {
 				return err
 			}
 			return o.run(ctxOf(cmd))
@@ -268,7 +269,7 @@ func (o *ledgerExportOptions) run(ctx context.Context) error {
 	}
 	defer closeFn()
 	out := o.root.Out()
-	if o.output == "csv" {
+	if o.output == outputCSV {
 		w := ledger.NewCSVWriter(out)
 		err = reader.Each(ctx, filter, w.Write)
 		if ferr := w.Flush(); err == nil {

@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -60,7 +62,15 @@ var (
 	// any role.
 	kubeconfig, viewerKubeconfig string
 	testEnv                      *envtest.Environment
+	// restConfig reaches the API server as its administrator.
+	restConfig *rest.Config
 )
+
+// testNamespaces are the namespaces of the tests, the only ones the
+// operator of env watches: a test may run an operator of its own for
+// another namespace (postgres_test.go).
+var testNamespaces = []string{"approve", "books", "books-tty", "errors", "ledger", "ledger-export", "refund",
+	"resolve", "status", "status-check"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -95,6 +105,7 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	restConfig = cfg
 	defer func() { _ = testEnv.Stop() }()
 	if kubeconfig, err = userKubeconfig(dir, "admin", []string{"system:masters"}); err != nil {
 		return 1, err
@@ -102,7 +113,7 @@ func run(m *testing.M) (int, error) {
 	if viewerKubeconfig, err = userKubeconfig(dir, "viewer", nil); err != nil {
 		return 1, err
 	}
-	env, err = paymentjobtest.Start(paymentjobtest.Options{Config: cfg,
+	env, err = paymentjobtest.Start(paymentjobtest.Options{Config: cfg, Namespaces: testNamespaces,
 		Operator: operator.Options{ReconciliationSettleMargin: ptr.To(settleMargin)}})
 	if err != nil {
 		return 1, err
@@ -183,6 +194,9 @@ func succeeded(g Gomega, r result) {
 // provider "stripe" at the sandbox.
 func newNamespace(t *testing.T, name string) string {
 	t.Helper()
+	if !slices.Contains(testNamespaces, name) {
+		t.Fatalf("namespace %s is not in testNamespaces, which the operator watches", name)
+	}
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := k8s.Create(ctx, ns); err != nil {

@@ -31,6 +31,14 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
 
+// The values of -o.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+	outputYAML  = "yaml"
+	outputCSV   = "csv"
+)
+
 func checkOutput(output string, allowed ...string) error {
 	if slices.Contains(allowed, output) {
 		return nil
@@ -44,7 +52,7 @@ func printData(w io.Writer, output string, v any) error {
 	if err != nil {
 		return err
 	}
-	if output == "yaml" {
+	if output == outputYAML {
 		if b, err = yaml.JSONToYAML(b); err != nil {
 			return err
 		}

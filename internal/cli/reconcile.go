@@ -103,10 +103,10 @@ func (o *reconcileOptions) build(cmd *cobra.Command) (*paymentsv1alpha1.PaymentR
 	if o.provider == "" {
 		return nil, usageError("name the provider account to reconcile: --provider NAME or NAMESPACE/NAME")
 	}
-	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
+	if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
 		return nil, err
 	}
-	if o.report != "" && o.report != "csv" && o.report != "json" {
+	if o.report != "" && o.report != outputCSV && o.report != outputJSON {
 		return nil, usageError("--report %q is not csv or json", o.report)
 	}
 	ns, name, ok := strings.Cut(o.provider, "/")
@@ -234,7 +234,7 @@ func (o *reconcileOptions) finish(ctx context.Context, c client.Client, pr *paym
 		res.ReportFile, res.ReportChecked = file, true
 	}
 	var err error
-	if o.output == "table" {
+	if o.output == outputTable {
 		err = printResult(summaryOut, res)
 	} else {
 		err = printData(summaryOut, o.output, res)

@@ -102,7 +102,7 @@ func (o *refundOptions) validate(cmd *cobra.Command) error {
 		return usageError(`--dry-run %q is not "none", "client" or "server"`, o.dryRun)
 	}
 	if o.output != "" {
-		return checkOutput(o.output, "yaml", "json", "name")
+		return checkOutput(o.output, outputYAML, outputJSON, "name")
 	}
 	return nil
 }

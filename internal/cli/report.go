@@ -168,7 +168,7 @@ func writeReport(ctx context.Context, c client.Client, pr *paymentsv1alpha1.Paym
 // encodeReport writes the pages' CSV joined (the bytes status.report.sha256
 // is of), or their findings as one JSON array.
 func encodeReport(w io.Writer, format string, pages []paymentsv1alpha1.PaymentReconciliationReport) error {
-	if format == "csv" {
+	if format == outputCSV {
 		for _, p := range pages {
 			if _, err := io.WriteString(w, p.CSV); err != nil {
 				return err
@@ -207,10 +207,10 @@ checked against status.report.sha256. Exits as reconcile does.`,
 		ValidArgsFunction: completeReconciliations(r),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rc := &o.reconcile
-			if err := checkOutput(rc.output, "table", "json", "yaml"); err != nil {
+			if err := checkOutput(rc.output, outputTable, outputJSON, outputYAML); err != nil {
 				return err
 			}
-			if rc.report != "" && rc.report != "csv" && rc.report != "json" {
+			if rc.report != "" && rc.report != outputCSV && rc.report != outputJSON {
 				return usageError("--report %q is not csv or json", rc.report)
 			}
 			ctx := ctxOf(cmd)

@@ -117,8 +117,10 @@ func (r *Root) Namespace() (string, error) {
 	return ns, nil
 }
 
-// Out is where results go; ErrOut is where progress and warnings go.
-func (r *Root) Out() io.Writer    { return r.streams.Out }
+// Out is where results go.
+func (r *Root) Out() io.Writer { return r.streams.Out }
+
+// ErrOut is where progress, warnings and errors go.
 func (r *Root) ErrOut() io.Writer { return r.streams.ErrOut }
 
 func newVersionCommand(r *Root) *cobra.Command {

@@ -123,14 +123,14 @@ func newStatusCommand(r *Root) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
+			if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
 				return err
 			}
 			story, err := o.story(ctxOf(cmd), t)
 			if err != nil {
 				return err
 			}
-			if o.output != "table" {
+			if o.output != outputTable {
 				return printData(r.Out(), o.output, story)
 			}
 			return printStory(r.Out(), story, time.Now())
