@@ -56,11 +56,7 @@ suspends it again before it is sent.`,
 }
 
 func (o *approveOptions) run(ctx context.Context, t target) error {
-	c, err := o.root.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := o.root.Namespace()
+	c, ns, err := o.root.ClientIn()
 	if err != nil {
 		return err
 	}

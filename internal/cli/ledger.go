@@ -131,11 +131,7 @@ spec.idempotencyKey.`,
 }
 
 func (o *ledgerFindOptions) run(ctx context.Context, arg string) error {
-	c, err := o.root.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := o.root.Namespace()
+	c, ns, err := o.root.ClientIn()
 	if err != nil {
 		return err
 	}

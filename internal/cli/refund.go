@@ -108,11 +108,7 @@ func (o *refundOptions) validate(cmd *cobra.Command) error {
 }
 
 func (o *refundOptions) run(ctx context.Context, t target) error {
-	c, err := o.root.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := o.root.Namespace()
+	c, ns, err := o.root.ClientIn()
 	if err != nil {
 		return err
 	}

@@ -83,11 +83,7 @@ func (o *resolveOptions) value() string {
 }
 
 func (o *resolveOptions) run(ctx context.Context, t target) error {
-	c, err := o.root.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := o.root.Namespace()
+	c, ns, err := o.root.ClientIn()
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,17 @@ func (r *Root) Client() (client.Client, error) {
 	return c, nil
 }
 
+// ClientIn returns the client and the namespace of -n (or of the
+// kubeconfig's context).
+func (r *Root) ClientIn() (client.Client, string, error) {
+	c, err := r.Client()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := r.Namespace()
+	return c, ns, err
+}
+
 // Namespace is the namespace of -n, or of the kubeconfig's context.
 func (r *Root) Namespace() (string, error) {
 	ns, _, err := r.flags.ToRawKubeConfigLoader().Namespace()

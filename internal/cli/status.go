@@ -146,11 +146,7 @@ func newStatusCommand(r *Root) *cobra.Command {
 }
 
 func (o *statusOptions) story(ctx context.Context, t target) (*Story, error) {
-	c, err := o.root.Client()
-	if err != nil {
-		return nil, err
-	}
-	ns, err := o.root.Namespace()
+	c, ns, err := o.root.ClientIn()
 	if err != nil {
 		return nil, err
 	}
