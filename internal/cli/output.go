@@ -252,13 +252,13 @@ func printProviderCheck(out io.Writer, s *Story, now time.Time) {
 	if c == nil {
 		return
 	}
-	title := "At the provider (read-only):"
+	title := fmt.Sprintf("At the provider (read-only), under %s:", c.Key)
 	switch {
 	case c.Error != "":
-		fmt.Fprintf(out, "%s %s\n", title, c.Error)
+		fmt.Fprintf(out, "At the provider (read-only): %s\n", c.Error)
 		return
 	case len(c.Charges) == 0:
-		fmt.Fprintf(out, "%s nothing under %s\n", title, s.IdempotencyKey)
+		fmt.Fprintf(out, "%s nothing\n", title)
 		return
 	}
 	var rows [][]string

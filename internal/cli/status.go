@@ -67,6 +67,9 @@ type Story struct {
 	Ledger         LedgerLine                         `json:"ledger"`
 	Events         []EventLine                        `json:"events"`
 	ProviderCheck  *ProviderCheck                     `json:"providerCheck,omitempty"`
+
+	// chargeKey is, for a refund, the key of the charge it refunds.
+	chargeKey string
 }
 
 // RefundLine is one PaymentRefund of a job.
@@ -95,8 +98,11 @@ type EventLine struct {
 	Message string    `json:"message"`
 }
 
-// ProviderCheck is what the provider itself holds under the key.
+// ProviderCheck is what the provider itself holds under the key: a job's
+// own, or, for a refund, the key of the charge it refunds (whose refunds
+// the provider lists with it).
 type ProviderCheck struct {
+	Key     string                  `json:"key"`
 	Charges []providerlookup.Charge `json:"charges"`
 	Error   string                  `json:"error,omitempty"`
 }
@@ -204,6 +210,9 @@ func refundStory(rf *paymentsv1alpha1.PaymentRefund) *Story {
 	}
 	s.ProviderRef = rf.Spec.ProviderRef.Name
 	s.PaymentJob = rf.Spec.PaymentJobRef.Name
+	if ch := rf.Status.Charge; ch != nil {
+		s.chargeKey = ch.IdempotencyKey
+	}
 	return s
 }
 
@@ -313,16 +322,20 @@ func (o *statusOptions) ledgerLine(ctx context.Context, c client.Client, key str
 }
 
 func (o *statusOptions) providerCheck(ctx context.Context, c client.Client, ns string, s *Story) (*ProviderCheck, error) {
-	if s.IdempotencyKey == "" {
-		return &ProviderCheck{Error: "the payment has no idempotency key yet: it was never sent"}, nil
+	key := s.IdempotencyKey
+	if s.Kind == string(kindRefund) {
+		key = s.chargeKey
+	}
+	if key == "" {
+		return &ProviderCheck{Error: "no idempotency key to look up yet: the payment was never sent"}, nil
 	}
 	var pp paymentsv1alpha1.PaymentProvider
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.ProviderRef}, &pp); err != nil {
 		return nil, classify(err, fmt.Sprintf("PaymentProvider %s/%s", ns, s.ProviderRef))
 	}
-	charges, err := providerlookup.Lookup(ctx, c, &pp, s.IdempotencyKey, providerlookup.Options{InsecureHosts: o.insecureHosts})
+	charges, err := providerlookup.Lookup(ctx, c, &pp, key, providerlookup.Options{InsecureHosts: o.insecureHosts})
 	if err != nil {
-		return nil, classify(err, fmt.Sprintf("the lookup of %s at PaymentProvider %s/%s", s.IdempotencyKey, ns, s.ProviderRef))
+		return nil, classify(err, fmt.Sprintf("the lookup of %s at PaymentProvider %s/%s", key, ns, s.ProviderRef))
 	}
-	return &ProviderCheck{Charges: charges}, nil
+	return &ProviderCheck{Key: key, Charges: charges}, nil
 }

@@ -113,6 +113,15 @@ func TestStatusChecksTheProviderReadOnly(t *testing.T) {
 	g.Expect(after.Refunds).To(Equal(before.Refunds), "a status never refunds")
 	g.Expect(r.Stdout+r.Stderr).NotTo(ContainSubstring("sk_test_paymentjobtest"), "the credential is never printed")
 
+	// A refund's check reads the charge it refunds, with its refunds.
+	r = kubectlPayments("status", "prefund/invoice-1-return", "-n", ns, "--check-provider", "--insecure-provider-hosts=127.0.0.1", "-o", "json")
+	succeeded(g, r)
+	s = cli.Story{}
+	g.Expect(json.Unmarshal([]byte(r.Stdout), &s)).To(Succeed())
+	g.Expect(s.ProviderCheck.Key).To(Equal(ns + "/invoice-1"))
+	g.Expect(s.ProviderCheck.Charges).To(ConsistOf(And(HaveField("ID", pj.Status.ProviderResponse.ID),
+		HaveField("Refunds", ContainElement(HaveField("ID", rf.Status.ProviderResponse.ID))))))
+
 	// Without the insecure host, the sandbox's http endpoint is refused,
 	// as the manager refuses it, and the command says which field.
 	r = kubectlPayments("status", "pj/invoice-1", "-n", ns, "--check-provider")
