@@ -29,7 +29,7 @@ import (
 
 type approveOptions struct {
 	root   *Root
-	dryRun bool
+	dryRun string
 }
 
 func newApproveCommand(r *Root) *cobra.Command {
@@ -48,10 +48,13 @@ suspends it again before it is sent.`,
 			if err != nil {
 				return err
 			}
+			if err := checkDryRun(o.dryRun); err != nil {
+				return err
+			}
 			return o.run(ctxOf(cmd), t)
 		},
 	}
-	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "Only say what would change")
+	addDryRun(cmd, &o.dryRun)
 	return cmd
 }
 
@@ -72,11 +75,19 @@ func (o *approveOptions) run(ctx context.Context, t target) error {
 	if git := gitOwner(obj); git != "" {
 		fmt.Fprintf(o.root.ErrOut(), "Warning: %s is managed by %s: set spec.suspend to false in Git too, or its next sync suspends it again\n", t, git)
 	}
-	if o.dryRun {
+	patch := map[string]any{"spec": map[string]any{"suspend": false}}
+	switch o.dryRun {
+	case dryRunClient:
 		_, err := fmt.Fprintf(out, "%s in namespace %s would be approved (spec.suspend: false) (dry run)\n", t, ns)
 		return err
+	case dryRunServer:
+		if err := patchMerge(ctx, c, obj, patch, client.DryRunAll); err != nil {
+			return classify(err, fmt.Sprintf("%s in namespace %s", t, ns))
+		}
+		_, err := fmt.Fprintf(out, "%s in namespace %s would be approved (spec.suspend: false) (server dry run)\n", t, ns)
+		return err
 	}
-	if err := patchMerge(ctx, c, obj, map[string]any{"spec": map[string]any{"suspend": false}}); err != nil {
+	if err := patchMerge(ctx, c, obj, patch); err != nil {
 		return classify(err, fmt.Sprintf("%s in namespace %s", t, ns))
 	}
 	_, err = fmt.Fprintf(out, "%s in namespace %s approved: the operator sends it now (kubectl payments status %s -n %s)\n", t, ns, t, ns)
@@ -98,7 +109,7 @@ func suspended(obj payment) bool {
 // annotations say so.
 func gitOwner(obj client.Object) string {
 	for k := range obj.GetLabels() {
-		if strings.HasPrefix(k, "kustomize.toolkit.fluxcd.io/") {
+		if strings.HasPrefix(k, "kustomize.toolkit.fluxcd.io/") || strings.HasPrefix(k, "helm.toolkit.fluxcd.io/") {
 			return "Flux"
 		}
 	}

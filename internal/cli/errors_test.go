@@ -17,14 +17,19 @@ limitations under the License.
 package cli_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/cli"
 )
 
@@ -78,6 +83,39 @@ current-context: c
 			g.Expect(r.Stderr).To(HavePrefix("error: "))
 		})
 	}
+}
+
+// A user who may read payments but not the ledger, nor change payments:
+// status tells the story with the ledger line saying why it is missing,
+// and a change is refused with exit 4.
+func TestPartialRBAC(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "rbac")
+	createJob(t, ns, "invoice-1", 100, "", suspendedJob)
+	createJob(t, ns, "invoice-2", 200, paymentsv1alpha1.PhaseCompleted)
+	g.Expect(k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "payments-reader", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{paymentsv1alpha1.GroupVersion.Group}, Resources: []string{"paymentjobs", "paymentrefunds"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
+		}})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "payments-reader", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "payments-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "reader"}}})).To(Succeed())
+	reader, err := userKubeconfig(t.TempDir(), "reader", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	r := kubectlAs(reader, "payments", "status", "pj/invoice-2", "-n", ns)
+	succeeded(g, r)
+	g.Expect(r.Stdout).To(MatchRegexp(`Phase:\s+Completed`))
+	g.Expect(r.Stdout).To(MatchRegexp(`Ledger \(crd\): cannot be read: .*forbidden`))
+
+	r = kubectlAs(reader, "payments", "approve", "pj/invoice-1", "-n", ns)
+	g.Expect(r.Code).To(Equal(cli.ExitForbidden), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring(`User "reader" cannot patch resource "paymentjobs"`))
+	var pj paymentsv1alpha1.PaymentJob
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoice-1"}, &pj)).To(Succeed())
+	g.Expect(*pj.Spec.Suspend).To(BeTrue())
 }
 
 // A cluster without the operator's CRDs: the command says the operator

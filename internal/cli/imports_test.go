@@ -26,8 +26,9 @@ import (
 )
 
 // The plugin is a client of the operator's public API only, as a user's
-// program would be: of this module it imports api/... and pkg/..., never
-// the reconcilers or other internal packages.
+// program would be: of this module it imports api/... and pkg/...
+// directly, never an internal package (pkg/ledger and pkg/providerlookup
+// reuse the operator's own ledger and adapters behind their small API).
 func TestThePluginImportsOnlyThePublicAPI(t *testing.T) {
 	const module = "github.com/idempotency-dev/paymentjob-operator/"
 	files, err := filepath.Glob("*.go")

@@ -80,7 +80,8 @@ func ledgerError(err error) error {
 		return err
 	}
 	if errors.Is(err, ledger.ErrUnavailable) {
-		return &Error{Code: ExitLedgerUnavailable, Err: fmt.Errorf("the outcome ledger is unreachable: %w; check the database, the DSN and the network", err)}
+		return &Error{Code: ExitLedgerUnavailable, Err: fmt.Errorf("the outcome ledger is unreachable: %w; check the database "+
+			"and the DSN (--ledger=postgres), or the API server (--ledger=crd), and the network", err)}
 	}
 	return classify(err, "the outcome ledger")
 }
@@ -89,6 +90,8 @@ func newLedgerCommand(r *Root) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
 		Short: "Read the outcome ledger: the payments the operator finished, kept after their jobs are gone",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  helpOrUnknown,
 	}
 	cmd.AddCommand(newLedgerFindCommand(r), newLedgerExportCommand(r))
 	return cmd
@@ -117,7 +120,7 @@ gone, the key its name gives is looked up, which is the key unless the manifest 
 spec.idempotencyKey.`,
 		Example: `  kubectl payments ledger find pj/invoice-2026-0042 -n billing
   kubectl payments ledger find billing/invoice-2026-0042 -o json`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
 				return err
@@ -214,7 +217,7 @@ func newLedgerExportCommand(r *Root) *cobra.Command {
 		Short: "Write the ledger's entries of a namespace (or of all, -A) as CSV or JSON",
 		Example: `  kubectl payments ledger export -n billing --since 720h > billing.csv
   kubectl payments ledger export -A -o json --ledger=postgres --ledger-postgres-dsn-file=dsn`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(o.output, outputCSV, outputJSON); err != nil {
 				return err

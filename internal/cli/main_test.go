@@ -69,7 +69,7 @@ var (
 // testNamespaces are the namespaces of the tests, the only ones the
 // operator of env watches: a test may run an operator of its own for
 // another namespace (postgres_test.go).
-var testNamespaces = []string{"approve", "books", "books-tty", "completion", "errors", "ledger", "ledger-export", "refund",
+var testNamespaces = []string{"approve", "books", "books-tty", "completion", "errors", "ledger", "ledger-export", "rbac", "refund", "refund-gone",
 	"resolve", "status", "status-check"}
 
 func TestMain(m *testing.M) {

@@ -253,6 +253,9 @@ func printProviderCheck(out io.Writer, s *Story, now time.Time) {
 		return
 	}
 	title := fmt.Sprintf("At the provider (read-only), under %s:", c.Key)
+	for _, w := range c.Warnings {
+		fmt.Fprintf(out, "Warning: %s\n", w)
+	}
 	switch {
 	case c.Error != "":
 		fmt.Fprintf(out, "At the provider (read-only): %s\n", c.Error)

@@ -72,7 +72,7 @@ does not match its sha256; stopping the wait (Ctrl-C, --timeout) leaves the run 
 in the cluster.`,
 		Example: `  kubectl payments reconcile --provider billing/stripe --from 2026-11-30T00:00:00Z --to 2026-12-01T00:00:00Z --report csv
   kubectl payments reconcile --provider stripe -n billing --lookback 24h`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pr, err := o.build(cmd)
 			if err != nil {
@@ -203,7 +203,7 @@ func (o *reconcileOptions) run(ctx context.Context, pr *paymentsv1alpha1.Payment
 	})
 	progress.done()
 	if err != nil {
-		if _, ok := errors.AsType[*Error](err); ok {
+		if _, ok := errors.AsType[*Error](err); ok && waitCtx.Err() == nil {
 			return err
 		}
 		return &Error{Code: ExitError, Err: fmt.Errorf("stopped waiting for precon/%s (%w); the run goes on in the cluster: "+

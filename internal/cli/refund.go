@@ -39,6 +39,22 @@ const (
 	dryRunServer = "server"
 )
 
+// addDryRun adds kubectl's --dry-run: none, client (print, send nothing)
+// or server (the API server checks the change and keeps nothing);
+// --dry-run alone is client.
+func addDryRun(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "dry-run", dryRunNone, `"none", "client" (change nothing) or "server" (the API server checks the change, nothing is kept)`)
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = dryRunClient
+}
+
+func checkDryRun(v string) error {
+	switch v {
+	case dryRunNone, dryRunClient, dryRunServer:
+		return nil
+	}
+	return usageError(`--dry-run %q is not "none", "client" or "server"`, v)
+}
+
 type refundOptions struct {
 	root     *Root
 	amount   int64
@@ -81,8 +97,7 @@ Once the job is deleted (its TTL), name its PaymentProvider with --provider.`,
 	cmd.Flags().StringVar(&o.reason, "reason", "", "duplicate, fraudulent or requested_by_customer")
 	cmd.Flags().StringVar(&o.name, "name", "", "The PaymentRefund's name (default: NAME-refund, NAME-refund-2, ...); also its idempotency key")
 	cmd.Flags().StringVar(&o.provider, "provider", "", "The PaymentProvider of the payment, when its job is deleted (default: the job's)")
-	cmd.Flags().StringVar(&o.dryRun, "dry-run", dryRunNone, `"none", "client" (print, create nothing) or "server" (the API server validates, nothing is kept)`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = dryRunClient
+	addDryRun(cmd, &o.dryRun)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Print the PaymentRefund as yaml, json, or its name")
 	return cmd
 }
@@ -96,10 +111,8 @@ func (o *refundOptions) validate(cmd *cobra.Command) error {
 	default:
 		return usageError("--reason %q is not duplicate, fraudulent or requested_by_customer", o.reason)
 	}
-	switch o.dryRun {
-	case dryRunNone, dryRunClient, dryRunServer:
-	default:
-		return usageError(`--dry-run %q is not "none", "client" or "server"`, o.dryRun)
+	if err := checkDryRun(o.dryRun); err != nil {
+		return err
 	}
 	if o.output != "" {
 		return checkOutput(o.output, outputYAML, outputJSON, "name")
@@ -144,6 +157,10 @@ func (o *refundOptions) refund(ctx context.Context, c client.Client, ns string, 
 	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.Name}, &pj)
 	switch {
 	case err == nil:
+		if provider != "" && provider != pj.Spec.ProviderRef.Name {
+			return nil, usageError("--provider %s is not the PaymentProvider of %s (%s): a refund goes only to the account "+
+				"that holds the charge; leave --provider out while the job exists", provider, t, pj.Spec.ProviderRef.Name)
+		}
 		if pj.Status.Phase != paymentsv1alpha1.PhaseCompleted {
 			return nil, notApplicable("%s in namespace %s is %s: only a Completed payment can be refunded", t, ns, orDash(string(pj.Status.Phase)))
 		}
@@ -188,13 +205,20 @@ func (o *refundOptions) refund(ctx context.Context, c client.Client, ns string, 
 // checkLeft returns what is left of the charge, and whether any of it was
 // refunded; it refuses an amount over what is left.
 func (o *refundOptions) checkLeft(t target, pj *paymentsv1alpha1.PaymentJob, refunds []paymentsv1alpha1.PaymentRefund) (int64, bool, error) {
-	left := pj.Spec.Amount
-	if r := pj.Status.ProviderResponse; r != nil && r.Amount > 0 {
-		left = r.Amount
+	left, currency, charge := pj.Spec.Amount, pj.Spec.Currency, ""
+	if r := pj.Status.ProviderResponse; r != nil {
+		charge = r.ID
+		if r.Amount > 0 {
+			left, currency = r.Amount, r.Currency
+		}
 	}
 	var by []string
 	for _, rf := range refunds {
 		if rf.Status.Phase == paymentsv1alpha1.PhaseFailed {
+			continue
+		}
+		if ch := rf.Status.Charge; ch != nil && charge != "" && ch.ID != charge {
+			// A refund of an earlier payment of a job of this name.
 			continue
 		}
 		amount := left // a whole refund takes what is left
@@ -212,7 +236,7 @@ func (o *refundOptions) checkLeft(t target, pj *paymentsv1alpha1.PaymentJob, ref
 	}
 	if o.amount > left {
 		return 0, true, notApplicable("--amount %d is more than what is left of %s: %s (refunded: %s)", o.amount, t,
-			money(left, pj.Spec.Currency), strings.Join(by, ", "))
+			money(left, currency), strings.Join(by, ", "))
 	}
 	return left, len(by) > 0, nil
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -67,6 +68,16 @@ func TestRefundPrintsTheManifestForGitOrCreatesIt(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rf.Status.ProviderResponse.Amount).To(Equal(int64(1200)))
 
+	// A name taken, another provider than the job's: refused, nothing
+	// created.
+	r = kubectlPayments("refund", "pj/invoice-3", "-n", ns, "--name", "invoice-3-refund", "--amount", "1")
+	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("PaymentRefund refund/invoice-3-refund exists already"))
+	r = kubectlPayments("refund", "pj/invoice-3", "-n", ns, "--provider", "other", "--amount", "1")
+	g.Expect(r.Code).To(Equal(cli.ExitUsage), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("--provider other is not the PaymentProvider of pj/invoice-3 (stripe)"))
+	g.Expect(refundsIn(g, ns)).To(HaveLen(1))
+
 	// More than what is left: refused before anything is created.
 	r = kubectlPayments("refund", "pj/invoice-3", "-n", ns, "--amount", "1801")
 	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
@@ -95,6 +106,32 @@ func TestRefundPrintsTheManifestForGitOrCreatesIt(t *testing.T) {
 	r = kubectlPayments("refund", "pj/invoice-3", "-n", ns, "--reason", "because")
 	g.Expect(r.Code).To(Equal(cli.ExitUsage))
 	g.Expect(r.Stderr).To(ContainSubstring(`--reason "because" is not duplicate, fraudulent or requested_by_customer`))
+}
+
+// A payment whose job is gone (its TTL) is refunded through its provider:
+// the operator finds the charge in the ledger.
+func TestRefundAfterTheJobIsGone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "refund-gone")
+	pj := createJob(t, ns, "invoice-5", 500, paymentsv1alpha1.PhaseCompleted)
+	g.Eventually(func(g Gomega) { succeeded(g, kubectlPayments("ledger", "find", "pj/invoice-5", "-n", ns)) }).
+		WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	g.Expect(k8s.Delete(ctx, pj)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(pj), &paymentsv1alpha1.PaymentJob{}))
+	}).WithTimeout(30 * time.Second).Should(BeTrue())
+
+	r := kubectlPayments("refund", "pj/invoice-5", "-n", ns, "--amount", "200")
+	g.Expect(r.Code).To(Equal(cli.ExitNotFound), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("name its PaymentProvider with --provider"))
+
+	r = kubectlPayments("refund", "pj/invoice-5", "-n", ns, "--amount", "200", "--provider", "stripe")
+	succeeded(g, r)
+	rf, err := env.WaitForRefundPhase(ctx, ns, "invoice-5-refund", paymentsv1alpha1.PhaseCompleted, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rf.Status.ProviderResponse.Amount).To(Equal(int64(200)))
+	g.Expect(rf.Status.Charge.ID).To(Equal(pj.Status.ProviderResponse.ID))
 }
 
 // r0 is the manifest of the first refund of invoice-3, as printed for Git.

@@ -19,6 +19,7 @@ package cli
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -26,6 +27,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -166,26 +169,73 @@ func writeReport(ctx context.Context, c client.Client, pr *paymentsv1alpha1.Paym
 }
 
 // encodeReport writes the pages' CSV joined (the bytes status.report.sha256
-// is of), or their findings as one JSON array.
+// is of), or the same rows as one JSON array of findings, read from that
+// checked CSV: the pages' own findings field is not covered by the sha256.
 func encodeReport(w io.Writer, format string, pages []paymentsv1alpha1.PaymentReconciliationReport) error {
+	var joined strings.Builder
+	for _, p := range pages {
+		joined.WriteString(p.CSV)
+	}
 	if format == outputCSV {
-		for _, p := range pages {
-			if _, err := io.WriteString(w, p.CSV); err != nil {
+		_, err := io.WriteString(w, joined.String())
+		return err
+	}
+	rows, err := csv.NewReader(strings.NewReader(joined.String())).ReadAll()
+	if err != nil {
+		return &Error{Code: ExitReportMismatch, Err: fmt.Errorf("the report's CSV cannot be read: %w", err)}
+	}
+	return writeJSONArray(w, func(emit func(any) error) error {
+		if len(rows) == 0 {
+			return nil
+		}
+		col := map[string]int{}
+		for i, name := range rows[0] {
+			col[name] = i
+		}
+		for _, row := range rows[1:] {
+			f, err := findingOf(row, col)
+			if err != nil {
+				return err
+			}
+			if err := emit(f); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
-	return writeJSONArray(w, func(emit func(any) error) error {
-		for _, p := range pages {
-			for _, f := range p.Findings {
-				if err := emit(f); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
 	})
+}
+
+// findingOf reads one row of the report's CSV (docs/reconciliation.md, "The
+// report") by its header's column names.
+func findingOf(row []string, col map[string]int) (paymentsv1alpha1.ReconciliationFinding, error) {
+	get := func(name string) string {
+		if i, ok := col[name]; ok && i < len(row) {
+			return row[i]
+		}
+		return ""
+	}
+	num := func(name string) (int64, error) {
+		if v := get(name); v != "" {
+			return strconv.ParseInt(v, 10, 64)
+		}
+		return 0, nil
+	}
+	f := paymentsv1alpha1.ReconciliationFinding{
+		Category: get("category"), Kind: get("kind"), Key: get("key"), Object: get("object"), InLedger: get("in_ledger") == "true",
+		ClusterID: get("cluster_id"), ClusterCurrency: get("cluster_currency"), ProviderCurrency: get("provider_currency"),
+		Detail: get("detail"), Action: get("action"),
+	}
+	if ids := get("provider_ids"); ids != "" {
+		f.ProviderIDs = strings.Fields(ids)
+	}
+	var err error
+	if f.ClusterAmount, err = num("cluster_amount"); err == nil {
+		f.ProviderAmount, err = num("provider_amount")
+	}
+	if err != nil {
+		return f, &Error{Code: ExitReportMismatch, Err: fmt.Errorf("the report's CSV has an amount that is not a number: %w", err)}
+	}
+	return f, nil
 }
 
 func jsonLine(v any) ([]byte, error) { return json.Marshal(v) }
@@ -203,7 +253,7 @@ func newReportCommand(r *Root) *cobra.Command {
 CronJob created) and, with --report csv|json, write its report after its pages are
 checked against status.report.sha256. Exits as reconcile does.`,
 		Example:           `  kubectl payments report stripe-2026-11-30 --report csv --report-file books.csv`,
-		Args:              cobra.ExactArgs(1),
+		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeReconciliations(r),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rc := &o.reconcile

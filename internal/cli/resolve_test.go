@@ -78,15 +78,38 @@ func TestResolveShowsThePlanThenSetsTheAnnotation(t *testing.T) {
 
 	r = kubectlPayments("resolve", "pj/invoice-7", "-n", ns, "--charged=pi_typo", "--dry-run")
 	succeeded(g, r)
-	g.Expect(r.Stdout).To(ContainSubstring("read charge pi_typo at PaymentProvider stripe (by id, so without search lag)"))
+	g.Expect(r.Stdout).To(ContainSubstring("read pi_typo at PaymentProvider stripe (by its id, so without search lag)"))
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pj), &after)).To(Succeed())
+	g.Expect(after.Annotations).NotTo(HaveKey(paymentsv1alpha1.AnnotationResolve), "a dry run sets nothing")
+
+	r = kubectlPayments("resolve", "pj/invoice-7", "-n", ns, "--charged=pi_typo", "--dry-run=server")
+	succeeded(g, r)
+	g.Expect(r.Stdout).To(ContainSubstring("Server dry run: the API server accepts the annotation; it was not set."))
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pj), &after)).To(Succeed())
+	g.Expect(after.Annotations).NotTo(HaveKey(paymentsv1alpha1.AnnotationResolve), "a server dry run sets nothing")
+
+	r = kubectlPayments("resolve", "pj/invoice-7", "-n", ns, "--charged=pi with space")
+	g.Expect(r.Code).To(Equal(cli.ExitUsage))
+	g.Expect(r.Stderr).To(ContainSubstring("must be 1 to 255 visible ASCII characters"))
+
+	// A wrong answer: the provider does not know pi_typo, the operator
+	// refuses it, and the same value is not set again.
+	r = kubectlPayments("resolve", "pj/invoice-7", "-n", ns, "--charged=pi_typo")
+	succeeded(g, r)
+	_, err := env.WaitForEvent(ctx, pj, paymentsv1alpha1.ReasonResolutionRefused, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	var job *paymentsv1alpha1.PaymentJob
+	r = kubectlPayments("resolve", "pj/invoice-7", "-n", ns, "--charged=pi_typo")
+	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("already has payments.idempotency.dev/resolve=charged=pi_typo"))
 
 	// The answer: nothing was charged (every attempt failed before it
 	// committed), so the operator accepts not-charged after the lag.
-	env.Sandbox().FailNext(sandbox.FaultBeforeCommit, 0)
 	r = kubectlPayments("resolve", "pj/invoice-7", "-n", ns, "--not-charged")
 	succeeded(g, r)
+	g.Expect(r.Stdout).To(ContainSubstring("It has payments.idempotency.dev/resolve=charged=pi_typo, which this replaces."))
 	g.Expect(r.Stdout).To(ContainSubstring("Annotation set."))
-	job, err := env.WaitForPhase(ctx, ns, "invoice-7", paymentsv1alpha1.PhaseFailed, time.Minute)
+	job, err = env.WaitForPhase(ctx, ns, "invoice-7", paymentsv1alpha1.PhaseFailed, time.Minute)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(job.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonResolved))
 	g.Expect(job.Status.Resolution.Value).To(Equal("not-charged"))

@@ -62,6 +62,8 @@ not installed; 6 the outcome ledger cannot be read; 7 the books do not balance
 object is not in a state the command applies to (nothing was changed).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          helpOrUnknown,
 		// kubectl runs plugins as kubectl-payments; show "kubectl payments".
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl payments"},
 	}
@@ -138,7 +140,7 @@ func newVersionCommand(r *Root) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintln(r.Out(), r.version)
 			return err
@@ -152,4 +154,24 @@ func ctxOf(cmd *cobra.Command) context.Context {
 		return ctx
 	}
 	return context.Background()
+}
+
+// usageArgs makes the errors of an argument check usage errors (exit 2).
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError("%v", err)
+		}
+		return nil
+	}
+}
+
+// helpOrUnknown runs a command of commands: without a command, its help;
+// an unknown command is a usage error (exit 2), where cobra would exit 1
+// or print the help and exit 0.
+func helpOrUnknown(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	return usageError("unknown command %q for %q; run %s --help", args[0], cmd.CommandPath(), cmd.CommandPath())
 }

@@ -18,6 +18,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -102,9 +104,11 @@ type EventLine struct {
 // own, or, for a refund, the key of the charge it refunds (whose refunds
 // the provider lists with it).
 type ProviderCheck struct {
-	Key     string                  `json:"key"`
-	Charges []providerlookup.Charge `json:"charges"`
-	Error   string                  `json:"error,omitempty"`
+	Key string `json:"key"`
+	// Warnings say when the answer may not be the whole truth.
+	Warnings []string                `json:"warnings,omitempty"`
+	Charges  []providerlookup.Charge `json:"charges"`
+	Error    string                  `json:"error,omitempty"`
 }
 
 type statusOptions struct {
@@ -157,6 +161,7 @@ func (o *statusOptions) story(ctx context.Context, t target) (*Story, error) {
 		return nil, err
 	}
 	var obj client.Object
+	var st *paymentsv1alpha1.PaymentStatus
 	var s *Story
 	switch t.Kind {
 	case kindRefund:
@@ -164,13 +169,13 @@ func (o *statusOptions) story(ctx context.Context, t target) (*Story, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.Name}, &rf); err != nil {
 			return nil, classify(err, fmt.Sprintf("%s in namespace %s", t, ns))
 		}
-		obj, s = &rf, refundStory(&rf)
+		obj, s, st = &rf, refundStory(&rf), &rf.Status.PaymentStatus
 	default:
 		var pj paymentsv1alpha1.PaymentJob
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.Name}, &pj); err != nil {
 			return nil, classify(err, fmt.Sprintf("%s in namespace %s", t, ns))
 		}
-		obj, s = &pj, jobStory(&pj)
+		obj, s, st = &pj, jobStory(&pj), &pj.Status.PaymentStatus
 		if s.Refunds, err = refundsOf(ctx, c, &pj); err != nil {
 			return nil, err
 		}
@@ -180,10 +185,7 @@ func (o *statusOptions) story(ctx context.Context, t target) (*Story, error) {
 	}
 	s.Ledger = o.ledgerLine(ctx, c, s.IdempotencyKey)
 	if o.checkProvider {
-		s.ProviderCheck, err = o.providerCheck(ctx, c, ns, s)
-		if err != nil {
-			return nil, err
-		}
+		s.ProviderCheck = o.providerCheck(ctx, c, ns, s, st)
 	}
 	return s, nil
 }
@@ -321,21 +323,75 @@ func (o *statusOptions) ledgerLine(ctx context.Context, c client.Client, key str
 	return line
 }
 
-func (o *statusOptions) providerCheck(ctx context.Context, c client.Client, ns string, s *Story) (*ProviderCheck, error) {
+func (o *statusOptions) providerCheck(ctx context.Context, c client.Client, ns string, s *Story, st *paymentsv1alpha1.PaymentStatus) *ProviderCheck {
 	key := s.IdempotencyKey
 	if s.Kind == string(kindRefund) {
 		key = s.chargeKey
 	}
+	check := &ProviderCheck{Key: key}
 	if key == "" {
-		return &ProviderCheck{Error: "no idempotency key to look up yet: the payment was never sent"}, nil
+		check.Error = "no idempotency key to look up yet: the payment was never sent"
+		return check
 	}
 	var pp paymentsv1alpha1.PaymentProvider
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.ProviderRef}, &pp); err != nil {
-		return nil, classify(err, fmt.Sprintf("PaymentProvider %s/%s", ns, s.ProviderRef))
+		check.Error = classify(err, fmt.Sprintf("PaymentProvider %s/%s", ns, s.ProviderRef)).Error() +
+			fmt.Sprintf("; ask the provider yourself under the key %s", key)
+		return check
 	}
-	charges, err := providerlookup.Lookup(ctx, c, &pp, key, providerlookup.Options{InsecureHosts: o.insecureHosts})
+	opts := providerlookup.Options{InsecureHosts: o.insecureHosts}
+	charges, err := providerlookup.Lookup(ctx, c, &pp, key, opts)
 	if err != nil {
-		return nil, classify(err, fmt.Sprintf("the lookup of %s at PaymentProvider %s/%s", key, ns, s.ProviderRef))
+		check.Error = lookupError(err, &pp).Error()
+		return check
 	}
-	return &ProviderCheck{Key: key, Charges: charges}, nil
+	check.Charges = charges
+	check.Warnings = o.warnings(ctx, c, &pp, s, st, opts)
+	return check
+}
+
+// warnings say when what the provider answers may not be the payment's
+// whole truth: another account, or a charge too recent for its search.
+func (o *statusOptions) warnings(ctx context.Context, c client.Client, pp *paymentsv1alpha1.PaymentProvider, s *Story,
+	st *paymentsv1alpha1.PaymentStatus, opts providerlookup.Options) []string {
+	var warnings []string
+	if id := st.Provider; id != nil {
+		if id.UID != "" && id.UID != string(pp.UID) {
+			warnings = append(warnings, fmt.Sprintf("PaymentProvider %s was replaced since the payment was sent (uid %s, now %s)",
+				pp.Name, id.UID, pp.UID))
+		}
+		if id.Account != "" {
+			switch account, err := providerlookup.Account(ctx, c, pp, opts); {
+			case err != nil:
+				warnings = append(warnings, "the provider's account could not be told: "+err.Error())
+			case account != "" && account != id.Account:
+				warnings = append(warnings, fmt.Sprintf("the provider now reaches account %s, not %s where the payment was sent: "+
+					"what it answers is not about this payment", account, id.Account))
+			}
+		}
+	}
+	// Only a payment still Processing is in doubt: a finished one's charge
+	// is known.
+	if s.Kind == string(kindJob) && st.Phase == paymentsv1alpha1.PhaseProcessing && pp.Spec.Stripe != nil {
+		if at := lastAttempt(st).Add(searchLag(pp)); time.Now().Before(at) {
+			warnings = append(warnings, fmt.Sprintf("the last attempt is younger than the provider's search lag (%s): a charge it "+
+				"made may not show until %s", searchLag(pp), at.UTC().Format(time.RFC3339)))
+		}
+	}
+	return warnings
+}
+
+// lookupError says why the provider could not be asked, and what to do.
+func lookupError(err error, pp *paymentsv1alpha1.PaymentProvider) error {
+	switch {
+	case errors.Is(err, providerlookup.ErrUnsupported):
+		return fmt.Errorf("PaymentProvider %s cannot look charges up (an http service without spec.http.lookupURL): ask the service itself", pp.Name)
+	case errors.Is(err, providerlookup.ErrEndpointRefused):
+		return fmt.Errorf("%w; a provider on plain http is asked only with --insecure-provider-hosts, as the manager's flag", err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("forbidden to read the credential Secret of PaymentProvider %s, which --check-provider needs (%s)", pp.Name, statusMessage(err))
+	case errors.Is(err, providerlookup.ErrNoCredentials):
+		return fmt.Errorf("the credential of PaymentProvider %s cannot be read: %w", pp.Name, err)
+	}
+	return err
 }

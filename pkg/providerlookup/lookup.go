@@ -143,41 +143,78 @@ type Refund struct {
 // by less than a minute: a charge made just before may be missing. The
 // credential never appears in an error.
 func Lookup(ctx context.Context, c client.Reader, pp *paymentsv1alpha1.PaymentProvider, key string, opts Options) ([]Charge, error) {
-	if pp == nil {
-		return nil, errors.New("cannot look up charges: no PaymentProvider")
-	}
 	if key == "" {
 		return nil, errors.New("cannot look up charges: the idempotency key is empty")
 	}
+	var charges []Charge
+	err := withProvider(ctx, c, pp, opts, "look up charges", func(ctx context.Context, provider payment.Provider) error {
+		var err error
+		charges, err = lookup(ctx, provider, pp, key)
+		return err
+	})
+	return charges, err
+}
+
+// Account returns the account the provider of pp reaches now, with the
+// credential its Secret holds now: what the operator records as
+// status.provider.account of each payment it sends. A payment recorded
+// under another account was made elsewhere, and what the provider says
+// now is not about it. A provider that does not name its account (an
+// http service) returns "". It reads the Secret and calls the provider as
+// Lookup does, and changes nothing.
+func Account(ctx context.Context, c client.Reader, pp *paymentsv1alpha1.PaymentProvider, opts Options) (string, error) {
+	var account string
+	err := withProvider(ctx, c, pp, opts, "identify the account", func(ctx context.Context, provider payment.Provider) error {
+		idf, ok := provider.(payment.Identifier)
+		if !ok {
+			return nil
+		}
+		var err error
+		account, err = idf.Account(ctx)
+		return err
+	})
+	return account, err
+}
+
+// withProvider checks pp's URLs against the egress policy of opts, reads
+// its credential through c, builds its adapter as the manager does and
+// hands it to fn, within opts' timeout. Errors name what and pp, and never
+// hold the credential.
+func withProvider(ctx context.Context, c client.Reader, pp *paymentsv1alpha1.PaymentProvider, opts Options, what string,
+	fn func(context.Context, payment.Provider) error) error {
+	if pp == nil {
+		return fmt.Errorf("cannot %s: no PaymentProvider", what)
+	}
 	policy, err := policyOf(opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := providercache.CheckKind(pp.Spec); err != nil {
-		return nil, fmt.Errorf("cannot use PaymentProvider %s/%s: %w", pp.Namespace, pp.Name, err)
+		return fmt.Errorf("cannot use PaymentProvider %s/%s: %w", pp.Namespace, pp.Name, err)
 	}
 	for _, u := range providercache.ProviderURLs(pp.Spec) {
 		if err := policy.CheckURL(u.Field, u.URL); err != nil {
-			return nil, fmt.Errorf("cannot call PaymentProvider %s/%s: %w: %w", pp.Namespace, pp.Name, ErrEndpointRefused, err)
+			return fmt.Errorf("cannot call PaymentProvider %s/%s: %w: %w", pp.Namespace, pp.Name, ErrEndpointRefused, err)
 		}
 	}
-
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-
 	credential, err := readCredential(ctx, c, pp)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	charges, err := lookup(ctx, policy, pp, credential, key)
+	provider, err := providercache.NewAdapterFactory(policy)(pp.Spec, credential)
+	if err == nil {
+		err = fn(ctx, provider)
+	}
 	if err != nil {
-		return nil, redact(fmt.Errorf("cannot look up charges at PaymentProvider %s/%s: %w", pp.Namespace, pp.Name, err), credential)
+		return redact(fmt.Errorf("cannot %s at PaymentProvider %s/%s: %w", what, pp.Namespace, pp.Name, err), credential)
 	}
-	return charges, nil
+	return nil
 }
 
 // policyOf is the egress policy of opts.
@@ -189,13 +226,9 @@ func policyOf(opts Options) (*egress.Policy, error) {
 	return &egress.Policy{InsecureHosts: hosts}, nil
 }
 
-// lookup builds pp's adapter as the manager does and asks it for key and
-// for the refunds of each charge under it that succeeded.
-func lookup(ctx context.Context, policy *egress.Policy, pp *paymentsv1alpha1.PaymentProvider, credential, key string) ([]Charge, error) {
-	provider, err := providercache.NewAdapterFactory(policy)(pp.Spec, credential)
-	if err != nil {
-		return nil, fmt.Errorf("cannot build the provider adapter: %w", err)
-	}
+// lookup asks provider for key and for the refunds of each charge under
+// it that succeeded.
+func lookup(ctx context.Context, provider payment.Provider, pp *paymentsv1alpha1.PaymentProvider, key string) ([]Charge, error) {
 	looker, ok := provider.(payment.Looker)
 	if !ok {
 		return nil, ErrUnsupported

@@ -328,3 +328,26 @@ func TestLookupErrorsNeverHoldTheCredential(t *testing.T) {
 	g.Expect(err.Error()).NotTo(ContainSubstring(credential))
 	g.Expect(err.Error()).NotTo(ContainSubstring("do-not-print"))
 }
+
+// Account names the account the provider reaches, as the operator records
+// it (the sandbox's http contract names it in its lookup answer too); it
+// writes nothing.
+func TestAccount(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e, base := startSandbox(t)
+	before := writes(e)
+	for _, tc := range []struct {
+		pp   *paymentsv1alpha1.PaymentProvider
+		want string
+	}{{stripeProvider(base), e.Account()}, {httpProvider(base), e.Account()}} {
+		c := newClient(t, nil, tc.pp, secret(credential, true))
+		account, err := providerlookup.Account(ctx, c, tc.pp, loopback)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(account).To(Equal(tc.want))
+	}
+	g.Expect(writes(e)).To(Equal(before))
+	c := newClient(t, nil, stripeProvider(base))
+	_, err := providerlookup.Account(ctx, c, stripeProvider(base), loopback)
+	g.Expect(err).To(MatchError(ContainSubstring("cannot read the credential of PaymentProvider shop/stripe")))
+}
