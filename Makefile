@@ -88,7 +88,7 @@ tidy: ## Run go mod tidy on the operator, the control plane tools, the chart tes
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets build-sandbox build-plugin build-installer ## Run unit and envtest tests against the self-built control plane.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SANDBOX_BIN="$(LOCALBIN)/sandbox" KUBECTL_PAYMENTS="$(LOCALBIN)/kubectl-payments" KUSTOMIZE="$(KUSTOMIZE)" \
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SANDBOX_BIN="$(LOCALBIN)/sandbox" KUBECTL_PAYMENTS="$(LOCALBIN)/kubectl-payments" PLUGIN_VERSION="$(VERSION)" KUSTOMIZE="$(KUSTOMIZE)" \
 		INSTALLER="$(abspath dist/install.yaml)" go test -p $(TEST_P) $(TEST_FLAGS) ./...
 
 .PHONY: test-examples
