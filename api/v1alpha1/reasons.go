@@ -228,6 +228,24 @@ const (
 	// for them and goes on, or fails with ReasonRefundExceedsCharge, by
 	// itself.
 	ReasonRefundsInFlight = "RefundsInFlight"
+	// ReasonChargeUnverified says the provider does not show the refunded
+	// charge under the payment's own idempotency key (Stalled=True): it
+	// carries another payment's key, or none, as a charge named by a
+	// person's resolution that the provider could not check may. Nothing is
+	// sent: a refund is only ever sent for a charge the provider holds under
+	// the refunded payment's key, at the account the payment was made. The
+	// refund goes on by itself once the provider's record of the charge
+	// (Stripe: the PaymentIntent's metadata; HTTP: the lookup's charges)
+	// carries that key; a charge that is not the payment's is refunded, if
+	// at all, by a person at the provider.
+	ReasonChargeUnverified = "ChargeUnverified"
+	// ReasonPaymentCreatedAfterRefund says the PaymentJob named in
+	// spec.paymentJobRef was created after the refund, and the refund does
+	// not name its key in spec.paymentJobRef.idempotencyKey (Stalled=True):
+	// whoever wrote the refund could not have seen that payment, so it is
+	// not refunded. Create a new PaymentRefund that names the payment's key
+	// (kubectl payments refund writes it).
+	ReasonPaymentCreatedAfterRefund = "PaymentCreatedAfterRefund"
 )
 
 // Failure reasons of a PaymentRefund that cannot be made (phase Failed,

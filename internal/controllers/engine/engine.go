@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -98,6 +99,9 @@ type Request struct {
 	// for telling a found payment without a fingerprint apart.
 	Amount   int64
 	Currency string
+	// Refunds is, for a refund, the provider's id of the charge it gives
+	// money back from; the ledger records it beside the refund's outcome.
+	Refunds string
 }
 
 // match is the request as payment.Decide compares a payment found without
@@ -144,6 +148,26 @@ type Kind interface {
 	Watch(r *Reconciler, b *builder.Builder) *builder.Builder
 	// Counters are the kind's provider-call metrics.
 	Counters() Counters
+}
+
+// LedgerPreparer is implemented by a Kind whose Request needs what Prepare
+// records (a refund: the charge it refunds). PrepareFromLedger records the
+// same from the ledger's entry under obj's own key, so that a re-created
+// object is finished from its own entry before Prepare reads anything else
+// (a refund whose PaymentJob is gone); it returns false when the entry
+// holds too little (recorded before the ledger kept it), and the object is
+// then prepared first and compared with the entry after.
+type LedgerPreparer interface {
+	PrepareFromLedger(obj Object, e ledger.Entry) bool
+}
+
+// ExactFind is implemented by a Kind whose provider answers Find from an
+// exact list, with no search lag (a charge's refunds). A not-charged
+// resolution of such an object is only recorded once that list, read at
+// the account the object was sent to, holds nothing under its key: never
+// on a person's word alone.
+type ExactFind interface {
+	ExactFind() bool
 }
 
 // Objects implements a Kind's New and NewList for a kind whose objects are

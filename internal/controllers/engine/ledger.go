@@ -85,13 +85,19 @@ func FromLedger(job Object) bool {
 // says it was made, checked by the caller).
 func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target, c Request, e ledger.Entry) error {
 	when := e.At.UTC().Format(time.RFC3339)
-	now := metav1.NewTime(r.Clock.Now())
+	// The payment finished when the ledger says, not now: a reconciliation
+	// window places it there (an object finished from the ledger has no
+	// provider creation time of its own).
+	finished := metav1.NewTime(e.At)
+	if e.At.IsZero() {
+		finished = metav1.NewTime(r.Clock.Now())
+	}
 	job.GetPaymentStatus().IdempotencyKey = c.Key
 	job.GetPaymentStatus().RequestHash = c.Fingerprint
 	job.GetPaymentStatus().Claim = nil
 	provider := t.ID
 	job.GetPaymentStatus().Provider = &provider
-	job.GetPaymentStatus().CompletedAt = &now
+	job.GetPaymentStatus().CompletedAt = &finished
 	by := ""
 	if e.ResolvedBy != "" {
 		by = fmt.Sprintf(", as resolved by %s", e.ResolvedBy)
@@ -152,12 +158,13 @@ func (r *Reconciler) recordInLedger(ctx context.Context, job Object) error {
 // spec derive (the status says the same, unless someone else wrote it).
 func LedgerEntry(job Object, c Request, now time.Time) ledger.Entry {
 	e := ledger.Entry{
-		Key:         c.Key,
-		Fingerprint: c.Fingerprint,
-		Amount:      c.Amount,
-		Currency:    c.Currency,
-		Outcome:     paymentsv1alpha1.LedgerCompleted,
-		At:          now,
+		Key:            c.Key,
+		Fingerprint:    c.Fingerprint,
+		Amount:         c.Amount,
+		Currency:       c.Currency,
+		RefundedCharge: c.Refunds,
+		Outcome:        paymentsv1alpha1.LedgerCompleted,
+		At:             now,
 	}
 	if job.GetPaymentStatus().CompletedAt != nil {
 		e.At = job.GetPaymentStatus().CompletedAt.Time
@@ -197,7 +204,14 @@ func LedgerEntry(job Object, c Request, now time.Time) ledger.Entry {
 // finished from it needs no finalizer: nothing is in flight. done reports
 // that the pass ends here (finished, stalled, waiting for the provider, or
 // the ledger failed).
-func (r *Reconciler) finishFromLedger(ctx context.Context, job Object) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
+//
+// It runs before the kind's Prepare (prepared false): a kind whose request
+// needs what Prepare records (LedgerPreparer) takes it from the entry, so
+// that a re-created refund is finished from its own entry even when the
+// payment it refunds can no longer be found; when the entry holds too
+// little, searched.unprepared asks the caller to prepare the object and
+// call again (prepared true).
+func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared bool) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
 	if r.Ledger == nil || job.GetPaymentStatus().IdempotencyKey != "" {
 		return ctrl.Result{}, false, ledgerSearch{skipped: true}, nil
 	}
@@ -217,6 +231,13 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object) (res ctrl
 		return r.waitForLedger(ctx, job, err)
 	case !found:
 		return ctrl.Result{}, false, searched, nil
+	}
+	if p, ok := r.Kind.(LedgerPreparer); ok && !prepared {
+		if !p.PrepareFromLedger(job, e) {
+			searched.unprepared = true
+			return ctrl.Result{}, false, searched, nil
+		}
+		c = r.Kind.Request(job, c.Key)
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
@@ -277,6 +298,74 @@ type ledgerSearch struct {
 	// done: the ledger was asked, under scope.
 	done  bool
 	scope string
+	// unprepared: the ledger holds the key, and the entry can only be
+	// compared with the request once the kind's Prepare ran.
+	unprepared bool
+}
+
+// outsideEtcd is implemented by a ledger kept outside etcd (PostgreSQL): it
+// may hold outcomes that an etcd restore took away from the objects.
+type outsideEtcd interface {
+	OutsideEtcd() bool
+}
+
+// ledgerKnowsMore reports whether the ledger may hold the outcome of a
+// Processing object that the object does not: the ledger is kept outside
+// etcd (a restored snapshot took the object back, not the ledger), or the
+// object was first claimed longer ago than the provider remembers keys
+// (another copy of it may have finished and been recorded meanwhile).
+func (r *Reconciler) ledgerKnowsMore(job Object) bool {
+	if r.Ledger == nil {
+		return false
+	}
+	if o, ok := r.Ledger.(outsideEtcd); ok && o.OutsideEtcd() {
+		return true
+	}
+	started := job.GetPaymentStatus().StartedAt
+	return r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention
+}
+
+// resumeFromLedger asks the ledger before a Processing object is sent
+// again, where it may know more than the object (ledgerKnowsMore): an
+// outcome recorded under the object's key and request, made where t
+// reaches, finishes the object as recorded, with no provider call (past
+// the provider's key memory, a second send would be a second payment).
+// Another request under the key stalls it, and a ledger that does not
+// answer keeps it Processing, unsent. done reports that the pass ends here.
+func (r *Reconciler) resumeFromLedger(ctx context.Context, job Object, t *Target) (res ctrl.Result, done bool, err error) {
+	if !r.ledgerKnowsMore(job) {
+		return ctrl.Result{}, false, nil
+	}
+	c := r.requestOf(job)
+	e, found, err := r.Ledger.Find(ctx, c.Key)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctrl.Result{}, true, err
+	case err != nil:
+		p := LedgerUnanswered(ctx, err, "asked whether this payment was finished before it is sent again")
+		previous := readyReason(job)
+		if err := r.writeProgress(ctx, job, p); err != nil {
+			return ctrl.Result{}, true, err
+		}
+		if previous != p.Reason {
+			r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, r.Kind.Words().Action, "%s", p.Message)
+		}
+		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(job))}, true, nil
+	case !found:
+		return ctrl.Result{}, false, nil
+	}
+	if e.Fingerprint != c.Fingerprint {
+		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
+		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: "Not sending again: " +
+			"the operator's ledger records a payment under this idempotency key for another request; the operator's log " +
+			"names it (ChargeMismatch)"})
+	}
+	if same, why := providercache.SameBooks(e.Provider, t.ID, t.AccountsOnly()); !same {
+		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
+			"Not sending again: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s",
+			providercache.DescribeBooks(e.Provider), r.terms(job).Provider, providercache.DescribeBooks(t.ID), why), MaxMessageLength)})
+	}
+	return ctrl.Result{}, true, r.recordFromLedger(ctx, job, t, c, e)
 }
 
 // covers reports whether the search covers a claim through t: the ledger

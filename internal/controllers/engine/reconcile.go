@@ -167,14 +167,23 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 		// Never claimed, so nothing is in flight: let it go.
 		return ctrl.Result{}, r.removeFinalizer(ctx, job)
 	}
-	if res, done, err := r.prepare(ctx, job); done || err != nil {
-		return res, err
-	}
-	prepared := job.GetResourceVersion()
-	res, done, searched, err := r.finishFromLedger(ctx, job)
+	// A re-created object is finished from its own ledger entry before
+	// anything else, even where its kind's checks would wait (a refund
+	// whose PaymentJob is gone).
+	res, done, searched, err := r.finishFromLedger(ctx, job, false)
 	if done || err != nil {
 		return res, err
 	}
+	if res, done, err := r.prepare(ctx, job); done || err != nil {
+		return res, err
+	}
+	if searched.unprepared {
+		// The entry says too little to be compared before Prepare.
+		if res, done, searched, err = r.finishFromLedger(ctx, job, true); done || err != nil {
+			return res, err
+		}
+	}
+	prepared := job.GetResourceVersion()
 	if err := r.ensureFinalizer(ctx, job); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -292,6 +301,10 @@ func (r *Reconciler) resume(ctx context.Context, job Object) (ctrl.Result, error
 		// The provider already holds this job's charge, not final yet:
 		// settle it, never charge around it.
 		verdict = payment.Verdict{Action: payment.ActionSettle, Charge: payment.Found{Outcome: payment.Outcome{ID: resp.ID}}}
+	} else if res, done, err := r.resumeFromLedger(ctx, job, target); done || err != nil {
+		// Restored from an older snapshot, or older than the provider's
+		// key memory: finished already, as the ledger recorded it.
+		return res, err
 	}
 	return r.claimAndAct(ctx, job, target, reason, verdict)
 }

@@ -170,6 +170,21 @@ func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, 
 	}
 	verified, outcome, why, err := r.verifyResolution(ctx, job, want)
 	var lag *searchLagWait
+	var unlisted *exactListWait
+	if errors.As(err, &unlisted) {
+		// Only the provider's exact list can say nothing was made; until
+		// it can be read, nothing is resolved and nothing is sent.
+		p := Progress{Reason: ReasonResolutionWaiting, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
+			"Not resolving %s=%q yet: %s", paymentsv1alpha1.AnnotationResolve, want.value, unlisted), MaxMessageLength)}
+		previous := readyReason(job)
+		if err := r.writeProgress(ctx, job, p); err != nil {
+			return ctrl.Result{}, true, err
+		}
+		if previous != p.Reason {
+			r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Resolve", "%s", p.Message)
+		}
+		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(job))}, true, nil
+	}
 	if errors.As(err, &lag) {
 		// A charge made by the last attempt may not show in the lookup
 		// yet. No new attempt meanwhile: an attempt would start the wait
@@ -211,20 +226,40 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 			return false, o, "", &searchLagWait{at: at, lag: lag}
 		}
 	}
+	// Where the provider keeps an exact list (a charge's refunds), "not
+	// made" is its word, never a person's alone.
+	exact := false
+	if k, ok := r.Kind.(ExactFind); ok && !want.charged {
+		exact = k.ExactFind()
+	}
 	if waiting != nil {
+		if exact {
+			return false, o, "", &exactListWait{why: fmt.Sprintf("PaymentProvider %q cannot be read now (%s: %s)",
+				r.terms(job).Provider, waiting.Reason, waiting.Message)}
+		}
 		// The provider is gone or not ready: the person's word stands,
 		// recorded as not verified.
 		return false, o, "", nil
 	}
 	calls := r.Kind.Calls(target, job)
 	if !calls.CanFind() {
+		if exact {
+			return false, o, "", &exactListWait{why: fmt.Sprintf("PaymentProvider %q cannot list what it holds", r.terms(job).Provider)}
+		}
 		return false, o, "", nil
 	}
 	if recorded := job.GetPaymentStatus().Provider; recorded != nil {
 		if same, _ := providercache.SameProvider(*recorded, target.ID, target.AccountsOnly()); !same {
-			// The provider now reaches another account: it cannot speak
-			// for the one that was called.
-			return false, o, "", nil
+			if !exact {
+				// The provider now reaches another account: it cannot speak
+				// for the one that was called.
+				return false, o, "", nil
+			}
+			// The account's list speaks for it, whatever object reaches it.
+			if books, why := providercache.SameBooks(*recorded, target.ID, target.AccountsOnly()); !books {
+				return false, o, "", &exactListWait{why: fmt.Sprintf("PaymentProvider %q does not reach %s, where this %s was sent (%s)",
+					r.terms(job).Provider, providercache.DescribeBooks(*recorded), r.Kind.Words().Noun, why)}
+			}
 		}
 	}
 	key := req.Key
@@ -273,6 +308,17 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 			"resolve it as %s%s instead", f.ID, f.Status, resolveChargedPrefix, f.ID), nil
 	}
 	return true, o, "", nil
+}
+
+// exactListWait says a not-charged resolution of an ExactFind object waits
+// for the provider's exact list, and why it cannot be read now.
+type exactListWait struct {
+	why string
+}
+
+func (w *exactListWait) Error() string {
+	return "the provider's exact list of what it holds under this key is needed, at the account it was sent to, and " + w.why +
+		". It is checked again by itself; nothing is sent meanwhile"
 }
 
 // searchLagWait says when a not-charged resolution can be checked: once

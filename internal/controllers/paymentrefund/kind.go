@@ -33,6 +33,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -65,6 +66,12 @@ const (
 	// ReasonPaymentMismatch: spec.paymentJobRef.idempotencyKey is not the
 	// named PaymentJob's key.
 	ReasonPaymentMismatch = paymentsv1alpha1.ReasonPaymentMismatch
+	// ReasonChargeUnverified: the provider does not hold the refunded
+	// charge under the payment's own key; nothing is sent.
+	ReasonChargeUnverified = paymentsv1alpha1.ReasonChargeUnverified
+	// ReasonPaymentCreatedAfterRefund: the named PaymentJob is newer than
+	// the refund, which names no key: not the payment its author saw.
+	ReasonPaymentCreatedAfterRefund = paymentsv1alpha1.ReasonPaymentCreatedAfterRefund
 	// ReasonRefundsInFlight: the refund fits in what is left of the charge
 	// only if other refunds in flight fail; it waits for them.
 	ReasonRefundsInFlight = paymentsv1alpha1.ReasonRefundsInFlight
@@ -82,8 +89,32 @@ func (kind) Words() engine.Words {
 
 func (kind) Request(obj engine.Object, key string) engine.Request {
 	req := refundRequest(obj.(*paymentsv1alpha1.PaymentRefund))
-	return engine.Request{Key: key, Fingerprint: payment.RefundHash(key, req), Amount: req.Amount, Currency: req.Currency}
+	return engine.Request{Key: key, Fingerprint: payment.RefundHash(key, req), Amount: req.Amount, Currency: req.Currency,
+		Refunds: req.Charge}
 }
+
+// PrepareFromLedger records the charge the ledger's entry of this refund's
+// own key says it refunded, so that a re-created refund is compared with
+// its entry (and finished from it) without looking for its PaymentJob,
+// which may be long gone. An entry recorded before the ledger kept the
+// refunded charge is compared after Prepare.
+func (kind) PrepareFromLedger(obj engine.Object, e ledger.Entry) bool {
+	if e.RefundedCharge == "" {
+		return false
+	}
+	rf := obj.(*paymentsv1alpha1.PaymentRefund)
+	ch := &paymentsv1alpha1.RefundedCharge{ID: e.RefundedCharge, Currency: e.Currency}
+	if rf.Spec.Amount == nil {
+		// A refund of the whole charge sent the charge's amount.
+		ch.Amount = e.Amount
+	}
+	rf.Status.Charge = ch
+	return true
+}
+
+// ExactFind: a charge's refunds are listed exactly, so a refund is only
+// resolved as not made on the provider's list.
+func (kind) ExactFind() bool { return true }
 
 // refundRequest is what the refund sends: spec.amount, or the whole charge
 // recorded in status.charge, never "whatever is left", so that every
@@ -191,11 +222,41 @@ func (kind) findCharge(ctx context.Context, r *engine.Reconciler, rf *paymentsv1
 		return nil, nil, &engine.Progress{Reason: ReasonPaymentNotCompleted, Stalled: true, Message: fmt.Sprintf(
 			"PaymentJob %q is Completed without a charge id; the refund cannot name the charge", ref.Name)}, nil, nil
 	}
+	if ref.IdempotencyKey == "" && job.CreationTimestamp.After(rf.CreationTimestamp.Time) {
+		seen, err := paidBefore(ctx, r, rf, job)
+		switch {
+		case err != nil:
+			p := engine.LedgerUnanswered(ctx, err, fmt.Sprintf("asked whether PaymentJob %q was paid before this refund was written", ref.Name))
+			return nil, nil, &p, nil, nil
+		case !seen:
+			return nil, nil, &engine.Progress{Reason: ReasonPaymentCreatedAfterRefund, Stalled: true, Message: fmt.Sprintf(
+				"Not refunding: PaymentJob %q was created at %s, after this refund (%s), and spec.paymentJobRef names no "+
+					"idempotencyKey, so this refund was not written for it. Create a new PaymentRefund that names the payment's "+
+					"key in spec.paymentJobRef.idempotencyKey (kubectl payments refund writes it)", ref.Name,
+				job.CreationTimestamp.UTC().Format(time.RFC3339), rf.CreationTimestamp.UTC().Format(time.RFC3339))}, nil, nil
+		}
+	}
 	ch = &paymentsv1alpha1.RefundedCharge{ID: resp.ID, IdempotencyKey: job.Status.IdempotencyKey, Amount: resp.Amount, Currency: resp.Currency}
 	if ch.Amount == 0 {
 		ch.Amount, ch.Currency = job.Spec.Amount, job.Spec.Currency
 	}
 	return ch, job.Status.Provider, nil, nil, nil
+}
+
+// paidBefore reports whether job, created after rf, is a re-creation of a
+// payment made before rf was written: the ledger recorded its charge, under
+// its key, before rf's creation. That payment is the one rf's author could
+// see, although its object is newer.
+func paidBefore(ctx context.Context, r *engine.Reconciler, rf *paymentsv1alpha1.PaymentRefund, job *paymentsv1alpha1.PaymentJob) (bool, error) {
+	if r.Ledger == nil || job.Status.IdempotencyKey == "" {
+		return false, nil
+	}
+	e, found, err := r.Ledger.Find(ctx, job.Status.IdempotencyKey)
+	if err != nil || !found {
+		return false, err
+	}
+	return e.Outcome == paymentsv1alpha1.LedgerCompleted && e.Charge == job.Status.ProviderResponse.ID &&
+		e.At.Before(rf.CreationTimestamp.Time), nil
 }
 
 // readJob reads the PaymentJob key from the API server. It asks the API
@@ -302,11 +363,9 @@ func (k kind) Observe(ctx context.Context, r *engine.Reconciler, obj engine.Obje
 	if ch == nil {
 		return engine.Observation{}, errors.New("the refunded charge is not known yet")
 	}
-	// The amount is known (the PaymentJob's record, or the provider's read
-	// before): the refunds are enough. Where the list comes without the
-	// charge's state (Stripe), a charge that cannot be refunded any more is
-	// refused by the refund itself, definitively.
-	book, err := lookupBook(ctx, t, ch.ID, false)
+	// The charge is read with its refunds: a refund is only sent for a
+	// charge the provider holds under the refunded payment's own key.
+	book, err := lookupBook(ctx, t, ch.ID, true)
 	if err != nil {
 		return engine.Observation{Err: err}, nil
 	}
@@ -316,6 +375,9 @@ func (k kind) Observe(ctx context.Context, r *engine.Reconciler, obj engine.Obje
 			// Made already: recorded or settled, never sent again.
 			return engine.Observation{Found: mine}, nil
 		}
+	}
+	if wait := unverifiedCharge(rf, book.Charge); wait != nil {
+		return engine.Observation{Requeue: engine.Jitter(refundRecheck), Wait: wait}, nil
 	}
 	if book.Charge.State != "" && book.Charge.State != payment.StateSucceeded {
 		return engine.Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonChargeNotRefundable,
@@ -337,6 +399,26 @@ func (k kind) Observe(ctx context.Context, r *engine.Reconciler, obj engine.Obje
 				"waiting for them", req.Amount, req.Currency, ch.ID, left, names, inFlight)}}, nil
 	}
 	return engine.Observation{Found: mine}, nil
+}
+
+// unverifiedCharge says why the refunded charge, as the provider holds it,
+// is not shown to be the refunded payment's: it carries another key than
+// the payment's, or none (a charge named by a person's resolution that the
+// provider could not check, a charge made by hand). nil when it is.
+func unverifiedCharge(rf *paymentsv1alpha1.PaymentRefund, held payment.Found) *engine.Progress {
+	ch := rf.Status.Charge
+	if ch.IdempotencyKey != "" && held.Key == ch.IdempotencyKey && (held.ID == "" || held.ID == ch.ID) {
+		return nil
+	}
+	what := "carries no idempotency key"
+	if held.Key != "" {
+		what = "carries the idempotency key of another payment"
+	}
+	return &engine.Progress{Reason: ReasonChargeUnverified, Stalled: true, Message: fmt.Sprintf(
+		"Not refunding: charge %s %s at the provider, not the key of PaymentJob %q, so it is not shown to be that payment's "+
+			"charge (it may have been named by a resolution the provider could not check). A refund is only sent for a charge "+
+			"the provider holds under the payment's own key; it goes on by itself once the provider's record of the charge "+
+			"carries that key. Check the charge at the provider", ch.ID, what, rf.Spec.PaymentJobRef.Name)}
 }
 
 // inFlight sums the sibling PaymentRefunds of the same PaymentJob that were

@@ -185,6 +185,9 @@ type ledgerState struct {
 	// findErr fails every Find; recordErrs fail the first Records.
 	findErr    error
 	recordErrs []error
+	// outside is a ledger kept outside etcd (PostgreSQL): an etcd restore
+	// does not take back what it holds.
+	outside bool
 }
 
 // newJob is the PaymentJob of the world, changed by opts in order.
@@ -792,6 +795,9 @@ func (l *fakeLedger) Find(_ context.Context, key string) (ledger.Entry, bool, er
 	}
 	return ledger.Entry{}, false, nil
 }
+
+// OutsideEtcd says whether the ledger is kept outside etcd.
+func (l *fakeLedger) OutsideEtcd() bool { return l.state.outside }
 
 // Has reports whether key has an entry.
 func (l *fakeLedger) Has(ctx context.Context, key string) (bool, error) {

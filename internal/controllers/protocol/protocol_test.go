@@ -443,6 +443,38 @@ var theTable = []row{
 		final:  final{phase: pending, ready: "ProviderChanged", stalled: true},
 	},
 	{
+		name: "Processing again after an etcd restore, its outcome in a ledger outside etcd: finished from the ledger, never sent again",
+		job:  newJob(claimed(other, 2*time.Minute)), answers: []answer{succeeded},
+		ledger: &ledgerState{entries: []ledger.Entry{ledgerEntry("")}, outside: true},
+		steps: []step{{
+			effects: []string{"status: Completed/FoundInLedger", finish}, events: []string{"FoundInLedger"},
+		}},
+		final: final{phase: completed, ready: "FoundInLedger"},
+	},
+	{
+		name: "Processing again after an etcd restore, the ledger outside etcd holds the key for another request: ChargeMismatch stall, not sent",
+		job:  newJob(claimed(other, 2*time.Minute)), answers: []answer{succeeded},
+		ledger: &ledgerState{entries: []ledger.Entry{ledgerEntry("sha256:0000")}, outside: true},
+		steps:  []step{{effects: []string{"status: Processing/ChargeMismatch"}, events: []string{"ChargeMismatch"}}},
+		final:  final{phase: processing, ready: "ChargeMismatch", stalled: true},
+	},
+	{
+		name: "Processing again, the ledger outside etcd does not answer: nothing sent until it does",
+		job:  newJob(claimed(other, 2*time.Minute)), answers: []answer{succeeded},
+		ledger: &ledgerState{findErr: errors.New("database unavailable"), outside: true},
+		steps: []step{{effects: []string{"status: Processing/LedgerUnavailable"}, requeue: jittered(time.Second),
+			events: []string{"LedgerUnavailable"}}},
+		final: final{phase: processing, ready: "LedgerUnavailable"},
+	},
+	{
+		name: "Processing again, the ledger in etcd (restored with the job) is not asked: same key sent again, the provider replays",
+		job:  newJob(claimed(other, 2*time.Minute)), answers: []answer{replayed},
+		ledger: &ledgerState{entries: []ledger.Entry{ledgerEntry("")}},
+		steps: []step{{effects: []string{"status: Processing/ClaimTakenOver", "charge", "status: Completed/Succeeded", "ledger: Completed", finish},
+			events: []string{"ClaimTakenOver", "Replayed"}}},
+		final: paid,
+	},
+	{
 		name: "ledger has no entry: charged, recorded in the ledger before the finalizer comes off",
 		job:  newJob(), answers: []answer{succeeded}, ledger: &ledgerState{},
 		steps: []step{{

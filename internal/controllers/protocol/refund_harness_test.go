@@ -29,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
@@ -180,8 +182,8 @@ type book func(charge string) (payment.RefundBook, error)
 // with under its refunds by key.
 func holding(refunded int64, under map[string][]payment.Found) book {
 	return func(charge string) (payment.RefundBook, error) {
-		return payment.RefundBook{Charge: payment.Found{Outcome: payment.Outcome{ID: charge, Status: "succeeded",
-			Amount: amount, Currency: currency}, State: payment.StateSucceeded},
+		return payment.RefundBook{Charge: payment.Found{Key: paymentjob.ChargeOf(newJob()).Key, Outcome: payment.Outcome{ID: charge,
+			Status: "succeeded", Amount: amount, Currency: currency}, State: payment.StateSucceeded},
 			Refunds: under, Refunded: refunded, Complete: true}, nil
 	}
 }
@@ -312,4 +314,67 @@ func claimHandedTo(holder string) func(*world) {
 		rf.GetPaymentStatus().Claim.Holder = holder
 		must(w.store.Status().Update(context.Background(), rf))
 	}
+}
+
+// heldUnder is a book of the charge as the provider holds it under key
+// (empty: no key at all), with no refund: a charge of another payment, or
+// one made by hand, that a resolution may have named.
+func heldUnder(key string) book {
+	return func(charge string) (payment.RefundBook, error) {
+		b, err := untouched(charge)
+		b.Charge.Key = key
+		return b, err
+	}
+}
+
+// stalledByAnotherManager is a refund that another manager (since
+// restarted: nothing of it is in this one's memory) claimed two minutes ago
+// and stalled with its retries exhausted: its outcome is unknown.
+func stalledByAnotherManager(rf *paymentsv1alpha1.PaymentRefund) {
+	controllerutil.AddFinalizer(rf, paymentsv1alpha1.Finalizer)
+	rf.Status.Charge = &paymentsv1alpha1.RefundedCharge{ID: chargeID, IdempotencyKey: paymentjob.ChargeOf(newJob()).Key,
+		Amount: amount, Currency: currency}
+	rf.Status.Provider = sentTo()
+	k := paymentrefund.Kind()
+	engine.ClaimStatus(rf, k.Request(rf, sentKey()), other, start.Add(-2*time.Minute), lease, engine.ReasonClaimed)
+	engine.SetConditions(rf, engine.Progress{Reason: engine.ReasonRetriesExhausted, Stalled: true, Message: "no answer"})
+}
+
+// refundLedgerEntryOf is refundLedgerEntry as the ledger records it now:
+// with the charge the refund gave money back from, its amount and currency.
+func refundLedgerEntryOf(charge string) ledger.Entry {
+	e := refundLedgerEntry(payment.RefundHash(sentKey(), sentRequest(newRefund(), charge)))
+	e.RefundedCharge, e.Amount, e.Currency = charge, amount, currency
+	return e
+}
+
+// createdAfterTheRefund is a PaymentJob created after the world's refund.
+func createdAfterTheRefund(j *paymentsv1alpha1.PaymentJob) {
+	j.CreationTimestamp = metav1.NewTime(start)
+}
+
+// paidJobCreatedAfterTheRefund is paidJob, created after the refund.
+func paidJobCreatedAfterTheRefund() *paymentsv1alpha1.PaymentJob {
+	return newJob(completedEarlier, finished, createdAfterTheRefund)
+}
+
+// resolvedBy is a refund carrying a person's resolve annotation.
+func resolvedBy(value string) func(*paymentsv1alpha1.PaymentRefund) {
+	return func(rf *paymentsv1alpha1.PaymentRefund) {
+		rf.Annotations = map[string]string{
+			paymentsv1alpha1.AnnotationResolve:    value,
+			paymentsv1alpha1.AnnotationResolvedBy: "alice@example.com",
+		}
+	}
+}
+
+// providerBackToReady is the refund's PaymentProvider Ready again (its
+// Secret restored).
+func providerBackToReady(w *world) {
+	ctx := context.Background()
+	pp := &paymentsv1alpha1.PaymentProvider{}
+	must(w.store.Get(ctx, types.NamespacedName{Namespace: namespace, Name: providerName}, pp))
+	ready := newProvider(providerReady)
+	pp.Status = ready.Status
+	must(w.store.Status().Update(ctx, pp))
 }

@@ -263,6 +263,37 @@ var refundTable = []refundRow{
 	stoppedUnsent("paymentJobRef names another key than the job's: PaymentMismatch stall, no call",
 		paidJob(), "PaymentMismatch", noRequeue, jobKeyed("billing/invoice-41")),
 
+	// Whose charge it is.
+	{
+		name:   "the provider holds the charge under another payment's key (named by a resolution): ChargeUnverified stall, no refund",
+		refund: newRefund(), job: paidJob(), answers: []answer{refunded}, books: []book{heldUnder("billing/someone-else")},
+		steps: []step{{effects: []string{"patch: +finalizer", "lookup", "status: Pending/ChargeUnverified"},
+			requeue: jittered(30 * time.Second), events: []string{"ChargeUnverified"}}},
+		final: final{phase: pending, ready: "ChargeUnverified", stalled: true},
+	},
+	{
+		name:   "the provider holds the charge under no key (made by hand): ChargeUnverified stall, no refund",
+		refund: newRefund(), job: paidJob(), answers: []answer{refunded}, books: []book{heldUnder("")},
+		steps: []step{{effects: []string{"patch: +finalizer", "lookup", "status: Pending/ChargeUnverified"},
+			requeue: jittered(30 * time.Second), events: []string{"ChargeUnverified"}}},
+		final: final{phase: pending, ready: "ChargeUnverified", stalled: true},
+	},
+	stoppedUnsent("the job was created after the refund, which names no key: PaymentCreatedAfterRefund stall, no call",
+		paidJobCreatedAfterTheRefund(), "PaymentCreatedAfterRefund", noRequeue),
+	{
+		name:   "the job was created after the refund, re-created from a payment the ledger recorded before it: refunded",
+		refund: newRefund(), job: paidJobCreatedAfterTheRefund(), answers: []answer{refunded},
+		ledger: &ledgerState{entries: []ledger.Entry{func() ledger.Entry { e := ledgerEntry(""); e.Charge = chargeID; return e }()}},
+		steps: []step{{effects: lookAndRefund.then("status: Completed/Succeeded", "ledger: Completed", finish), events: []string{"Succeeded"}}},
+		final: givenBack,
+	},
+	{
+		name:   "the job was created after the refund, which names its key: refunded",
+		refund: newRefund(jobKeyed(payment.EffectiveKey(jobName, ""))), job: paidJobCreatedAfterTheRefund(), answers: []answer{refunded},
+		steps: []step{{effects: lookAndRefund.then(completeAndFinish...), events: []string{"Succeeded"}}},
+		final: givenBack,
+	},
+
 	// The refund's provider.
 	{
 		name:   "provider not found: Pending ProviderNotFound, no call",
@@ -299,6 +330,21 @@ var refundTable = []refundRow{
 		final: final{phase: completed, ready: "FoundInLedger"},
 	},
 	{
+		name:   "re-created refund whose job is gone and unfindable by name, the ledger holds its own entry: finished from it, no call",
+		refund: newRefund(), answers: []answer{refunded},
+		ledger: &ledgerState{entries: []ledger.Entry{refundLedgerEntryOf(chargeID)}},
+		steps: []step{{effects: []string{"status: Completed/FoundInLedger", "patch: +finished"},
+			events: []string{"FoundInLedger"}}},
+		final: final{phase: completed, ready: "FoundInLedger"},
+	},
+	{
+		name:   "re-created refund of another amount under a key the ledger holds: ChargeMismatch stall, never finished from it",
+		refund: newRefund(refundOf(500)), answers: []answer{refunded},
+		ledger: &ledgerState{entries: []ledger.Entry{refundLedgerEntryOf(chargeID)}},
+		steps:  []step{{effects: []string{"status: Pending/ChargeMismatch"}, events: []string{"ChargeMismatch"}}},
+		final:  final{phase: pending, ready: "ChargeMismatch", stalled: true},
+	},
+	{
 		name:   "the ledger holds the refund's key for another request: ChargeMismatch stall, no call",
 		refund: newRefund(), job: paidJob(), answers: []answer{refunded},
 		ledger: &ledgerState{entries: []ledger.Entry{refundLedgerEntry("sha256:0000")}},
@@ -321,6 +367,20 @@ var refundTable = []refundRow{
 		refund: newRefund(refundBackoffLimit(0)), job: paidJob(), answers: []answer{transient},
 		steps: []step{exhaustedRefund, {
 			after: time.Second, before: resolvedAs("not-charged"),
+			effects: []string{"lookup", "status: Failed/Resolved", finish}, events: []string{"Resolved"},
+		}},
+		final: final{phase: failed, ready: "Resolved", stalled: true},
+	},
+	{
+		name: "not-charged after a restart while the provider is not Ready (no list can be read): not resolved " +
+			"(ResolutionWaiting), never Failed, no call; Ready again: checked on the list, Failed as resolved",
+		refund: newRefund(stalledByAnotherManager, resolvedBy("not-charged")), job: paidJob(), provider: providerNotReady,
+		answers: []answer{refunded},
+		steps: []step{{
+			effects: []string{"status: Processing/ResolutionWaiting"}, requeue: jittered(time.Second),
+			events: []string{"ResolutionWaiting"},
+		}, {
+			after: time.Second, before: providerBackToReady,
 			effects: []string{"lookup", "status: Failed/Resolved", finish}, events: []string{"Resolved"},
 		}},
 		final: final{phase: failed, ready: "Resolved", stalled: true},
