@@ -284,8 +284,8 @@ var refundTable = []refundRow{
 		name:   "the job was created after the refund, re-created from a payment the ledger recorded before it: refunded",
 		refund: newRefund(), job: paidJobCreatedAfterTheRefund(), answers: []answer{refunded},
 		ledger: &ledgerState{entries: []ledger.Entry{func() ledger.Entry { e := ledgerEntry(""); e.Charge = chargeID; return e }()}},
-		steps: []step{{effects: lookAndRefund.then("status: Completed/Succeeded", "ledger: Completed", finish), events: []string{"Succeeded"}}},
-		final: givenBack,
+		steps:  []step{{effects: lookAndRefund.then("status: Completed/Succeeded", "ledger: Completed", finish), events: []string{"Succeeded"}}},
+		final:  givenBack,
 	},
 	{
 		name:   "the job was created after the refund, which names its key: refunded",
