@@ -421,8 +421,19 @@ func unverifiedCharge(rf *paymentsv1alpha1.PaymentRefund, held payment.Found) *e
 			"carries that key. Check the charge at the provider", ch.ID, what, rf.Spec.PaymentJobRef.Name)}
 }
 
-// inFlight sums the sibling PaymentRefunds of the same PaymentJob that were
-// claimed (money may move) and that the provider does not list yet.
+// outcomeUnknown reports whether money may have gone back for a refund in
+// st without the provider having said so: it is Processing (claimed), or
+// it was resolved as not made on a person's word alone (recorded before
+// such a resolution needed the provider's list). What is left of a charge
+// counts such refunds as spent.
+func outcomeUnknown(st paymentsv1alpha1.PaymentRefundStatus) bool {
+	return st.Phase == paymentsv1alpha1.PhaseProcessing ||
+		(st.Phase == paymentsv1alpha1.PhaseFailed && st.Resolution != nil && !st.Resolution.Verified)
+}
+
+// inFlight sums the sibling PaymentRefunds of the same PaymentJob whose
+// outcome is unknown (outcomeUnknown: money may move, or may have moved)
+// and that the provider does not list yet.
 func (kind) inFlight(ctx context.Context, r *engine.Reconciler, rf *paymentsv1alpha1.PaymentRefund, book payment.RefundBook) (int64, string, error) {
 	var siblings paymentsv1alpha1.PaymentRefundList
 	if err := r.Client.List(ctx, &siblings, client.InNamespace(rf.Namespace),
@@ -434,7 +445,7 @@ func (kind) inFlight(ctx context.Context, r *engine.Reconciler, rf *paymentsv1al
 	for i := range siblings.Items {
 		s := &siblings.Items[i]
 		st := s.Status
-		if s.UID == rf.UID || st.Phase != paymentsv1alpha1.PhaseProcessing || st.Charge == nil || st.Charge.ID != rf.Status.Charge.ID {
+		if s.UID == rf.UID || !outcomeUnknown(st) || st.Charge == nil || st.Charge.ID != rf.Status.Charge.ID {
 			continue
 		}
 		if _, listed := book.Refunds[st.IdempotencyKey]; listed {

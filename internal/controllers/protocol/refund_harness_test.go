@@ -378,3 +378,13 @@ func providerBackToReady(w *world) {
 	pp.Status = ready.Status
 	must(w.store.Status().Update(ctx, pp))
 }
+
+// resolvedUnverified is sibling(amount) Failed by a not-charged resolution
+// that the provider never checked (recorded before such a resolution
+// needed its list): whether its money went back is unknown.
+func resolvedUnverified(amount int64) *paymentsv1alpha1.PaymentRefund {
+	rf := sibling(amount)
+	rf.Status.Phase = failed
+	rf.Status.Resolution = &paymentsv1alpha1.Resolution{Value: "not-charged", Verified: false}
+	return rf
+}

@@ -196,6 +196,14 @@ var refundTable = []refundRow{
 		final: final{phase: pending, ready: "RefundsInFlight"},
 	},
 	{
+		name:   "a sibling refund resolved as not made without the provider's word counts as spent: Pending RefundsInFlight, no refund",
+		refund: newRefund(refundOf(1000)), job: paidJob(), siblings: []*paymentsv1alpha1.PaymentRefund{resolvedUnverified(1500)},
+		answers: []answer{refunded},
+		steps: []step{{effects: []string{"patch: +finalizer", "lookup", "status: Pending/RefundsInFlight"},
+			requeue: jittered(30 * time.Second), events: []string{"RefundsInFlight"}}},
+		final: final{phase: pending, ready: "RefundsInFlight"},
+	},
+	{
 		name:   "a sibling refund in flight that leaves enough: refunded",
 		refund: newRefund(refundOf(1000)), job: paidJob(), siblings: []*paymentsv1alpha1.PaymentRefund{sibling(500)},
 		answers: []answer{refunded},
