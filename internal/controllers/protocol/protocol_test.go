@@ -744,3 +744,17 @@ func list(want []string) types.GomegaMatcher {
 func within(w window) types.GomegaMatcher {
 	return And(BeNumerically(">=", w.min), BeNumerically("<=", w.max))
 }
+
+// TestFinishedFromTheLedgerKeepsTheLedgersTime: a payment finished from the
+// ledger is dated when the ledger says it finished, not when it was found,
+// so that a reconciliation window places it where the provider has it.
+func TestFinishedFromTheLedgerKeepsTheLedgersTime(t *testing.T) {
+	g := NewWithT(t)
+	e := ledgerEntry("")
+	w := newWorld(t, row{job: newJob(), answers: []answer{succeeded}, ledger: &ledgerState{entries: []ledger.Entry{e}}})
+	playSteps(t, g, w, []step{{effects: []string{"status: Completed/FoundInLedger", "patch: +finished"},
+		events: []string{"FoundInLedger"}}})
+	job := w.job()
+	g.Expect(job.Status.CompletedAt).NotTo(BeNil())
+	g.Expect(job.Status.CompletedAt.Time).To(BeTemporally("==", e.At), "completedAt is the ledger's time, a day ago")
+}
