@@ -44,6 +44,9 @@ limitations under the License.
 // --refund-settle-delay=D answers new refunds pending and lets them succeed
 // D later, and POST /_sandbox/refunds/{id}/fail fails a refund after it
 // succeeded, as a card refund can fail days later.
+// --refund-amount-too-large-code=false refuses a refund beyond what is left
+// as Stripe answers it, on param amount without a code (PUT
+// /_sandbox/refunds {"amountTooLargeCode": false} on a running sandbox).
 //
 // For reconciliation it lists what it holds, newest first, a page at a
 // time: GET /v1/payment_intents, /v1/refunds and /v1/disputes with
@@ -122,8 +125,11 @@ type config struct {
 	idempotency      bool
 	searchLag        time.Duration
 	refundDelay      time.Duration
-	limits           sandbox.RateLimits
-	requireAction    []string
+	// amountTooLargeCode is whether a refund beyond what is left is
+	// refused with the code amount_too_large.
+	amountTooLargeCode bool
+	limits             sandbox.RateLimits
+	requireAction      []string
 }
 
 // parseFlags parses the command line; it returns a nil config, and prints
@@ -152,6 +158,9 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		"How long a new payment intent stays invisible to search and lookups, like Stripe's search index.")
 	fs.DurationVar(&c.refundDelay, "refund-settle-delay", 0,
 		"How long a new refund stays pending before it succeeds by itself; 0 makes refunds succeed at once.")
+	fs.BoolVar(&c.amountTooLargeCode, "refund-amount-too-large-code", true,
+		"Refuse a refund beyond what is left with the code amount_too_large. With =false it is refused as Stripe "+
+			"answers it: invalid_request_error on param amount, with its message and no code.")
 	fs.Float64Var(&c.limits.Writes, "write-rate", 0,
 		"The create requests per second accepted, with a burst of the rate rounded up; beyond, 429. 0 is unlimited.")
 	fs.Float64Var(&c.limits.Searches, "search-rate", 0,
@@ -288,6 +297,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	opts := []sandbox.Option{sandbox.WithIdempotency(cfg.idempotency), sandbox.WithSearchLag(cfg.searchLag),
 		sandbox.WithRefundSettleDelay(cfg.refundDelay)}
+	if !cfg.amountTooLargeCode {
+		opts = append(opts, sandbox.WithoutAmountTooLargeCode())
+	}
 	if cfg.account != "" {
 		opts = append(opts, sandbox.WithAccount(cfg.account))
 	}
@@ -327,7 +339,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		"retryAfter", cfg.faults.RetryAfter, "latencyMin", cfg.faults.LatencyMin, "latencyMax", cfg.faults.LatencyMax,
 		"account", engine.Account(), "idempotency", cfg.idempotency, "searchLag", cfg.searchLag,
 		"writeRate", cfg.limits.Writes, "searchRate", cfg.limits.Searches, "readRate", cfg.limits.Reads, "requireAction", cfg.requireAction,
-		"refundSettleDelay", cfg.refundDelay)
+		"refundSettleDelay", cfg.refundDelay, "refundAmountTooLargeCode", cfg.amountTooLargeCode)
 	if _, err := fmt.Fprintf(stdout, "sandbox listening on http://%s\n", ln.Addr()); err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("cannot announce the address: %w", err)

@@ -98,6 +98,7 @@ func TestParseFlagsShapesTheProvider(t *testing.T) {
 		wantAccount     string
 		wantIdempotency bool
 		wantSearchLag   time.Duration
+		wantNoCode      bool
 		wantRefundDelay time.Duration
 		wantRequire     []string
 	}{
@@ -118,6 +119,8 @@ func TestParseFlagsShapesTheProvider(t *testing.T) {
 			wantIdempotency: true, wantRequire: []string{"pm_card_visa", "pm_forced", "pm_more"}},
 		{name: "pending refunds", args: []string{"--refund-settle-delay", "2s"},
 			wantIdempotency: true, wantRefundDelay: 2 * time.Second},
+		{name: "refunds beyond what is left refused without a code", args: []string{"--refund-amount-too-large-code=false"},
+			wantIdempotency: true, wantNoCode: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +134,7 @@ func TestParseFlagsShapesTheProvider(t *testing.T) {
 			g.Expect(cfg.searchLag).To(Equal(tt.wantSearchLag))
 			g.Expect(cfg.requireAction).To(Equal(tt.wantRequire))
 			g.Expect(cfg.refundDelay).To(Equal(tt.wantRefundDelay))
+			g.Expect(cfg.amountTooLargeCode).To(Equal(!tt.wantNoCode))
 		})
 	}
 }
@@ -176,7 +180,8 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--rate-limit", "0.25", "--latency-max", "2ms",
-			"--account-id", "acct_cli", "--idempotency=false", "--live-rate-limits", "--refund-settle-delay", "1h"}, pw)
+			"--account-id", "acct_cli", "--idempotency=false", "--live-rate-limits", "--refund-settle-delay", "1h",
+			"--refund-amount-too-large-code=false"}, pw)
 		_ = pw.Close()
 	}()
 
@@ -225,6 +230,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	g.Expect(json.NewDecoder(res.Body).Decode(&refunds)).To(Succeed())
 	g.Expect(res.Body.Close()).To(Succeed())
 	g.Expect(refunds).To(HaveKeyWithValue("settleDelay", "1h0m0s"))
+	g.Expect(refunds).To(HaveKeyWithValue("amountTooLargeCode", false))
 
 	res, err = client.Get(base + "/_sandbox/faults")
 	g.Expect(err).NotTo(HaveOccurred())

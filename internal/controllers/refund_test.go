@@ -240,6 +240,50 @@ func TestRefundsRacingForTheLastOfACharge(t *testing.T) {
 	s.Expect(s.engine.Refunded(s.job("invoice").Status.ProviderResponse.ID)).To(Equal(int64(1500)))
 }
 
+// TestRefundLosingTheRaceForTheLastOfAChargeAtStripe races a PaymentRefund
+// against another refund of the same charge at the provider, through the
+// real Stripe adapter: the PaymentRefund's request passes the operator's
+// check and is in flight when the other refund (another operator's, or one
+// made in the Dashboard) takes the rest of the charge. The sandbox refuses
+// it as Stripe does, on the amount parameter without a code: the refund
+// fails RefundExceedsCharge, and its condition and event speak of the
+// refund, not of a charge.
+func TestRefundLosingTheRaceForTheLastOfAChargeAtStripe(t *testing.T) {
+	s := newScenario(t, overHTTP())
+	s.engine.SetAmountTooLargeCode(false)
+	s.run("invoice", paymentsv1alpha1.PhaseCompleted)
+	charge := s.job("invoice").Status.ProviderResponse.ID
+
+	late := s.engine.Hold()
+	s.createRefund("late", "invoice", 1500)
+	s.Eventually(late.Entered()).WithTimeout(30*time.Second).Should(Receive(), "the refund is sent")
+	first := s.engine.Hold()
+	made := make(chan error, 1)
+	go func() {
+		_, _, err := s.engine.CreateRefund("dashboard", sandbox.RefundParams{PaymentIntent: charge, Amount: 1500})
+		made <- err
+	}()
+	s.Eventually(first.Entered()).WithTimeout(10 * time.Second).Should(Receive())
+	first.Release()
+	s.Eventually(made).WithTimeout(10*time.Second).Should(Receive(BeNil()), "the other refund takes the rest")
+	late.Release()
+
+	rf := s.waitForRefund("late", paymentsv1alpha1.PhaseFailed, "RefundExceedsCharge")
+	s.Expect(rf.Status.Failure.Reason).To(Equal("RefundExceedsCharge"))
+	s.Expect(rf.Status.Failure.Message).To(ContainSubstring("is greater than unrefunded amount on charge"))
+	ready := meta.FindStatusCondition(rf.Status.Conditions, paymentsv1alpha1.ConditionReady)
+	s.Expect(ready.Message).To(HavePrefix("The provider refused the refund; no money went back: "))
+	s.Eventually(func(g Gomega) []string { return notes(g, s.ns, "late", "RefundExceedsCharge") }).
+		WithTimeout(10 * time.Second).Should(ConsistOf(HavePrefix("The provider refused the refund: ")))
+	for _, e := range eventsAbout(s, s.ns, "late") {
+		s.Expect(e.Action).To(Equal("Refund"), "event %s", e.Reason)
+		s.Expect(e.Note).NotTo(Or(ContainSubstring("nothing was charged"), ContainSubstring("refused the payment")))
+	}
+
+	s.Expect(s.engine.Refunded(charge)).To(Equal(int64(1500)), "only the other refund moved money")
+	s.Expect(s.engine.Stats().RefundsByKey).NotTo(HaveKey(s.ns + ".refund/late"))
+}
+
 // TestRefundThroughEveryAdapter refunds through the real adapters against
 // the sandbox's HTTP server: the Stripe adapter (POST /v1/refunds, the
 // charge's refund list) and the HTTP contract (POST /http/refunds, the

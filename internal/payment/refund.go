@@ -48,7 +48,8 @@ type RefundRequest struct {
 // PaymentRefund says the same thing whatever the provider.
 const (
 	// ReasonRefundExceedsCharge: the amount is more than what is left of
-	// the charge (Stripe: amount_too_large, charge_already_refunded).
+	// the charge (Stripe: amount_too_large, an error on the amount
+	// parameter without a code, charge_already_refunded).
 	ReasonRefundExceedsCharge = "RefundExceedsCharge"
 	// ReasonChargeNotFound: the provider holds no charge with the id.
 	ReasonChargeNotFound = "ChargeNotFound"

@@ -23,43 +23,58 @@ import (
 	"time"
 )
 
-// The /_sandbox/refunds routes: the settle delay of new refunds, and
-// failing a refund after it was made.
+// The /_sandbox/refunds routes: the settle delay of new refunds, how a
+// refund beyond what is left is refused, and failing a refund after it was
+// made.
 
-// refundControlBody is GET and PUT /_sandbox/refunds.
+// refundControlBody is GET and PUT /_sandbox/refunds. A PUT sets at least
+// one field; a field left out keeps its value.
 type refundControlBody struct {
-	// SettleDelay is a Go duration; required in a PUT.
-	SettleDelay *string `json:"settleDelay"`
+	// SettleDelay is a Go duration (Engine.SetRefundSettleDelay).
+	SettleDelay *string `json:"settleDelay,omitempty"`
+	// AmountTooLargeCode is whether a refund beyond what is left is
+	// refused with the code amount_too_large, or without a code as Stripe
+	// answers it (Engine.SetAmountTooLargeCode).
+	AmountTooLargeCode *bool `json:"amountTooLargeCode,omitempty"`
 }
 
-// getRefundControl answers the refund settle delay.
+// getRefundControl answers the refund settle delay and whether a refund
+// beyond what is left is refused with a code.
 func (s *server) getRefundControl(w http.ResponseWriter, _ *http.Request) {
 	d := s.engine.RefundSettleDelay().String()
-	writeJSON(w, http.StatusOK, refundControlBody{SettleDelay: &d})
+	code := s.engine.AmountTooLargeCode()
+	writeJSON(w, http.StatusOK, refundControlBody{SettleDelay: &d, AmountTooLargeCode: &code})
 }
 
 // putRefundControl sets the refund settle delay
-// (Engine.SetRefundSettleDelay).
+// (Engine.SetRefundSettleDelay) and the code of a refund beyond what is
+// left (Engine.SetAmountTooLargeCode), each when the body has it; it
+// changes nothing when either is invalid.
 func (s *server) putRefundControl(w http.ResponseWriter, r *http.Request) {
 	var body refundControlBody
 	if !decodeControl(w, r, &body, "refunds") {
 		return
 	}
-	if body.SettleDelay == nil {
+	if body.SettleDelay == nil && body.AmountTooLargeCode == nil {
 		writeError(w, http.StatusBadRequest, apiErrorBody{Type: ErrorTypeInvalidRequest,
-			Message: "Invalid refunds: settleDelay is required"})
+			Message: "Invalid refunds: settleDelay or amountTooLargeCode is required"})
 		return
 	}
-	d, err := time.ParseDuration(*body.SettleDelay)
-	if err == nil && d < 0 {
-		err = errors.New("must not be negative")
+	if body.SettleDelay != nil {
+		d, err := time.ParseDuration(*body.SettleDelay)
+		if err == nil && d < 0 {
+			err = errors.New("must not be negative")
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, apiErrorBody{Type: ErrorTypeInvalidRequest,
+				Message: fmt.Sprintf("Invalid refunds: settleDelay: %v", err)})
+			return
+		}
+		s.engine.SetRefundSettleDelay(d)
 	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, apiErrorBody{Type: ErrorTypeInvalidRequest,
-			Message: fmt.Sprintf("Invalid refunds: settleDelay: %v", err)})
-		return
+	if body.AmountTooLargeCode != nil {
+		s.engine.SetAmountTooLargeCode(*body.AmountTooLargeCode)
 	}
-	s.engine.SetRefundSettleDelay(d)
 	s.getRefundControl(w, r)
 }
 

@@ -63,6 +63,9 @@ type Engine struct {
 	settles     map[string]time.Time
 	refundDelay time.Duration
 	refundIndex createdIndex
+	// noAmountTooLargeCode leaves the code out of the refusal of a refund
+	// beyond what is left (SetAmountTooLargeCode).
+	noAmountTooLargeCode bool
 	// disputes are the disputes by ID, disputesOf their IDs by
 	// PaymentIntent.
 	disputes     map[string]Dispute

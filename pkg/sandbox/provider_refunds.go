@@ -163,7 +163,8 @@ func mapRefundError(err error) error {
 		return payment.Declined(reason, se.Message)
 	}
 	switch {
-	case se.Code == CodeChargeAlreadyRefunded || se.Code == CodeAmountTooLarge:
+	case se.refusal == payment.ReasonRefundExceedsCharge:
+		// With or without its code (SetAmountTooLargeCode).
 		return refusal(payment.ReasonRefundExceedsCharge)
 	case se.Code == CodeResourceMissing:
 		return refusal(payment.ReasonChargeNotFound)

@@ -168,6 +168,34 @@ func (e *Engine) RefundSettleDelay() time.Duration {
 	return e.refundDelay
 }
 
+// WithoutAmountTooLargeCode makes the Engine refuse a refund beyond what is
+// left without a code; see SetAmountTooLargeCode.
+func WithoutAmountTooLargeCode() Option {
+	return func(e *Engine) { e.noAmountTooLargeCode = true }
+}
+
+// SetAmountTooLargeCode says how the Engine refuses, from now on, a refund
+// of more than what is left of its payment: with the code amount_too_large
+// (send true, the default), or as Stripe answers it in the wild (send
+// false): a 400 invalid_request_error with param amount and the message
+// "Refund amount (...) is greater than unrefunded amount on charge (...)",
+// and no code, since Stripe documents none for it. A refusal already saved
+// under a key is replayed as it was. The HTTP contract's answer (402
+// RefundExceedsCharge) and the in-process Provider's do not change.
+func (e *Engine) SetAmountTooLargeCode(send bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.noAmountTooLargeCode = !send
+}
+
+// AmountTooLargeCode reports whether a refund beyond what is left is
+// refused with the code amount_too_large.
+func (e *Engine) AmountTooLargeCode() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.noAmountTooLargeCode
+}
+
 // CreateRefund refunds p.Amount of a succeeded PaymentIntent under the
 // idempotency key, as POST /v1/refunds does at Stripe, with the idempotency
 // semantics, faults and rate limit of CreatePaymentIntent: a new key is held
@@ -179,7 +207,8 @@ func (e *Engine) RefundSettleDelay() time.Duration {
 // The Engine never refunds more than what is left of the payment: its
 // amount less its succeeded and pending refunds. Nothing left is a 400
 // charge_already_refunded, an amount beyond what is left a 400
-// amount_too_large, and a PaymentIntent that did not succeed a 400
+// amount_too_large on param amount (without the code after
+// SetAmountTooLargeCode(false)), and a PaymentIntent that did not succeed a 400
 // invalid_request_error with param payment_intent; these refusals are saved
 // under the key and replayed. An unknown PaymentIntent is a 404
 // resource_missing, and malformed parameters a 400; neither is saved. A new
@@ -301,7 +330,11 @@ func (e *Engine) refundableLocked(in Intent, requested int64) (int64, *StripeErr
 		return left, nil
 	}
 	if requested > left {
-		return 0, amountTooLargeError(requested, left, in.Currency)
+		se := amountTooLargeError(requested, left, in.Currency)
+		if e.noAmountTooLargeCode {
+			se.Code = ""
+		}
+		return 0, se
 	}
 	return requested, nil
 }

@@ -346,14 +346,21 @@ func TestServerRefundControls(t *testing.T) {
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
 	pi := chargedOver(g, srv, "charge", "1000")
 
-	g.Expect(sendControl(g, srv, http.MethodGet, "/_sandbox/refunds", "").body).To(MatchJSON(`{"settleDelay": "0s"}`))
+	g.Expect(sendControl(g, srv, http.MethodGet, "/_sandbox/refunds", "").body).
+		To(MatchJSON(`{"settleDelay": "0s", "amountTooLargeCode": true}`))
 	put := sendControl(g, srv, http.MethodPut, "/_sandbox/refunds", `{"settleDelay": "30s"}`)
 	g.Expect(put.status).To(Equal(http.StatusOK), string(put.body))
-	g.Expect(put.body).To(MatchJSON(`{"settleDelay": "30s"}`))
+	g.Expect(put.body).To(MatchJSON(`{"settleDelay": "30s", "amountTooLargeCode": true}`))
 	g.Expect(e.RefundSettleDelay()).To(Equal(30 * time.Second))
-	for _, body := range []string{`{}`, `{"settleDelay": "-1s"}`, `{"settleDelay": "soon"}`, `{"delay": "1s"}`} {
+	for _, body := range []string{`{}`, `{"settleDelay": "-1s"}`, `{"settleDelay": "soon"}`, `{"delay": "1s"}`,
+		`{"amountTooLargeCode": "no"}`} {
 		g.Expect(sendControl(g, srv, http.MethodPut, "/_sandbox/refunds", body).status).To(Equal(http.StatusBadRequest), body)
 	}
+	// A field left out keeps its value.
+	put = sendControl(g, srv, http.MethodPut, "/_sandbox/refunds", `{"amountTooLargeCode": false}`)
+	g.Expect(put.status).To(Equal(http.StatusOK), string(put.body))
+	g.Expect(put.body).To(MatchJSON(`{"settleDelay": "30s", "amountTooLargeCode": false}`))
+	g.Expect(e.AmountTooLargeCode()).To(BeFalse())
 
 	pending := postRefund(g, srv, "r1", refundForm(pi, "1000"))
 	g.Expect(pending.intentOf(g)).To(HaveKeyWithValue("status", "pending"))
@@ -383,4 +390,12 @@ func TestServerRefundControls(t *testing.T) {
 		HaveKeyWithValue("refunds", BeEquivalentTo(2)), HaveKeyWithValue("refundsFailed", BeEquivalentTo(2)),
 		HaveKeyWithValue("refundRefusals", BeEquivalentTo(0)),
 		HaveKeyWithValue("refundsByKey", Equal(map[string]any{"r1": 1.0, "r2": 1.0}))))
+
+	// amountTooLargeCode false: a refund beyond what is left is refused
+	// on its amount, with Stripe's message and without a code.
+	over := postRefund(g, srv, "r3", refundForm(pi, "1001"))
+	g.Expect(over.status).To(Equal(http.StatusBadRequest))
+	g.Expect(string(over.body)).NotTo(ContainSubstring(`"code"`))
+	g.Expect(over.errorOf(g)).To(Equal(apiError{Type: sandbox.ErrorTypeInvalidRequest, Param: "amount",
+		Message: "Refund amount (1001 eur) is greater than unrefunded amount on charge (1000 eur)."}))
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package sandbox_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -111,6 +112,44 @@ func TestCreateRefundRefundsOnceAndReplays(t *testing.T) {
 	g.Expect(s.Replays).To(BeEquivalentTo(1))
 	g.Expect(s.KeyReusedErrors).To(BeEquivalentTo(3))
 	g.Expect(s.Charges).To(BeEquivalentTo(1))
+}
+
+// TestCreateRefundBeyondWhatIsLeftWithoutACode refuses a refund beyond
+// what is left as Stripe answers it in the wild once
+// SetAmountTooLargeCode(false) says so: an invalid_request_error on the
+// amount parameter with Stripe's message and no code, saved under its key
+// and replayed so. The in-process Provider still names the reason.
+func TestCreateRefundBeyondWhatIsLeftWithoutACode(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	e := sandbox.NewEngine()
+	g.Expect(e.AmountTooLargeCode()).To(BeTrue(), "the code is sent by default")
+	in := charged(g, e, "charge", 2000)
+	_, _, err := e.CreateRefund("r1", refundOf(in, 1500))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	e.SetAmountTooLargeCode(false)
+	g.Expect(e.AmountTooLargeCode()).To(BeFalse())
+	for _, wantReplayed := range []bool{false, true} {
+		_, replayed, err := e.CreateRefund("r2", refundOf(in, 1500))
+		g.Expect(replayed).To(Equal(wantReplayed))
+		se := stripeError(g, err)
+		g.Expect(se.HTTPStatus).To(Equal(http.StatusBadRequest))
+		g.Expect(se.Type).To(Equal(sandbox.ErrorTypeInvalidRequest))
+		g.Expect(se.Code).To(BeEmpty())
+		g.Expect(se.Param).To(Equal("amount"))
+		g.Expect(se.Message).To(Equal("Refund amount (1500 eur) is greater than unrefunded amount on charge (500 eur)."))
+	}
+	_, err = sandbox.NewProvider(e).Refund(context.Background(), "r3",
+		payment.RefundRequest{Charge: in.ID, Amount: 1500, Currency: in.Currency})
+	r, refused := payment.IsRefusal(err)
+	g.Expect(refused).To(BeTrue(), "%v", err)
+	g.Expect(r.Reason).To(Equal(payment.ReasonRefundExceedsCharge))
+
+	e.SetAmountTooLargeCode(true)
+	_, _, err = e.CreateRefund("r4", refundOf(in, 1500))
+	g.Expect(stripeError(g, err).Code).To(Equal(sandbox.CodeAmountTooLarge))
+	g.Expect(e.Refunded(in.ID)).To(BeEquivalentTo(1500))
 }
 
 func TestCreateRefundPartialRefundsAddUpToTheCharge(t *testing.T) {

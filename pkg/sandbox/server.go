@@ -76,8 +76,10 @@ type ServerOptions struct {
 //	POST /_sandbox/forget-keys            forget every decided key (Engine.ForgetKeys), without auth
 //	GET  /_sandbox/lookup                 whether search and lookups are on, without auth
 //	PUT  /_sandbox/lookup                 {"enabled": false} turns them off (Engine.SetLookupEnabled), without auth
-//	GET  /_sandbox/refunds                the refund settle delay, without auth
-//	PUT  /_sandbox/refunds                {"settleDelay": "2s"} makes new refunds pending that long (Engine.SetRefundSettleDelay), without auth
+//	GET  /_sandbox/refunds                the refund settle delay and amountTooLargeCode, without auth
+//	PUT  /_sandbox/refunds                {"settleDelay": "2s"} makes new refunds pending that long (Engine.SetRefundSettleDelay),
+//	                                      {"amountTooLargeCode": false} refuses a refund beyond what is left without a code
+//	                                      (Engine.SetAmountTooLargeCode); a field left out keeps its value, without auth
 //	POST /_sandbox/refunds/{id}/fail      fail a refund, {"failureReason": R} optional (Engine.FailRefund), without auth
 //	PUT  /_sandbox/intents/{id}           store an intent, {"amount", "currency", "status", "created", "metadata", ...};
 //	                                      fields left out keep the stored ones (Engine.PutIntent), without auth

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -163,12 +164,15 @@ func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome paym
 	if refusal, ok := payment.IsRefusal(err); ok {
 		r.Kind.Counters().Calls.WithLabelValues(refusalOutcome(refusal)).Inc()
 		if job.GetPaymentStatus().Attempts > 1 && !errors.Is(refusal, payment.ErrDeclined) {
-			// An earlier attempt had no answer and may have charged; this
-			// refusal speaks for this request only. Never write Failed.
+			// An earlier attempt had no answer and may have moved the
+			// money; this refusal speaks for this request only. Never
+			// write Failed.
+			words := r.Kind.Words()
 			return r.retryIn(job, Jitter(r.Backoff.Max)), r.stall(ctx, job, Progress{
 				Reason: ReasonUncertainRefusal, Message: payment.CleanMessage(fmt.Sprintf(
-					"The provider refused attempt %d (%s: %s), but an earlier attempt had no answer and may have charged; "+
-						"not failing the payment. Check it at the provider", job.GetPaymentStatus().Attempts, refusal.Reason, refusal.Message), MaxMessageLength)})
+					"The provider refused attempt %d (%s: %s), but an earlier attempt had no answer and may have %s; "+
+						"not failing the %s. Check it at the provider", job.GetPaymentStatus().Attempts, refusal.Reason, refusal.Message,
+					strings.ToLower(words.Done), words.Request), MaxMessageLength)})
 		}
 		return ctrl.Result{}, r.recordRefusal(ctx, job, refusal)
 	}

@@ -195,6 +195,12 @@ type Words struct {
 	Noun string
 	// Done says it happened: Charged, Refunded.
 	Done string
+	// Request names what was asked of the provider, as users say it:
+	// payment, refund.
+	Request string
+	// Unmoved says that a refusal moved no money: nothing was charged, no
+	// money went back.
+	Unmoved string
 }
 
 // Observation is what a kind found at the provider before the first claim.

@@ -56,7 +56,7 @@ func (r *Reconciler) recordSuccess(ctx context.Context, job Object, o payment.Ou
 	if err != nil {
 		return fmt.Errorf("cannot record the charge outcome: %w", err)
 	}
-	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, eventReason, "Charge", "%s", msg)
+	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, eventReason, r.Kind.Words().Action, "%s", msg)
 	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", job.GetPaymentStatus().Attempts)
 	if err := r.recordInLedger(ctx, job); err != nil {
 		return err
@@ -64,22 +64,27 @@ func (r *Reconciler) recordSuccess(ctx context.Context, job Object, o payment.Ou
 	return r.finish(ctx, job)
 }
 
-// recordRefusal writes Failed: the provider definitively did not charge.
+// recordRefusal writes Failed: the provider definitively did not move the
+// money. The condition and the event speak of the kind's request (Words):
+// "The provider refused the payment; nothing was charged", "... the
+// refund; no money went back".
 func (r *Reconciler) recordRefusal(ctx context.Context, job Object, refusal *payment.Refusal) error {
 	now := metav1.NewTime(r.Clock.Now())
 	msg := payment.CleanMessage(refusal.Message, MaxMessageLength)
 	reason := refusalReason(refusal)
+	words := r.Kind.Words()
 	err := r.writeOutcome(ctx, job, func(j Object) {
 		j.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
 		j.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 		j.GetPaymentStatus().Claim = nil
 		j.GetPaymentStatus().CompletedAt = &now
-		SetConditions(j, Progress{Reason: reason, Message: "The provider refused the payment; nothing was charged: " + msg})
+		SetConditions(j, Progress{Reason: reason,
+			Message: fmt.Sprintf("The provider refused the %s; %s: %s", words.Request, words.Unmoved, msg)})
 	})
 	if err != nil {
 		return fmt.Errorf("cannot record the refusal: %w", err)
 	}
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, "Charge", "The provider refused the payment: %s", msg)
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, words.Action, "The provider refused the %s: %s", words.Request, msg)
 	log.FromContext(ctx).Info("Payment refused by the provider", "reason", refusal.Reason)
 	if err := r.recordInLedger(ctx, job); err != nil {
 		return err

@@ -48,7 +48,8 @@ type kind struct {
 func (kind) Name() string { return "PaymentJob" }
 
 func (kind) Words() engine.Words {
-	return engine.Words{Action: "Charge", Noun: "charge", Done: "Charged"}
+	return engine.Words{Action: "Charge", Noun: "charge", Done: "Charged",
+		Request: "payment", Unmoved: "nothing was charged"}
 }
 
 // Counters are the charge calls by outcome and the replays.

@@ -84,7 +84,8 @@ const refundRecheck = 30 * time.Second
 func (kind) Name() string { return "PaymentRefund" }
 
 func (kind) Words() engine.Words {
-	return engine.Words{Action: "Refund", Noun: "refund", Done: "Refunded"}
+	return engine.Words{Action: "Refund", Noun: "refund", Done: "Refunded",
+		Request: "refund", Unmoved: "no money went back"}
 }
 
 func (kind) Request(obj engine.Object, key string) engine.Request {

@@ -25,6 +25,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
@@ -516,6 +517,11 @@ func checkRefundInvariants(g Gomega, w *world, tt refundRow) {
 			ID: charge, IdempotencyKey: paymentjob.ChargeOf(newJob()).Key, Amount: amount, Currency: currency,
 		}), "status.charge, recorded with the claim")
 	}
+	if readyReason(rf) == engine.ReasonUncertainRefusal {
+		c := meta.FindStatusCondition(st.Conditions, paymentsv1alpha1.ConditionReady)
+		g.Expect(c.Message).To(And(ContainSubstring("may have refunded"), ContainSubstring("not failing the refund")),
+			"the Ready condition of a refund stalled on an uncertain refusal")
+	}
 	if st.Phase != failed || readyReason(rf) == engine.ReasonResolved {
 		return
 	}
@@ -528,4 +534,8 @@ func checkRefundInvariants(g Gomega, w *world, tt refundRow) {
 	last := sent[len(sent)-1]
 	_, refusal := payment.IsRefusal(last.err)
 	g.Expect(refusal).To(BeTrue(), "Failed must follow a definitive refusal; the provider's last answer was %v", last.err)
+	// The refusal of a refund speaks of the refund, never of a charge.
+	ready := meta.FindStatusCondition(st.Conditions, paymentsv1alpha1.ConditionReady)
+	g.Expect(ready).NotTo(BeNil())
+	g.Expect(ready.Message).To(HavePrefix("The provider refused the refund; no money went back: "), "the Ready condition of a refused refund")
 }

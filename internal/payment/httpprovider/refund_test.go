@@ -156,6 +156,14 @@ func TestRefundMapsEveryAnswer(t *testing.T) {
 			wantClass: payment.ErrInvalid, wantRefusal: true, wantReason: payment.ReasonChargeNotRefundable, wantMessage: "the charge is not settled",
 		},
 		{
+			name: "400 beyond the charge: the reason names it, as a 402's", status: 400, body: `{"reason":"RefundExceedsCharge","message":"only 300 left"}`,
+			wantClass: payment.ErrInvalid, wantRefusal: true, wantReason: payment.ReasonRefundExceedsCharge, wantMessage: "only 300 left",
+		},
+		{
+			name: "402 beyond the charge without a reason: the message is not read", status: 402, body: `{"message":"amount is greater than what is left"}`,
+			wantClass: payment.ErrDeclined, wantRefusal: true, wantReason: payment.ReasonRefundFailed, wantMessage: "amount is greater than what is left",
+		},
+		{
 			name: "400 without a reason", status: 400, body: `{"message":"amount must be positive"}`,
 			wantClass: payment.ErrInvalid, wantRefusal: true, wantReason: payment.ReasonInvalidRequest, wantMessage: "amount must be positive",
 		},

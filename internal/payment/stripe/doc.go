@@ -112,7 +112,8 @@ limitations under the License.
 //	                                                payment.ErrInFlight when the context ends or a read fails
 //	status failed or canceled                       payment.Declined, reason RefundFailed, with the failure_reason
 //	any other status                                payment.Transient
-//	code amount_too_large, charge_already_refunded  payment.Declined, reason RefundExceedsCharge
+//	code amount_too_large, charge_already_refunded, payment.Declined, reason RefundExceedsCharge
+//	or parameter amount without a code
 //	code resource_missing, parameter payment_intent payment.Declined, reason ChargeNotFound
 //	code charge_disputed, refund_disputed_payment,  payment.Declined, reason ChargeNotRefundable
 //	charge_not_refundable,

@@ -33,6 +33,9 @@ const (
 	// maxRefundPages is the most list requests one ListRefunds sends;
 	// more refunds of one payment intent than fit in them is an error.
 	maxRefundPages = 10
+	// refundAmountParam is the parameter of the refund's amount, which
+	// Stripe names in its refusal of an amount beyond what is left.
+	refundAmountParam = "amount"
 )
 
 var (
@@ -96,8 +99,13 @@ func (p *Provider) classifyRefund(err error) error {
 // refundReason is the refusal reason of an invalid_request_error that
 // Stripe answers a refund it will not make, or "" for any other:
 //
-//   - amount_too_large (the amount is more than what is left unrefunded)
-//     and charge_already_refunded: payment.ReasonRefundExceedsCharge;
+//   - amount_too_large (the amount is more than what is left unrefunded),
+//     an error on the amount parameter without a code (Stripe's "Refund
+//     amount (...) is greater than unrefunded amount on charge (...)",
+//     for which Stripe documents no code) and charge_already_refunded:
+//     payment.ReasonRefundExceedsCharge. Another code on the amount (a
+//     malformed amount, parameter_invalid_integer) is the request's fault
+//     and stays an invalid request;
 //   - resource_missing on the payment_intent (or charge) parameter:
 //     payment.ReasonChargeNotFound;
 //   - charge_disputed, refund_disputed_payment, charge_not_refundable and
@@ -107,6 +115,10 @@ func refundReason(e *stripego.Error) string {
 	switch e.Code {
 	case stripego.ErrorCodeAmountTooLarge, stripego.ErrorCodeChargeAlreadyRefunded:
 		return payment.ReasonRefundExceedsCharge
+	case "":
+		if e.Param == refundAmountParam {
+			return payment.ReasonRefundExceedsCharge
+		}
 	case stripego.ErrorCodeResourceMissing:
 		if e.Param == "payment_intent" || e.Param == "charge" {
 			return payment.ReasonChargeNotFound

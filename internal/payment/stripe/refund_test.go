@@ -210,6 +210,19 @@ var refundErrorCases = []errorCase{
 		class: payment.ErrDeclined, reason: payment.ReasonRefundExceedsCharge, contains: []string{"amount_too_large (parameter amount): Refund amount"},
 	},
 	{
+		// Stripe does not document a code for this refusal, and answers
+		// it without one: the parameter says what was refused.
+		name: "amount beyond what is left, without a code", answer: jsonAnswer(http.StatusBadRequest, map[string]any{"error": map[string]any{
+			"type": "invalid_request_error", "param": "amount",
+			"message": "Refund amount ($20.00) is greater than unrefunded amount on charge ($15.00)"}}),
+		class: payment.ErrDeclined, reason: payment.ReasonRefundExceedsCharge,
+		contains: []string{"(parameter amount): Refund amount ($20.00) is greater than unrefunded amount on charge ($15.00)"},
+	},
+	{
+		name: "amount_too_large without a parameter", answer: jsonAnswer(http.StatusBadRequest, stripeError("invalid_request_error", "amount_too_large", "", "Amount too large.")),
+		class: payment.ErrDeclined, reason: payment.ReasonRefundExceedsCharge, contains: []string{"amount_too_large: Amount too large."},
+	},
+	{
 		name: "already refunded", answer: jsonAnswer(http.StatusBadRequest, stripeError("invalid_request_error", "charge_already_refunded", "", "Charge ch_1 has already been refunded.")),
 		class: payment.ErrDeclined, reason: payment.ReasonRefundExceedsCharge, contains: []string{"charge_already_refunded"},
 	},
