@@ -267,10 +267,21 @@ func main() {
 	setupLog.Info("Starting manager", "holder", holder, "claimLease", claimLease, "providerTimeout", providerTimeout,
 		"insecureProviderHosts", hosts)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		if errors.Is(err, operator.ErrEtcdRestored) {
+			// Only a new process has caches and watches of the restored
+			// etcd: the Deployment (the kubelet) starts one.
+			setupLog.Error(err, "Exiting: etcd was restored from a snapshot under the manager; "+
+				"it must start again with fresh caches", "exitCode", exitEtcdRestored)
+			os.Exit(exitEtcdRestored)
+		}
 		setupLog.Error(err, "Problem running manager")
 		os.Exit(1)
 	}
 }
+
+// exitEtcdRestored is the manager's exit code when it stopped because etcd
+// was restored from a snapshot under it (operator.ErrEtcdRestored).
+const exitEtcdRestored = 3
 
 // etcdQuotaFlag is the value of --etcd-quota-bytes: bytes, never negative;
 // 0 is unknown.

@@ -96,6 +96,15 @@ func (p *Process) Exited() bool {
 	return true
 }
 
+// ExitCode is the process's exit code once it has Exited: -1 while it runs
+// and when a signal ended it.
+func (p *Process) ExitCode() int {
+	if !p.Exited() {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
 // ExitError describes an end nobody asked for, with the last lines of the
 // log. It is meant for a process that has Exited.
 func (p *Process) ExitError() error {

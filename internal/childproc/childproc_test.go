@@ -65,6 +65,7 @@ func TestExitErrorCarriesTheLog(t *testing.T) {
 		"-c", `for i in $(seq 1 30); do echo "line $i"; done; exit 3`)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(p.Done(), 5*time.Second).Should(BeClosed())
+	g.Expect(p.ExitCode()).To(Equal(3))
 	msg := p.ExitError().Error()
 	g.Expect(msg).To(ContainSubstring("failing (pid"))
 	g.Expect(msg).To(ContainSubstring("exit status 3"))

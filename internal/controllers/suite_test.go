@@ -316,7 +316,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		collector engine.Scheduler // nil without the ledger, never a nil pointer
 	)
 	if !cfg.noLedger {
-		l, err = engine.NewLedger(mgr, ledger.DefaultRetention)
+		l, err = engine.NewLedger(mgr, ledger.Options{Retention: ledger.DefaultRetention})
 		g.Expect(err).NotTo(HaveOccurred())
 		outcomes = l
 		defaultTTL := time.Duration(-1)

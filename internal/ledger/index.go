@@ -81,7 +81,7 @@ func (l *Ledger) Observe(name, rv string) {
 		return
 	}
 	if p.watched != "" && newer(p.watched, rv) {
-		l.markStale("page", name, "watched", rv, "after", p.watched)
+		l.rewound("page", name, "watched", rv, "after", p.watched)
 	}
 	p.watched = rv
 	if newer(rv, p.seen) {
@@ -188,7 +188,7 @@ func (l *Ledger) readPage(ctx context.Context, name string) (*paymentsv1alpha1.P
 	}
 	if known != "" && newer(known, p.ResourceVersion) {
 		l.mu.Lock()
-		l.markStale("page", name, "read", p.ResourceVersion, "after", known)
+		l.rewound("page", name, "read", p.ResourceVersion, "after", known)
 		l.mu.Unlock()
 		return nil, false, fmt.Errorf("%w: page %s read at resourceVersion %s after %s", ErrRebuilding, name, p.ResourceVersion, known)
 	}

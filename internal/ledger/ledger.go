@@ -102,6 +102,12 @@ type Options struct {
 	Clock clock.PassiveClock
 	// MaxEntriesPerPage overrides the page size (tests).
 	MaxEntriesPerPage int
+	// OnRewind, when set, is told each time a page's resourceVersion went
+	// backwards (an etcd restored from a snapshot; rewind.go), with what
+	// showed it as log key/values. It is called with the ledger's lock
+	// held: it must return at once and not call the ledger. The manager
+	// stops on it (internal/controllers/rewind).
+	OnRewind func(why ...any)
 }
 
 // Ledger is the outcome ledger of one manager process. It is safe for

@@ -148,6 +148,8 @@ type restoreScenario struct {
 	c            *rewinding
 	prefix       string
 	before, lost []Entry
+	// rewinds counts the calls of Options.OnRewind.
+	rewinds atomic.Int32
 }
 
 const restoreJobs = 12
@@ -158,14 +160,15 @@ func newRestoreScenario(t *testing.T, name string) *restoreScenario {
 	c := newRewinding(t)
 	// Small pages: the outcomes after the snapshot fill pages the
 	// snapshot does not have, and the restore deletes them.
-	l := New(c, c, Options{MaxEntriesPerPage: 5})
+	s := &restoreScenario{c: c, prefix: unique(name)}
+	l := New(c, c, Options{MaxEntriesPerPage: 5, OnRewind: func(...any) { s.rewinds.Add(1) }})
+	s.l = l
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = l.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	waitFor(t, "the ledger to load", func() bool { return l.Loaded() == nil })
 
-	s := &restoreScenario{l: l, c: c, prefix: unique(name)}
 	for i := range restoreJobs {
 		s.before = append(s.before, entry(s.prefix, i, time.Now()))
 		s.lost = append(s.lost, entry(s.prefix, restoreJobs+i, time.Now()))
@@ -190,6 +193,9 @@ func newRestoreScenario(t *testing.T, name string) *restoreScenario {
 		if !l.has(e.Key) {
 			t.Fatalf("%s is not indexed before the restore", e.Key)
 		}
+	}
+	if n := s.rewinds.Load(); n != 0 {
+		t.Fatalf("%d rewinds reported before the restore", n)
 	}
 	snapshot.restore(t, c)
 	return s
@@ -224,7 +230,9 @@ func TestLedgerAfterEtcdRestore(t *testing.T) {
 	tests := []struct {
 		name string
 		// notice is how the running process learns of the restore, if
-		// it does before the outcomes are recorded again.
+		// it does before the outcomes are recorded again. Each of them
+		// is a version that went backwards, reported to OnRewind (the
+		// manager stops on it).
 		notice func(s *restoreScenario, t *testing.T)
 	}{
 		{name: "the watch relists", notice: (*restoreScenario).relist},
@@ -248,6 +256,9 @@ func TestLedgerAfterEtcdRestore(t *testing.T) {
 			s := newRestoreScenario(t, "restore")
 			if tt.notice != nil {
 				tt.notice(s, t)
+				if s.rewinds.Load() == 0 {
+					t.Fatal("the restore was noticed, but not reported to OnRewind")
+				}
 				// Whatever the rebuild has done yet, no lost outcome is
 				// reported recorded: the TTL collector would delete its job.
 				for _, e := range s.lost {

@@ -75,6 +75,15 @@ func (l *Ledger) markStale(why ...any) {
 	}
 }
 
+// rewound makes the index stale because a page's resourceVersion went
+// backwards (called with mu held), and tells Options.OnRewind.
+func (l *Ledger) rewound(why ...any) {
+	l.markStale(why...)
+	if l.opts.OnRewind != nil {
+		l.opts.OnRewind(why...)
+	}
+}
+
 // checkStale returns ErrRebuilding while the index is stale.
 func (l *Ledger) checkStale() error {
 	l.mu.Lock()
@@ -192,7 +201,7 @@ func (l *Ledger) verify(ctx context.Context) error {
 				l.head = nil
 			}
 		case newer(indexed, rv):
-			l.markStale("page", name, "listed", rv, "after", indexed)
+			l.rewound("page", name, "listed", rv, "after", indexed)
 		case newer(rv, p.seen):
 			p.seen = rv
 		}

@@ -90,10 +90,11 @@ func (o Options) checkLedger() error {
 // start: a database that does not answer stops the start with an error.
 const connectTimeout = time.Minute
 
-// setupLedger adds the outcome ledger of opts.LedgerBackend to mgr.
-func setupLedger(mgr ctrl.Manager, opts Options) (engine.OutcomeLedger, error) {
+// setupLedger adds the outcome ledger of opts.LedgerBackend to mgr. The
+// CRD ledger tells onRewind when its pages' resourceVersions go backwards.
+func setupLedger(mgr ctrl.Manager, opts Options, onRewind func(why ...any)) (engine.OutcomeLedger, error) {
 	if opts.LedgerBackend != LedgerPostgres {
-		l, err := engine.NewLedger(mgr, opts.LedgerRetention)
+		l, err := engine.NewLedger(mgr, ledger.Options{Retention: opts.LedgerRetention, OnRewind: onRewind})
 		if err != nil {
 			return nil, fmt.Errorf("cannot set up the outcome ledger: %w", err)
 		}

@@ -24,6 +24,7 @@ limitations under the License.
 package operator
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -35,6 +36,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
@@ -42,6 +44,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/rewind"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
@@ -159,6 +162,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	ledger.SetEtcdQuota(opts.EtcdQuotaBytes)
+	restores, err := watchForRestores(mgr, opts)
+	if err != nil {
+		return err
+	}
 	policy := &egress.Policy{InsecureHosts: opts.InsecureProviderHosts}
 	adapters := &providercache.ProviderCache{SecretReader: mgr.GetClient(), Build: providercache.NewAdapterFactory(policy)}
 	if err := mgr.Add(adapters); err != nil {
@@ -183,7 +190,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		collector engine.Scheduler
 	)
 	if !opts.DisableLedger {
-		l, err := setupLedger(mgr, opts)
+		l, err := setupLedger(mgr, opts, restores.Rewound)
 		if err != nil {
 			return err
 		}
@@ -262,6 +269,36 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("cannot add the informers' ready check: %w", err)
 	}
 	return nil
+}
+
+// ErrEtcdRestored is wrapped by the error the manager stops with when it
+// notices that etcd was restored from a snapshot under it: resourceVersions
+// went backwards (a list of the jobs or refunds older than a version seen,
+// an object reported older than the cached copy, a ledger page older than
+// the one indexed). Its caches cannot be trusted any more; the process
+// must exit and start again (cmd/main.go exits with code 3).
+var ErrEtcdRestored = rewind.ErrEtcdRestored
+
+// watchForRestores adds to mgr the detector of an etcd restored under it
+// (internal/controllers/rewind), on every replica: it stops the manager
+// with ErrEtcdRestored.
+func watchForRestores(mgr ctrl.Manager, opts Options) (*rewind.Detector, error) {
+	var ns string
+	if len(opts.Namespaces) > 0 {
+		ns = opts.Namespaces[0]
+	}
+	d, err := rewind.New(mgr.GetAPIReader(), mgr.GetScheme(), rewind.Options{Namespace: ns},
+		&paymentsv1alpha1.PaymentJob{}, &paymentsv1alpha1.PaymentRefund{})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.WatchInformers(context.Background(), mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(d); err != nil {
+		return nil, fmt.Errorf("cannot add the detector of a restored etcd: %w", err)
+	}
+	return d, nil
 }
 
 // complete fills in the defaults and refuses what could charge twice.

@@ -47,9 +47,11 @@ import (
 
 // NewLedger returns the outcome ledger of a manager, added to it: it writes
 // through the manager's client, reads pages from the API server (never
-// caching their entries) and watches the pages' metadata.
-func NewLedger(mgr ctrl.Manager, retention time.Duration) (*ledger.Ledger, error) {
-	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), ledger.Options{Retention: retention})
+// caching their entries) and watches the pages' metadata. opts are the
+// ledger's options (its retention; OnRewind, told when the pages'
+// resourceVersions go backwards).
+func NewLedger(mgr ctrl.Manager, opts ledger.Options) (*ledger.Ledger, error) {
+	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), opts)
 	if err := l.WatchPages(context.Background(), mgr.GetCache()); err != nil {
 		return nil, err
 	}
