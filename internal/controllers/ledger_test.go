@@ -20,7 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -382,4 +384,92 @@ func TestOutcomeIsRecordedBeforeTheFinalizerComesOff(t *testing.T) {
 	waitForGone(s, job, "released once recorded")
 	s.Expect(m.recorded(s, s.ns, "invoice").Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
 	s.expectCharges(1)
+}
+
+// gatedCharges is a provider whose charges of one amount wait, once they
+// reached it, until the test opens the gate: a manager killed (or slow)
+// between the charge and the mark, while another job under the same key
+// finishes meanwhile.
+type gatedCharges struct {
+	p       payment.Provider
+	amount  int64
+	reached chan struct{}
+	once    sync.Once
+	gate    chan struct{}
+}
+
+func (c *gatedCharges) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+	if req.Amount == c.amount {
+		c.once.Do(func() { close(c.reached) })
+		select {
+		case <-c.gate:
+		case <-ctx.Done():
+			return payment.Outcome{}, ctx.Err()
+		}
+	}
+	return c.p.Charge(ctx, key, req)
+}
+
+// Two jobs with one key and different amounts: B is declined and its
+// Failed outcome recorded while A's charge is in flight; A is then
+// charged. The ledger keeps B's outcome (the first), so A is not recorded:
+// A stays Completed with its finalizer, Stalled LedgerConflict, announced
+// once, and no TTL deletes it, not even after a person took its finalizer
+// off; B, whose outcome is the ledger's, is deleted by the same TTL.
+func TestJobWhoseOutcomeIsNotTheLedgersStallsAndIsKept(t *testing.T) {
+	gated := &gatedCharges{amount: 2000, reached: make(chan struct{}), gate: make(chan struct{})}
+	s := newScenario(t, withoutManager())
+	gated.p = s.sandbox
+	s.manager = s.start(managerConfig{provider: gated, ttl: ttlZero, sweep: 200 * time.Millisecond})
+
+	s.create("a", keyed("order-9"))
+	s.Eventually(gated.reached, timeout).Should(BeClosed(), "A's charge reaches the provider")
+	s.create("b", keyed("order-9"), declinedCard, func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.Amount = 999 })
+	s.Eventually(func(g Gomega) {
+		e := s.manager.recorded(g, s.ns, "order-9")
+		g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerFailed))
+	}, timeout).Should(Succeed(), "B's refusal is recorded first")
+	waitForGone(s, &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "b"}},
+		"B's outcome is the ledger's: the TTL deletes it")
+	close(gated.gate)
+
+	a := s.waitForStall("a", engine.ReasonLedgerConflict)
+	s.Expect(a.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted), "A was charged, and says so")
+	s.Expect(condition(a, paymentsv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	s.Expect(a.Finalizers).To(ContainElement(paymentsv1alpha1.Finalizer))
+	s.Expect(a.Labels).NotTo(HaveKey(paymentsv1alpha1.LabelFinished))
+	msg := condition(a, paymentsv1alpha1.ConditionStalled).Message
+	s.Expect(msg).To(ContainSubstring(a.Status.IdempotencyKey))
+	s.Expect(msg).NotTo(ContainSubstring("999"), "nothing of the other object's payment")
+	s.Expect(msg).NotTo(ContainSubstring("CardDeclined"), "nothing of the other object's payment")
+	s.Expect(s.manager.recorded(s, s.ns, "order-9").Outcome).To(Equal(paymentsv1alpha1.LedgerFailed), "the first outcome stays")
+	s.expectCharges(1)
+	s.Expect(gaugeValue(t, "paymentjob_ledger_conflicts")).To(BeNumerically(">=", 1))
+
+	// Announced once: another pass (a label from a GitOps tool) asks the
+	// ledger again and announces nothing.
+	s.update("a", func(job *paymentsv1alpha1.PaymentJob) { metav1.SetMetaDataLabel(&job.ObjectMeta, "team", "billing") })
+	conflictEvents := func(g Gomega) int {
+		n := 0
+		for _, r := range eventReasons(g, s.ns, "a") {
+			if r == engine.ReasonLedgerConflict {
+				n++
+			}
+		}
+		return n
+	}
+	s.Eventually(conflictEvents, timeout).Should(Equal(1))
+	s.Consistently(conflictEvents, 2*time.Second, 100*time.Millisecond).Should(Equal(1))
+
+	// A person takes the finalizer off (the money is settled): the job is
+	// finished, and still no TTL deletes it.
+	s.update("a", func(job *paymentsv1alpha1.PaymentJob) {
+		job.Finalizers = slices.DeleteFunc(job.Finalizers, func(f string) bool { return f == paymentsv1alpha1.Finalizer })
+	})
+	s.Eventually(func(g Gomega) map[string]string { return s.get(g, "a").Labels }, timeout).
+		Should(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
+	s.Consistently(func(g Gomega) {
+		a := s.get(g, "a")
+		expectStalled(g, a, engine.ReasonLedgerConflict)
+	}, 2*time.Second, 100*time.Millisecond).Should(Succeed(), "the TTL keeps a job whose outcome is not the ledger's")
 }
