@@ -36,6 +36,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -386,10 +387,10 @@ func TestOutcomeIsRecordedBeforeTheFinalizerComesOff(t *testing.T) {
 	s.expectCharges(1)
 }
 
-// gatedCharges is a provider whose charges of one amount wait, once they
-// reached it, until the test opens the gate: a manager killed (or slow)
-// between the charge and the mark, while another job under the same key
-// finishes meanwhile.
+// gatedCharges is a provider whose charges of one amount, once made, wait
+// until the test opens the gate before they answer: a manager killed (or
+// slow) between the charge and the mark, while another job under the same
+// key finishes meanwhile.
 type gatedCharges struct {
 	p       payment.Provider
 	amount  int64
@@ -399,6 +400,7 @@ type gatedCharges struct {
 }
 
 func (c *gatedCharges) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+	o, err := c.p.Charge(ctx, key, req)
 	if req.Amount == c.amount {
 		c.once.Do(func() { close(c.reached) })
 		select {
@@ -407,12 +409,12 @@ func (c *gatedCharges) Charge(ctx context.Context, key string, req payment.Charg
 			return payment.Outcome{}, ctx.Err()
 		}
 	}
-	return c.p.Charge(ctx, key, req)
+	return o, err
 }
 
-// Two jobs with one key and different amounts: B is declined and its
-// Failed outcome recorded while A's charge is in flight; A is then
-// charged. The ledger keeps B's outcome (the first), so A is not recorded:
+// Two jobs with one key and different amounts: A is charged, and before
+// its answer is written B is refused (the key was used for another
+// request) and its Failed outcome recorded; A's answer comes then. The ledger keeps B's outcome (the first), so A is not recorded:
 // A stays Completed with its finalizer, Stalled LedgerConflict, announced
 // once, and no TTL deletes it, not even after a person took its finalizer
 // off; B, whose outcome is the ledger's, is deleted by the same TTL.
@@ -423,11 +425,12 @@ func TestJobWhoseOutcomeIsNotTheLedgersStallsAndIsKept(t *testing.T) {
 	s.manager = s.start(managerConfig{provider: gated, ttl: ttlZero, sweep: 200 * time.Millisecond})
 
 	s.create("a", keyed("order-9"))
-	s.Eventually(gated.reached, timeout).Should(BeClosed(), "A's charge reaches the provider")
-	s.create("b", keyed("order-9"), declinedCard, func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.Amount = 999 })
+	s.Eventually(gated.reached, timeout).Should(BeClosed(), "A is charged")
+	s.create("b", keyed("order-9"), func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.Amount = 999 })
+	var heldB ledger.Entry
 	s.Eventually(func(g Gomega) {
-		e := s.manager.recorded(g, s.ns, "order-9")
-		g.Expect(e.Outcome).To(Equal(paymentsv1alpha1.LedgerFailed))
+		heldB = s.manager.recorded(g, s.ns, "order-9")
+		g.Expect(heldB.Outcome).To(Equal(paymentsv1alpha1.LedgerFailed))
 	}, timeout).Should(Succeed(), "B's refusal is recorded first")
 	waitForGone(s, &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "b"}},
 		"B's outcome is the ledger's: the TTL deletes it")
@@ -441,7 +444,7 @@ func TestJobWhoseOutcomeIsNotTheLedgersStallsAndIsKept(t *testing.T) {
 	msg := condition(a, paymentsv1alpha1.ConditionStalled).Message
 	s.Expect(msg).To(ContainSubstring(a.Status.IdempotencyKey))
 	s.Expect(msg).NotTo(ContainSubstring("999"), "nothing of the other object's payment")
-	s.Expect(msg).NotTo(ContainSubstring("CardDeclined"), "nothing of the other object's payment")
+	s.Expect(msg).NotTo(ContainSubstring(heldB.Reason), "nothing of the other object's payment")
 	s.Expect(s.manager.recorded(s, s.ns, "order-9").Outcome).To(Equal(paymentsv1alpha1.LedgerFailed), "the first outcome stays")
 	s.expectCharges(1)
 	s.Expect(gaugeValue(t, "paymentjob_ledger_conflicts")).To(BeNumerically(">=", 1))
