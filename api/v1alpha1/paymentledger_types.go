@@ -73,6 +73,13 @@ type LedgerEntry struct {
 	// +kubebuilder:validation:MaxLength=3
 	Currency string `json:"currency,omitempty"`
 
+	// refundedCharge is, for a refund's entry, the provider's id of the
+	// charge the refund gives money back from; absent for a charge's entry
+	// and on entries recorded before the ledger kept it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	RefundedCharge string `json:"refundedCharge,omitempty"`
+
 	// outcome is Completed or Failed.
 	// +required
 	Outcome LedgerOutcome `json:"outcome"`

@@ -124,6 +124,16 @@ const (
 	// reused key, but an earlier attempt had no answer and may have gone
 	// through. The job is not Failed: check the provider and resolve it.
 	ReasonUncertainRefusal = "UncertainRefusal"
+	// ReasonLedgerConflict says the job finished (Completed or Failed, which
+	// it stays), but the operator's outcome ledger holds another outcome
+	// under its idempotency key, recorded first by another object with the
+	// same key: the ledger keeps the first, so this job's outcome is not
+	// recorded. The job keeps its finalizer and is never deleted by its
+	// TTL. Compare the job with what the ledger and the provider hold under
+	// the key (the operator's log names the entry), settle the money, then
+	// remove the finalizer by hand (docs/operations.md,
+	// PaymentJobLedgerConflict).
+	ReasonLedgerConflict = "LedgerConflict"
 )
 
 // Reasons of a finished job (phase Completed, Ready=True). The Ready

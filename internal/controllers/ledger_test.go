@@ -20,7 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,6 +36,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -382,4 +385,94 @@ func TestOutcomeIsRecordedBeforeTheFinalizerComesOff(t *testing.T) {
 	waitForGone(s, job, "released once recorded")
 	s.Expect(m.recorded(s, s.ns, "invoice").Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
 	s.expectCharges(1)
+}
+
+// gatedCharges is a provider whose charges of one amount, once made, wait
+// until the test opens the gate before they answer: a manager killed (or
+// slow) between the charge and the mark, while another job under the same
+// key finishes meanwhile.
+type gatedCharges struct {
+	p       payment.Provider
+	amount  int64
+	reached chan struct{}
+	once    sync.Once
+	gate    chan struct{}
+}
+
+func (c *gatedCharges) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
+	o, err := c.p.Charge(ctx, key, req)
+	if req.Amount == c.amount {
+		c.once.Do(func() { close(c.reached) })
+		select {
+		case <-c.gate:
+		case <-ctx.Done():
+			return payment.Outcome{}, ctx.Err()
+		}
+	}
+	return o, err
+}
+
+// Two jobs with one key and different amounts: A is charged, and before
+// its answer is written B is refused (the key was used for another
+// request) and its Failed outcome recorded; A's answer comes then. The ledger keeps B's outcome (the first), so A is not recorded:
+// A stays Completed with its finalizer, Stalled LedgerConflict, announced
+// once, and no TTL deletes it, not even after a person took its finalizer
+// off; B, whose outcome is the ledger's, is deleted by the same TTL.
+func TestJobWhoseOutcomeIsNotTheLedgersStallsAndIsKept(t *testing.T) {
+	gated := &gatedCharges{amount: 2000, reached: make(chan struct{}), gate: make(chan struct{})}
+	s := newScenario(t, withoutManager())
+	gated.p = s.sandbox
+	s.manager = s.start(managerConfig{provider: gated, ttl: ttlZero, sweep: 200 * time.Millisecond})
+
+	s.create("a", keyed("order-9"))
+	s.Eventually(gated.reached, timeout).Should(BeClosed(), "A is charged")
+	s.create("b", keyed("order-9"), func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.Amount = 999 })
+	var heldB ledger.Entry
+	s.Eventually(func(g Gomega) {
+		heldB = s.manager.recorded(g, s.ns, "order-9")
+		g.Expect(heldB.Outcome).To(Equal(paymentsv1alpha1.LedgerFailed))
+	}, timeout).Should(Succeed(), "B's refusal is recorded first")
+	waitForGone(s, &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "b"}},
+		"B's outcome is the ledger's: the TTL deletes it")
+	close(gated.gate)
+
+	a := s.waitForStall("a", engine.ReasonLedgerConflict)
+	s.Expect(a.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted), "A was charged, and says so")
+	s.Expect(condition(a, paymentsv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	s.Expect(a.Finalizers).To(ContainElement(paymentsv1alpha1.Finalizer))
+	s.Expect(a.Labels).NotTo(HaveKey(paymentsv1alpha1.LabelFinished))
+	msg := condition(a, paymentsv1alpha1.ConditionStalled).Message
+	s.Expect(msg).To(ContainSubstring(a.Status.IdempotencyKey))
+	s.Expect(msg).NotTo(ContainSubstring("999"), "nothing of the other object's payment")
+	s.Expect(msg).NotTo(ContainSubstring(heldB.Reason), "nothing of the other object's payment")
+	s.Expect(s.manager.recorded(s, s.ns, "order-9").Outcome).To(Equal(paymentsv1alpha1.LedgerFailed), "the first outcome stays")
+	s.expectCharges(1)
+	s.Expect(gaugeValue(t, "paymentjob_ledger_conflicts")).To(BeNumerically(">=", 1))
+
+	// Announced once: another pass (a label from a GitOps tool) asks the
+	// ledger again and announces nothing.
+	s.update("a", func(job *paymentsv1alpha1.PaymentJob) { metav1.SetMetaDataLabel(&job.ObjectMeta, "team", "billing") })
+	conflictEvents := func(g Gomega) int {
+		n := 0
+		for _, r := range eventReasons(g, s.ns, "a") {
+			if r == engine.ReasonLedgerConflict {
+				n++
+			}
+		}
+		return n
+	}
+	s.Eventually(conflictEvents, timeout).Should(Equal(1))
+	s.Consistently(conflictEvents, 2*time.Second, 100*time.Millisecond).Should(Equal(1))
+
+	// A person takes the finalizer off (the money is settled): the job is
+	// finished, and still no TTL deletes it.
+	s.update("a", func(job *paymentsv1alpha1.PaymentJob) {
+		job.Finalizers = slices.DeleteFunc(job.Finalizers, func(f string) bool { return f == paymentsv1alpha1.Finalizer })
+	})
+	s.Eventually(func(g Gomega) map[string]string { return s.get(g, "a").Labels }, timeout).
+		Should(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
+	s.Consistently(func(g Gomega) {
+		a := s.get(g, "a")
+		expectStalled(g, a, engine.ReasonLedgerConflict)
+	}, 2*time.Second, 100*time.Millisecond).Should(Succeed(), "the TTL keeps a job whose outcome is not the ledger's")
 }

@@ -338,6 +338,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"PaymentJobStuckBehindDeletedProvider", "PaymentRefundFailedAfterSuccess",
 		"PaymentReconciliationDiscrepancies",
 		"PaymentJobLedgerUnavailable",
+		"PaymentJobLedgerConflict",
 		// A warning and a critical alert of one name.
 		"PaymentJobLedgerNearEtcdQuota", "PaymentJobLedgerNearEtcdQuota",
 	))

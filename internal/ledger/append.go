@@ -51,23 +51,26 @@ import (
 // fill. A conflict means another process appended first: its page is read
 // again and the append retried, without the entries it already holds. A
 // stale index is rebuilt first, and the append retried on the rebuilt one.
-func (l *Ledger) append(ctx context.Context, entries []Entry) error {
+// It returns the entry the pages hold under each key of entries: the one
+// appended, or the one another append put there first.
+func (l *Ledger) append(ctx context.Context, entries []Entry) (map[string]Entry, error) {
 	rebuilds := 0
 	for attempt := 1; ; attempt++ {
+		held := make(map[string]Entry, len(entries))
 		err := l.rebuildIfStale(ctx)
 		if err == nil {
-			err = l.tryAppend(ctx, entries)
+			err = l.tryAppend(ctx, entries, held)
 		}
 		if err == nil {
 			appendsTotal.Inc()
-			return nil
+			return held, nil
 		}
 		if errors.Is(err, ErrRebuilding) && rebuilds < maxRebuilds {
 			rebuilds++
 			continue
 		}
 		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) || attempt == maxAppendAttempts {
-			return fmt.Errorf("cannot append to the outcome ledger: %w", err)
+			return nil, fmt.Errorf("cannot append to the outcome ledger: %w", err)
 		}
 		appendConflictsTotal.Inc()
 		l.mu.Lock()
@@ -78,7 +81,7 @@ func (l *Ledger) append(ctx context.Context, entries []Entry) error {
 		backoff := min(appendBackoff<<min(attempt, 6), maxAppendBackoff)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cannot append to the outcome ledger: %w", ctx.Err())
+			return nil, fmt.Errorf("cannot append to the outcome ledger: %w", ctx.Err())
 		case <-time.After(time.Duration(rand.Int64N(int64(backoff)))):
 		}
 	}
@@ -91,7 +94,9 @@ const (
 	maxAppendBackoff = 250 * time.Millisecond
 )
 
-func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
+// tryAppend is one attempt of append. It sets held[key] for each key of
+// entries: the entry appended, or the one found on a page.
+func (l *Ledger) tryAppend(ctx context.Context, entries []Entry, held map[string]Entry) error {
 	l.gate.RLock()
 	defer l.gate.RUnlock()
 	if err := l.checkStale(); err != nil {
@@ -121,7 +126,7 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 			// What this process believes recorded is read back before it
 			// is left out: a copy or an index kept across an etcd restore
 			// holds outcomes the pages lost.
-			missing, err := l.notOnPages(ctx, head.Name, dups)
+			missing, err := l.notOnPages(ctx, head.Name, dups, held)
 			if err != nil {
 				return err
 			}
@@ -174,6 +179,9 @@ func (l *Ledger) tryAppend(ctx context.Context, entries []Entry) error {
 			return err
 		}
 		l.index(updated)
+		for _, e := range todo[:n] {
+			held[e.Key] = e
+		}
 		l.mu.Lock()
 		l.head = updated
 		l.writing = ""
@@ -207,28 +215,31 @@ func (l *Ledger) unrecorded(head *paymentsv1alpha1.PaymentLedger, entries []Entr
 
 // notOnPages returns the entries of dups whose key is on none of the pages
 // that may hold it (page head or the ones the index names), read from the
-// API server: each page is read once.
-func (l *Ledger) notOnPages(ctx context.Context, head string, dups []Entry) ([]Entry, error) {
-	read := map[string]map[string]bool{}
+// API server: each page is read once. It sets held[key] for each key it
+// finds, to the entry there.
+func (l *Ledger) notOnPages(ctx context.Context, head string, dups []Entry, held map[string]Entry) ([]Entry, error) {
+	read := map[string]map[string]Entry{}
 	var missing []Entry
 	for _, e := range dups {
 		found := false
 		for _, name := range append([]string{head}, l.pagesHolding(l.hash(e.Key))...) {
-			keys, ok := read[name]
+			entries, ok := read[name]
 			if !ok {
 				p, exists, err := l.readPage(ctx, name)
 				if err != nil {
 					return nil, err
 				}
-				keys = map[string]bool{}
+				entries = map[string]Entry{}
 				if exists {
 					for _, pe := range p.Entries {
-						keys[pe.Key] = true
+						entries[pe.Key] = entryOf(p, pe)
 					}
 				}
-				read[name] = keys
+				read[name] = entries
 			}
-			if found = keys[e.Key]; found {
+			var there Entry
+			if there, found = entries[e.Key]; found {
+				held[e.Key] = there
 				break
 			}
 		}

@@ -93,6 +93,41 @@ type Entry struct {
 	At time.Time
 }
 
+// SameOutcome reports whether e and o record the same outcome of one
+// payment: the same key, request fingerprint, outcome, charge and provider
+// account. A Record of the entry a key holds already is that outcome
+// recorded again (after a crash between the record and the finalizer), not
+// a conflict; the time, the reason and the amounts are not compared.
+func (e Entry) SameOutcome(o Entry) bool {
+	return e.Key == o.Key && e.Fingerprint == o.Fingerprint && e.Outcome == o.Outcome &&
+		e.Charge == o.Charge && e.Provider == o.Provider
+}
+
+// ConflictError is what Record returns when the ledger holds another
+// outcome under the entry's key (SameOutcome is false): the first outcome
+// of a key stays, and the caller's was not recorded. Match it with
+// errors.As. Its message names the key only: Held may be another tenant's
+// payment, for the manager's log, never for a user.
+type ConflictError struct {
+	// Held is the entry the ledger holds under the key, and keeps.
+	Held Entry
+}
+
+// Error says that the key holds another outcome, without saying which.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("the outcome ledger holds another outcome under key %q; the first outcome recorded stays", e.Held.Key)
+}
+
+// CheckRecorded is the result of a Record of e once the ledger holds held
+// under e's key: nil when held is the same outcome (SameOutcome), a
+// *ConflictError naming held otherwise. Every backend returns it.
+func CheckRecorded(e, held Entry) error {
+	if e.SameOutcome(held) {
+		return nil
+	}
+	return &ConflictError{Held: held}
+}
+
 // Options configure a Ledger.
 type Options struct {
 	// Retention is how long entries are kept at least; DefaultRetention
@@ -180,6 +215,9 @@ type batch struct {
 	entries []Entry
 	done    chan struct{}
 	err     error
+	// held is, once done is closed without err, the entry the pages hold
+	// under each key of entries: the one appended, or the one found there.
+	held map[string]Entry
 }
 
 // New returns a ledger that writes through writer and reads pages through
@@ -312,8 +350,10 @@ func (l *Ledger) has(key string) bool {
 }
 
 // Record appends e to the ledger and returns once it is stored, or once an
-// entry under the same key is found there (the first outcome stays).
-// Concurrent calls share one write.
+// entry under the same key is found there: the first outcome stays, and
+// Record returns nil when it is e's (Entry.SameOutcome: recorded again)
+// and a *ConflictError holding it when it is another. Concurrent calls
+// share one write.
 func (l *Ledger) Record(ctx context.Context, e Entry) error {
 	if err := l.waitLoaded(ctx); err != nil {
 		return err
@@ -328,7 +368,13 @@ func (l *Ledger) Record(ctx context.Context, e Entry) error {
 	}
 	select {
 	case <-b.done:
-		return b.err
+		if b.err != nil {
+			return b.err
+		}
+		if held, ok := b.held[e.Key]; ok {
+			return CheckRecorded(e, held)
+		}
+		return nil
 	case <-ctx.Done():
 		// The append goes on without this caller; it may still land.
 		return ctx.Err()
@@ -440,7 +486,7 @@ func (l *Ledger) flush(ctx context.Context) {
 		}
 		l.next = &batch{done: make(chan struct{})}
 		l.mu.Unlock()
-		b.err = l.append(ctx, b.entries)
+		b.held, b.err = l.append(ctx, b.entries)
 		close(b.done)
 	}
 }

@@ -19,6 +19,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -209,8 +210,12 @@ func TestRecordAndFind(t *testing.T) {
 	again := want
 	again.Charge = "pi_other"
 	writes := n.writes.Load()
-	if err := l.Record(ctx, again); err != nil {
-		t.Fatal(err)
+	var conflict *ConflictError
+	if err := l.Record(ctx, again); !errors.As(err, &conflict) || conflict.Held.Charge != want.Charge {
+		t.Fatalf("a second Record of another charge = %v; want a *ConflictError holding %s", err, want.Charge)
+	}
+	if err := l.Record(ctx, want); err != nil {
+		t.Fatalf("recording the outcome the key holds again = %v; want nil", err)
 	}
 	if got, _, _ := l.Find(ctx, want.Key); got.Charge != want.Charge {
 		t.Fatalf("a second Record replaced the entry: charge %s", got.Charge)

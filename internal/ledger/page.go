@@ -69,6 +69,10 @@ func full(p *paymentsv1alpha1.PaymentLedger, maxEntries int) bool {
 
 func entrySize(e paymentsv1alpha1.LedgerEntry) int {
 	size := len(e.Key) + len(e.Fingerprint) + len(e.Charge) + len(e.Reason) + len(e.ResolvedBy) + entryOverhead
+	if e.RefundedCharge != "" {
+		// "refundedCharge":"...",
+		size += 20 + len(e.RefundedCharge)
+	}
 	if e.Amount != 0 || e.Currency != "" {
 		// "amount":N,"currency":"...", with N's digits.
 		size += 25 + len(strconv.FormatInt(e.Amount, 10)) + len(e.Currency)
@@ -91,16 +95,17 @@ func addEntry(p *paymentsv1alpha1.PaymentLedger, e Entry) {
 	}
 	at := metav1.NewTime(e.At.UTC().Truncate(1e9))
 	p.Entries = append(p.Entries, paymentsv1alpha1.LedgerEntry{
-		Key:         e.Key,
-		Fingerprint: e.Fingerprint,
-		Provider:    int32(idx),
-		Charge:      e.Charge,
-		Amount:      e.Amount,
-		Currency:    e.Currency,
-		Outcome:     e.Outcome,
-		Reason:      e.Reason,
-		ResolvedBy:  e.ResolvedBy,
-		At:          at,
+		Key:            e.Key,
+		Fingerprint:    e.Fingerprint,
+		Provider:       int32(idx),
+		Charge:         e.Charge,
+		Amount:         e.Amount,
+		Currency:       e.Currency,
+		RefundedCharge: e.RefundedCharge,
+		Outcome:        e.Outcome,
+		Reason:         e.Reason,
+		ResolvedBy:     e.ResolvedBy,
+		At:             at,
 	})
 	// Outcomes are appended as they are recorded, not in time order (a
 	// job finished before the upgrade that brought the ledger is recorded
@@ -117,15 +122,16 @@ func addEntry(p *paymentsv1alpha1.PaymentLedger, e Entry) {
 // entryOf is e as the controller reads it, with its provider account.
 func entryOf(p *paymentsv1alpha1.PaymentLedger, e paymentsv1alpha1.LedgerEntry) Entry {
 	out := Entry{
-		Key:         e.Key,
-		Fingerprint: e.Fingerprint,
-		Charge:      e.Charge,
-		Amount:      e.Amount,
-		Currency:    e.Currency,
-		Outcome:     e.Outcome,
-		Reason:      e.Reason,
-		ResolvedBy:  e.ResolvedBy,
-		At:          e.At.Time,
+		Key:            e.Key,
+		Fingerprint:    e.Fingerprint,
+		Charge:         e.Charge,
+		Amount:         e.Amount,
+		Currency:       e.Currency,
+		RefundedCharge: e.RefundedCharge,
+		Outcome:        e.Outcome,
+		Reason:         e.Reason,
+		ResolvedBy:     e.ResolvedBy,
+		At:             e.At.Time,
 	}
 	if int(e.Provider) < len(p.Providers) {
 		out.Provider = p.Providers[e.Provider]

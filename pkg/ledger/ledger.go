@@ -57,6 +57,10 @@ type Entry struct {
 	Amount int64 `json:"amount,omitempty"`
 	// Currency is the lower-case ISO 4217 code of Amount.
 	Currency string `json:"currency,omitempty"`
+	// RefundedCharge is, for a refund's entry, the provider's id of the
+	// charge the refund gives money back from; empty for a charge's entry
+	// and for an entry recorded before the ledger kept it.
+	RefundedCharge string `json:"refundedCharge,omitempty"`
 	// At is when the outcome was recorded, in UTC.
 	At time.Time `json:"at"`
 	// Provider is the provider account the key was sent to.
@@ -127,18 +131,19 @@ func RefundKey(namespace, key string) string {
 // entryOf is e as this package gives it.
 func entryOf(e internalledger.Entry) Entry {
 	return Entry{
-		Key:         e.Key,
-		Namespace:   payment.KeyNamespace(e.Key),
-		Refund:      payment.IsRefundKey(e.Key),
-		Fingerprint: e.Fingerprint,
-		Outcome:     e.Outcome,
-		Reason:      e.Reason,
-		ResolvedBy:  e.ResolvedBy,
-		Charge:      e.Charge,
-		Amount:      e.Amount,
-		Currency:    e.Currency,
-		At:          e.At.UTC(),
-		Provider:    e.Provider,
+		Key:            e.Key,
+		Namespace:      payment.KeyNamespace(e.Key),
+		Refund:         payment.IsRefundKey(e.Key),
+		Fingerprint:    e.Fingerprint,
+		Outcome:        e.Outcome,
+		Reason:         e.Reason,
+		ResolvedBy:     e.ResolvedBy,
+		Charge:         e.Charge,
+		Amount:         e.Amount,
+		Currency:       e.Currency,
+		RefundedCharge: e.RefundedCharge,
+		At:             e.At.UTC(),
+		Provider:       e.Provider,
 	}
 }
 

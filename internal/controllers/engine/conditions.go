@@ -78,6 +78,10 @@ const (
 	// key, but an earlier attempt had no answer and may have charged; the
 	// job is not failed.
 	ReasonUncertainRefusal = paymentsv1alpha1.ReasonUncertainRefusal
+	// ReasonLedgerConflict: the object finished, but the ledger holds
+	// another outcome under its key (recorded first by another object);
+	// it keeps its finalizer and its phase, Stalled, until a person acts.
+	ReasonLedgerConflict = paymentsv1alpha1.ReasonLedgerConflict
 	// ReasonFoundAtProvider: the provider already held this job's charge
 	// (found by its key, or settled); no money moved again.
 	ReasonFoundAtProvider = paymentsv1alpha1.ReasonFoundAtProvider
@@ -121,7 +125,9 @@ type Progress struct {
 	Reason string
 	// Message says it to users.
 	Message string
-	// Stalled marks a non-terminal object that needs attention.
+	// Stalled marks an object that needs attention. On a finished object
+	// (Completed, Failed) it sets the Stalled condition only: Ready and
+	// Reconciling keep saying what the outcome is.
 	Stalled bool
 }
 
@@ -139,12 +145,24 @@ func SetConditions(job Object, p Progress) {
 			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
 		})
 	}
-	switch job.GetPaymentStatus().Phase {
-	case paymentsv1alpha1.PhaseCompleted:
+	// A finished object whose outcome is not the ledger's stays Stalled
+	// (LedgerConflict) through every later write: only a person ends it.
+	conflict := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
+	if conflict != nil && (conflict.Status != metav1.ConditionTrue || conflict.Reason != ReasonLedgerConflict) {
+		conflict = nil
+	}
+	conflict = conflict.DeepCopy()
+	phase := job.GetPaymentStatus().Phase
+	switch {
+	case Terminal(phase) && p.Stalled:
+		// A finished object that needs attention: its outcome stands, as
+		// Ready and Reconciling say; Stalled says what is wrong.
+		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.Reason, p.Message)
+	case phase == paymentsv1alpha1.PhaseCompleted:
 		set(paymentsv1alpha1.ConditionReady, metav1.ConditionTrue, p.Reason, p.Message)
 		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, p.Reason, "")
 		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.Reason, "")
-	case paymentsv1alpha1.PhaseFailed:
+	case phase == paymentsv1alpha1.PhaseFailed:
 		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, p.Reason, p.Message)
 		set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, p.Reason, "")
 		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.Reason, p.Message)
@@ -161,6 +179,9 @@ func SetConditions(job Object, p Progress) {
 		} else {
 			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.Reason, "")
 		}
+	}
+	if conflict != nil && Terminal(phase) && !p.Stalled {
+		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, conflict.Reason, conflict.Message)
 	}
 	job.GetPaymentStatus().ObservedGeneration = gen
 }

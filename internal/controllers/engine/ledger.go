@@ -18,8 +18,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +74,10 @@ type OutcomeLedger interface {
 	// can: the CRD ledger answers from its index, with no API request.
 	Has(ctx context.Context, key string) (bool, error)
 	// Record stores an outcome, unless one is recorded under its key.
+	// Record stores an outcome unless one is recorded under its key. It
+	// returns nil once the key holds this outcome (ledger.Entry.SameOutcome:
+	// stored now, or before), and a *ledger.ConflictError holding the
+	// entry kept when the key holds another one.
 	Record(ctx context.Context, e ledger.Entry) error
 }
 
@@ -135,23 +141,109 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target
 	return r.finish(ctx, job)
 }
 
+// recordAndFinish records the job's final outcome in the ledger, then
+// finishes the job (finalizer off, finished label), but only once the
+// ledger holds this job's outcome: a job whose key the ledger holds with
+// another outcome keeps its finalizer, Stalled (LedgerConflict).
+func (r *Reconciler) recordAndFinish(ctx context.Context, job Object) error {
+	recorded, err := r.recordInLedger(ctx, job)
+	if err != nil || !recorded {
+		return err
+	}
+	return r.finish(ctx, job)
+}
+
 // recordInLedger stores the job's final outcome in the ledger. It is called
 // before the finalizer is removed, and again by any later pass that finds the
-// finalizer still there; the ledger keeps the first outcome of a key.
-func (r *Reconciler) recordInLedger(ctx context.Context, job Object) error {
+// finalizer still there. The ledger keeps the first outcome of a key:
+// recorded is false when it holds another one, and the job is then stalled
+// (stallOnLedgerConflict) instead of finished.
+func (r *Reconciler) recordInLedger(ctx context.Context, job Object) (recorded bool, err error) {
 	if r.Ledger == nil || FromLedger(job) || !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
-		return nil
+		return true, nil
 	}
-	if err := r.Ledger.Record(ctx, LedgerEntry(job, r.requestOf(job), r.Clock.Now())); err != nil {
-		if ctx.Err() == nil {
-			ledgerErrorsTotal.WithLabelValues("record").Inc()
-			r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonLedgerUnavailable, r.Kind.Words().Action, "%s",
-				payment.CleanMessage("The outcome is not in the operator's ledger yet: the ledger did not answer ("+err.Error()+
-					"). The finalizer stays until it is recorded; retried by itself", MaxMessageLength))
-		}
-		return fmt.Errorf("cannot record the outcome in the ledger: %w", err)
+	err = r.Ledger.Record(ctx, LedgerEntry(job, r.requestOf(job), r.Clock.Now()))
+	var conflict *ledger.ConflictError
+	switch {
+	case err == nil:
+		r.conflicts.set(client.ObjectKeyFromObject(job), false)
+		return true, nil
+	case errors.As(err, &conflict):
+		return false, r.stallOnLedgerConflict(ctx, job, conflict.Held)
+	}
+	if ctx.Err() == nil {
+		ledgerErrorsTotal.WithLabelValues("record").Inc()
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonLedgerUnavailable, r.Kind.Words().Action, "%s",
+			payment.CleanMessage("The outcome is not in the operator's ledger yet: the ledger did not answer ("+err.Error()+
+				"). The finalizer stays until it is recorded; retried by itself", MaxMessageLength))
+	}
+	return false, fmt.Errorf("cannot record the outcome in the ledger: %w", err)
+}
+
+// stallOnLedgerConflict keeps a finished job whose key the ledger holds
+// with another outcome (held), recorded first by another object under the
+// same key: the job stays Completed or Failed with its finalizer, Stalled
+// (LedgerConflict), announced once by a Warning event. What the ledger
+// holds goes to the manager's log only: it may be another tenant's
+// payment. Every later pass asks the ledger again and writes nothing new.
+func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held ledger.Entry) error {
+	r.conflicts.set(client.ObjectKeyFromObject(job), true)
+	log.FromContext(ctx).Info("Keeping a finished job: the outcome ledger holds another outcome under its key",
+		"key", held.Key, "outcome", job.GetPaymentStatus().Phase, "heldOutcome", held.Outcome, "heldCharge", held.Charge,
+		"heldFingerprint", held.Fingerprint, "heldAt", held.At, "heldAccount", held.Provider.Account,
+		"heldEndpoint", held.Provider.Endpoint)
+	own := string(job.GetPaymentStatus().Phase)
+	if resp := job.GetPaymentStatus().ProviderResponse; resp != nil && resp.ID != "" && job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseCompleted {
+		own += " as " + resp.ID
+	}
+	msg := payment.CleanMessage(fmt.Sprintf("This %s is %s, but the operator's ledger holds another outcome under its "+
+		"idempotency key %q, recorded first by another object with the same key; the ledger keeps the first, so this "+
+		"outcome is not recorded there. The finalizer stays and no TTL deletes this object: compare it with what the "+
+		"provider holds under the key (the operator's log names the ledger's entry), settle the money, then remove the "+
+		"finalizer by hand (docs/operations.md, PaymentJobLedgerConflict)",
+		r.Kind.Name(), own, held.Key), MaxMessageLength)
+	changed, err := r.updateStatusIfChanged(ctx, job, Progress{Reason: ReasonLedgerConflict, Message: msg, Stalled: true})
+	if err != nil {
+		return err
+	}
+	if changed {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonLedgerConflict, r.Kind.Words().Action, "%s", msg)
 	}
 	return nil
+}
+
+// LedgerConflicted reports whether a finished object is stalled because
+// the ledger holds another outcome under its key: it keeps its finalizer,
+// and no TTL deletes it.
+func LedgerConflicted(job Object) bool {
+	c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonLedgerConflict
+}
+
+// conflictedJobs are the finished jobs of this process stalled on a
+// ledger conflict, counted by paymentjob_ledger_conflicts.
+type conflictedJobs struct {
+	mu   sync.Mutex
+	jobs map[types.NamespacedName]struct{}
+}
+
+// set records whether the job is stalled on a ledger conflict after this
+// pass.
+func (c *conflictedJobs) set(key types.NamespacedName, conflicted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, was := c.jobs[key]
+	switch {
+	case conflicted && !was:
+		if c.jobs == nil {
+			c.jobs = map[types.NamespacedName]struct{}{}
+		}
+		c.jobs[key] = struct{}{}
+		ledgerConflictsGauge.Inc()
+	case !conflicted && was:
+		delete(c.jobs, key)
+		ledgerConflictsGauge.Dec()
+	}
 }
 
 // LedgerEntry is the ledger's record of a finished object that sends c; now

@@ -96,8 +96,10 @@ var (
 	stalledTotal         = newCounterVec("paymentjob_stalled_total", "reason", "Jobs stopped without a charge because charging could pay twice, by reason: ProviderChanged, ChargeMismatch, KeyMismatch, RequestChanged, UncertainRefusal.")
 	staleSkipsTotal      = newCounter("paymentjob_stale_cache_skips_total", "Reconciles skipped because the cached job was older than this process's own last write of it.")
 	skippedTerminalTotal = newCounter("paymentjob_skipped_terminal_total", "Reconciles of Completed or Failed jobs that returned without a provider call.")
-	strandedJobsGauge    = newGauge("paymentjob_jobs_waiting_for_deleted_provider", "Processing jobs whose PaymentProvider was deleted (or is being deleted) while this process holds no adapter for it; each is Stalled (ProviderDeleted) until a person resolves it.")
-	rateLimitedTotal     = newCounter("paymentjob_rate_limited_total", "Charges put off to wait for a token of their provider's client-side rate limit.")
+	ledgerConflictsGauge = newGauge("paymentjob_ledger_conflicts", "Finished jobs whose outcome is not the one the outcome ledger holds under their key "+
+		"(another object with the same key was recorded first); each is Stalled (LedgerConflict), keeps its finalizer and is never deleted by its TTL until a person settles it.")
+	strandedJobsGauge = newGauge("paymentjob_jobs_waiting_for_deleted_provider", "Processing jobs whose PaymentProvider was deleted (or is being deleted) while this process holds no adapter for it; each is Stalled (ProviderDeleted) until a person resolves it.")
+	rateLimitedTotal  = newCounter("paymentjob_rate_limited_total", "Charges put off to wait for a token of their provider's client-side rate limit.")
 )
 
 // The outcome ledger and resolutions by hand.
@@ -130,7 +132,7 @@ func PhaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{claimConflictsTotal, writeConflictsTotal, claimLostTotal, stalledTotal,
 		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal,
-		strandedJobsGauge, rateLimitedTotal, ledgerErrorsTotal}
+		strandedJobsGauge, rateLimitedTotal, ledgerErrorsTotal, ledgerConflictsGauge}
 }
 
 func init() {

@@ -259,6 +259,7 @@ func (r *Reconciler) waitingFor(ctx context.Context, o client.Object) []reconcil
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.written.forget(key)
 	r.stranded.set(key, false)
+	r.conflicts.set(key, false)
 	r.rateWaits.forget(key)
 	r.retries.forget(key)
 }

@@ -93,6 +93,8 @@ type Reconciler struct {
 	written writtenVersions
 	// stranded counts the jobs stalled behind a deleted provider.
 	stranded strandedJobs
+	// conflicts counts the finished jobs stalled on a ledger conflict.
+	conflicts conflictedJobs
 	// rateWaits dates since when jobs wait for their provider's rate limit:
 	// every requeue cancels its reservation, so only the sum of the waits
 	// says a job is held back.
@@ -331,10 +333,7 @@ func (r *Reconciler) finishTerminal(ctx context.Context, job Object) error {
 		}
 	}
 	// A crash may have come between the outcome and its ledger record.
-	if err := r.recordInLedger(ctx, job); err != nil {
-		return err
-	}
-	return r.finish(ctx, job)
+	return r.recordAndFinish(ctx, job)
 }
 
 // SetupWithManager registers the reconciler; IndexFields must have run. It

@@ -390,10 +390,7 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 	resolutionsTotal.WithLabelValues(result).Inc()
 	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolved, "Resolve", "%s", payment.CleanMessage(msg, MaxMessageLength))
 	log.FromContext(ctx).Info("Payment resolved by hand", "value", want.value, "by", by, "verified", verified)
-	if err := r.recordInLedger(ctx, job); err != nil {
-		return err
-	}
-	return r.finish(ctx, job)
+	return r.recordAndFinish(ctx, job)
 }
 
 // unknownResolver stands for whoever set a resolve annotation when neither

@@ -58,10 +58,7 @@ func (r *Reconciler) recordSuccess(ctx context.Context, job Object, o payment.Ou
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, eventReason, r.Kind.Words().Action, "%s", msg)
 	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", job.GetPaymentStatus().Attempts)
-	if err := r.recordInLedger(ctx, job); err != nil {
-		return err
-	}
-	return r.finish(ctx, job)
+	return r.recordAndFinish(ctx, job)
 }
 
 // recordRefusal writes Failed: the provider definitively did not move the
@@ -86,10 +83,7 @@ func (r *Reconciler) recordRefusal(ctx context.Context, job Object, refusal *pay
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, words.Action, "The provider refused the %s: %s", words.Request, msg)
 	log.FromContext(ctx).Info("Payment refused by the provider", "reason", refusal.Reason)
-	if err := r.recordInLedger(ctx, job); err != nil {
-		return err
-	}
-	return r.finish(ctx, job)
+	return r.recordAndFinish(ctx, job)
 }
 
 // refuseUnsent fails an object that was never claimed because its kind

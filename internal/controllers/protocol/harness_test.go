@@ -188,6 +188,9 @@ type ledgerState struct {
 	// outside is a ledger kept outside etcd (PostgreSQL): an etcd restore
 	// does not take back what it holds.
 	outside bool
+	// recordedMeanwhile is an outcome another object recorded under the
+	// job's key after its lookup: Find does not see it, Record keeps it.
+	recordedMeanwhile *ledger.Entry
 }
 
 // newJob is the PaymentJob of the world, changed by opts in order.
@@ -809,9 +812,12 @@ func (l *fakeLedger) Has(ctx context.Context, key string) (bool, error) {
 func (l *fakeLedger) Record(_ context.Context, e ledger.Entry) error {
 	l.mu.Lock()
 	var err error
-	if len(l.state.recordErrs) > 0 {
+	switch held := l.state.recordedMeanwhile; {
+	case len(l.state.recordErrs) > 0:
 		err, l.state.recordErrs = l.state.recordErrs[0], l.state.recordErrs[1:]
-	} else {
+	case held != nil && held.Key == e.Key:
+		err = ledger.CheckRecorded(e, *held)
+	default:
 		l.state.entries = append(l.state.entries, e)
 	}
 	l.mu.Unlock()
@@ -840,6 +846,14 @@ func ledgerEntry(fingerprint string) ledger.Entry {
 	}
 	return ledger.Entry{Key: c.Key, Fingerprint: fingerprint, Provider: *sentTo(), Charge: "pi_0",
 		Outcome: paymentsv1alpha1.LedgerCompleted, At: start.Add(-24 * time.Hour)}
+}
+
+// refusedLedgerEntry is another job's refusal under the world's job's key,
+// for another request.
+func refusedLedgerEntry() *ledger.Entry {
+	e := ledgerEntry("sha256:0000")
+	e.Charge, e.Outcome, e.Reason = "", paymentsv1alpha1.LedgerFailed, paymentsv1alpha1.ReasonCardDeclined
+	return &e
 }
 
 // movedLedgerEntry is ledgerEntry for a payment made where the job's

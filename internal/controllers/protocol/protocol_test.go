@@ -503,6 +503,17 @@ var theTable = []row{
 		final: paid,
 	},
 	{
+		name: "ledger holds another outcome under the key (another job's, recorded first): Completed stays, " +
+			"Stalled LedgerConflict announced once, the finalizer stays",
+		job: newJob(), answers: []answer{succeeded},
+		ledger: &ledgerState{recordedMeanwhile: refusedLedgerEntry()},
+		steps: []step{{
+			effects: claimAndCharge.then("status: Completed/Succeeded", "ledger: Completed (error)", "status: Completed/Succeeded"),
+			events:  []string{"Succeeded", "LedgerConflict"},
+		}, {after: time.Minute, effects: []string{"ledger: Completed (error)"}}},
+		final: final{phase: completed, ready: "Succeeded", stalled: true},
+	},
+	{
 		name: "ledger cannot be read: Pending LedgerUnavailable, nothing charged, asked again with backoff",
 		job:  newJob(), answers: []answer{succeeded},
 		ledger: &ledgerState{findErr: errors.New("database unavailable")},

@@ -29,12 +29,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 )
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentjobs,verbs=delete
@@ -43,8 +45,14 @@ import (
 // FinishedJobCollector deletes Completed and Failed PaymentJobs once
 // spec.ttlSecondsAfterFinished (or the manager's default) has passed since
 // they finished, so that etcd does not grow with payment history. It deletes
-// a job only once its outcome is in the ledger; jobs finished before the
-// ledger existed are recorded first. A job that was itself finished from the
+// a job only once its own outcome is in the ledger; jobs finished before the
+// ledger existed are recorded first. A job whose outcome is not the one the
+// ledger holds under its key is never deleted: the engine finishes a job
+// (the finished label this collector lists by) only once the ledger's
+// Record said it holds the job's outcome, and otherwise stalls it
+// (engine.LedgerConflicted), which this collector keeps even after a
+// person took its finalizer off; a job recorded here that the ledger
+// refuses (ledger.ConflictError) is kept too. A job that was itself finished from the
 // ledger (deleted and created again, by a GitOps tool for example) is never
 // deleted: deleting it again would only start another round of re-creation.
 //
@@ -90,7 +98,7 @@ type dueJob struct {
 // ttlOf is how long after it finished the job is kept, and false if it is
 // kept for good.
 func (c *FinishedJobCollector) ttlOf(k engine.Kind, job engine.Object) (time.Duration, bool) {
-	if job.GetPaymentStatus().CompletedAt == nil || engine.FromLedger(job) {
+	if job.GetPaymentStatus().CompletedAt == nil || engine.FromLedger(job) || engine.LedgerConflicted(job) {
 		return 0, false
 	}
 	if s := k.Terms(job).TTLSecondsAfterFinished; s != nil {
@@ -265,7 +273,16 @@ func (c *FinishedJobCollector) record(ctx context.Context, k engine.Kind, job en
 	if recorded, err := c.Ledger.Has(ctx, key); err != nil || recorded {
 		return err
 	}
-	return c.Ledger.Record(ctx, engine.LedgerEntry(job, k.Request(job, key), job.GetCreationTimestamp().Time))
+	err := c.Ledger.Record(ctx, engine.LedgerEntry(job, k.Request(job, key), job.GetCreationTimestamp().Time))
+	var conflict *ledger.ConflictError
+	if errors.As(err, &conflict) {
+		// Another object's outcome was recorded under the key first: this
+		// job is the only record of its own, and is kept.
+		log.FromContext(ctx).Info("Keeping a finished job: the outcome ledger holds another outcome under its key",
+			"job", klog.KObj(job), "key", key, "heldOutcome", conflict.Held.Outcome, "heldCharge", conflict.Held.Charge)
+		return fmt.Errorf("cannot delete finished %s %s: %w", k.Name(), klog.KObj(job), err)
+	}
+	return err
 }
 
 // sweep reads every finished job, a page at a time: it records in the ledger

@@ -41,6 +41,7 @@ package ledgercopy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -70,7 +71,8 @@ type Destination interface {
 	// that is not recorded has none.
 	FindAll(ctx context.Context, keys []string) (map[string]ledger.Entry, error)
 	// Record stores an entry unless one is recorded under its key (the
-	// first outcome stays). Concurrent calls share writes.
+	// first outcome stays, and a *ledger.ConflictError says when it is
+	// another). Concurrent calls share writes.
 	Record(ctx context.Context, e ledger.Entry) error
 }
 
@@ -265,8 +267,12 @@ func recordAll(ctx context.Context, dst Destination, entries []ledger.Entry) err
 	}
 	wg.Wait()
 	// A write that failed fails each of its entries: the first error says it.
+	// A key recorded meanwhile with another outcome (a manager's record
+	// between the lookup and this one) is no error: the read-back counts
+	// it as a conflict.
 	for _, err := range errs {
-		if err != nil {
+		var conflict *ledger.ConflictError
+		if err != nil && !errors.As(err, &conflict) {
 			return fmt.Errorf("cannot record in the destination ledger: %w", err)
 		}
 	}

@@ -18,6 +18,7 @@ package ledgertest_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -47,20 +48,30 @@ func TestCheckFailsBrokenLedgers(t *testing.T) {
 		{
 			name:       "a ledger where the last outcome wins",
 			flaw:       lastOutcomeWins,
-			wantFailed: []string{ledgertest.CaseFirstOutcomeWins, ledgertest.CaseTwoProcesses},
+			wantFailed: []string{ledgertest.CaseFirstOutcomeWins, ledgertest.CaseConflictReported, ledgertest.CaseTwoProcesses},
+		},
+		{
+			name:       "a ledger that says nothing when it keeps another outcome",
+			flaw:       silentConflict,
+			wantFailed: []string{ledgertest.CaseFirstOutcomeWins, ledgertest.CaseConflictReported, ledgertest.CaseTwoProcesses},
+		},
+		{
+			name:       "a ledger whose conflict names the charge it keeps",
+			flaw:       namesHeldCharge,
+			wantFailed: []string{ledgertest.CaseFirstOutcomeWins, ledgertest.CaseConflictReported, ledgertest.CaseTwoProcesses},
 		},
 		{
 			name: "a ledger whose second process does not see the first's writes",
 			flaw: unshared,
 			wantFailed: []string{
-				ledgertest.CaseFirstOutcomeWins, ledgertest.CaseEveryField, ledgertest.CaseDurable,
+				ledgertest.CaseFirstOutcomeWins, ledgertest.CaseConflictReported, ledgertest.CaseEveryField, ledgertest.CaseDurable,
 				ledgertest.CaseTwoProcesses, ledgertest.CaseRefunds, ledgertest.CaseRetention,
 			},
 		},
 		{
-			name:       "a ledger that forgets who resolved an outcome and the provider's key scope",
+			name:       "a ledger that forgets who resolved an outcome, the provider's key scope and the refunded charge",
 			flaw:       lossy,
-			wantFailed: []string{ledgertest.CaseEveryField},
+			wantFailed: []string{ledgertest.CaseEveryField, ledgertest.CaseRefunds},
 		},
 		{
 			name:       "a ledger that keys entries by the job's key without its namespace",
@@ -118,11 +129,17 @@ const (
 	sound flaw = iota
 	// lastOutcomeWins lets Record replace what a key holds.
 	lastOutcomeWins
+	// silentConflict keeps the first outcome but returns nil to a Record
+	// of another: the caller takes the ledger's outcome for its own.
+	silentConflict
+	// namesHeldCharge reports a conflict with a message that names the
+	// charge the key holds, which may be another tenant's.
+	namesHeldCharge
 	// unshared gives each handle a store of its own: a second process
 	// does not see what the first recorded.
 	unshared
-	// lossy forgets ResolvedBy and the provider's KeyScope, as a schema
-	// without those columns would.
+	// lossy forgets ResolvedBy, the provider's KeyScope and
+	// RefundedCharge, as a schema without those columns would.
 	lossy
 	// keysByName keys entries by what follows the namespace, so that
 	// "shop/order-7", "shop.refund/order-7" and "eu:shop/order-7" are one.
@@ -178,16 +195,23 @@ func (m *memory) Has(ctx context.Context, key string) (bool, error) {
 }
 
 // Record stores e unless its key holds an entry (any entry, for
-// lastOutcomeWins).
+// lastOutcomeWins), and says what the key holds.
 func (m *memory) Record(_ context.Context, e ledger.Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := m.index(e.Key)
-	if _, ok := m.entries[k]; ok && m.flaw != lastOutcomeWins {
-		return nil
+	if held, ok := m.entries[k]; ok && m.flaw != lastOutcomeWins {
+		switch err := ledger.CheckRecorded(e, held); {
+		case err == nil, m.flaw == silentConflict:
+			return nil
+		case m.flaw == namesHeldCharge:
+			return fmt.Errorf("%w (it holds %s)", err, held.Charge)
+		default:
+			return err
+		}
 	}
 	if m.flaw == lossy {
-		e.ResolvedBy, e.Provider.KeyScope = "", ""
+		e.ResolvedBy, e.Provider.KeyScope, e.RefundedCharge = "", "", ""
 	}
 	m.entries[k] = e
 	return nil

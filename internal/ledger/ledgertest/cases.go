@@ -56,24 +56,23 @@ func checkFirstOutcomeWins(ctx context.Context, s suite) error {
 	now := time.Now()
 	key := payment.ScopedKey("", "shop", "order-1")
 	first := completed(key, "pi_3PqFirst0LkdIwHu7ix", stripeLive, now)
-	// The same process records another outcome (a second pass over a job
-	// whose outcome went in), then another process does, at another
-	// account: neither is an error, and neither is stored.
+	// The same process records another outcome (a second job under the
+	// key), then another process does, at another account: neither is
+	// stored, and each is told what the key holds.
 	second := declined(key, stripeLive, now.Add(time.Minute))
 	third := completed(key, "pi_3PqThird0LkdIwHu7ix", httpService, now.Add(2*time.Minute))
 
 	if err := a.Record(ctx, first); err != nil {
 		return fmt.Errorf("cannot record the first outcome: %w", err)
 	}
-	if err := a.Record(ctx, second); err != nil {
-		return fmt.Errorf("a second Record of %q from the same process = %w; want nil: the key is recorded "+
-			"(the engine keeps a job's finalizer until Record succeeds)", key, err)
+	if err := expectRecorded(a.Record(ctx, second), second, first, firstProcess+", recording a second outcome"); err != nil {
+		return err
 	}
 	if err := expectEntry(ctx, a, first, firstProcess+", after it recorded a second outcome"); err != nil {
 		return err
 	}
-	if err := b.Record(ctx, third); err != nil {
-		return fmt.Errorf("a Record of %q from another process, after the first outcome = %w; want nil: the key is recorded", key, err)
+	if err := expectRecorded(b.Record(ctx, third), third, first, otherProcess+", recording a third outcome"); err != nil {
+		return err
 	}
 	if err := expectEntry(ctx, b, first, otherProcess+", after it recorded a third outcome"); err != nil {
 		return err
@@ -91,25 +90,84 @@ func checkFirstOutcomeWins(ctx context.Context, s suite) error {
 		refusals = append(refusals, declined(key, stripeLive, now.Add(time.Second)))
 	}
 	burst := named{a, firstProcess + ", handed both outcomes of a key at once"}
-	if err := recordBoth(ctx, burst, charges, burst, refusals); err != nil {
-		return err
-	}
+	chargeErrs, refusalErrs := recordBoth(ctx, burst, charges, burst, refusals)
 	for i := range charges {
 		kept, err := agreedOutcome(ctx, []named{burst}, charges[i], refusals[i])
 		if err != nil {
 			return err
 		}
-		if err := a.Record(ctx, refusals[i]); err != nil {
-			return recordErr(err, firstProcess, refusals[i].Key)
+		if err := expectRecorded(chargeErrs[i], charges[i], kept, burst.who); err != nil {
+			return err
 		}
-		if err := a.Record(ctx, charges[i]); err != nil {
-			return recordErr(err, firstProcess, charges[i].Key)
+		if err := expectRecorded(refusalErrs[i], refusals[i], kept, burst.who); err != nil {
+			return err
+		}
+		for _, e := range []ledger.Entry{refusals[i], charges[i]} {
+			if err := expectRecorded(a.Record(ctx, e), e, kept, firstProcess+", recording both outcomes again"); err != nil {
+				return err
+			}
 		}
 		if err := expectEntry(ctx, a, kept, firstProcess+", after it recorded both outcomes again"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func checkConflictReported(ctx context.Context, s suite) error {
+	handles, err := open(ctx, s.store(Options{}), 2)
+	if err != nil {
+		return err
+	}
+	a, b := handles[0], handles[1]
+	now := time.Now()
+	// Two jobs of one key and another amount: B was refused and recorded
+	// first; A was charged, and its outcome is not the ledger's.
+	key := payment.ScopedKey("", "shop", "order-9")
+	refusedB := declined(key, stripeLive, now)
+	chargedA := completed(key, "pi_3PqChargedALkdIwHu7ix", stripeLive, now.Add(time.Minute))
+	if err := a.Record(ctx, refusedB); err != nil {
+		return fmt.Errorf("cannot record the first outcome: %w", err)
+	}
+	for _, h := range []named{{a, firstProcess}, {b, otherProcess}} {
+		if err := expectRecorded(h.l.Record(ctx, chargedA), chargedA, refusedB, h.who+", recording another outcome under a held key"); err != nil {
+			return err
+		}
+	}
+	// The same outcome again (a crash between the record and the
+	// finalizer: another time, another reason) is recorded, not a conflict.
+	again := refusedB
+	again.At, again.Reason = now.Add(time.Hour), payment.ReasonKeyReused
+	for _, h := range []named{{a, firstProcess}, {b, otherProcess}} {
+		if err := h.l.Record(ctx, again); err != nil {
+			return fmt.Errorf("%s: a Record of the outcome %q holds, again = %w; want nil: it is the same outcome", h.who, key, err)
+		}
+	}
+	// Each field that tells outcomes apart makes a conflict.
+	others := map[string]func(*ledger.Entry){
+		"another charge":      func(e *ledger.Entry) { e.Charge = "pi_3PqOtherChargeLkdIwHu7" },
+		"another fingerprint": func(e *ledger.Entry) { e.Fingerprint += "0" },
+		"another account":     func(e *ledger.Entry) { e.Provider = stripeTestEU },
+		"another outcome":     func(e *ledger.Entry) { e.Outcome, e.Reason = paymentsv1alpha1.LedgerCompleted, "" },
+	}
+	for what, change := range others {
+		other := refusedB
+		change(&other)
+		if err := expectRecorded(b.Record(ctx, other), other, refusedB, otherProcess+", recording "+what); err != nil {
+			return err
+		}
+	}
+	if err := expectEntry(ctx, b, refusedB, otherProcess+", after the conflicts"); err != nil {
+		return err
+	}
+	// A key that holds a charge: the conflict of a refusal under it does
+	// not name the charge, which may be another tenant's.
+	heldCharge := completed(payment.ScopedKey("", "shop", "order-10"), "pi_3PqHeldChargeLkdIwHu7", stripeLive, now)
+	if err := a.Record(ctx, heldCharge); err != nil {
+		return fmt.Errorf("cannot record %q: %w", heldCharge.Key, err)
+	}
+	refused := declined(heldCharge.Key, stripeLive, now.Add(time.Minute))
+	return expectRecorded(b.Record(ctx, refused), refused, heldCharge, otherProcess+", recording a refusal under a key that holds a charge")
 }
 
 func checkMissingKey(ctx context.Context, s suite) error {
@@ -247,18 +305,28 @@ func checkTwoProcesses(ctx context.Context, s suite) error {
 		fromB[i] = declined(key, httpService, now.Add(time.Second))
 	}
 	first, other := named{a, firstProcess}, named{b, otherProcess}
-	if err := recordBoth(ctx, first, fromA, other, fromB); err != nil {
-		return err
-	}
+	errsA, errsB := recordBoth(ctx, first, fromA, other, fromB)
 	winners := make([]ledger.Entry, TwoProcessKeys)
 	for i := range TwoProcessKeys {
 		if winners[i], err = agreedOutcome(ctx, []named{first, other}, fromA[i], fromB[i]); err != nil {
 			return err
 		}
+		if err := expectRecorded(errsA[i], fromA[i], winners[i], first.who); err != nil {
+			return err
+		}
+		if err := expectRecorded(errsB[i], fromB[i], winners[i], other.who); err != nil {
+			return err
+		}
 	}
 	// Both record again, each the other's outcome: the first one stays.
-	if err := recordBoth(ctx, first, fromB, other, fromA); err != nil {
-		return err
+	errsA, errsB = recordBoth(ctx, first, fromB, other, fromA)
+	for i := range TwoProcessKeys {
+		if err := expectRecorded(errsA[i], fromB[i], winners[i], first.who+", recording again"); err != nil {
+			return err
+		}
+		if err := expectRecorded(errsB[i], fromA[i], winners[i], other.who+", recording again"); err != nil {
+			return err
+		}
 	}
 	third, err := open(ctx, st, 1)
 	if err != nil {
@@ -281,24 +349,24 @@ func checkTwoProcesses(ctx context.Context, s suite) error {
 }
 
 // recordBoth records, at once, each entry of fromA through a and each of
-// fromB through b, each in an order of its own.
-func recordBoth(ctx context.Context, a named, fromA []ledger.Entry, b named, fromB []ledger.Entry) error {
+// fromB through b, each in an order of its own, and returns the result of
+// each Record, in the order of fromA and of fromB.
+func recordBoth(ctx context.Context, a named, fromA []ledger.Entry, b named, fromB []ledger.Entry) (errsA, errsB []error) {
 	var wg sync.WaitGroup
-	errs := make(chan error, len(fromA)+len(fromB))
+	errsA, errsB = make([]error, len(fromA)), make([]error, len(fromB))
 	orderA, orderB := rand.Perm(len(fromA)), rand.Perm(len(fromB))
 	for i := range max(len(fromA), len(fromB)) {
 		if i < len(fromA) {
-			e := fromA[orderA[i]]
-			wg.Go(func() { errs <- recordErr(a.l.Record(ctx, e), a.who, e.Key) })
+			j := orderA[i]
+			wg.Go(func() { errsA[j] = a.l.Record(ctx, fromA[j]) })
 		}
 		if i < len(fromB) {
-			e := fromB[orderB[i]]
-			wg.Go(func() { errs <- recordErr(b.l.Record(ctx, e), b.who, e.Key) })
+			j := orderB[i]
+			wg.Go(func() { errsB[j] = b.l.Record(ctx, fromB[j]) })
 		}
 	}
 	wg.Wait()
-	close(errs)
-	return firstErr(errs)
+	return errsA, errsB
 }
 
 // agreedOutcome returns the entry that every handle finds under the key of

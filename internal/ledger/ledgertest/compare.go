@@ -18,7 +18,9 @@ package ledgertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +47,36 @@ func expectEntry(ctx context.Context, l Ledger, want ledger.Entry, who string) e
 	}
 	if d := diff(got, want); len(d) > 0 {
 		return fmt.Errorf("%s: Find(%q) = %s; want %s: %s", who, want.Key, describe(got), describe(want), strings.Join(d, "; "))
+	}
+	return nil
+}
+
+// expectRecorded returns an error unless err, the result of who's Record
+// of e once the key holds kept, says so: nil when kept is e's outcome
+// (ledger.Entry.SameOutcome), a *ledger.ConflictError holding kept when it
+// is another.
+func expectRecorded(err error, e, kept ledger.Entry, who string) error {
+	var conflict *ledger.ConflictError
+	switch {
+	case e.SameOutcome(kept):
+		if err != nil {
+			return fmt.Errorf("%s: Record(%q) of the outcome the key holds = %w; want nil: it is the same outcome", who, e.Key, err)
+		}
+	case err == nil:
+		return fmt.Errorf("%s: Record(%q) of %s = nil, while the key holds %s; want a *ledger.ConflictError: "+
+			"the caller would take the ledger's outcome for its own", who, e.Key, describe(e), describe(kept))
+	case !errors.As(err, &conflict):
+		return fmt.Errorf("%s: Record(%q) of %s, while the key holds %s = %w; want a *ledger.ConflictError",
+			who, e.Key, describe(e), describe(kept), err)
+	default:
+		if d := diff(conflict.Held, kept); len(d) > 0 {
+			return fmt.Errorf("%s: Record(%q) reports the key holds %s; it holds %s: %s",
+				who, e.Key, describe(conflict.Held), describe(kept), strings.Join(d, "; "))
+		}
+		if strings.Contains(err.Error(), kept.Charge) && kept.Charge != "" {
+			return fmt.Errorf("%s: the conflict's message %q names the charge the key holds: it may be another tenant's",
+				who, err.Error())
+		}
 	}
 	return nil
 }
@@ -99,6 +131,9 @@ func diff(got, want ledger.Entry) []string {
 		{"Provider.Mode", got.Provider.Mode, want.Provider.Mode},
 		{"Provider.KeyScope", got.Provider.KeyScope, want.Provider.KeyScope},
 		{"Charge", got.Charge, want.Charge},
+		{"Amount", strconv.FormatInt(got.Amount, 10), strconv.FormatInt(want.Amount, 10)},
+		{"Currency", got.Currency, want.Currency},
+		{"RefundedCharge", got.RefundedCharge, want.RefundedCharge},
 		{"Outcome", string(got.Outcome), string(want.Outcome)},
 		{"Reason", got.Reason, want.Reason},
 		{"ResolvedBy", got.ResolvedBy, want.ResolvedBy},

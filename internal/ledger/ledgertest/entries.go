@@ -104,7 +104,10 @@ func refundEntry(ns, name, jobName, charge, refund string, amount *int64, at tim
 	}
 	rf.Status.PaymentStatus = finished(refund, at)
 	rf.Status.Charge = &paymentsv1alpha1.RefundedCharge{ID: charge, Amount: chargeAmount, Currency: chargeCurrency}
-	return recorded(paymentrefund.Kind(), rf)
+	e := recorded(paymentrefund.Kind(), rf)
+	// What a refund's entry names of its charge, whoever fills it in.
+	e.RefundedCharge = charge
+	return e
 }
 
 // finished is the status of an object finished at stripeLive at at: as

@@ -41,15 +41,23 @@ import (
 // Names of the cases, as Run names its subtests and Check its results.
 const (
 	// CaseFirstOutcomeWins: a second Record of a key, from the same process
-	// or another, succeeds and stores nothing; both find the first outcome.
-	// Two outcomes of a key handed to one process at once store one of
-	// them, whole, which stays.
+	// or another, stores nothing; both find the first outcome. Two
+	// outcomes of a key handed to one process at once store one of them,
+	// whole, which stays. Each Record says what the key holds (as
+	// CaseConflictReported).
 	CaseFirstOutcomeWins = "FirstOutcomeWins"
+	// CaseConflictReported: a Record of another outcome (another charge,
+	// fingerprint, provider account or outcome) under a held key returns a
+	// *ledger.ConflictError holding the entry kept, whose message names no
+	// charge; a Record of the outcome the key holds (another time or
+	// reason: recorded again after a crash) returns nil.
+	CaseConflictReported = "ConflictWithTheHeldOutcomeIsReported"
 	// CaseMissingKey: Find of a key never recorded is (zero, false, nil)
 	// and Has is false, also for keys that differ from a recorded one by a
 	// character, a namespace, a key scope or the refund marker.
 	CaseMissingKey = "MissingKeyIsNotFound"
-	// CaseEveryField: every field of an Entry comes back as recorded, At
+	// CaseEveryField: every field of an Entry comes back as recorded (a
+	// refund's RefundedCharge too, as CaseRefunds shows), At
 	// to the second (the CRD ledger keeps seconds, PostgreSQL microseconds),
 	// from the process that recorded it and from one started afterwards.
 	CaseEveryField = "EveryFieldRoundTrips"
@@ -142,6 +150,7 @@ type testCase struct {
 // cases are the contract, in the order they run.
 var cases = []testCase{
 	{CaseFirstOutcomeWins, checkFirstOutcomeWins},
+	{CaseConflictReported, checkConflictReported},
 	{CaseMissingKey, checkMissingKey},
 	{CaseEveryField, checkEveryField},
 	{CaseDurable, checkDurable},

@@ -116,6 +116,9 @@ type batch struct {
 	done    chan struct{}
 	// err is the INSERT's result, set before done is closed.
 	err error
+	// held is, when err is nil, the entry the table holds under each key
+	// of entries: the one inserted, or the one found there.
+	held map[string]ledger.Entry
 }
 
 // Open connects to the database at dsn and returns its ledger, as New does.
@@ -224,7 +227,7 @@ func (l *Ledger) isClosed() bool {
 
 // findQuery reads one entry by its primary key.
 const findQuery = `SELECT fingerprint, provider_uid, provider_endpoint, provider_account, provider_mode,
-	provider_key_scope, charge, outcome, reason, resolved_by, at, amount, currency
+	provider_key_scope, charge, outcome, reason, resolved_by, at, amount, currency, refunded_charge
 FROM paymentjob_outcomes WHERE key = $1`
 
 // Find returns the entry recorded under key: one SELECT by primary key.
@@ -237,7 +240,7 @@ func (l *Ledger) Find(ctx context.Context, key string) (ledger.Entry, bool, erro
 	err := l.do(ctx, func(ctx context.Context) error {
 		return l.pool.QueryRow(ctx, findQuery, key).Scan(&e.Fingerprint, &e.Provider.UID, &e.Provider.Endpoint,
 			&e.Provider.Account, &e.Provider.Mode, &e.Provider.KeyScope, &e.Charge, &outcome, &e.Reason,
-			&e.ResolvedBy, &e.At, &e.Amount, &e.Currency)
+			&e.ResolvedBy, &e.At, &e.Amount, &e.Currency, &e.RefundedCharge)
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

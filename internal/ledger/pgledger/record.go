@@ -19,8 +19,11 @@ package pgledger
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 )
@@ -30,16 +33,22 @@ import (
 // statement while the next one fills.
 
 // insertQuery inserts a batch of entries, given as one array per column,
-// and keeps what is stored under a key already: first outcome wins.
+// and keeps what is stored under a key already: first outcome wins. It
+// returns the keys it inserted; the rows of the others are read after it.
 const insertQuery = `INSERT INTO paymentjob_outcomes (key, fingerprint, provider_uid, provider_endpoint,
-	provider_account, provider_mode, provider_key_scope, charge, outcome, reason, resolved_by, at, amount, currency, cluster)
-SELECT e.*, $15 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-	$8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::bigint[], $14::text[]) AS e
-ON CONFLICT (key) DO NOTHING`
+	provider_account, provider_mode, provider_key_scope, charge, outcome, reason, resolved_by, at, amount, currency,
+	refunded_charge, cluster)
+SELECT e.*, $16 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+	$8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::bigint[], $14::text[], $15::text[]) AS e
+ON CONFLICT (key) DO NOTHING
+RETURNING key`
 
 // Record stores e and returns once it is stored, or once an entry under its
-// key is stored (the first outcome stays). Concurrent calls share one
-// statement. A ctx that ends returns ctx.Err() at once, and leaves the
+// key is stored: the first outcome stays, and Record returns nil when it is
+// e's (ledger.Entry.SameOutcome: recorded again) and a
+// *ledger.ConflictError holding it when it is another. Concurrent calls
+// share one statement (and a second one, reading the rows kept, when a key
+// was recorded already). A ctx that ends returns ctx.Err() at once, and leaves the
 // statement to go on without this caller: the entry may still be stored.
 // A read-only ledger (Options.ReadOnly) returns ErrReadOnly.
 func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
@@ -63,7 +72,13 @@ func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
 	}
 	select {
 	case <-b.done:
-		return b.err
+		if b.err != nil {
+			return b.err
+		}
+		if held, ok := b.held[e.Key]; ok {
+			return ledger.CheckRecorded(e, held)
+		}
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -98,35 +113,91 @@ func (l *Ledger) drain() {
 		l.mu.Unlock()
 		// A statement of its own context: no caller's end cancels what
 		// the others wait for.
-		b.err = l.insert(context.Background(), b.entries)
+		b.held, b.err = l.insert(context.Background(), b.entries)
 		close(b.done)
 	}
 }
 
-// insert stores entries with one statement.
-func (l *Ledger) insert(ctx context.Context, entries []ledger.Entry) error {
+// insert stores entries with one statement, and returns the entry the
+// table holds under each of their keys: the one inserted, or the one found
+// there, read with a second statement. A key whose row is found neither
+// way (inserted by another process, then pruned) is inserted again.
+func (l *Ledger) insert(ctx context.Context, entries []ledger.Entry) (map[string]ledger.Entry, error) {
 	entries = firstPerKey(entries)
+	held := make(map[string]ledger.Entry, len(entries))
+	for range insertRounds {
+		inserted, err := l.insertOnce(ctx, entries)
+		if err != nil {
+			return nil, err
+		}
+		var kept []string
+		for _, e := range entries {
+			if inserted[e.Key] {
+				held[e.Key] = e
+			} else {
+				kept = append(kept, e.Key)
+			}
+		}
+		if len(kept) == 0 {
+			return held, nil
+		}
+		found, err := l.findAll(ctx, kept)
+		if err != nil {
+			return nil, err
+		}
+		var again []ledger.Entry
+		for _, e := range entries {
+			if h, ok := found[e.Key]; ok {
+				held[e.Key] = h
+			} else if !inserted[e.Key] {
+				again = append(again, e)
+			}
+		}
+		if len(again) == 0 {
+			return held, nil
+		}
+		entries = again
+	}
+	return nil, fmt.Errorf("cannot record outcomes in the ledger: %d keys were neither inserted nor found after %d rounds",
+		len(entries), insertRounds)
+}
+
+// insertRounds bounds the rounds of insert.
+const insertRounds = 3
+
+// insertOnce inserts entries, each of another key, with one statement and
+// returns the keys it inserted.
+func (l *Ledger) insertOnce(ctx context.Context, entries []ledger.Entry) (map[string]bool, error) {
 	n := len(entries)
 	keys, fingerprints, uids, endpoints := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	accounts, modes, scopes, charges := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	outcomes, reasons, resolvers, ats := make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
-	amounts, currencies := make([]int64, n), make([]string, n)
+	amounts, currencies, refunded := make([]int64, n), make([]string, n), make([]string, n)
 	for i, e := range entries {
 		keys[i], fingerprints[i], charges[i] = e.Key, e.Fingerprint, e.Charge
 		uids[i], endpoints[i], accounts[i] = e.Provider.UID, e.Provider.Endpoint, e.Provider.Account
 		modes[i], scopes[i] = e.Provider.Mode, e.Provider.KeyScope
 		outcomes[i], reasons[i], resolvers[i], ats[i] = string(e.Outcome), e.Reason, e.ResolvedBy, e.At
-		amounts[i], currencies[i] = e.Amount, e.Currency
+		amounts[i], currencies[i], refunded[i] = e.Amount, e.Currency, e.RefundedCharge
 	}
+	var inserted []string
 	err := l.do(ctx, func(ctx context.Context) error {
-		_, err := l.pool.Exec(ctx, insertQuery, keys, fingerprints, uids, endpoints, accounts, modes, scopes,
-			charges, outcomes, reasons, resolvers, ats, amounts, currencies, l.opts.Cluster)
+		rows, err := l.pool.Query(ctx, insertQuery, keys, fingerprints, uids, endpoints, accounts, modes, scopes,
+			charges, outcomes, reasons, resolvers, ats, amounts, currencies, refunded, l.opts.Cluster)
+		if err != nil {
+			return err
+		}
+		inserted, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
 	if err != nil {
-		return wrapErr("record outcomes in the ledger", err)
+		return nil, wrapErr("record outcomes in the ledger", err)
 	}
-	return nil
+	set := make(map[string]bool, len(inserted))
+	for _, k := range inserted {
+		set[k] = true
+	}
+	return set, nil
 }
 
 // firstPerKey keeps the first entry of each key (first outcome wins within

@@ -38,7 +38,7 @@ const scanBatch = 1000
 
 // entryColumns are the columns of an entry, in the order scanEntry reads.
 const entryColumns = `key, fingerprint, provider_uid, provider_endpoint, provider_account, provider_mode,
-	provider_key_scope, charge, outcome, reason, resolved_by, at, amount, currency`
+	provider_key_scope, charge, outcome, reason, resolved_by, at, amount, currency, refunded_charge`
 
 // Scan reads the rows after a key in key order, by the primary key's
 // index: keyset pagination, so a batch costs the same at any depth.
@@ -94,7 +94,8 @@ func scanEntry(row pgx.CollectableRow) (ledger.Entry, error) {
 	var e ledger.Entry
 	var outcome string
 	err := row.Scan(&e.Key, &e.Fingerprint, &e.Provider.UID, &e.Provider.Endpoint, &e.Provider.Account,
-		&e.Provider.Mode, &e.Provider.KeyScope, &e.Charge, &outcome, &e.Reason, &e.ResolvedBy, &e.At, &e.Amount, &e.Currency)
+		&e.Provider.Mode, &e.Provider.KeyScope, &e.Charge, &outcome, &e.Reason, &e.ResolvedBy, &e.At, &e.Amount, &e.Currency,
+		&e.RefundedCharge)
 	e.Outcome = paymentsv1alpha1.LedgerOutcome(outcome)
 	e.At = e.At.UTC()
 	return e, err
@@ -107,6 +108,12 @@ func (l *Ledger) FindAll(ctx context.Context, keys []string) (map[string]ledger.
 	if l.isClosed() {
 		return nil, ErrClosed
 	}
+	return l.findAll(ctx, keys)
+}
+
+// findAll is FindAll, also while Close drains what is queued: Record reads
+// the rows its statement kept with it.
+func (l *Ledger) findAll(ctx context.Context, keys []string) (map[string]ledger.Entry, error) {
 	found := make(map[string]ledger.Entry, len(keys))
 	for chunk := range slices.Chunk(keys, scanBatch) {
 		var batch []ledger.Entry
