@@ -173,7 +173,7 @@ func TestRefundAfterTheJobIsGone(t *testing.T) {
 	// What is left is checked against the ledger's entry (500).
 	r = kubectlPayments("refund", "pj/invoice-5", "-n", ns, "--amount", "501", "--provider", "stripe")
 	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
-	g.Expect(r.Stderr).To(ContainSubstring("--amount 501 is more than what is left of pj/invoice-5: 500 usd"))
+	g.Expect(r.Stderr).To(ContainSubstring("--amount 501 is more than what is left of pj/invoice-5: 500 usd (nothing refunded)"))
 
 	name := createdName(g, kubectlPayments("refund", "pj/invoice-5", "-n", ns, "--amount", "200", "--provider", "stripe", "-o", "name"))
 	g.Expect(name).To(MatchRegexp(refundName("invoice-5").String()))

@@ -412,8 +412,12 @@ func (k *refundCheck) checkLeft() error {
 		return notApplicable("%s is refunded in whole already (%s)", k.t, strings.Join(by, ", "))
 	}
 	if k.o.amount > left {
-		return notApplicable("--amount %d is more than what is left of %s: %s (refunded: %s)", k.o.amount, k.t,
-			money(left, k.pay.currency), strings.Join(by, ", "))
+		refunded := "nothing refunded"
+		if len(by) > 0 {
+			refunded = "refunded: " + strings.Join(by, ", ")
+		}
+		return notApplicable("--amount %d is more than what is left of %s: %s (%s)", k.o.amount, k.t,
+			money(left, k.pay.currency), refunded)
 	}
 	if k.o.amount == 0 && len(by) > 0 {
 		// A PaymentRefund without an amount refunds the whole charge,
