@@ -158,9 +158,7 @@ func (o *refundOptions) run(ctx context.Context, t target) error {
 		return err
 	}
 	k.askProvider(ctx)
-	if err := k.readRefunds(ctx); err != nil {
-		return err
-	}
+	k.readRefunds(ctx)
 	if err := k.checkLeft(); err != nil {
 		return err
 	}

@@ -314,7 +314,7 @@ func (k *refundCheck) askProvider(ctx context.Context) {
 // PaymentRefunds that did not fail, then the provider's list when it was
 // read (it is the whole truth, refunds made by hand included), or else
 // the refunds the ledger records for the charge.
-func (k *refundCheck) readRefunds(ctx context.Context) error {
+func (k *refundCheck) readRefunds(ctx context.Context) {
 	seen := map[string]int{}
 	add := func(r spentRefund) {
 		if i, ok := seen[r.key]; ok && r.key != "" {
@@ -359,12 +359,12 @@ func (k *refundCheck) readRefunds(ctx context.Context) error {
 		if other := ch.Refunded - keyed; other > 0 {
 			add(spentRefund{label: "refunds without a key at the provider", amount: other})
 		}
-		return nil
+		return
 	}
 	if k.reader == nil {
 		k.warnf("the outcome ledger could not be read (%v): what is left does not count refunds whose PaymentRefund is "+
 			"deleted; the operator checks the provider's list before it refunds", k.ledgerErr)
-		return nil
+		return
 	}
 	err := k.reader.Each(ctx, ledger.Filter{Namespace: k.ns, Since: k.pay.since}, func(e ledger.Entry) error {
 		key := unscoped(e.Key)
@@ -386,7 +386,6 @@ func (k *refundCheck) readRefunds(ctx context.Context) error {
 		k.warnf("the outcome ledger could not be read (%v): what is left does not count refunds whose PaymentRefund is "+
 			"deleted; the operator checks the provider's list before it refunds", k.ledgerErr)
 	}
-	return nil
 }
 
 // checkLeft computes what is left of the charge and refuses an amount
