@@ -58,6 +58,7 @@ type refundOptions struct {
 	reason        string
 	name          string
 	provider      string
+	paymentKey    string
 	dryRun        string
 	output        string
 	checkProvider bool
@@ -89,8 +90,9 @@ refund's outcome, and no money would go back. The manifest names the payment by 
 job's name and idempotency key (spec.paymentJobRef), so that it still finds the
 payment in the ledger once the job is gone.
 
-Once the job is deleted (its TTL), name its PaymentProvider with --provider: the
-refund is made only when the outcome ledger holds the payment.`,
+Once the job is deleted (its TTL), name its PaymentProvider with --provider (and, if
+its manifest set spec.idempotencyKey, that key with --payment-key): the refund is made
+only when the outcome ledger holds the payment.`,
 		Example: `  kubectl payments refund pj/invoice-2026-0042 -n billing --amount 500 --reason requested_by_customer --dry-run=client -o yaml > refund.yaml
   kubectl payments refund pj/invoice-2026-0042 -n billing`,
 		ValidArgsFunction: completeObjects(r, kindJob),
@@ -110,6 +112,8 @@ refund is made only when the outcome ledger holds the payment.`,
 	cmd.Flags().StringVar(&o.name, "name", "", "The PaymentRefund's name, also its idempotency key (default: NAME-refund- and a random suffix); "+
 		"refused when a refund of the namespace, the ledger or the provider has it")
 	cmd.Flags().StringVar(&o.provider, "provider", "", "The PaymentProvider of the payment, when its job is deleted (default: the job's)")
+	cmd.Flags().StringVar(&o.paymentKey, "payment-key", "", "The job's spec.idempotencyKey, when its job is deleted and its manifest set one "+
+		"(default: the job's key, or NAME once it is deleted)")
 	cmd.Flags().BoolVar(&o.checkProvider, "check-provider", true,
 		"Also ask the provider (read-only) for the charge's refunds; needs get on the provider's Secret, and warns when it cannot")
 	cmd.Flags().StringSliceVar(&o.insecureHosts, "insecure-provider-hosts", nil,

@@ -119,6 +119,9 @@ func TestRefundPrintsTheManifestForGitOrCreatesIt(t *testing.T) {
 	r = kubectlPayments("refund", "pj/invoice-3", "-n", ns, "--provider", "other", "--amount", "1")
 	g.Expect(r.Code).To(Equal(cli.ExitUsage), r.Stderr)
 	g.Expect(r.Stderr).To(ContainSubstring("--provider other is not the PaymentProvider of pj/invoice-3 (stripe)"))
+	r = kubectlPayments("refund", "pj/invoice-3", "-n", ns, "--payment-key", "order-3", "--amount", "1")
+	g.Expect(r.Code).To(Equal(cli.ExitUsage), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("--payment-key order-3 is not the idempotency key of pj/invoice-3 (invoice-3)"))
 	g.Expect(refundsIn(g, ns)).To(HaveLen(1))
 
 	// More than what is left: refused before anything is created.
@@ -311,6 +314,19 @@ func TestRefundManifestFindsItsPaymentAfterItsJobIsGone(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rf.Status.Charge.ID).To(Equal(pj.Status.ProviderResponse.ID))
 	g.Expect(rf.Status.ProviderResponse.Amount).To(Equal(int64(300)))
+
+	// With the job gone, its own key finds the payment: --payment-key.
+	r = kubectlPayments("refund", "pj/invoice-9", "-n", ns, "--provider", "stripe", "--amount", "100")
+	g.Expect(r.Code).To(Equal(cli.ExitNotFound), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("if its job set spec.idempotencyKey, give that key with --payment-key"))
+	r = kubectlPayments("refund", "pj/invoice-9", "-n", ns, "--provider", "stripe", "--payment-key", "order-9", "--amount", "601")
+	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("--amount 601 is more than what is left of pj/invoice-9: 600 usd (refunded: prefund/%s 300)", printed.Name))
+	name := createdName(g, kubectlPayments("refund", "pj/invoice-9", "-n", ns, "--provider", "stripe", "--payment-key", "order-9", "-o", "name"))
+	rf, err = env.WaitForRefundPhase(ctx, ns, name, paymentsv1alpha1.PhaseCompleted, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rf.Spec.PaymentJobRef.IdempotencyKey).To(Equal("order-9"))
+	g.Expect(rf.Status.ProviderResponse.Amount).To(Equal(int64(600)))
 }
 
 // A user who may read payments and refunds, but not the ledger nor the

@@ -176,6 +176,10 @@ func (k *refundCheck) jobPayment(ctx context.Context, pj *paymentsv1alpha1.Payme
 	if pj.Status.Phase != paymentsv1alpha1.PhaseCompleted {
 		return notApplicable("%s in namespace %s is %s: only a Completed payment can be refunded", k.t, k.ns, orDash(string(pj.Status.Phase)))
 	}
+	if key := effectiveKey(pj.Name, pj.Spec.IdempotencyKey); k.o.paymentKey != "" && k.o.paymentKey != key {
+		return usageError("--payment-key %s is not the idempotency key of %s (%s): leave --payment-key out while the job exists",
+			k.o.paymentKey, k.t, key)
+	}
 	p := paidCharge{job: pj, jobKey: effectiveKey(pj.Name, pj.Spec.IdempotencyKey), sentKey: pj.Status.IdempotencyKey,
 		amount: pj.Spec.Amount, currency: pj.Spec.Currency, since: pj.CreationTimestamp.Time}
 	if r := pj.Status.ProviderResponse; r != nil {
@@ -199,10 +203,14 @@ func (k *refundCheck) jobPayment(ctx context.Context, pj *paymentsv1alpha1.Payme
 }
 
 // gonePayment finds the payment of a job that is gone in the ledger, under
-// the key the operator looks it up with: the job's name under the key
-// scope of --provider.
+// the key the operator looks it up with: the job's key (--payment-key, or
+// its name) under the key scope of --provider.
 func (k *refundCheck) gonePayment(ctx context.Context) error {
 	notFound := fmt.Sprintf("%s not found in namespace %s", k.t, k.ns)
+	jobKey, hint := effectiveKey(k.t.Name, k.o.paymentKey), ", or, if its job set spec.idempotencyKey, give that key with --payment-key"
+	if k.o.paymentKey != "" {
+		hint = ""
+	}
 	if k.reader == nil {
 		err := fmt.Errorf("%s, and whether the outcome ledger holds its payment cannot be told: %w. The operator refunds "+
 			"a payment whose job is gone only from its ledger entry: check the name, or ask someone who may read the ledger "+
@@ -212,14 +220,14 @@ func (k *refundCheck) gonePayment(ctx context.Context) error {
 		}
 		return &Error{Code: ExitCode(k.ledgerErr), Err: err}
 	}
-	entries, err := k.reader.Find(ctx, ledger.SentKey(k.ns, k.t.Name))
+	entries, err := k.reader.Find(ctx, ledger.SentKey(k.ns, jobKey))
 	if err != nil {
 		k.ledgerFailed(err)
 		return k.gonePayment(ctx)
 	}
 	if len(entries) == 0 {
 		return &Error{Code: ExitNotFound, Err: fmt.Errorf("%s, and the %s outcome ledger holds no payment under its key %s: "+
-			"check the name and the namespace (-n); nothing to refund", notFound, k.o.ledger.backend, ledger.SentKey(k.ns, k.t.Name))}
+			"check the name and the namespace (-n)%s; nothing to refund", notFound, k.o.ledger.backend, ledger.SentKey(k.ns, jobKey), hint)}
 	}
 	if k.o.provider == "" {
 		i := slices.IndexFunc(entries, func(e ledger.Entry) bool { return e.Outcome == paymentsv1alpha1.LedgerCompleted })
@@ -236,7 +244,7 @@ func (k *refundCheck) gonePayment(ctx context.Context) error {
 	if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: k.o.provider}, &pp); err != nil {
 		return classify(err, fmt.Sprintf("PaymentProvider %s/%s", k.ns, k.o.provider))
 	}
-	key := sentJobKey(pp.Spec.KeyScope, k.ns, k.t.Name)
+	key := sentJobKey(pp.Spec.KeyScope, k.ns, jobKey)
 	var found *ledger.Entry
 	var others []string
 	for i, e := range entries {
@@ -255,7 +263,7 @@ func (k *refundCheck) gonePayment(ctx context.Context) error {
 		return notApplicable("the outcome ledger records that %s failed (%s): nothing was charged, so nothing is refunded",
 			k.t, orDash(found.Reason))
 	}
-	k.pay = paidCharge{jobKey: k.t.Name, sentKey: found.Key, id: found.Charge, amount: found.Amount, currency: found.Currency,
+	k.pay = paidCharge{jobKey: jobKey, sentKey: found.Key, id: found.Charge, amount: found.Amount, currency: found.Currency,
 		since: found.At, account: found.Provider.Account, scope: pp.Spec.KeyScope, pp: &pp}
 	return nil
 }
