@@ -69,8 +69,8 @@ var (
 // testNamespaces are the namespaces of the tests, the only ones the
 // operator of env watches: a test may run an operator of its own for
 // another namespace (postgres_test.go).
-var testNamespaces = []string{"approve", "books", "books-tty", "completion", "errors", "ledger", "ledger-export", "rbac", "refund", "refund-gone",
-	"resolve", "status", "status-check"}
+var testNamespaces = []string{"approve", "books", "books-tty", "completion", "errors", "ledger", "ledger-export", "rbac", "refund", "refund-again",
+	"refund-git", "refund-gitops", "refund-gone", "refund-rbac", "refund-typo", "resolve", "status", "status-check"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -244,6 +244,7 @@ var scrubbers = []struct {
 	re   *regexp.Regexp
 	with string
 }{
+	{regexp.MustCompile(`-refund-[bcdfghjklmnpqrstvwxz2456789]{5}\b`), "-refund-<suffix>"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "<time>"},
 	{regexp.MustCompile(`\b(in )?(\d+[smhdy])+( ago)?\b`), "<age>"},
 	{regexp.MustCompile(`\b(pi|re|ch|dp)_[A-Za-z0-9]+`), "<${1}_id>"},

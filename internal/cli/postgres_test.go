@@ -103,4 +103,21 @@ func TestLedgerOnPostgres(t *testing.T) {
 	r = kubectlPayments("ledger", "find", "pj/invoice-1", "-n", ns)
 	g.Expect(r.Code).To(Equal(cli.ExitNotFound), r.Stderr)
 	g.Expect(r.Stdout+r.Stderr).NotTo(ContainSubstring(dsn), "the DSN is never printed")
+
+	// refund reads the same ledger: a refund whose PaymentRefund is
+	// deleted is counted in what is left, and its key is not proposed
+	// again.
+	r = kubectlPayments(append([]string{"refund", "pj/invoice-1", "-n", ns, "--amount", "300", "-o", "name"}, onPostgres...)...)
+	first := createdName(g, r)
+	rf, err := pgEnv.WaitForRefundPhase(ctx, ns, first, paymentsv1alpha1.PhaseCompleted, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	deleteAndWait(g, rf)
+	r = kubectlPayments(append([]string{"refund", "pj/invoice-1", "-n", ns, "--amount", "900"}, onPostgres...)...)
+	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("--amount 900 is more than what is left of pj/invoice-1: 800 usd (refunded: %s (no PaymentRefund; in the ledger, %s) 300)",
+		first, rf.Status.ProviderResponse.ID))
+	r = kubectlPayments(append([]string{"refund", "pj/invoice-1", "-n", ns, "--name", first, "--dry-run=client", "-o", "yaml"}, onPostgres...)...)
+	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("the outcome ledger holds a refund under its key %s.refund/%s", ns, first))
+	g.Expect(r.Stdout+r.Stderr).NotTo(ContainSubstring(dsn), "the DSN is never printed")
 }

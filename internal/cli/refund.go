@@ -20,13 +20,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -56,13 +53,17 @@ func checkDryRun(v string) error {
 }
 
 type refundOptions struct {
-	root     *Root
-	amount   int64
-	reason   string
-	name     string
-	provider string
-	dryRun   string
-	output   string
+	root          *Root
+	amount        int64
+	reason        string
+	name          string
+	provider      string
+	paymentKey    string
+	dryRun        string
+	output        string
+	checkProvider bool
+	insecureHosts []string
+	ledger        ledgerFlags
 }
 
 func newRefundCommand(r *Root) *cobra.Command {
@@ -77,8 +78,21 @@ nothing is created; without --dry-run it is created. The amount is in the charge
 minor unit and defaults to what is left of the charge (the manifest then leaves
 spec.amount out while nothing was refunded, for the whole charge); a refund is never
 more than what is left (the operator refuses it without a provider call, and this
-command before).
-Once the job is deleted (its TTL), name its PaymentProvider with --provider.`,
+command before). What is left counts the job's PaymentRefunds that did not fail, the
+refunds the outcome ledger records for the charge (also once their PaymentRefund is
+deleted), and, when the provider can be asked (--check-provider), the provider's own
+list of the charge's refunds.
+
+The PaymentRefund's name, which is also its idempotency key, is NAME-refund- and a
+random suffix, drawn again while a PaymentRefund, the outcome ledger or the provider
+knows it: a refund under a key that was used already would be finished from that
+refund's outcome, and no money would go back. The manifest names the payment by its
+job's name and idempotency key (spec.paymentJobRef), so that it still finds the
+payment in the ledger once the job is gone.
+
+Once the job is deleted (its TTL), name its PaymentProvider with --provider (and, if
+its manifest set spec.idempotencyKey, that key with --payment-key): the refund is made
+only when the outcome ledger holds the payment.`,
 		Example: `  kubectl payments refund pj/invoice-2026-0042 -n billing --amount 500 --reason requested_by_customer --dry-run=client -o yaml > refund.yaml
   kubectl payments refund pj/invoice-2026-0042 -n billing`,
 		ValidArgsFunction: completeObjects(r, kindJob),
@@ -95,10 +109,18 @@ Once the job is deleted (its TTL), name its PaymentProvider with --provider.`,
 	}
 	cmd.Flags().Int64Var(&o.amount, "amount", 0, "Amount to refund in the charge's minor unit (default: what is left of the charge)")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "duplicate, fraudulent or requested_by_customer")
-	cmd.Flags().StringVar(&o.name, "name", "", "The PaymentRefund's name (default: NAME-refund, NAME-refund-2, ...); also its idempotency key")
+	cmd.Flags().StringVar(&o.name, "name", "", "The PaymentRefund's name, also its idempotency key (default: NAME-refund- and a random suffix); "+
+		"refused when a refund of the namespace, the ledger or the provider has it")
 	cmd.Flags().StringVar(&o.provider, "provider", "", "The PaymentProvider of the payment, when its job is deleted (default: the job's)")
+	cmd.Flags().StringVar(&o.paymentKey, "payment-key", "", "The job's spec.idempotencyKey, when its job is deleted and its manifest set one "+
+		"(default: the job's key, or NAME once it is deleted)")
+	cmd.Flags().BoolVar(&o.checkProvider, "check-provider", true,
+		"Also ask the provider (read-only) for the charge's refunds; needs get on the provider's Secret, and warns when it cannot")
+	cmd.Flags().StringSliceVar(&o.insecureHosts, "insecure-provider-hosts", nil,
+		"Hosts --check-provider may call over plain http, as the manager's flag of that name (a sandbox on 127.0.0.1)")
 	addDryRun(cmd, &o.dryRun)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Print the PaymentRefund as yaml, json, or its name")
+	o.ledger.addFlags(cmd)
 	return cmd
 }
 
@@ -125,14 +147,30 @@ func (o *refundOptions) run(ctx context.Context, t target) error {
 	if err != nil {
 		return err
 	}
-	refunds, err := refundsOfName(ctx, c, ns, t.Name)
+	var live paymentsv1alpha1.PaymentRefundList
+	if err := c.List(ctx, &live, client.InNamespace(ns)); err != nil {
+		return classify(err, "the PaymentRefunds of namespace "+ns)
+	}
+	k := &refundCheck{o: o, c: c, ns: ns, t: t, live: live.Items}
+	if err := k.openLedger(ctx); err != nil {
+		return err
+	}
+	defer k.close()
+	// What the checks could not see is said whatever the outcome.
+	defer k.warn()
+	if err := k.findPayment(ctx); err != nil {
+		return err
+	}
+	k.askProvider(ctx)
+	k.readRefunds(ctx)
+	if err := k.checkLeft(); err != nil {
+		return err
+	}
+	name, err := k.refundName(ctx)
 	if err != nil {
 		return err
 	}
-	rf, err := o.refund(ctx, c, ns, t, refunds)
-	if err != nil {
-		return err
-	}
+	rf := k.manifest(name)
 	switch o.dryRun {
 	case dryRunClient:
 	case dryRunServer:
@@ -148,123 +186,6 @@ func (o *refundOptions) run(ctx context.Context, t target) error {
 		return classify(err, fmt.Sprintf("PaymentRefund %s/%s", ns, rf.Name))
 	}
 	return o.print(rf)
-}
-
-// refund is the PaymentRefund the flags describe, checked against the job.
-func (o *refundOptions) refund(ctx context.Context, c client.Client, ns string, t target, refunds []paymentsv1alpha1.PaymentRefund) (*paymentsv1alpha1.PaymentRefund, error) {
-	provider := o.provider
-	var pj paymentsv1alpha1.PaymentJob
-	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.Name}, &pj)
-	switch {
-	case err == nil:
-		if provider != "" && provider != pj.Spec.ProviderRef.Name {
-			return nil, usageError("--provider %s is not the PaymentProvider of %s (%s): a refund goes only to the account "+
-				"that holds the charge; leave --provider out while the job exists", provider, t, pj.Spec.ProviderRef.Name)
-		}
-		if pj.Status.Phase != paymentsv1alpha1.PhaseCompleted {
-			return nil, notApplicable("%s in namespace %s is %s: only a Completed payment can be refunded", t, ns, orDash(string(pj.Status.Phase)))
-		}
-		if provider == "" {
-			provider = pj.Spec.ProviderRef.Name
-		}
-		left, refunded, err := o.checkLeft(t, &pj, refunds)
-		if err != nil {
-			return nil, err
-		}
-		if o.amount == 0 && refunded {
-			// A PaymentRefund without an amount refunds the whole charge,
-			// which is more than is left: ask for the rest.
-			o.amount = left
-		}
-	case ExitCode(classify(err, "")) == ExitNotFound && provider != "":
-		// The job is gone (its TTL): the operator finds the charge in the ledger.
-	case ExitCode(classify(err, "")) == ExitNotFound:
-		return nil, &Error{Code: ExitNotFound, Err: fmt.Errorf("%s not found in namespace %s: check the name, or, if its job was "+
-			"deleted after it finished, name its PaymentProvider with --provider", t, ns)}
-	default:
-		return nil, classify(err, fmt.Sprintf("%s in namespace %s", t, ns))
-	}
-	rf := &paymentsv1alpha1.PaymentRefund{
-		TypeMeta:   metav1.TypeMeta{APIVersion: paymentsv1alpha1.GroupVersion.String(), Kind: "PaymentRefund"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: ns},
-		Spec: paymentsv1alpha1.PaymentRefundSpec{
-			ProviderRef:   paymentsv1alpha1.ProviderReference{Name: provider},
-			PaymentJobRef: paymentsv1alpha1.PaymentJobReference{Name: t.Name},
-			Reason:        paymentsv1alpha1.RefundReason(o.reason),
-		},
-	}
-	if o.amount > 0 {
-		rf.Spec.Amount = ptr.To(o.amount)
-	}
-	if rf.Name == "" {
-		rf.Name = nextRefundName(t.Name, refunds)
-	}
-	return rf, nil
-}
-
-// checkLeft returns what is left of the charge, and whether any of it was
-// refunded; it refuses an amount over what is left.
-func (o *refundOptions) checkLeft(t target, pj *paymentsv1alpha1.PaymentJob, refunds []paymentsv1alpha1.PaymentRefund) (int64, bool, error) {
-	left, currency, charge := pj.Spec.Amount, pj.Spec.Currency, ""
-	if r := pj.Status.ProviderResponse; r != nil {
-		charge = r.ID
-		if r.Amount > 0 {
-			left, currency = r.Amount, r.Currency
-		}
-	}
-	var by []string
-	for _, rf := range refunds {
-		if rf.Status.Phase == paymentsv1alpha1.PhaseFailed {
-			continue
-		}
-		if ch := rf.Status.Charge; ch != nil && charge != "" && ch.ID != charge {
-			// A refund of an earlier payment of a job of this name.
-			continue
-		}
-		amount := left // a whole refund takes what is left
-		switch {
-		case rf.Status.ProviderResponse != nil && rf.Status.ProviderResponse.Amount > 0:
-			amount = rf.Status.ProviderResponse.Amount
-		case rf.Spec.Amount != nil:
-			amount = *rf.Spec.Amount
-		}
-		left -= amount
-		by = append(by, fmt.Sprintf("prefund/%s %d", rf.Name, amount))
-	}
-	if left <= 0 {
-		return 0, true, notApplicable("%s is refunded in whole already (%s)", t, strings.Join(by, ", "))
-	}
-	if o.amount > left {
-		return 0, true, notApplicable("--amount %d is more than what is left of %s: %s (refunded: %s)", o.amount, t,
-			money(left, currency), strings.Join(by, ", "))
-	}
-	return left, len(by) > 0, nil
-}
-
-func nextRefundName(job string, refunds []paymentsv1alpha1.PaymentRefund) string {
-	taken := map[string]bool{}
-	for _, rf := range refunds {
-		taken[rf.Name] = true
-	}
-	name := job + "-refund"
-	for i := 2; taken[name]; i++ {
-		name = fmt.Sprintf("%s-refund-%d", job, i)
-	}
-	return name
-}
-
-func refundsOfName(ctx context.Context, c client.Client, ns, job string) ([]paymentsv1alpha1.PaymentRefund, error) {
-	var list paymentsv1alpha1.PaymentRefundList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, classify(err, "the PaymentRefunds of namespace "+ns)
-	}
-	var out []paymentsv1alpha1.PaymentRefund
-	for _, rf := range list.Items {
-		if rf.Spec.PaymentJobRef.Name == job {
-			out = append(out, rf)
-		}
-	}
-	return out, nil
 }
 
 func (o *refundOptions) print(rf *paymentsv1alpha1.PaymentRefund) error {
