@@ -394,3 +394,32 @@ func TestRefundDeletedByItsTTL(t *testing.T) {
 	s.Expect(s.engine.Stats().RefundRequests).To(Equal(requests), "no refund request")
 	s.Expect(s.refundsAt("invoice")).To(HaveLen(1))
 }
+
+// TestRefundFromGitAfterItsJobIsGoneIsFinishedFromItsOwnEntry: a refund
+// manifest in Git names its PaymentJob by name only, and the job charged
+// under a key of its own; both objects are deleted (their TTL, by hand),
+// and Git applies the refund again. It is finished from its own ledger
+// entry, which names the charge it refunded, before the job (which cannot
+// be found under its name any more) is looked for: Completed, no refund
+// request, never PaymentNotFound.
+func TestRefundFromGitAfterItsJobIsGoneIsFinishedFromItsOwnEntry(t *testing.T) {
+	s := newScenario(t)
+	job := s.run("invoice", paymentsv1alpha1.PhaseCompleted, func(spec *paymentsv1alpha1.PaymentJobSpec) {
+		spec.IdempotencyKey = "inv-2026-9"
+	})
+	charge := job.Status.ProviderResponse.ID
+	s.createRefund("back", "invoice", 300)
+	first := s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
+	s.Expect(k8sClient.Delete(context.Background(), first)).To(Succeed())
+	waitForGone(s, first)
+	s.Expect(k8sClient.Delete(context.Background(), job)).To(Succeed())
+	waitForGone(s, job)
+
+	requests := s.engine.Stats().RefundRequests
+	s.createRefund("back", "invoice", 300)
+	again := s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "FoundInLedger")
+	s.Expect(again.Status.ProviderResponse.ID).To(Equal(first.Status.ProviderResponse.ID))
+	s.Expect(again.Status.Charge.ID).To(Equal(charge), "the charge the ledger says it refunded")
+	s.Expect(s.engine.Stats().RefundRequests).To(Equal(requests), "no refund request")
+	s.Expect(s.engine.ListRefunds(charge)).To(HaveLen(1), "refunded once")
+}
