@@ -165,6 +165,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		log.FromContext(ctx).Info("The reconciliation run did not finish; retried", "error", err.Error())
 		msg := payment.CleanMessage("The run did not finish: "+err.Error()+"; retried from the start (it only reads)", 1024)
+		if errors.As(err, &ledgerError{}) {
+			// A database's error names its user, database, host and
+			// port: the log above has it, the status does not.
+			msg = "The run did not finish: the operator's ledger is unavailable; retried from the start (it only reads); " +
+				"an administrator finds the cause in the manager's log"
+		}
 		return ctrl.Result{RequeueAfter: retryAfter}, r.progress(ctx, pr, phase, reason, msg, false)
 	}
 	return ctrl.Result{}, r.complete(ctx, pr, res)
