@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +32,7 @@ import (
 // manager and its ledger command.
 type postgresFlags struct {
 	dsnFile, caFile, cluster string
+	durability               string
 	maxConns                 int
 	skipMigrationCheck       bool
 }
@@ -49,6 +51,10 @@ func bindPostgresFlags(fs *flag.FlagSet) *postgresFlags {
 	fs.StringVar(&f.cluster, "ledger-cluster-name", "",
 		"The name of this cluster, stored with each outcome it records in a database that clusters of a fleet share. "+
 			"It does not scope the idempotency keys: the same manifest applied on two clusters is one payment.")
+	fs.StringVar(&f.durability, "ledger-postgres-durability", string(operator.DurabilitySynchronous),
+		"What the database must do before it acknowledges an outcome: `synchronous` (the manager refuses to start unless "+
+			"a commit waits for a synchronous standby: synchronous_standby_names set, synchronous_commit on) or local "+
+			"(a single server, or tests: a failover can lose the outcomes acknowledged just before it).")
 	fs.BoolVar(&f.skipMigrationCheck, "ledger-postgres-skip-migration-check", false,
 		"Start on PostgreSQL even though the PaymentLedger pages hold outcomes the database lacks "+
 			"(copy them first: manager ledger copy --from=crd --to=postgres).")
@@ -93,12 +99,18 @@ func (f *postgresFlags) options() (operator.PostgresLedger, error) {
 		// The path, not the content.
 		return operator.PostgresLedger{}, fmt.Errorf("cannot read --ledger-postgres-dsn-file: %w", err)
 	}
+	// The ledger command has no such flag: "" is the default.
+	durability := operator.LedgerDurability(cmp.Or(f.durability, string(operator.DurabilitySynchronous)))
+	if durability != operator.DurabilitySynchronous && durability != operator.DurabilityLocal {
+		return operator.PostgresLedger{}, fmt.Errorf("--ledger-postgres-durability must be %s or %s, not %q",
+			operator.DurabilitySynchronous, operator.DurabilityLocal, f.durability)
+	}
 	dsn := strings.TrimSpace(string(data))
 	if dsn == "" {
 		return operator.PostgresLedger{}, fmt.Errorf("--ledger-postgres-dsn-file %s is empty", f.dsnFile)
 	}
 	return operator.PostgresLedger{
 		DSN: dsn, RootCAFile: f.caFile, MaxConns: int32(f.maxConns), Cluster: f.cluster,
-		SkipMigrationCheck: f.skipMigrationCheck,
+		SkipMigrationCheck: f.skipMigrationCheck, Durability: durability,
 	}, nil
 }

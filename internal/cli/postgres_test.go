@@ -50,7 +50,7 @@ func TestLedgerOnPostgres(t *testing.T) {
 		Operator: operator.Options{LedgerBackend: operator.LedgerPostgres,
 			// The CRD pages hold the other tests' payments, none of this
 			// namespace's.
-			Postgres: operator.PostgresLedger{DSN: dsn, SkipMigrationCheck: true}}})
+			Postgres: operator.PostgresLedger{DSN: dsn, SkipMigrationCheck: true, Durability: operator.DurabilityLocal}}})
 	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	g.Expect(pgEnv.CreateProvider(ctx, ns, "stripe")).To(Succeed())
 	charges := map[string]string{}

@@ -82,7 +82,7 @@ func ExampleOptions_postgres() {
 		},
 	})
 	if err != nil {
-		fmt.Println(err) // the database did not answer within a minute, or refused the schema
+		fmt.Println(err) // the database did not answer within a minute, refused the schema, or has no synchronous standby
 		return
 	}
 	_ = mgr.Start(ctrl.SetupSignalHandler())

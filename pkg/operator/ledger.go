@@ -45,6 +45,27 @@ const (
 	LedgerPostgres LedgerBackend = "postgres"
 )
 
+// LedgerDurability is what the PostgreSQL ledger's database must do before
+// it acknowledges an outcome: once acknowledged, the job's finalizer comes
+// off and its TTL may delete it, so the row is then the only record that
+// the payment was made.
+type LedgerDurability string
+
+const (
+	// DurabilitySynchronous, the default, needs a synchronous standby: a
+	// commit is acknowledged only once a standby holds it
+	// (synchronous_standby_names set, synchronous_commit on, remote_write or
+	// remote_apply), so a failover loses no acknowledged outcome. Setup
+	// refuses a database without one.
+	DurabilitySynchronous LedgerDurability = "synchronous"
+	// DurabilityLocal accepts a commit the primary alone holds: a single
+	// server (its disk is the record), or tests. On a replicated database
+	// a failover can lose the outcomes acknowledged just before it, and a
+	// manifest applied again is charged again at a provider that no
+	// longer remembers its key.
+	DurabilityLocal LedgerDurability = "local"
+)
+
 // PostgresLedger configures the PostgreSQL ledger.
 type PostgresLedger struct {
 	// DSN is the database's connection string, a URL
@@ -68,6 +89,9 @@ type PostgresLedger struct {
 	// outcomes the database lacks. Without it Setup refuses: those
 	// payments would be charged again if their manifests came back.
 	SkipMigrationCheck bool
+	// Durability is what the database must do before it acknowledges an
+	// outcome (--ledger-postgres-durability); "" is DurabilitySynchronous.
+	Durability LedgerDurability
 }
 
 // checkLedger refuses ledger options that could lose the record of a
@@ -80,6 +104,9 @@ func (o Options) checkLedger() error {
 		return fmt.Errorf("unknown ledger backend %q: use %q or %q", o.LedgerBackend, LedgerCRD, LedgerPostgres)
 	case o.LedgerBackend == LedgerPostgres && !o.DisableLedger && o.Postgres.DSN == "":
 		return errors.New("the PostgreSQL ledger needs a DSN (--ledger-postgres-dsn-file)")
+	case o.Postgres.Durability != "" && o.Postgres.Durability != DurabilitySynchronous && o.Postgres.Durability != DurabilityLocal:
+		return fmt.Errorf("unknown PostgreSQL ledger durability %q: use %q or %q", o.Postgres.Durability,
+			DurabilitySynchronous, DurabilityLocal)
 	case o.LedgerRetention < 24*time.Hour:
 		return fmt.Errorf("the ledger retention (%s) must be at least 24h", o.LedgerRetention)
 	}
@@ -108,9 +135,20 @@ func setupLedger(mgr ctrl.Manager, opts Options, onRewind func(why ...any)) (eng
 	pg := opts.Postgres
 	l, err := pgledger.Open(ctx, pg.DSN, pgledger.Options{
 		Cluster: pg.Cluster, Retention: opts.LedgerRetention, RootCAFile: pg.RootCAFile, MaxConns: pg.MaxConns,
+		RequireSynchronous: pg.Durability != DurabilityLocal,
 	})
+	if errors.Is(err, pgledger.ErrNotSynchronous) {
+		return nil, fmt.Errorf("cannot start on the PostgreSQL outcome ledger: %w. An outcome acknowledged now could be "+
+			"lost in a failover, and its payment charged again: give the database a synchronous standby "+
+			"(docs/postgres-ledger.md, \"Durability\"), or, for a single server or tests, accept that with "+
+			"--ledger-postgres-durability=%s", err, DurabilityLocal)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot set up the PostgreSQL outcome ledger: %w", err)
+	}
+	if pg.Durability == DurabilityLocal {
+		mgr.GetLogger().Info("The PostgreSQL outcome ledger does not wait for a standby (--ledger-postgres-durability=local): " +
+			"a failover can lose the outcomes acknowledged just before it")
 	}
 	if !pg.SkipMigrationCheck {
 		// The pages of a cluster that ran on the CRD ledger hold payments

@@ -40,6 +40,8 @@ func TestOptionsThatCouldChargeTwiceAreRefused(t *testing.T) {
 		{"ledger forgets within a day", Options{LedgerRetention: time.Hour}, "at least 24h"},
 		{"unknown ledger backend", Options{LedgerBackend: "mysql"}, `unknown ledger backend "mysql"`},
 		{"PostgreSQL ledger without a database", Options{LedgerBackend: LedgerPostgres}, "needs a DSN"},
+		{"unknown PostgreSQL durability", Options{LedgerBackend: LedgerPostgres, Postgres: PostgresLedger{DSN: "postgres://db/ledger",
+			Durability: "async"}}, `unknown PostgreSQL ledger durability "async"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

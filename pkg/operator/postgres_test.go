@@ -69,7 +69,7 @@ func TestSetupOnPostgresRefusesADatabaseThatLacksThePages(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		// Never started: Setup's answer is what is tested.
 		return operator.Setup(mgr, operator.Options{LedgerBackend: operator.LedgerPostgres,
-			Postgres: operator.PostgresLedger{DSN: dsn, SkipMigrationCheck: skip}})
+			Postgres: operator.PostgresLedger{DSN: dsn, SkipMigrationCheck: skip, Durability: operator.DurabilityLocal}})
 	}
 
 	err = setup(false)
@@ -87,4 +87,37 @@ func TestSetupOnPostgresRefusesADatabaseThatLacksThePages(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(copied.Copied).To(Equal(1))
 	g.Expect(setup(false)).To(Succeed(), "every outcome of the pages is in the database")
+}
+
+// The manager needs a commit to wait for a synchronous standby: Setup on a
+// PostgreSQL server without one refuses to start, says what is lost and
+// names the flag that accepts it (never the DSN); with a standby made
+// synchronous it starts, and with DurabilityLocal a single server does.
+func TestSetupOnPostgresRefusesADatabaseWithoutASynchronousStandby(t *testing.T) {
+	g := NewWithT(t)
+	primary := pgserver.Start(t)
+	dsn := primary.CreateDatabase(t, "ledger")
+	setup := func(durability operator.LedgerDurability) error {
+		mgr, err := ctrl.NewManager(rest.CopyConfig(env.Config), ctrl.Options{
+			Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			Cache:      operator.CacheOptions(),
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		// Never started: Setup's answer is what is tested.
+		return operator.Setup(mgr, operator.Options{LedgerBackend: operator.LedgerPostgres,
+			Postgres: operator.PostgresLedger{DSN: dsn, Durability: durability}})
+	}
+
+	err := setup("")
+	g.Expect(err).To(MatchError(pgledger.ErrNotSynchronous), "the default needs a synchronous standby")
+	g.Expect(err).To(MatchError(ContainSubstring("synchronous_standby_names is empty")))
+	g.Expect(err).To(MatchError(ContainSubstring("lost in a failover")))
+	g.Expect(err).To(MatchError(ContainSubstring("--ledger-postgres-durability=local")))
+	g.Expect(err.Error()).NotTo(ContainSubstring(primary.Addr()), "the DSN stays out of the error")
+	g.Expect(setup(operator.DurabilityLocal)).To(Succeed(), "a single server, accepted when told")
+
+	primary.StartStandby(t)
+	primary.SetSynchronousStandbyNames(t, "*")
+	g.Expect(setup(operator.DurabilitySynchronous)).To(Succeed(), "a synchronous standby")
 }

@@ -173,6 +173,9 @@ func (b *bench) run(ctx context.Context) (err error) {
 	if err := b.startPostgres(ctx, flags["ledger-backend"]); err != nil {
 		return err
 	}
+	if b.pg != nil {
+		b.pg.durabilityFlag = flags["ledger-postgres-durability"]
+	}
 	defer func() {
 		if stopErr := b.pg.stop(); stopErr != nil {
 			err = errors.Join(err, fmt.Errorf("cannot stop PostgreSQL: %w", stopErr))

@@ -109,6 +109,9 @@ type pgServer struct {
 	// statements says whether pg_stat_statements is loaded: without it the
 	// statements are not counted.
 	statements bool
+	// durabilityFlag: the manager has --ledger-postgres-durability (an
+	// older one has not, and accepts a single server).
+	durabilityFlag bool
 }
 
 // startPostgres starts a server in a temporary folder on 127.0.0.1, with
@@ -170,9 +173,14 @@ func (p *pgServer) stop() error {
 	return p.tb.cleanup()
 }
 
-// managerArgs are the flags of a manager on the PostgreSQL ledger.
+// managerArgs are the flags of a manager on the PostgreSQL ledger: a
+// single server, so the manager is told that a local commit will do.
 func (p *pgServer) managerArgs() []string {
-	return []string{"--ledger-backend=postgres", "--ledger-postgres-dsn-file=" + p.dsnFile}
+	args := []string{"--ledger-backend=postgres", "--ledger-postgres-dsn-file=" + p.dsnFile}
+	if p.durabilityFlag {
+		args = append(args, "--ledger-postgres-durability=local")
+	}
+	return args
 }
 
 // pgQueryTimeout bounds the benchmark's own statements but the load.

@@ -72,7 +72,9 @@ func (s *scenario) postgresFlags(db *ledgerDatabase, clusterName string) []strin
 	}
 	path := filepath.Join(s.dir, "ledger-postgres-dsn")
 	NewWithT(s.t).Expect(os.WriteFile(path, []byte(db.dsn+"\n"), 0o600)).To(Succeed())
-	return []string{"--ledger-backend=postgres", "--ledger-postgres-dsn-file=" + path, "--ledger-cluster-name=" + clusterName}
+	// A single server: a local commit will do.
+	return []string{"--ledger-backend=postgres", "--ledger-postgres-dsn-file=" + path, "--ledger-cluster-name=" + clusterName,
+		"--ledger-postgres-durability=local"}
 }
 
 // records returns the rows of the ledger's table, paymentjob_outcomes, by

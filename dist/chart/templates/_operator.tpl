@@ -44,7 +44,7 @@ start (a crash loop): said at install instead, naming the values.
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- range $flag := list "leader-elect" "max-concurrent-reconciles" "kube-api-qps" "kube-api-burst" "claim-lease-duration" "provider-timeout" "provider-key-retention" "ledger" "ledger-retention" "etcd-quota-bytes" "ledger-backend" "ledger-postgres-dsn-file" "ledger-postgres-ca-file" "ledger-postgres-max-conns" "ledger-cluster-name" "ledger-postgres-skip-migration-check" "ttl-seconds-after-finished" "insecure-provider-hosts" "audit-interval" "refund-recheck-interval" "refund-watch-period" "zap-log-level" -}}
+{{- range $flag := list "leader-elect" "max-concurrent-reconciles" "kube-api-qps" "kube-api-burst" "claim-lease-duration" "provider-timeout" "provider-key-retention" "ledger" "ledger-retention" "etcd-quota-bytes" "ledger-backend" "ledger-postgres-dsn-file" "ledger-postgres-ca-file" "ledger-postgres-max-conns" "ledger-cluster-name" "ledger-postgres-skip-migration-check" "ledger-postgres-durability" "ttl-seconds-after-finished" "insecure-provider-hosts" "audit-interval" "refund-recheck-interval" "refund-watch-period" "zap-log-level" -}}
 {{- $found := false -}}
 {{- range $.Values.manager.args -}}
 {{- if hasPrefix (printf "--%s=" $flag) . -}}{{- $found = true -}}{{- end -}}

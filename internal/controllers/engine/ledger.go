@@ -174,8 +174,8 @@ func (r *Reconciler) recordInLedger(ctx context.Context, job Object) (recorded b
 	if ctx.Err() == nil {
 		ledgerErrorsTotal.WithLabelValues("record").Inc()
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonLedgerUnavailable, r.Kind.Words().Action, "%s",
-			payment.CleanMessage("The outcome is not in the operator's ledger yet: the ledger did not answer ("+err.Error()+
-				"). The finalizer stays until it is recorded; retried by itself", MaxMessageLength))
+			"The outcome is not in the operator's ledger yet: "+LedgerUnavailableMessage+
+				". The finalizer stays until it is recorded; retried by itself; "+LedgerCauseInLog)
 	}
 	return false, fmt.Errorf("cannot record the outcome in the ledger: %w", err)
 }
@@ -373,15 +373,26 @@ func (r *Reconciler) waitForLedger(ctx context.Context, job Object, cause error)
 	return ctrl.Result{RequeueAfter: r.pendingRecheck(job, ReasonLedgerUnavailable, 0)}, true, ledgerSearch{}, r.setPending(ctx, job, p)
 }
 
+// What a tenant reads of a ledger that did not answer. The cause (a
+// database's error names its user, database, host and port) goes to the
+// manager's log only: the ledger is the operator's, not the tenant's.
+const (
+	// LedgerUnavailableMessage says that the ledger did not answer.
+	LedgerUnavailableMessage = "the operator's ledger is unavailable"
+	// LedgerCauseInLog says where the cause of an unavailable ledger is.
+	LedgerCauseInLog = "an administrator finds the cause in the manager's log"
+)
+
 // LedgerUnanswered is the progress of an object that waits, unsent, because
 // a Find in the ledger failed with cause (what is the question asked, for
-// the message): Pending, LedgerUnavailable. It counts and logs the failure.
+// the message): Pending, LedgerUnavailable. It counts and logs the failure;
+// the message does not hold the cause.
 // A kind's Prepare returns it for the ledger reads of its own.
 func LedgerUnanswered(ctx context.Context, cause error, what string) Progress {
 	ledgerErrorsTotal.WithLabelValues("find").Inc()
 	log.FromContext(ctx).Error(cause, "The outcome ledger did not answer; not sending until it does")
-	return Progress{Reason: ReasonLedgerUnavailable, Message: payment.CleanMessage("Nothing is sent yet: the operator's ledger could not be "+
-		what+" ("+cause.Error()+"). Retried by itself until it answers", MaxMessageLength)}
+	return Progress{Reason: ReasonLedgerUnavailable, Message: payment.CleanMessage("Nothing is sent yet: "+LedgerUnavailableMessage+
+		" (it was to be "+what+"). Retried by itself until it answers; "+LedgerCauseInLog, MaxMessageLength)}
 }
 
 // ledgerSearch says under which key scope finishFromLedger asked the ledger

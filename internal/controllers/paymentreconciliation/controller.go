@@ -164,8 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, r.progress(ctx, pr, phase, reason, msg, true)
 		}
 		log.FromContext(ctx).Info("The reconciliation run did not finish; retried", "error", err.Error())
-		msg := payment.CleanMessage("The run did not finish: "+err.Error()+"; retried from the start (it only reads)", 1024)
-		return ctrl.Result{RequeueAfter: retryAfter}, r.progress(ctx, pr, phase, reason, msg, false)
+		return ctrl.Result{RequeueAfter: retryAfter}, r.progress(ctx, pr, phase, reason, unfinishedMessage(err), false)
 	}
 	return ctrl.Result{}, r.complete(ctx, pr, res)
 }
@@ -188,6 +187,17 @@ func unfinished(err error) (phase paymentsv1alpha1.ReconciliationPhase, reason s
 		return paymentsv1alpha1.ReconciliationFailed, ReasonProviderRefused, false
 	}
 	return paymentsv1alpha1.ReconciliationRunning, ReasonProviderUnavailable, true
+}
+
+// unfinishedMessage is the status message of a run that did not finish
+// with err and is tried again. A ledger's error is left out: a database's
+// names its user, database, host and port; the log has it.
+func unfinishedMessage(err error) string {
+	if errors.As(err, &ledgerError{}) {
+		return "The run did not finish: the operator's ledger is unavailable; retried from the start (it only reads); " +
+			"an administrator finds the cause in the manager's log"
+	}
+	return payment.CleanMessage("The run did not finish: "+err.Error()+"; retried from the start (it only reads)", 1024)
 }
 
 // providerError marks an error of the provider's side.

@@ -124,3 +124,10 @@ func PostgresLedger(l *pgledger.Ledger) Ledger { return postgresLedger{l} }
 type postgresLedger struct{ *pgledger.Ledger }
 
 func (p postgresLedger) Reader(context.Context) (LedgerReader, error) { return p.Ledger, nil }
+
+// ledgerError marks an error of reading the ledger: its text (a database's
+// error names its user, database, host and port) goes to the manager's log,
+// never to the run's status.
+type ledgerError struct{ error }
+
+func (e ledgerError) Unwrap() error { return e.error }

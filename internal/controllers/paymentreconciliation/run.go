@@ -179,7 +179,7 @@ func (r *Reconciler) run(ctx context.Context, pr *paymentsv1alpha1.PaymentReconc
 	var lr LedgerReader
 	if r.Ledger != nil {
 		if lr, err = r.Ledger.Reader(ctx); err != nil {
-			return result{}, rd.requests, fmt.Errorf("cannot read the outcome ledger: %w", err)
+			return result{}, rd.requests, ledgerError{fmt.Errorf("cannot read the outcome ledger: %w", err)}
 		}
 	}
 	l, listed := provider.(payment.Lister)

@@ -92,7 +92,7 @@ func sliceRecords(ctx context.Context, lr LedgerReader, b *books, s scope, t *ta
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the outcome ledger: %w", err)
+		return nil, ledgerError{fmt.Errorf("cannot read the outcome ledger: %w", err)}
 	}
 	return records, nil
 }
@@ -187,7 +187,7 @@ func outside(ctx context.Context, lr LedgerReader, b *books, records []record, o
 	}
 	entries, err := lr.FindAll(ctx, ask)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the outcome ledger: %w", err)
+		return nil, ledgerError{fmt.Errorf("cannot read the outcome ledger: %w", err)}
 	}
 	for _, e := range entries {
 		if s.ours(&e.Provider, e.Key) {

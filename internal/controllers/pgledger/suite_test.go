@@ -121,8 +121,15 @@ type scenario struct {
 // is Ready.
 func newScenario(t *testing.T, tune func(*operator.Options)) *scenario {
 	t.Helper()
+	return newScenarioOn(t, func(db *pgserver.Server) string { return db.CreateDatabase(t, "ledger") }, tune)
+}
+
+// newScenarioOn is newScenario with the ledger in the database that
+// database makes on the server, and reaches through the DSN it returns.
+func newScenarioOn(t *testing.T, database func(*pgserver.Server) string, tune func(*operator.Options)) *scenario {
+	t.Helper()
 	s := &scenario{WithT: NewWithT(t), t: t, ns: "pg-" + rand.String(6), db: pgserver.Start(t)}
-	s.dsn = s.db.CreateDatabase(t, "ledger")
+	s.dsn = database(s.db)
 	s.Expect(k8sClient.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
 	s.kit = s.startOperator("replica-a", tune)
 	s.Expect(s.kit.CreateProvider(t.Context(), s.ns, providerName)).To(Succeed())
@@ -140,7 +147,8 @@ func (s *scenario) startOperator(holder string, tune func(*operator.Options)) *p
 	opts := operator.Options{
 		Holder:        holder + "/" + rand.String(6),
 		LedgerBackend: operator.LedgerPostgres,
-		Postgres:      operator.PostgresLedger{DSN: s.dsn, Cluster: clusterName},
+		// One server, with no standby.
+		Postgres: operator.PostgresLedger{DSN: s.dsn, Cluster: clusterName, Durability: operator.DurabilityLocal},
 	}
 	if tune != nil {
 		tune(&opts)

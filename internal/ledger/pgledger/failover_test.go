@@ -19,6 +19,7 @@ limitations under the License.
 package pgledger_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -156,4 +157,60 @@ func TestFailoverToANewPrimary(t *testing.T) {
 	_, found, err = l.Find(ctx, "ns/missing")
 	g.Expect(err).NotTo(HaveOccurred(), "a key the new primary lacks is an answer")
 	g.Expect(found).To(BeFalse())
+}
+
+// A failover after the primary crashed: two servers in streaming
+// replication, the ledger opened on the primary only once a commit waits
+// for a synchronous standby (it refuses the primary before that, and a
+// session that commits locally), outcomes recorded from many goroutines
+// (each acknowledged when Record returned), the primary killed (SIGKILL)
+// and the standby promoted: every acknowledged outcome is on the new
+// primary.
+func TestSynchronousStandbyKeepsEveryAcknowledgedOutcome(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	primary := pgserver.Start(t)
+	dsn := primary.CreateDatabase(t, "ledger")
+	standby := primary.StartStandby(t)
+
+	_, err := pgledger.Open(ctx, dsn, pgledger.Options{RequireSynchronous: true})
+	g.Expect(err).To(MatchError(pgledger.ErrNotSynchronous), "refused while the primary waits for no standby")
+	g.Expect(err.Error()).To(ContainSubstring("synchronous_standby_names is empty"))
+
+	primary.SetSynchronousStandbyNames(t, "*")
+	_, err = pgledger.Open(ctx, dsn+"&synchronous_commit=local", pgledger.Options{RequireSynchronous: true})
+	g.Expect(err).To(MatchError(pgledger.ErrNotSynchronous), "refused when its sessions commit locally")
+	g.Expect(err.Error()).To(ContainSubstring(`synchronous_commit is "local"`))
+	l, err := pgledger.Open(ctx, dsn, pgledger.Options{RequireSynchronous: true, MaxConns: 4})
+	g.Expect(err).NotTo(HaveOccurred(), "accepted with a synchronous standby")
+	t.Cleanup(l.Close)
+
+	const outcomes = 200
+	acknowledged := make([]bool, outcomes)
+	var wg sync.WaitGroup
+	for i := range outcomes {
+		wg.Go(func() {
+			acknowledged[i] = l.Record(ctx, entry(fmt.Sprintf("ns/acknowledged-%03d", i), paymentsv1alpha1.LedgerCompleted)) == nil
+		})
+	}
+	wg.Wait()
+	g.Expect(acknowledged).To(HaveEach(BeTrue()), "every outcome recorded")
+
+	primary.Kill(t)
+	standby.Promote(t)
+	promoted, err := pgledger.Open(ctx, standby.DSN("ledger"), pgledger.Options{ReadOnly: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(promoted.Close)
+	var missing []string
+	for i := range outcomes {
+		want := entry(fmt.Sprintf("ns/acknowledged-%03d", i), paymentsv1alpha1.LedgerCompleted)
+		got, found, err := promoted.Find(ctx, want.Key)
+		g.Expect(err).NotTo(HaveOccurred())
+		if !found {
+			missing = append(missing, want.Key)
+			continue
+		}
+		g.Expect(got).To(Equal(want), "the entry of %s", want.Key)
+	}
+	g.Expect(missing).To(BeEmpty(), "acknowledged outcomes the promoted standby lacks")
 }

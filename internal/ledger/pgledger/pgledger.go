@@ -80,6 +80,12 @@ type Options struct {
 	// prunes nothing. Open also makes every transaction of its sessions
 	// read-only (default_transaction_read_only), unless the DSN sets it.
 	ReadOnly bool
+	// RequireSynchronous makes New and Open refuse (ErrNotSynchronous) a
+	// database that acknowledges a commit before a synchronous standby
+	// holds it (CheckSynchronous): an outcome recorded there can be lost
+	// in a failover. The manager sets it unless told that a single
+	// server's durability will do.
+	RequireSynchronous bool
 }
 
 // DefaultPruneInterval is how often Start deletes the expired entries.
@@ -188,6 +194,11 @@ func newLedger(ctx context.Context, pool *pgxpool.Pool, ownsPool bool, opts Opti
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		flushed:  make(chan struct{}),
+	}
+	if opts.RequireSynchronous {
+		if err := CheckSynchronous(ctx, pool); err != nil {
+			return nil, err
+		}
 	}
 	prepare := l.Migrate
 	if opts.ReadOnly {

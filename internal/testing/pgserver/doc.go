@@ -50,4 +50,9 @@ limitations under the License.
 //		srv.Restart(t) // the same folder and port: the data is back
 //		srv.SetReadOnly(t, true) // new transactions fail with SQLSTATE 25006
 //	}
+//
+// A replicated database is two servers: StartStandby makes a streaming
+// standby of a primary (pg_basebackup -R, pg_basebackup and the server from
+// the same package), SetSynchronousStandbyNames makes a commit wait for it,
+// and Promote makes it the primary after the old one was killed.
 package pgserver

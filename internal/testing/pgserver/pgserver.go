@@ -90,6 +90,18 @@ func Start(t testing.TB) *Server {
 // deployment does, and out of memory.
 func StartIn(t testing.TB, parent string) *Server {
 	t.Helper()
+	s := newServer(t, parent)
+	if err := s.newCluster(); err != nil {
+		t.Fatalf("%v", err)
+	}
+	s.startOnFreePort(t)
+	return s
+}
+
+// newServer makes a server's folder under parent (see StartIn), removed
+// when the test ends, with no database cluster in it yet.
+func newServer(t testing.TB, parent string) *Server {
+	t.Helper()
 	bin, err := findBin()
 	if err != nil {
 		t.Fatalf("PostgreSQL server binaries not found: %v. Install Debian's package %s (apt-get install %s), "+
@@ -119,9 +131,14 @@ func StartIn(t testing.TB, parent string) *Server {
 	if err := s.prepare(); err != nil {
 		t.Fatalf("cannot prepare the PostgreSQL folder: %v", err)
 	}
-	if err := s.newCluster(); err != nil {
-		t.Fatalf("%v", err)
-	}
+	return s
+}
+
+// startOnFreePort starts the server on its cluster on a free port of
+// 127.0.0.1, and stops it when the test ends.
+func (s *Server) startOnFreePort(t testing.TB) {
+	t.Helper()
+	var err error
 	for attempt := 1; ; attempt++ {
 		if s.port, err = freePort(); err != nil {
 			t.Fatalf("%v", err)
@@ -139,7 +156,6 @@ func StartIn(t testing.TB, parent string) *Server {
 			t.Errorf("%v", err)
 		}
 	})
-	return s
 }
 
 // makeDir makes the server's folder under parent, or where Start says when
