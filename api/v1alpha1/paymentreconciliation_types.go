@@ -168,7 +168,8 @@ type ReconciliationSummary struct {
 	// categories counts the findings by category (MissingAtProvider,
 	// UnknownToCluster, Duplicate, AmountMismatch, CurrencyMismatch,
 	// RefundedOutsideOperator, Disputed, CanceledOutsideOperator,
-	// RefundFailedAfterSuccess, Matched); every category is present.
+	// RefundFailedAfterSuccess, RefundOfForeignCharge, Matched); every
+	// category is present.
 	// +optional
 	Categories map[string]int64 `json:"categories,omitempty"`
 }

@@ -179,7 +179,7 @@ func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
 	s.Expect(pr.Status.Summary.Categories).To(Equal(map[string]int64{
 		"Matched": 8 + history, "MissingAtProvider": 1, "UnknownToCluster": 1, "Duplicate": 1, "AmountMismatch": 1,
 		"CurrencyMismatch": 0, "RefundedOutsideOperator": 1, "Disputed": 1, "CanceledOutsideOperator": 1,
-		"RefundFailedAfterSuccess": 1,
+		"RefundFailedAfterSuccess": 1, "RefundOfForeignCharge": 0,
 	}))
 	s.Expect(pr.Status.Summary.Discrepancies).To(Equal(int64(8)))
 	ready := meta.FindStatusCondition(pr.Status.Conditions, paymentsv1alpha1.ConditionReady)

@@ -80,6 +80,9 @@ type Entry struct {
 	// entry recorded before the ledger kept them.
 	Amount   int64
 	Currency string
+	// RefundedCharge is, for a refund, the provider's id of the charge it
+	// gives money back from; empty for a charge.
+	RefundedCharge string
 	// Outcome is Completed or Failed.
 	Outcome paymentsv1alpha1.LedgerOutcome
 	// Reason is a Failed entry's reason, or why a person resolved it.

@@ -142,7 +142,7 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 			r := record{Record: reconcile.Record{Kind: reconcile.Refund, Key: st.IdempotencyKey,
 				Object: pr.Namespace + "/" + pr.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted}}
 			if c := st.Charge; c != nil {
-				r.Amount, r.Currency, r.ChargeKey = c.Amount, strings.ToLower(c.Currency), c.IdempotencyKey
+				r.Amount, r.Currency, r.ChargeKey, r.Charge = c.Amount, strings.ToLower(c.Currency), c.IdempotencyKey, c.ID
 			}
 			if pr.Spec.Amount != nil {
 				r.Amount = *pr.Spec.Amount
@@ -165,7 +165,7 @@ func entryRecord(e ledger.Entry) record {
 	}
 	return record{Record: reconcile.Record{Kind: kind, Key: e.Key, InLedger: true,
 		Moved: e.Outcome == paymentsv1alpha1.LedgerCompleted, ID: e.Charge, Amount: e.Amount,
-		Currency: strings.ToLower(e.Currency)}, at: e.At}
+		Currency: strings.ToLower(e.Currency), Charge: e.RefundedCharge}, at: e.At}
 }
 
 // outcomeOf is the provider's id of a finished payment and the time it
