@@ -57,7 +57,7 @@ func installPolicies(t *testing.T, g Gomega) {
 			objs = append(objs, u)
 		}
 	}
-	g.Expect(objs).To(HaveLen(8), "four policies and their bindings")
+	g.Expect(objs).To(HaveLen(10), "five policies and their bindings")
 	for _, u := range objs {
 		g.Expect(k8sClient.Create(ctx, u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
 	}

@@ -24,6 +24,24 @@ import (
 // PaymentReconciliation it belongs to.
 const LabelReconciliation = "payments.idempotency.dev/reconciliation"
 
+// LabelReconciliationAttempt names, on each page of a reconciliation's
+// report, the attempt of the run that wrote it. A run may be attempted more
+// than once (a retry, or two managers without leader election): its report
+// is the pages of the attempt that status.report.attempt names, and only
+// those.
+const LabelReconciliationAttempt = "payments.idempotency.dev/reconciliation-attempt"
+
+// ReportPageLabels are the labels that select the pages of pr's report: those
+// of the attempt its status names. Before the operator named attempts, a
+// report was every page of its reconciliation.
+func ReportPageLabels(pr *PaymentReconciliation) map[string]string {
+	labels := map[string]string{LabelReconciliation: pr.Name}
+	if r := pr.Status.Report; r != nil && r.Attempt != "" {
+		labels[LabelReconciliationAttempt] = r.Attempt
+	}
+	return labels
+}
+
 // ReconciliationPhase is where a reconciliation run is.
 // +kubebuilder:validation:Enum=Pending;Running;Completed;Failed
 type ReconciliationPhase string
@@ -150,7 +168,8 @@ type ReconciliationSummary struct {
 	// categories counts the findings by category (MissingAtProvider,
 	// UnknownToCluster, Duplicate, AmountMismatch, CurrencyMismatch,
 	// RefundedOutsideOperator, Disputed, CanceledOutsideOperator,
-	// RefundFailedAfterSuccess, Matched); every category is present.
+	// RefundFailedAfterSuccess, RefundOfForeignCharge, Matched); every
+	// category is present.
 	// +optional
 	Categories map[string]int64 `json:"categories,omitempty"`
 }
@@ -164,9 +183,16 @@ type ReconciliationReport struct {
 	// +optional
 	Rows int64 `json:"rows,omitempty"`
 	// pages is the number of PaymentReconciliationReport pages, labelled
-	// payments.idempotency.dev/reconciliation=<name> and named
-	// <name>-NNNNN in page order.
+	// payments.idempotency.dev/reconciliation=<name> and
+	// payments.idempotency.dev/reconciliation-attempt=<attempt>, and named
+	// <name>-<attempt>-NNNNN in page order.
 	Pages int32 `json:"pages"`
+	// attempt is the attempt of the run whose pages are the report: pages
+	// of the run labelled with another attempt (one that lost a race, or
+	// was cut short) are no part of it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Attempt string `json:"attempt,omitempty"`
 	// bytes is the CSV report's size.
 	// +optional
 	Bytes int64 `json:"bytes,omitempty"`
@@ -311,11 +337,13 @@ type ReconciliationFinding struct {
 
 // PaymentReconciliationReport is one page of a reconciliation's report,
 // owned by its PaymentReconciliation and deleted with it. A report is split
-// into pages well under etcd's object limit; the pages' csv fields, joined
-// in page order (their names' order), are the CSV report whose sha256 the
-// reconciliation's status holds:
+// into pages well under etcd's object limit; the pages' csv fields of the
+// attempt the status names, joined in page order (their names' order), are
+// the CSV report whose sha256 the reconciliation's status holds:
 //
-//	kubectl get paymentreconciliationreports -l payments.idempotency.dev/reconciliation=NAME \
+//	ATTEMPT=$(kubectl get precon NAME -o jsonpath='{.status.report.attempt}')
+//	kubectl get paymentreconciliationreports \
+//	  -l payments.idempotency.dev/reconciliation=NAME,payments.idempotency.dev/reconciliation-attempt=$ATTEMPT \
 //	  -o jsonpath='{range .items[*]}{.csv}{end}' > report.csv
 //
 // Only the operator writes it.

@@ -204,7 +204,8 @@ func printRun(kubectl kubectlFunc, pr *paymentsv1alpha1.PaymentReconciliation) (
 	step("%s: %s, Ready=%s: %d matched, %s (findings about %s and %s)",
 		pr.Name, pr.Status.Phase, readyReason(pr.Status.Conditions), s.Matched, discrepancies,
 		plural(s.Charges, "charge"), plural(s.Refunds, "refund"))
-	selector := paymentsv1alpha1.LabelReconciliation + "=" + pr.Name
+	selector := paymentsv1alpha1.LabelReconciliation + "=" + pr.Name + "," +
+		paymentsv1alpha1.LabelReconciliationAttempt + "=" + rep.Attempt
 	const jsonpath = "{range .items[*]}{.csv}{end}"
 	fmt.Printf("    The report: %s in %s, %d bytes, sha256 %s:\n", plural(rep.Rows, "row"), plural(int64(rep.Pages), "page"), rep.Bytes, rep.SHA256)
 	fmt.Printf("    kubectl get paymentreconciliationreports -l %s -o jsonpath='%s'\n", selector, jsonpath)

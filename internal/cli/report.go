@@ -114,15 +114,17 @@ func printResult(out io.Writer, r *Result) error {
 	return nil
 }
 
-// reportPages reads the run's report pages in order and checks them
-// against the status: as many pages, and the sha256 of the joined CSV.
+// reportPages reads the run's report pages in order, those of the attempt
+// its status names (another attempt's pages, of a manager that lost a race
+// or was cut short, are no part of it), and checks them against the
+// status: as many pages, and the sha256 of the joined CSV.
 func reportPages(ctx context.Context, c client.Client, pr *paymentsv1alpha1.PaymentReconciliation) ([]paymentsv1alpha1.PaymentReconciliationReport, error) {
 	want := pr.Status.Report
 	if want == nil {
 		return nil, &Error{Code: ExitReportMismatch, Err: fmt.Errorf("precon/%s has no report in its status", pr.Name)}
 	}
 	var list paymentsv1alpha1.PaymentReconciliationReportList
-	if err := c.List(ctx, &list, client.MatchingLabels{paymentsv1alpha1.LabelReconciliation: pr.Name}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels(paymentsv1alpha1.ReportPageLabels(pr))); err != nil {
 		return nil, classify(err, "the report pages of precon/"+pr.Name)
 	}
 	pages := list.Items

@@ -44,7 +44,11 @@ import (
 )
 
 // expectedPolicyNames are the base names of the policies of config/policy.
-var expectedPolicyNames = []string{"finished-label", "outcome-guard-at-create", "release-on-spec-change", "resolve-attribution"}
+var (
+	validatingPolicyNames = []string{"finished-label", "reconciliation-reader"}
+	mutatingPolicyNames   = []string{"outcome-guard-at-create", "release-on-spec-change", "resolve-attribution"}
+	expectedPolicyNames   = slices.Concat(validatingPolicyNames, mutatingPolicyNames)
+)
 
 // TestAuditReportsMissingAdmissionPolicies: the suite's API server has none
 // of the policies of config/policy, as in a cluster where the operator was
@@ -61,7 +65,7 @@ func TestAuditReportsMissingAdmissionPolicies(t *testing.T) {
 	g.Expect(gaugeValue(t, policiesMissingGauge)).To(Equal(float64(len(expectedPolicyNames))))
 
 	lines := logs.withMessage(g, missingPolicyMessage)
-	g.Expect(values(lines, "policy")).To(ConsistOf(expectedPolicyNames[0], expectedPolicyNames[1], expectedPolicyNames[2], expectedPolicyNames[3]))
+	g.Expect(values(lines, "policy")).To(ConsistOf(toAny(expectedPolicyNames)...))
 	for _, l := range lines {
 		g.Expect(l["problem"]).To(ContainSubstring(audit.AdmissionPolicyLabel + "=" + l["policy"].(string)))
 		g.Expect(l["consequence"]).NotTo(BeEmpty())
@@ -77,19 +81,21 @@ func policyObjects(prefix string) []client.Object {
 		return map[string]string{audit.AdmissionPolicyLabel: base}
 	}
 	objs := make([]client.Object, 0, 2*len(expectedPolicyNames))
-	objs = append(objs,
-		&admissionregistrationv1.ValidatingAdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: prefix + "finished-label", Labels: labels("finished-label")},
-		},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: prefix + "finished-label", Labels: labels("finished-label")},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-				PolicyName:        prefix + "finished-label",
-				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+	for _, base := range validatingPolicyNames {
+		objs = append(objs,
+			&admissionregistrationv1.ValidatingAdmissionPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: prefix + base, Labels: labels(base)},
 			},
-		},
-	)
-	for _, base := range expectedPolicyNames[1:] {
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: prefix + base, Labels: labels(base)},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+					PolicyName:        prefix + base,
+					ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				},
+			},
+		)
+	}
+	for _, base := range mutatingPolicyNames {
 		objs = append(objs,
 			&admissionregistrationv1.MutatingAdmissionPolicy{
 				ObjectMeta: metav1.ObjectMeta{Name: prefix + base, Labels: labels(base)},
@@ -210,7 +216,7 @@ func TestAuditAdmissionPolicies(t *testing.T) {
 			name:      "mutating policies not served",
 			objs:      policyObjects(""),
 			intercept: notServed,
-			missing:   expectedPolicyNames[1:],
+			missing:   mutatingPolicyNames,
 			problem:   "the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy",
 		},
 	}

@@ -72,7 +72,7 @@ func (s *scenario) reconcileWindow(from time.Time, mutate ...func(*paymentsv1alp
 func reportOf(g Gomega, pr *paymentsv1alpha1.PaymentReconciliation) [][]string {
 	var pages paymentsv1alpha1.PaymentReconciliationReportList
 	g.Expect(k8sClient.List(context.Background(), &pages,
-		client.MatchingLabels{paymentsv1alpha1.LabelReconciliation: pr.Name})).To(Succeed())
+		client.MatchingLabels(paymentsv1alpha1.ReportPageLabels(pr)))).To(Succeed())
 	slices.SortFunc(pages.Items, func(a, b paymentsv1alpha1.PaymentReconciliationReport) int { return int(a.Page - b.Page) })
 	var all bytes.Buffer
 	rows := 0
@@ -179,7 +179,7 @@ func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
 	s.Expect(pr.Status.Summary.Categories).To(Equal(map[string]int64{
 		"Matched": 8 + history, "MissingAtProvider": 1, "UnknownToCluster": 1, "Duplicate": 1, "AmountMismatch": 1,
 		"CurrencyMismatch": 0, "RefundedOutsideOperator": 1, "Disputed": 1, "CanceledOutsideOperator": 1,
-		"RefundFailedAfterSuccess": 1,
+		"RefundFailedAfterSuccess": 1, "RefundOfForeignCharge": 0,
 	}))
 	s.Expect(pr.Status.Summary.Discrepancies).To(Equal(int64(8)))
 	ready := meta.FindStatusCondition(pr.Status.Conditions, paymentsv1alpha1.ConditionReady)
@@ -275,8 +275,10 @@ func TestReconciliationOfCleanBooksIsBalanced(t *testing.T) {
 				Should(ContainElement("Balanced"))
 			if tc.listed && tc.spec == nil {
 				// The one command of docs/reconciliation.md, through kubectl.
+				selector := paymentsv1alpha1.LabelReconciliation + "=" + pr.Name + "," +
+					paymentsv1alpha1.LabelReconciliationAttempt + "=" + pr.Status.Report.Attempt
 				out, err := kubectlCommand(t, "get", "paymentreconciliationreports",
-					"-l", paymentsv1alpha1.LabelReconciliation+"="+pr.Name, "-o", "jsonpath={range .items[*]}{.csv}{end}").Output()
+					"-l", selector, "-o", "jsonpath={range .items[*]}{.csv}{end}").Output()
 				s.Expect(err).NotTo(HaveOccurred())
 				sum := sha256.Sum256(out)
 				s.Expect(hex.EncodeToString(sum[:])).To(Equal(pr.Status.Report.SHA256), "sha256sum of what kubectl prints")

@@ -51,6 +51,17 @@ func action(cat Category, k Kind) string {
 		return "The provider canceled the charge after the operator recorded it: charge with a new PaymentJob (a new key) if the payment is still owed."
 	case RefundFailedAfterSuccess:
 		return "The refund failed after it succeeded and the money is back with us: refund again with a new PaymentRefund (a new key), or by another means if the customer's method cannot take it."
+	case RefundOfForeignCharge:
+		return "Another payment's customer got this money back: stop refunds of this payment, tell whoever owns the charge, and check how the refunded payment came to record that charge (a resolution, a shared account). Do not refund again."
 	}
 	return ""
+}
+
+// unreadRefundAction is the action for a refund the provider showed
+// nothing of when the run could not read its charge's refunds: what to
+// check, since the refund may well have moved money.
+func unreadRefundAction(charge string) string {
+	return "The run could not read the provider's list of the refunds of charge " + charge +
+		": look for this refund there (the provider's dashboard) before anything else. Do not refund again from this report; " +
+		"a run whose provider lists the charge's refunds says whether it moved."
 }

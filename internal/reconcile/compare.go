@@ -78,6 +78,16 @@ type Record struct {
 	Currency string
 	// ChargeKey is a refund's charge: the key of the job it refunds.
 	ChargeKey string
+	// Charge is a refund's charge: the provider's id of the charge it gives
+	// money back from, as the PaymentRefund or the ledger recorded it.
+	Charge string
+	// Exact says, for a refund, that the provider's exact list of its
+	// charge's refunds was read (Stripe's list of a charge's refunds has no
+	// search lag; the HTTP contract's refund lookup): when nothing under
+	// the key moved money there, none did. Without it a refund the
+	// provider shows nothing of is reported with what to check, never with
+	// the advice to refund again.
+	Exact bool
 }
 
 // Object is the provider's word on one charge or refund.
@@ -133,12 +143,17 @@ const (
 	// RefundFailedAfterSuccess means the cluster says the refund moved money
 	// back and the provider holds it failed.
 	RefundFailedAfterSuccess Category = "RefundFailedAfterSuccess"
+	// RefundOfForeignCharge means a refund of ours gave money back from a
+	// charge the provider holds under another key than the refunded
+	// payment's (another payment's, another tenant's, or none of ours):
+	// someone else's customer was refunded.
+	RefundOfForeignCharge Category = "RefundOfForeignCharge"
 )
 
 // Categories lists every category, in report order.
 var Categories = []Category{
 	Matched, MissingAtProvider, UnknownToCluster, Duplicate, AmountMismatch, CurrencyMismatch,
-	RefundedOutside, Disputed, CanceledOutside, RefundFailedAfterSuccess,
+	RefundedOutside, Disputed, CanceledOutside, RefundFailedAfterSuccess, RefundOfForeignCharge,
 }
 
 // Discrepancy reports whether the category is one a person must look at.
@@ -180,8 +195,19 @@ type Finding struct {
 // ids. Records of the same kind and key (a job and its ledger entry given
 // separately) are merged first; objects that moved no money and carry none
 // of our keys are not ours and are left out.
-func Compare(records []Record, objects []Object) []Finding {
+//
+// charges are what the provider said of the charges that refunds give
+// money back from (their ids and the keys they were made under), read
+// with their refunds: they are no finding of their own, but a refund of
+// ours whose charge was made under another key than its payment's is a
+// RefundOfForeignCharge. Charges among objects count as well.
+func Compare(records []Record, objects []Object, charges ...Object) []Finding {
 	c := newComparison(merge(records), objects)
+	for _, o := range charges {
+		if _, ok := c.chargeKeys[o.ID]; !ok && o.Kind == Charge {
+			c.chargeKeys[o.ID] = o.Key
+		}
+	}
 	for _, r := range c.records {
 		c.record(r)
 	}
@@ -203,6 +229,9 @@ type comparison struct {
 	// ourCharges maps the ids of charges of ours (recorded by the cluster
 	// or carrying one of our keys) to their key.
 	ourCharges map[string]string
+	// chargeKeys maps the ids of the provider's charges known to the
+	// comparison to the key each carries there ("" for none).
+	chargeKeys map[string]string
 	findings   []Finding
 }
 
@@ -214,9 +243,13 @@ func newComparison(records []Record, objects []Object) *comparison {
 		objects:    objects,
 		accounted:  map[string]bool{},
 		ourCharges: map[string]string{},
+		chargeKeys: map[string]string{},
 	}
 	for _, o := range objects {
 		c.byID[o.ID] = o
+		if o.Kind == Charge {
+			c.chargeKeys[o.ID] = o.Key
+		}
 		if o.Key != "" {
 			c.byKey[o.Kind][o.Key] = append(c.byKey[o.Kind][o.Key], o)
 			if o.Kind == Charge {
@@ -257,6 +290,8 @@ func merge(records []Record) []Record {
 		m.Amount = cmp.Or(m.Amount, r.Amount)
 		m.Currency = cmp.Or(m.Currency, r.Currency)
 		m.ChargeKey = cmp.Or(m.ChargeKey, r.ChargeKey)
+		m.Charge = cmp.Or(m.Charge, r.Charge)
+		m.Exact = m.Exact || r.Exact
 	}
 	return out
 }
@@ -306,6 +341,9 @@ func (c *comparison) record(r Record) {
 	if o.Dispute != "" {
 		c.add(r, Disputed, []Object{o}, fmt.Sprintf("dispute %s on %s", o.Dispute, o.ID))
 	}
+	if r.Kind == Refund {
+		c.foreign(r, o)
+	}
 	if len(c.findings) == before {
 		c.add(r, Matched, []Object{o}, "")
 	}
@@ -333,6 +371,31 @@ func (c *comparison) missing(r Record, stopped []Object) {
 		detail = "nothing under the key moved money: " + describe(stopped)
 	}
 	c.add(r, MissingAtProvider, stopped, detail)
+	if r.Kind == Refund && !r.Exact {
+		// Only the provider's exact list of the charge's refunds proves
+		// that no money went back; without it, say where to look.
+		f := &c.findings[len(c.findings)-1]
+		charge := cmp.Or(r.Charge, "it gives money back from")
+		f.Detail += "; the run could not read the refunds of charge " + charge + " at the provider"
+		f.Action = unreadRefundAction(charge)
+	}
+}
+
+// foreign adds the finding of a refund of ours whose provider object o
+// gave money back from a charge made under another key than the refunded
+// payment's, when the comparison knows that charge's key.
+func (c *comparison) foreign(r Record, o Object) {
+	charge := cmp.Or(o.Charge, r.Charge)
+	key, known := c.chargeKeys[charge]
+	if charge == "" || r.ChargeKey == "" || !known || key == r.ChargeKey {
+		return
+	}
+	under := "no key of ours"
+	if key != "" {
+		under = "the key " + key
+	}
+	c.add(r, RefundOfForeignCharge, []Object{o}, fmt.Sprintf("%s gave money back from %s, which the provider holds under %s, not under %s, the refunded payment's",
+		o.ID, charge, under, r.ChargeKey))
 }
 
 // recorded is the object of moved that the cluster recorded: the one

@@ -132,7 +132,7 @@ func (s *scenario) reconcile(suffix string, from time.Time, scope paymentsv1alph
 	g.Expect(s.cluster.k8s.Create(ctx, pr)).To(Succeed())
 	s.t.Cleanup(func() {
 		_ = s.cluster.k8s.DeleteAllOf(ctx, &paymentsv1alpha1.PaymentReconciliationReport{},
-			client.MatchingLabels{paymentsv1alpha1.LabelReconciliation: pr.Name})
+			client.MatchingLabels(paymentsv1alpha1.ReportPageLabels(pr)))
 		_ = s.cluster.k8s.Delete(ctx, pr)
 	})
 	g.Eventually(func(g Gomega) paymentsv1alpha1.ReconciliationPhase {
@@ -156,7 +156,7 @@ func (s *scenario) reconcile(suffix string, from time.Time, scope paymentsv1alph
 func (s *scenario) reportOf(g Gomega, pr *paymentsv1alpha1.PaymentReconciliation) []paymentsv1alpha1.ReconciliationFinding {
 	var pages paymentsv1alpha1.PaymentReconciliationReportList
 	g.Expect(s.cluster.k8s.List(context.Background(), &pages,
-		client.MatchingLabels{paymentsv1alpha1.LabelReconciliation: pr.Name})).To(Succeed())
+		client.MatchingLabels(paymentsv1alpha1.ReportPageLabels(pr)))).To(Succeed())
 	// The API server lists cluster-scoped objects by name: page order.
 	var all bytes.Buffer
 	var findings []paymentsv1alpha1.ReconciliationFinding
@@ -197,7 +197,7 @@ func (s *scenario) describeRun(pr *paymentsv1alpha1.PaymentReconciliation) strin
 	}
 	var pages paymentsv1alpha1.PaymentReconciliationReportList
 	if err := s.cluster.k8s.List(context.Background(), &pages,
-		client.MatchingLabels{paymentsv1alpha1.LabelReconciliation: pr.Name}); err == nil {
+		client.MatchingLabels(paymentsv1alpha1.ReportPageLabels(pr))); err == nil {
 		n := 0
 		for _, p := range pages.Items {
 			for _, f := range p.Findings {

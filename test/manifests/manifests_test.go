@@ -84,7 +84,7 @@ var clusterScoped = map[string]bool{
 	"CustomResourceDefinition": true,
 	"ClusterRole":              true,
 	"ClusterRoleBinding":       true,
-	// The finished-label policy (config/policy).
+	// The admission policies (config/policy).
 	"ValidatingAdmissionPolicy":        true,
 	"ValidatingAdmissionPolicyBinding": true,
 	"MutatingAdmissionPolicy":          true,
@@ -261,12 +261,23 @@ func baseCases() []testCase {
 		}},
 		{"the admission policies ship, bound", func(g Gomega, m *manifest) {
 			policies, bindings := m.byKind("ValidatingAdmissionPolicy"), m.byKind("ValidatingAdmissionPolicyBinding")
-			g.Expect(policies).To(HaveLen(1), "%s: want the finished-label ValidatingAdmissionPolicy", m.source)
-			g.Expect(bindings).To(HaveLen(1), "%s: want the binding of the finished-label policy", m.source)
-			var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-			m.convert(g, bindings[0], &binding)
-			g.Expect(binding.Spec.PolicyName).To(Equal(policies[0].GetName()), "%s: the binding names another policy", m.source)
-			g.Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
+			validating := make([]string, 0, len(policies))
+			for _, p := range policies {
+				validating = append(validating, strings.TrimPrefix(p.GetName(), namePrefix))
+			}
+			g.Expect(validating).To(ConsistOf("finished-label", "reconciliation-reader"),
+				"%s: want the ValidatingAdmissionPolicies of config/policy", m.source)
+			g.Expect(bindings).To(HaveLen(len(policies)), "%s: want one binding per validating policy", m.source)
+			denies := map[string]bool{}
+			for _, u := range bindings {
+				var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+				m.convert(g, u, &binding)
+				g.Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
+				denies[binding.Spec.PolicyName] = true
+			}
+			for _, p := range policies {
+				g.Expect(denies).To(HaveKey(p.GetName()), "%s: no binding names ValidatingAdmissionPolicy %s", m.source, p.GetName())
+			}
 
 			mutating, mutatingBindings := m.byKind("MutatingAdmissionPolicy"), m.byKind("MutatingAdmissionPolicyBinding")
 			names := make([]string, 0, len(mutating))

@@ -67,6 +67,11 @@ var expectedPolicies = []expectedPolicy{
 		consequence: "resolutions are recorded as unattributed: without the policy, whoever may annotate a job " +
 			"may write any name in the resolved-by annotation, so the operator never trusts it",
 	},
+	{
+		name: "reconciliation-reader", validating: true,
+		consequence: "whoever may create a PaymentReconciliation reads, through its report, the payments of namespaces " +
+			"and the books of providers they may not read themselves",
+	},
 }
 
 // policyKind is what the audit found of one kind of admission policy and

@@ -104,8 +104,19 @@ type Reconciler struct {
 	Namespaces []string
 }
 
-// Reconcile runs one PaymentReconciliation to its end.
+// Reconcile runs one PaymentReconciliation to its end. A write that lost a
+// race with another attempt of the run (another manager, without leader
+// election) is a quiet requeue: the next pass reads what the other wrote.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("Requeuing after a conflict with another attempt of the run", "error", err.Error())
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pr := &paymentsv1alpha1.PaymentReconciliation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -205,12 +216,22 @@ type providerError struct{ error }
 
 func (e providerError) Unwrap() error { return e.error }
 
-// complete records a finished run: the report's pages, then the status,
-// the event and the metrics.
+// complete records a finished run: the report's pages, as a new attempt's,
+// then the status that names the attempt, the event and the metrics. The
+// status write carries the resourceVersion read at the start of the pass:
+// when another attempt completed the run first, it fails, this attempt's
+// pages are deleted, and the other's report stands. Once the status names
+// it, the pages of every other attempt are deleted (readers ignore them
+// anyway: a report is the pages of the attempt its status names).
 func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentReconciliation, res result) error {
 	report := res.report
-	where, err := writeReport(ctx, r.Client, pr, report)
+	attempt := newAttempt()
+	mine := func(a string) bool { return a == attempt }
+	where, err := writeReport(ctx, r.Client, pr, attempt, report)
 	if err != nil {
+		if err := deletePages(ctx, r.Client, r.Reader, pr.Name, mine); err != nil {
+			log.FromContext(ctx).Info("Leaving the pages of a failed attempt; readers ignore them", "attempt", attempt, "error", err.Error())
+		}
 		return err
 	}
 	summary := &paymentsv1alpha1.ReconciliationSummary{Categories: map[string]int64{}, Charges: res.charges, Refunds: res.refunds}
@@ -246,7 +267,14 @@ func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentR
 	set(paymentsv1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "The run is over")
 	set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, reason, "The run is over")
 	if err := r.Client.Status().Update(ctx, pr); err != nil {
+		if err := deletePages(ctx, r.Client, r.Reader, pr.Name, mine); err != nil {
+			log.FromContext(ctx).Info("Leaving the pages of an attempt that did not complete the run; readers ignore them",
+				"attempt", attempt, "error", err.Error())
+		}
 		return fmt.Errorf("cannot record the reconciliation's result: %w", err)
+	}
+	if err := deletePages(ctx, r.Client, r.Reader, pr.Name, func(a string) bool { return a != attempt }); err != nil {
+		log.FromContext(ctx).Info("Leaving the pages of other attempts; readers ignore them", "error", err.Error())
 	}
 	runsTotal.WithLabelValues(result).Inc()
 	provider := pr.Spec.ProviderRef.Namespace + "/" + pr.Spec.ProviderRef.Name

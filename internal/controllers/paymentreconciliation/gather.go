@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -96,7 +97,10 @@ func (s scope) namespace(key string) bool {
 }
 
 // gather reads the PaymentJobs and PaymentRefunds of the account from the
-// API server (the cache leaves finished ones out), a page at a time.
+// API server (the cache leaves finished ones out), a page at a time: of
+// the run's namespaces only, when it names them (what its creator was
+// allowed to read, as the reconciliation-reader admission policy checked),
+// of every namespace otherwise.
 func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) {
 	b := &books{byKey: map[kindKey]record{}, inFlight: map[string]bool{}}
 	add := func(r record) {
@@ -105,7 +109,7 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 		}
 		b.byKey[kindKey{r.Kind, r.Key}] = r
 	}
-	err := eachList(ctx, reader, &paymentsv1alpha1.PaymentJobList{}, func(list client.ObjectList) {
+	err := eachList(ctx, reader, s.namespaces, &paymentsv1alpha1.PaymentJobList{}, func(list client.ObjectList) {
 		for _, j := range list.(*paymentsv1alpha1.PaymentJobList).Items {
 			st := j.Status
 			if st.IdempotencyKey == "" || !s.ours(st.Provider, st.IdempotencyKey) {
@@ -125,7 +129,7 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the PaymentJobs: %w", err)
 	}
-	err = eachList(ctx, reader, &paymentsv1alpha1.PaymentRefundList{}, func(list client.ObjectList) {
+	err = eachList(ctx, reader, s.namespaces, &paymentsv1alpha1.PaymentRefundList{}, func(list client.ObjectList) {
 		for _, pr := range list.(*paymentsv1alpha1.PaymentRefundList).Items {
 			st := pr.Status
 			if st.IdempotencyKey == "" || !s.ours(st.Provider, st.IdempotencyKey) {
@@ -138,7 +142,7 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 			r := record{Record: reconcile.Record{Kind: reconcile.Refund, Key: st.IdempotencyKey,
 				Object: pr.Namespace + "/" + pr.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted}}
 			if c := st.Charge; c != nil {
-				r.Amount, r.Currency, r.ChargeKey = c.Amount, strings.ToLower(c.Currency), c.IdempotencyKey
+				r.Amount, r.Currency, r.ChargeKey, r.Charge = c.Amount, strings.ToLower(c.Currency), c.IdempotencyKey, c.ID
 			}
 			if pr.Spec.Amount != nil {
 				r.Amount = *pr.Spec.Amount
@@ -161,7 +165,7 @@ func entryRecord(e ledger.Entry) record {
 	}
 	return record{Record: reconcile.Record{Kind: kind, Key: e.Key, InLedger: true,
 		Moved: e.Outcome == paymentsv1alpha1.LedgerCompleted, ID: e.Charge, Amount: e.Amount,
-		Currency: strings.ToLower(e.Currency)}, at: e.At}
+		Currency: strings.ToLower(e.Currency), Charge: e.RefundedCharge}, at: e.At}
 }
 
 // outcomeOf is the provider's id of a finished payment and the time it
@@ -181,17 +185,24 @@ func outcomeOf(st paymentsv1alpha1.PaymentStatus) (string, time.Time) {
 	return id, at
 }
 
-// eachList lists every object of list's kind from reader, a page at a time,
-// handing each page to fn.
-func eachList(ctx context.Context, reader client.Reader, list client.ObjectList, fn func(client.ObjectList)) error {
-	cont := ""
-	for {
-		if err := reader.List(ctx, list, client.Limit(listPage), client.Continue(cont)); err != nil {
-			return err
-		}
-		fn(list)
-		if cont = list.GetContinue(); cont == "" {
-			return nil
+// eachList lists every object of list's kind in the namespaces (every
+// namespace when there are none) from reader, a page at a time, handing
+// each page to fn.
+func eachList(ctx context.Context, reader client.Reader, namespaces []string, list client.ObjectList, fn func(client.ObjectList)) error {
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		cont := ""
+		for {
+			if err := reader.List(ctx, list, client.InNamespace(ns), client.Limit(listPage), client.Continue(cont)); err != nil {
+				return err
+			}
+			fn(list)
+			if cont = list.GetContinue(); cont == "" {
+				break
+			}
 		}
 	}
+	return nil
 }

@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +38,66 @@ type reader struct {
 	requests int64
 	// sliceObjects: see DefaultSliceObjects.
 	sliceObjects int
+	// refundsRead are the refunds of the charges whose refunds the run
+	// read, by charge: the provider's exact list of them. charges holds
+	// what the provider said of those charges: the key each was made
+	// under.
+	refundsRead map[string][]reconcile.Object
+	charges     []reconcile.Object
+}
+
+// readRefunds reads the refunds of a charge, once a run: the refunds
+// found, and what the provider says of the charge.
+func (r *reader) readRefunds(ctx context.Context, refunder payment.Refunder, id string) ([]reconcile.Object, error) {
+	if found, ok := r.refundsRead[id]; ok {
+		return found, nil
+	}
+	if err := r.wait(ctx); err != nil {
+		return nil, err
+	}
+	book, err := payment.ListRefunds(ctx, refunder, id)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the refunds of charge %s at the provider: %w", id, err)
+	}
+	objects := []reconcile.Object{}
+	for key, fs := range book.Refunds {
+		for _, f := range fs {
+			objects = append(objects, foundObject(reconcile.Refund, key, f, id))
+		}
+	}
+	if r.refundsRead == nil {
+		r.refundsRead = map[string][]reconcile.Object{}
+	}
+	r.refundsRead[id] = objects
+	// A charge's key is known only where the provider kept it: an empty
+	// one may be a provider that does not say, never a reason to report.
+	if book.Charge.Key != "" {
+		r.charges = append(r.charges, reconcile.Object{Kind: reconcile.Charge, ID: id, Key: book.Charge.Key})
+	}
+	return objects, nil
+}
+
+// chargesOf reads the refunds of the charges that refund records give
+// money back from, when the run has not read them yet: so that every
+// refund is judged against its charge (the key it was made under), and a
+// refund the provider shows nothing of is judged on its charge's exact
+// list of refunds.
+func (r *reader) chargesOf(ctx context.Context, records []record, b *books) error {
+	refunder, ok := r.provider.(payment.Refunder)
+	if !ok {
+		return nil
+	}
+	for _, rec := range records {
+		if rec.Kind != reconcile.Refund {
+			continue
+		}
+		if id := chargeOf(b, rec.Record); id != "" {
+			if _, err := r.readRefunds(ctx, refunder, id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // wait takes one request from the budget.
@@ -76,7 +138,7 @@ func (r *reader) disputes(ctx context.Context, l payment.Lister, from, now time.
 // charges by key (a Looker), refunds by their charge (a Refunder). It is
 // how a provider without a list is reconciled, and how a record whose
 // object the list of the window does not hold is checked just outside it.
-func (r *reader) lookup(ctx context.Context, records, all []record) ([]reconcile.Object, error) {
+func (r *reader) lookup(ctx context.Context, records []record, b *books) ([]reconcile.Object, error) {
 	var objects []reconcile.Object
 	var keys []string
 	asked := map[string]bool{}
@@ -89,8 +151,8 @@ func (r *reader) lookup(ctx context.Context, records, all []record) ([]reconcile
 				asked[rec.Key] = true
 				keys = append(keys, rec.Key)
 			}
-		case rec.ChargeKey != "" || rec.ID != "":
-			if id := chargeOf(all, rec); id != "" {
+		default:
+			if id := chargeOf(b, rec.Record); id != "" {
 				charges[id] = true
 			}
 		}
@@ -113,33 +175,29 @@ func (r *reader) lookup(ctx context.Context, records, all []record) ([]reconcile
 		}
 	}
 	if refunder, ok := r.provider.(payment.Refunder); ok {
-		for id := range charges {
-			if err := r.wait(ctx); err != nil {
+		ids := slices.Sorted(maps.Keys(charges))
+		for _, id := range ids {
+			found, err := r.readRefunds(ctx, refunder, id)
+			if err != nil {
 				return nil, err
 			}
-			book, err := payment.ListRefunds(ctx, refunder, id)
-			if err != nil {
-				return nil, fmt.Errorf("cannot read the refunds of charge %s at the provider: %w", id, err)
-			}
-			for key, fs := range book.Refunds {
-				for _, f := range fs {
-					objects = append(objects, foundObject(reconcile.Refund, key, f, id))
-				}
-			}
+			objects = append(objects, found...)
 		}
 	}
 	return objects, nil
 }
 
-// chargeOf is the provider's id of the charge a refund record refunds,
-// from the records of its charge's key.
-func chargeOf(records []record, refund record) string {
-	for _, rec := range records {
-		if rec.Kind == reconcile.Charge && rec.Key == refund.ChargeKey && rec.ID != "" {
-			return rec.ID
-		}
+// chargeOf is the provider's id of the charge a refund record gives money
+// back from: as the PaymentRefund or the ledger recorded it, or else the
+// id recorded for its payment's key, in the window or not.
+func chargeOf(b *books, refund reconcile.Record) string {
+	if refund.Charge != "" {
+		return refund.Charge
 	}
-	return ""
+	if refund.ChargeKey == "" {
+		return ""
+	}
+	return b.byKey[kindKey{reconcile.Charge, refund.ChargeKey}].ID
 }
 
 // objectOf is a listed charge or refund as the comparison reads it.

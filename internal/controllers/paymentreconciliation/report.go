@@ -20,9 +20,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -60,42 +62,42 @@ func paginate(r reconcile.Report) []page {
 	return pages
 }
 
-// pageName is the name of page n of a reconciliation's report: names sort
-// in page order.
-func pageName(reconciliation string, n int) string {
-	return fmt.Sprintf("%s-%05d", reconciliation, n)
+// pageName is the name of page n of an attempt's report: names sort in
+// page order, and two attempts never write the same page. A long
+// reconciliation name is cut so that the name stays a valid one.
+func pageName(reconciliation, attempt string, n int) string {
+	suffix := fmt.Sprintf("-%s-%05d", attempt, n)
+	if room := validation.DNS1123SubdomainMaxLength - len(suffix); len(reconciliation) > room {
+		reconciliation = strings.TrimRight(reconciliation[:room], "-.")
+	}
+	return reconciliation + suffix
 }
 
-// writeReport writes the report's pages, owned by pr, replacing any
-// written by an earlier attempt of the same run, and returns what the
-// status says of it.
-func writeReport(ctx context.Context, c client.Client, pr *paymentsv1alpha1.PaymentReconciliation, r reconcile.Report) (*paymentsv1alpha1.ReconciliationReport, error) {
+// newAttempt names an attempt of a run: what its pages are labelled with,
+// and what the status names once the attempt completes the run.
+func newAttempt() string { return rand.String(10) }
+
+// writeReport writes the report's pages as attempt's, owned by pr, and
+// returns what the status says of it. The pages are new objects: another
+// attempt of the run (a retry, or another manager running the same run)
+// never changes them, and they are the report only once the status names
+// the attempt.
+func writeReport(ctx context.Context, c client.Client, pr *paymentsv1alpha1.PaymentReconciliation, attempt string, r reconcile.Report) (*paymentsv1alpha1.ReconciliationReport, error) {
 	pages := paginate(r)
 	var all bytes.Buffer
 	for n, p := range pages {
 		all.Write(p.csv)
-		obj := &paymentsv1alpha1.PaymentReconciliationReport{ObjectMeta: metav1.ObjectMeta{Name: pageName(pr.Name, n)}}
-		_, err := controllerutil.CreateOrUpdate(ctx, c, obj, func() error {
-			if obj.Labels == nil {
-				obj.Labels = map[string]string{}
-			}
-			obj.Labels[paymentsv1alpha1.LabelReconciliation] = pr.Name
-			obj.Reconciliation, obj.Page, obj.Rows, obj.CSV = pr.Name, int32(n), int32(len(p.findings)), string(p.csv)
-			obj.Findings = findingsOf(p.findings)
-			return controllerutil.SetOwnerReference(pr, obj, c.Scheme())
-		})
-		if err != nil {
+		obj := &paymentsv1alpha1.PaymentReconciliationReport{
+			ObjectMeta: metav1.ObjectMeta{Name: pageName(pr.Name, attempt, n), Labels: map[string]string{
+				paymentsv1alpha1.LabelReconciliation: pr.Name, paymentsv1alpha1.LabelReconciliationAttempt: attempt}},
+			Reconciliation: pr.Name, Page: int32(n), Rows: int32(len(p.findings)), CSV: string(p.csv),
+			Findings: findingsOf(p.findings),
+		}
+		if err := controllerutil.SetOwnerReference(pr, obj, c.Scheme()); err != nil {
+			return nil, fmt.Errorf("cannot own page %d of the report: %w", n, err)
+		}
+		if err := c.Create(ctx, obj); err != nil {
 			return nil, fmt.Errorf("cannot write page %d of the report: %w", n, err)
-		}
-	}
-	// Pages of an earlier attempt beyond this one's last.
-	for n := len(pages); ; n++ {
-		err := c.Delete(ctx, &paymentsv1alpha1.PaymentReconciliationReport{ObjectMeta: metav1.ObjectMeta{Name: pageName(pr.Name, n)}})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cannot delete page %d of an earlier report: %w", n, err)
 		}
 	}
 	if !bytes.Equal(all.Bytes(), r.CSV()) {
@@ -104,7 +106,27 @@ func writeReport(ctx context.Context, c client.Client, pr *paymentsv1alpha1.Paym
 		return nil, fmt.Errorf("the report's pages do not join into the report")
 	}
 	return &paymentsv1alpha1.ReconciliationReport{SHA256: r.SHA256(), Rows: int64(len(r.Findings)),
-		Pages: int32(len(pages)), Bytes: int64(all.Len())}, nil
+		Pages: int32(len(pages)), Bytes: int64(all.Len()), Attempt: attempt}, nil
+}
+
+// deletePages deletes the pages of the reconciliation name's report whose
+// attempt drop says: those of attempts that lost, failed or were cut short.
+// It reads them from the API server, not the cache, which holds no pages.
+func deletePages(ctx context.Context, c client.Client, reader client.Reader, name string, drop func(attempt string) bool) error {
+	var list paymentsv1alpha1.PaymentReconciliationReportList
+	if err := reader.List(ctx, &list, client.MatchingLabels{paymentsv1alpha1.LabelReconciliation: name}); err != nil {
+		return fmt.Errorf("cannot list the report pages: %w", err)
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !drop(p.Labels[paymentsv1alpha1.LabelReconciliationAttempt]) {
+			continue
+		}
+		if err := c.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("cannot delete report page %s: %w", p.Name, err)
+		}
+	}
+	return nil
 }
 
 // findingsOf is the JSON form of findings.

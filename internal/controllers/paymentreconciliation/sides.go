@@ -41,7 +41,7 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 		return err
 	}
 	if !listed {
-		found, err := rd.lookup(ctx, records, b.inWindow)
+		found, err := rd.lookup(ctx, records, b)
 		if err != nil {
 			return providerError{err}
 		}
@@ -65,11 +65,17 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 			return providerError{err}
 		}
 	}
+	if err := rd.chargesOf(ctx, slices.Concat(records, pulled), b); err != nil {
+		return providerError{err}
+	}
 	all := make([]reconcile.Record, 0, len(records)+len(pulled))
 	for _, rec := range slices.Concat(records, pulled) {
+		if rec.Kind == reconcile.Refund {
+			_, rec.Exact = rd.refundsRead[chargeOf(b, rec.Record)]
+		}
 		all = append(all, rec.Record)
 	}
-	t.compare(all, objects)
+	t.compare(all, objects, rd.charges)
 	return nil
 }
 
@@ -101,9 +107,9 @@ func sliceRecords(ctx context.Context, lr LedgerReader, b *books, s scope, t *ta
 // A refund made without one of our keys counts only once its charge is in
 // the comparison: the charge is older, so the refund goes on to the next
 // slice until its charge comes.
-func (t *tally) compare(records []reconcile.Record, objects []reconcile.Object) {
+func (t *tally) compare(records []reconcile.Record, objects, charges []reconcile.Object) {
 	objects = append(objects, t.carry...)
-	findings := reconcile.Compare(records, objects)
+	findings := reconcile.Compare(records, objects, charges...)
 	mentioned := map[string]bool{}
 	for _, f := range findings {
 		for _, id := range f.ProviderIDs {
@@ -142,7 +148,7 @@ func lookups(ctx context.Context, rd *reader, t *tally, records []record, object
 // lookAlso adds to objects what the provider holds under the records'
 // keys, wherever in the window it is.
 func lookAlso(ctx context.Context, rd *reader, t *tally, records []record, objects []reconcile.Object, b *books) ([]reconcile.Object, error) {
-	found, err := rd.lookup(ctx, records, b.inWindow)
+	found, err := rd.lookup(ctx, records, b)
 	if err != nil {
 		return nil, err
 	}
