@@ -161,11 +161,20 @@ func (o *ledgerFindOptions) run(ctx context.Context, arg string) error {
 	now := time.Now()
 	rows := make([][]string, 0, len(entries))
 	for _, e := range entries {
-		rows = append(rows, []string{e.Key, string(e.Outcome), orDash(e.Reason), orDash(e.Charge), money(e.Amount, e.Currency),
+		rows = append(rows, []string{e.Key, string(e.Outcome), orDash(e.Reason), entryCharge(e), money(e.Amount, e.Currency),
 			e.At.UTC().Format(time.RFC3339), ago(e.At, now), describeProvider(orDash(e.Provider.Account), nil)})
 	}
 	table(o.root.Out(), fmt.Sprintf("Ledger (%s):", o.ledger.backend), "KEY\tOUTCOME\tREASON\tCHARGE\tAMOUNT\tRECORDED\tAGE\tACCOUNT", rows)
 	return nil
+}
+
+// entryCharge is the charge (or refund) of e, for a table: a refund's
+// entry names the charge it gave money back from, when the ledger kept it.
+func entryCharge(e ledger.Entry) string {
+	if e.RefundedCharge == "" {
+		return orDash(e.Charge)
+	}
+	return fmt.Sprintf("%s (refunds %s)", orDash(e.Charge), e.RefundedCharge)
 }
 
 // keyOf is the ledger key arg names (see the command's help).
@@ -195,6 +204,9 @@ func (o *ledgerFindOptions) keyOf(ctx context.Context, c client.Client, ns, arg 
 			t, ns, obj.GetPaymentStatus().Phase)
 	case apierrors.IsNotFound(err) && !isMissingGroup(err):
 		key := ledger.SentKey(ns, name)
+		if k == kindRefund {
+			key = ledger.RefundKey(ns, name)
+		}
 		fmt.Fprintf(o.root.ErrOut(), "%s is not in namespace %s; looking up the key its name gives, %s "+
 			"(if its manifest set spec.idempotencyKey, look that key up instead)\n", t, ns, key)
 		return key, nil

@@ -70,7 +70,7 @@ var (
 // operator of env watches: a test may run an operator of its own for
 // another namespace (postgres_test.go).
 var testNamespaces = []string{"approve", "books", "books-tty", "completion", "errors", "ledger", "ledger-export", "rbac", "refund", "refund-again",
-	"refund-git", "refund-gitops", "refund-gone", "refund-rbac", "refund-typo", "resolve", "status", "status-check"}
+	"refund-byhand", "refund-git", "refund-gitops", "refund-gone", "refund-rbac", "refund-typo", "resolve", "status", "status-check"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()

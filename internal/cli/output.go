@@ -225,7 +225,7 @@ func printLedgerLine(out io.Writer, s *Story, now time.Time) {
 	default:
 		rows := make([][]string, 0, len(s.Ledger.Entries))
 		for _, e := range s.Ledger.Entries {
-			rows = append(rows, []string{string(e.Outcome), orDash(e.Reason), orDash(e.Charge), money(e.Amount, e.Currency), ago(e.At, now), e.Key})
+			rows = append(rows, []string{string(e.Outcome), orDash(e.Reason), entryCharge(e), money(e.Amount, e.Currency), ago(e.At, now), e.Key})
 		}
 		table(out, title, "OUTCOME\tREASON\tCHARGE\tAMOUNT\tRECORDED\tKEY", rows)
 	}

@@ -29,6 +29,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -365,4 +366,46 @@ func TestRefundByAUserWhoCannotReadTheLedger(t *testing.T) {
 	g.Expect(r.Stderr).To(ContainSubstring("pj/invoice-1O not found in namespace refund-rbac, and whether the outcome ledger holds its payment cannot be told"))
 	g.Expect(r.Stderr).NotTo(ContainSubstring("--provider"))
 	g.Expect(refundsIn(g, ns)).To(BeEmpty())
+}
+
+// A refund named by hand (not NAME-refund-...) and then deleted: the
+// ledger records which charge it gave money back from, so what is left
+// counts it when the provider is not asked (--check-provider=false), and
+// counts it once while its PaymentRefund still exists.
+func TestRefundCountsADeletedRefundNamedByHandFromTheLedger(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "refund-byhand")
+	pj := createJob(t, ns, "invoice-11", 1000, paymentsv1alpha1.PhaseCompleted)
+	charge := pj.Status.ProviderResponse.ID
+
+	byHand := &paymentsv1alpha1.PaymentRefund{
+		ObjectMeta: metav1.ObjectMeta{Name: "goodwill-credit", Namespace: ns},
+		Spec: paymentsv1alpha1.PaymentRefundSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
+			PaymentJobRef: paymentsv1alpha1.PaymentJobReference{Name: "invoice-11"}, Amount: ptr.To(int64(300))},
+	}
+	g.Expect(k8s.Create(ctx, byHand)).To(Succeed())
+	rf, err := env.WaitForRefundPhase(ctx, ns, byHand.Name, paymentsv1alpha1.PhaseCompleted, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) { succeeded(g, kubectlPayments("ledger", "find", "prefund/goodwill-credit", "-n", ns)) }).
+		WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+	// Live and in the ledger: counted once.
+	r := kubectlPayments("refund", "pj/invoice-11", "-n", ns, "--amount", "800", "--check-provider=false")
+	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("--amount 800 is more than what is left of pj/invoice-11: 700 usd (refunded: prefund/goodwill-credit 300)\n"))
+
+	// Deleted: the ledger's entry names the charge, whatever the name.
+	deleteAndWait(g, rf)
+	r = kubectlPayments("refund", "pj/invoice-11", "-n", ns, "--amount", "800", "--check-provider=false", "--dry-run=client", "-o", "yaml")
+	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("--amount 800 is more than what is left of pj/invoice-11: 700 usd (refunded: goodwill-credit (no PaymentRefund; in the ledger, %s) 300)",
+		rf.Status.ProviderResponse.ID))
+	g.Expect(r.Stdout).To(BeEmpty())
+	g.Expect(refundsIn(g, ns)).To(BeEmpty())
+
+	// The ledger's entry shows the charge the refund gave money back from.
+	r = kubectlPayments("ledger", "find", "prefund/goodwill-credit", "-n", ns)
+	succeeded(g, r)
+	g.Expect(r.Stdout).To(ContainSubstring("%s (refunds %s)", rf.Status.ProviderResponse.ID, charge))
 }

@@ -321,7 +321,10 @@ func (k *refundCheck) askProvider(ctx context.Context) {
 // readRefunds lists the refunds that take from the charge: the job's
 // PaymentRefunds that did not fail, then the provider's list when it was
 // read (it is the whole truth, refunds made by hand included), or else
-// the refunds the ledger records for the charge.
+// the refunds the ledger records for the charge (refundsCharge). A refund
+// is counted once: a ledger entry or a provider's refund under the key of
+// a PaymentRefund counted already (its status.idempotencyKey) is that
+// PaymentRefund.
 func (k *refundCheck) readRefunds(ctx context.Context) {
 	seen := map[string]int{}
 	add := func(r spentRefund) {
@@ -379,7 +382,7 @@ func (k *refundCheck) readRefunds(ctx context.Context) {
 		if _, ok := seen[key]; ok {
 			return nil
 		}
-		if !e.Refund || e.Outcome != paymentsv1alpha1.LedgerCompleted || !namedForJob(key, k.ns, k.t.Name) ||
+		if !e.Refund || e.Outcome != paymentsv1alpha1.LedgerCompleted || !k.refundsCharge(e, key) ||
 			(e.Provider.Account != "" && k.pay.account != "" && e.Provider.Account != k.pay.account) {
 			return nil
 		}
@@ -546,15 +549,28 @@ func drawRefundName(job string, intN func(int) int) string {
 	return job + tail
 }
 
+// refundsCharge reports whether the ledger's refund entry e, under the
+// unscoped key, gave money back from the charge: the entry names the
+// charge it refunded (Entry.RefundedCharge), whatever the refund's name.
+// An entry recorded before the ledger kept that, or a charge whose id is
+// not known here, is told by the name refund gives the job's refunds
+// (namedForJob).
+func (k *refundCheck) refundsCharge(e ledger.Entry, key string) bool {
+	if e.RefundedCharge != "" && k.pay.id != "" {
+		return e.RefundedCharge == k.pay.id
+	}
+	return namedForJob(key, k.ns, k.t.Name)
+}
+
 // refundNameOf matches the names refund gives a job's refunds, now and
 // before (NAME-refund, NAME-refund-2): NAME-refund with at most one more
 // segment.
 var refundNameOf = regexp.MustCompile(`^(.+)-refund(-[a-z0-9]+)?$`)
 
 // namedForJob reports whether the refund key (unscoped) carries a name
-// refund gives the refunds of job: the ledger does not record which
-// charge a refund gave money back from, so a deleted PaymentRefund is
-// known to be the job's only by its name.
+// refund gives the refunds of job: a ledger entry recorded before the
+// ledger kept the refunded charge tells a deleted PaymentRefund to be the
+// job's only by its name.
 func namedForJob(key, ns, job string) bool {
 	prefix := ns + ".refund/"
 	if !strings.HasPrefix(key, prefix) {
