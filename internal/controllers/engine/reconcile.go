@@ -169,21 +169,9 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 		// Never claimed, so nothing is in flight: let it go.
 		return ctrl.Result{}, r.removeFinalizer(ctx, job)
 	}
-	// A re-created object is finished from its own ledger entry before
-	// anything else, even where its kind's checks would wait (a refund
-	// whose PaymentJob is gone).
-	res, done, searched, err := r.finishFromLedger(ctx, job, false)
+	res, done, searched, err := r.ledgerThenPrepare(ctx, job)
 	if done || err != nil {
 		return res, err
-	}
-	if res, done, err := r.prepare(ctx, job); done || err != nil {
-		return res, err
-	}
-	if searched.unprepared {
-		// The entry says too little to be compared before Prepare.
-		if res, done, searched, err = r.finishFromLedger(ctx, job, true); done || err != nil {
-			return res, err
-		}
 	}
 	prepared := job.GetResourceVersion()
 	if err := r.ensureFinalizer(ctx, job); err != nil {
@@ -231,6 +219,26 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 		}
 	}
 	return r.admitAfterLookup(ctx, job, target)
+}
+
+// ledgerThenPrepare asks the ledger about an unclaimed object, then runs
+// its kind's checks: a re-created object is finished from its own ledger
+// entry before anything else, even where its kind's checks would wait (a
+// refund whose PaymentJob is gone). An entry that says too little to be
+// compared before the checks is compared after them. done reports that the
+// pass ends here.
+func (r *Reconciler) ledgerThenPrepare(ctx context.Context, job Object) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
+	res, done, searched, err = r.finishFromLedger(ctx, job, false)
+	if done || err != nil {
+		return res, true, searched, err
+	}
+	if res, done, err := r.prepare(ctx, job); done || err != nil {
+		return res, true, searched, err
+	}
+	if searched.unprepared {
+		return r.finishFromLedger(ctx, job, true)
+	}
+	return ctrl.Result{}, false, searched, nil
 }
 
 // prepare runs the kind's checks before an unclaimed object's ledger

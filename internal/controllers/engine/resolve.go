@@ -226,41 +226,9 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 			return false, o, "", &searchLagWait{at: at, lag: lag}
 		}
 	}
-	// Where the provider keeps an exact list (a charge's refunds), "not
-	// made" is its word, never a person's alone.
-	exact := false
-	if k, ok := r.Kind.(ExactFind); ok && !want.charged {
-		exact = k.ExactFind()
-	}
-	if waiting != nil {
-		if exact {
-			return false, o, "", &exactListWait{why: fmt.Sprintf("PaymentProvider %q cannot be read now (%s: %s)",
-				r.terms(job).Provider, waiting.Reason, waiting.Message)}
-		}
-		// The provider is gone or not ready: the person's word stands,
-		// recorded as not verified.
-		return false, o, "", nil
-	}
-	calls := r.Kind.Calls(target, job)
-	if !calls.CanFind() {
-		if exact {
-			return false, o, "", &exactListWait{why: fmt.Sprintf("PaymentProvider %q cannot list what it holds", r.terms(job).Provider)}
-		}
-		return false, o, "", nil
-	}
-	if recorded := job.GetPaymentStatus().Provider; recorded != nil {
-		if same, _ := providercache.SameProvider(*recorded, target.ID, target.AccountsOnly()); !same {
-			if !exact {
-				// The provider now reaches another account: it cannot speak
-				// for the one that was called.
-				return false, o, "", nil
-			}
-			// The account's list speaks for it, whatever object reaches it.
-			if books, why := providercache.SameBooks(*recorded, target.ID, target.AccountsOnly()); !books {
-				return false, o, "", &exactListWait{why: fmt.Sprintf("PaymentProvider %q does not reach %s, where this %s was sent (%s)",
-					r.terms(job).Provider, providercache.DescribeBooks(*recorded), r.Kind.Words().Noun, why)}
-			}
-		}
+	calls, speaks, err := r.providerSpeaks(job, want, target, waiting)
+	if !speaks {
+		return false, o, "", err
 	}
 	key := req.Key
 	callCtx, cancel := context.WithTimeout(ctx, target.Timeout)
@@ -308,6 +276,48 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 			"resolve it as %s%s instead", f.ID, f.Status, resolveChargedPrefix, f.ID), nil
 	}
 	return true, o, "", nil
+}
+
+// providerSpeaks reports whether the provider behind target (or waiting,
+// when it cannot be used now) can check a resolution of job, and gives its
+// calls. When it cannot (not ready, gone, no lookup, another account than
+// the one the job was sent to), the person's word stands, recorded as not
+// verified; but where the provider keeps an exact list (ExactFind: a
+// charge's refunds), "not made" is its word, never a person's alone, and
+// err (an *exactListWait) says what is missing.
+func (r *Reconciler) providerSpeaks(job Object, want resolution, target *Target, waiting *Progress) (Calls, bool, error) {
+	exact := false
+	if k, ok := r.Kind.(ExactFind); ok && !want.charged {
+		exact = k.ExactFind()
+	}
+	unverified := func(why string, args ...any) (Calls, bool, error) {
+		if exact {
+			return nil, false, &exactListWait{why: fmt.Sprintf(why, args...)}
+		}
+		return nil, false, nil
+	}
+	if waiting != nil {
+		return unverified("PaymentProvider %q cannot be read now (%s: %s)", r.terms(job).Provider, waiting.Reason, waiting.Message)
+	}
+	calls := r.Kind.Calls(target, job)
+	if !calls.CanFind() {
+		return unverified("PaymentProvider %q cannot list what it holds", r.terms(job).Provider)
+	}
+	if recorded := job.GetPaymentStatus().Provider; recorded != nil {
+		if same, _ := providercache.SameProvider(*recorded, target.ID, target.AccountsOnly()); !same {
+			if !exact {
+				// The provider now reaches another account: it cannot speak
+				// for the one that was called.
+				return nil, false, nil
+			}
+			// The account's list speaks for it, whatever object reaches it.
+			if books, why := providercache.SameBooks(*recorded, target.ID, target.AccountsOnly()); !books {
+				return unverified("PaymentProvider %q does not reach %s, where this %s was sent (%s)",
+					r.terms(job).Provider, providercache.DescribeBooks(*recorded), r.Kind.Words().Noun, why)
+			}
+		}
+	}
+	return calls, true, nil
 }
 
 // exactListWait says a not-charged resolution of an ExactFind object waits
