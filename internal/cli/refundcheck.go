@@ -338,38 +338,12 @@ func (k *refundCheck) readRefunds(ctx context.Context) {
 		k.spent = append(k.spent, r)
 	}
 	for _, rf := range k.live {
-		if rf.Spec.PaymentJobRef.Name != k.t.Name || rf.Status.Phase == paymentsv1alpha1.PhaseFailed {
-			continue
+		if r, ok := k.liveRefund(rf); ok {
+			add(r)
 		}
-		if ch := rf.Status.Charge; ch != nil && k.pay.id != "" && ch.ID != k.pay.id {
-			// A refund of an earlier payment of a job of this name.
-			continue
-		}
-		amount := int64(-1) // a whole refund takes what is left
-		switch {
-		case rf.Status.ProviderResponse != nil && rf.Status.ProviderResponse.Amount > 0:
-			amount = rf.Status.ProviderResponse.Amount
-		case rf.Spec.Amount != nil:
-			amount = *rf.Spec.Amount
-		}
-		key := rf.Status.IdempotencyKey
-		if key == "" {
-			key = sentRefundKey(k.pay.scope, k.ns, effectiveKey(rf.Name, rf.Spec.IdempotencyKey))
-		}
-		add(spentRefund{key: unscoped(key), label: "prefund/" + rf.Name, amount: amount})
 	}
-	if ch := k.atProvider; ch != nil {
-		var keyed int64
-		for _, r := range ch.Refunds {
-			if r.State == "NotCharged" {
-				continue
-			}
-			keyed += r.Amount
-			add(spentRefund{key: unscoped(r.Key), label: refundLabel(r.Key, "at the provider, "+r.ID), amount: r.Amount})
-		}
-		if other := ch.Refunded - keyed; other > 0 {
-			add(spentRefund{label: "refunds without a key at the provider", amount: other})
-		}
+	if k.atProvider != nil {
+		k.providerRefunds(add)
 		return
 	}
 	if k.reader == nil {
@@ -377,7 +351,61 @@ func (k *refundCheck) readRefunds(ctx context.Context) {
 			"deleted; the operator checks the provider's list before it refunds", k.ledgerErr)
 		return
 	}
-	err := k.reader.Each(ctx, ledger.Filter{Namespace: k.ns, Since: k.pay.since}, func(e ledger.Entry) error {
+	if err := k.ledgerRefunds(ctx, seen, add); err != nil {
+		k.ledgerFailed(err)
+		k.warnf("the outcome ledger could not be read (%v): what is left does not count refunds whose PaymentRefund is "+
+			"deleted; the operator checks the provider's list before it refunds", k.ledgerErr)
+	}
+}
+
+// liveRefund is what PaymentRefund rf takes from the charge, and whether
+// it takes from it at all: a refund of the job that did not fail, and not
+// of an earlier payment of a job of this name.
+func (k *refundCheck) liveRefund(rf paymentsv1alpha1.PaymentRefund) (spentRefund, bool) {
+	if rf.Spec.PaymentJobRef.Name != k.t.Name || rf.Status.Phase == paymentsv1alpha1.PhaseFailed {
+		return spentRefund{}, false
+	}
+	if ch := rf.Status.Charge; ch != nil && k.pay.id != "" && ch.ID != k.pay.id {
+		// A refund of an earlier payment of a job of this name.
+		return spentRefund{}, false
+	}
+	amount := int64(-1) // a whole refund takes what is left
+	switch {
+	case rf.Status.ProviderResponse != nil && rf.Status.ProviderResponse.Amount > 0:
+		amount = rf.Status.ProviderResponse.Amount
+	case rf.Spec.Amount != nil:
+		amount = *rf.Spec.Amount
+	}
+	key := rf.Status.IdempotencyKey
+	if key == "" {
+		key = sentRefundKey(k.pay.scope, k.ns, effectiveKey(rf.Name, rf.Spec.IdempotencyKey))
+	}
+	return spentRefund{key: unscoped(key), label: "prefund/" + rf.Name, amount: amount}, true
+}
+
+// providerRefunds adds the refunds of the provider's list of the charge
+// (k.atProvider), those it did not make left out, and what it refunded
+// under no key as one more.
+func (k *refundCheck) providerRefunds(add func(spentRefund)) {
+	ch := k.atProvider
+	var keyed int64
+	for _, r := range ch.Refunds {
+		if r.State == "NotCharged" {
+			continue
+		}
+		keyed += r.Amount
+		add(spentRefund{key: unscoped(r.Key), label: refundLabel(r.Key, "at the provider, "+r.ID), amount: r.Amount})
+	}
+	if other := ch.Refunded - keyed; other > 0 {
+		add(spentRefund{label: "refunds without a key at the provider", amount: other})
+	}
+}
+
+// ledgerRefunds adds the completed refunds the ledger records for the
+// charge (refundsCharge) and its account, but none under a key in seen
+// (counted already). It returns the error of reading the ledger.
+func (k *refundCheck) ledgerRefunds(ctx context.Context, seen map[string]int, add func(spentRefund)) error {
+	return k.reader.Each(ctx, ledger.Filter{Namespace: k.ns, Since: k.pay.since}, func(e ledger.Entry) error {
 		key := unscoped(e.Key)
 		if _, ok := seen[key]; ok {
 			return nil
@@ -392,11 +420,6 @@ func (k *refundCheck) readRefunds(ctx context.Context) {
 		add(spentRefund{key: key, label: refundLabel(e.Key, "in the ledger, "+orDash(e.Charge)), amount: e.Amount})
 		return nil
 	})
-	if err != nil {
-		k.ledgerFailed(err)
-		k.warnf("the outcome ledger could not be read (%v): what is left does not count refunds whose PaymentRefund is "+
-			"deleted; the operator checks the provider's list before it refunds", k.ledgerErr)
-	}
 }
 
 // checkLeft computes what is left of the charge and refuses an amount

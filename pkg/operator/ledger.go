@@ -52,8 +52,8 @@ const (
 type LedgerDurability string
 
 const (
-	// DurabilitySynchronous, the default, needs a synchronous standby: a
-	// commit is acknowledged only once a standby holds it
+	// DurabilitySynchronous is the default: it needs a synchronous standby.
+	// A commit is acknowledged only once a standby holds it
 	// (synchronous_standby_names set, synchronous_commit on, remote_write or
 	// remote_apply), so a failover loses no acknowledged outcome. Setup
 	// refuses a database without one.

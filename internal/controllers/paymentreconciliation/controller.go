@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -111,9 +112,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	res, err := r.reconcile(ctx, req)
 	if apierrors.IsConflict(err) {
 		log.FromContext(ctx).V(1).Info("Requeuing after a conflict with another attempt of the run", "error", err.Error())
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: jitter(conflictRequeue)}, nil
 	}
 	return res, err
+}
+
+// conflictRequeue is the wait before a run whose write lost a race with
+// another attempt is looked at again (with jitter): the engine's wait
+// after a conflict.
+const conflictRequeue = 100 * time.Millisecond
+
+// jitter adds up to 20% to d, as the engine's Jitter does (this package
+// never imports the engine), so that attempts that conflicted together do
+// not come back together.
+func jitter(d time.Duration) time.Duration {
+	return d + rand.N(d/5+1)
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -41,8 +41,9 @@ func TestGatherReadsOnlyTheRunsNamespaces(t *testing.T) {
 	g.Expect(paymentsv1alpha1.AddToScheme(scheme)).To(Succeed())
 	account := paymentsv1alpha1.ProviderIdentity{UID: "uid-1", Endpoint: "https://api.stripe.com", Account: "acct_1"}
 	at := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	var objs []client.Object
-	for _, ns := range []string{"shop", "billing", "tenant-b"} {
+	namespaces := []string{"shop", "billing", "tenant-b"}
+	objs := make([]client.Object, 0, 2*len(namespaces))
+	for _, ns := range namespaces {
 		job := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "order-1"},
 			Spec: paymentsv1alpha1.PaymentJobSpec{Amount: 1000, Currency: "usd"}}
 		job.Status.Phase, job.Status.IdempotencyKey, job.Status.Provider = paymentsv1alpha1.PhaseCompleted, payment.SentKey(ns, "order-1"), &account

@@ -144,8 +144,8 @@ func (r *reader) lookup(ctx context.Context, records []record, b *books) ([]reco
 	asked := map[string]bool{}
 	charges := map[string]bool{}
 	for _, rec := range records {
-		switch {
-		case rec.Kind == reconcile.Charge:
+		switch rec.Kind {
+		case reconcile.Charge:
 			// A job and its ledger entry are two records of one key.
 			if !asked[rec.Key] {
 				asked[rec.Key] = true

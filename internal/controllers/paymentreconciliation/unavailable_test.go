@@ -33,8 +33,8 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
-// connectError is what pgx says of a database it cannot reach.
-var connectError = errors.New("cannot read the outcome ledger: the outcome ledger's database did not answer: " +
+// errConnect is what pgx says of a database it cannot reach.
+var errConnect = errors.New("cannot read the outcome ledger: the outcome ledger's database did not answer: " +
 	"failed to connect to `user=ledgerwriter database=outcomes`: 10.0.0.7:5432 (10.0.0.7): dial error: connection refused")
 
 // unreachable is a ledger whose database does not answer: opening it
@@ -43,17 +43,17 @@ type unreachable struct{ open bool }
 
 func (u unreachable) Reader(context.Context) (LedgerReader, error) {
 	if u.open {
-		return nil, connectError
+		return nil, errConnect
 	}
 	return u, nil
 }
 
 func (unreachable) Between(context.Context, time.Time, time.Time, func(ledger.Entry) error) error {
-	return connectError
+	return errConnect
 }
 
 func (unreachable) FindAll(context.Context, []string) (map[string]ledger.Entry, error) {
-	return nil, connectError
+	return nil, errConnect
 }
 
 // A run whose ledger does not answer is tried again, and its status says
@@ -82,7 +82,7 @@ func TestUnfinishedRunHidesTheLedgersConnectionDetails(t *testing.T) {
 			r := &Reconciler{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Ledger: tt.ledger, Clock: clock.RealClock{}}
 			_, _, err := r.run(t.Context(), pr, &lister{Provider: sandbox.NewProvider(engine), engine: engine},
 				scope{account: account, accountsOnly: true, from: base, to: base.Add(time.Minute)})
-			g.Expect(err).To(MatchError(connectError))
+			g.Expect(err).To(MatchError(errConnect))
 			phase, _, again := unfinished(err)
 			g.Expect(again).To(BeTrue(), "tried again")
 			g.Expect(phase).To(Equal(paymentsv1alpha1.ReconciliationRunning))

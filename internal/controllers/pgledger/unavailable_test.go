@@ -120,9 +120,10 @@ func TestUnavailableLedgerIsDescribedWithoutItsConnectionDetails(t *testing.T) {
 		s.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		status, err := json.Marshal(statusOf(obj))
 		s.Expect(err).NotTo(HaveOccurred())
-		texts := []string{"status: " + string(status)}
 		events, err := s.kit.Events(ctx, obj)
 		s.Expect(err).NotTo(HaveOccurred())
+		texts := make([]string, 0, 1+len(events))
+		texts = append(texts, "status: "+string(status))
 		for _, ev := range events {
 			texts = append(texts, fmt.Sprintf("event %s: %s", ev.Reason, ev.Note))
 		}
