@@ -125,8 +125,9 @@ type Progress struct {
 	Reason string
 	// Message says it to users.
 	Message string
-	// Stalled marks an object that needs attention. On a finished object
-	// (Completed, Failed) it sets the Stalled condition only: Ready and
+	// Stalled marks a non-terminal object that needs attention. A finished
+	// object (Completed, Failed) is Stalled when Failed, and with reason
+	// LedgerConflict, which sets the Stalled condition only: Ready and
 	// Reconciling keep saying what the outcome is.
 	Stalled bool
 }
@@ -154,9 +155,9 @@ func SetConditions(job Object, p Progress) {
 	conflict = conflict.DeepCopy()
 	phase := job.GetPaymentStatus().Phase
 	switch {
-	case Terminal(phase) && p.Stalled:
-		// A finished object that needs attention: its outcome stands, as
-		// Ready and Reconciling say; Stalled says what is wrong.
+	case Terminal(phase) && p.Reason == ReasonLedgerConflict:
+		// A finished object whose outcome is not the ledger's: its outcome
+		// stands, as Ready and Reconciling say; Stalled says what is wrong.
 		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.Reason, p.Message)
 	case phase == paymentsv1alpha1.PhaseCompleted:
 		set(paymentsv1alpha1.ConditionReady, metav1.ConditionTrue, p.Reason, p.Message)
@@ -180,7 +181,7 @@ func SetConditions(job Object, p Progress) {
 			set(paymentsv1alpha1.ConditionStalled, metav1.ConditionFalse, p.Reason, "")
 		}
 	}
-	if conflict != nil && Terminal(phase) && !p.Stalled {
+	if conflict != nil && Terminal(phase) && p.Reason != ReasonLedgerConflict {
 		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, conflict.Reason, conflict.Message)
 	}
 	job.GetPaymentStatus().ObservedGeneration = gen
