@@ -250,7 +250,8 @@ const (
 	// at all, by a person at the provider.
 	ReasonChargeUnverified = "ChargeUnverified"
 	// ReasonPaymentCreatedAfterRefund says the PaymentJob named in
-	// spec.paymentJobRef was created after the refund, and the refund does
+	// spec.paymentJobRef was created more than five minutes after the
+	// refund (manifests applied together land within that), and the refund does
 	// not name its key in spec.paymentJobRef.idempotencyKey (Stalled=True):
 	// whoever wrote the refund could not have seen that payment, so it is
 	// not refunded. Create a new PaymentRefund that names the payment's key

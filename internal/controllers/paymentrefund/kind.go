@@ -77,6 +77,15 @@ const (
 	ReasonRefundsInFlight = paymentsv1alpha1.ReasonRefundsInFlight
 )
 
+// RefundBindWindow is how long after a refund that names no
+// spec.paymentJobRef.idempotencyKey its PaymentJob may be created and still
+// be the payment the refund was written for: manifests applied together
+// (a GitOps sync, kubectl apply -k) land within it. A job created later
+// under the name is another payment (a typo that a later payment's name
+// matched), never refunded by it, unless the ledger recorded that payment
+// before the refund was written (the job re-created from Git).
+const RefundBindWindow = 5 * time.Minute
+
 // refundRecheck is how often a refund waiting for its payment, or for
 // other refunds of the same charge in flight, looks again without an event.
 const refundRecheck = 30 * time.Second
@@ -223,7 +232,7 @@ func (kind) findCharge(ctx context.Context, r *engine.Reconciler, rf *paymentsv1
 		return nil, nil, &engine.Progress{Reason: ReasonPaymentNotCompleted, Stalled: true, Message: fmt.Sprintf(
 			"PaymentJob %q is Completed without a charge id; the refund cannot name the charge", ref.Name)}, nil, nil
 	}
-	if ref.IdempotencyKey == "" && job.CreationTimestamp.After(rf.CreationTimestamp.Time) {
+	if ref.IdempotencyKey == "" && job.CreationTimestamp.After(rf.CreationTimestamp.Add(RefundBindWindow)) {
 		seen, err := paidBefore(ctx, r, rf, job)
 		switch {
 		case err != nil:
@@ -231,10 +240,10 @@ func (kind) findCharge(ctx context.Context, r *engine.Reconciler, rf *paymentsv1
 			return nil, nil, &p, nil, nil
 		case !seen:
 			return nil, nil, &engine.Progress{Reason: ReasonPaymentCreatedAfterRefund, Stalled: true, Message: fmt.Sprintf(
-				"Not refunding: PaymentJob %q was created at %s, after this refund (%s), and spec.paymentJobRef names no "+
-					"idempotencyKey, so this refund was not written for it. Create a new PaymentRefund that names the payment's "+
-					"key in spec.paymentJobRef.idempotencyKey (kubectl payments refund writes it)", ref.Name,
-				job.CreationTimestamp.UTC().Format(time.RFC3339), rf.CreationTimestamp.UTC().Format(time.RFC3339))}, nil, nil
+				"Not refunding: PaymentJob %q was created at %s, more than %s after this refund (%s), and spec.paymentJobRef "+
+					"names no idempotencyKey, so this refund was not written for it. Create a new PaymentRefund that names the "+
+					"payment's key in spec.paymentJobRef.idempotencyKey (kubectl payments refund writes it)", ref.Name,
+				job.CreationTimestamp.UTC().Format(time.RFC3339), RefundBindWindow, rf.CreationTimestamp.UTC().Format(time.RFC3339))}, nil, nil
 		}
 	}
 	ch = &paymentsv1alpha1.RefundedCharge{ID: resp.ID, IdempotencyKey: job.Status.IdempotencyKey, Amount: resp.Amount, Currency: resp.Currency}

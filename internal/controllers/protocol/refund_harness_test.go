@@ -348,9 +348,16 @@ func refundLedgerEntryOf(charge string) ledger.Entry {
 	return e
 }
 
-// createdAfterTheRefund is a PaymentJob created after the world's refund.
+// createdAfterTheRefund is a PaymentJob created longer after the world's
+// refund than paymentrefund.RefundBindWindow.
 func createdAfterTheRefund(j *paymentsv1alpha1.PaymentJob) {
-	j.CreationTimestamp = metav1.NewTime(start)
+	j.CreationTimestamp = metav1.NewTime(newRefund().CreationTimestamp.Add(paymentrefund.RefundBindWindow + time.Second))
+}
+
+// createdWithTheRefund is a PaymentJob created just after the world's
+// refund, as manifests applied together are.
+func createdWithTheRefund(j *paymentsv1alpha1.PaymentJob) {
+	j.CreationTimestamp = metav1.NewTime(newRefund().CreationTimestamp.Add(3 * time.Second))
 }
 
 // paidJobCreatedAfterTheRefund is paidJob, created after the refund.

@@ -290,6 +290,12 @@ var refundTable = []refundRow{
 	stoppedUnsent("the job was created after the refund, which names no key: PaymentCreatedAfterRefund stall, no call",
 		paidJobCreatedAfterTheRefund(), "PaymentCreatedAfterRefund", noRequeue),
 	{
+		name:   "the job was created seconds after the refund (applied together), which names no key: refunded",
+		refund: newRefund(), job: newJob(completedEarlier, finished, createdWithTheRefund), answers: []answer{refunded},
+		steps: []step{{effects: lookAndRefund.then(completeAndFinish...), events: []string{"Succeeded"}}},
+		final: givenBack,
+	},
+	{
 		name:   "the job was created after the refund, re-created from a payment the ledger recorded before it: refunded",
 		refund: newRefund(), job: paidJobCreatedAfterTheRefund(), answers: []answer{refunded},
 		ledger: &ledgerState{entries: []ledger.Entry{func() ledger.Entry { e := ledgerEntry(""); e.Charge = chargeID; return e }()}},
