@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,72 +177,6 @@ func (r *Reconciler) recordInLedger(ctx context.Context, job Object) (recorded b
 				". The finalizer stays until it is recorded; retried by itself; "+LedgerCauseInLog)
 	}
 	return false, fmt.Errorf("cannot record the outcome in the ledger: %w", err)
-}
-
-// stallOnLedgerConflict keeps a finished job whose key the ledger holds
-// with another outcome (held), recorded first by another object under the
-// same key: the job stays Completed or Failed with its finalizer, Stalled
-// (LedgerConflict), announced once by a Warning event. What the ledger
-// holds goes to the manager's log only: it may be another tenant's
-// payment. Every later pass asks the ledger again and writes nothing new.
-func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held ledger.Entry) error {
-	r.conflicts.set(client.ObjectKeyFromObject(job), true)
-	log.FromContext(ctx).Info("Keeping a finished job: the outcome ledger holds another outcome under its key",
-		"key", held.Key, "outcome", job.GetPaymentStatus().Phase, "heldOutcome", held.Outcome, "heldCharge", held.Charge,
-		"heldFingerprint", held.Fingerprint, "heldAt", held.At, "heldAccount", held.Provider.Account,
-		"heldEndpoint", held.Provider.Endpoint)
-	own := string(job.GetPaymentStatus().Phase)
-	if resp := job.GetPaymentStatus().ProviderResponse; resp != nil && resp.ID != "" && job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseCompleted {
-		own += " as " + resp.ID
-	}
-	msg := payment.CleanMessage(fmt.Sprintf("This %s is %s, but the operator's ledger holds another outcome under its "+
-		"idempotency key %q, recorded first by another object with the same key; the ledger keeps the first, so this "+
-		"outcome is not recorded there. The finalizer stays and no TTL deletes this object: compare it with what the "+
-		"provider holds under the key (the operator's log names the ledger's entry), settle the money, then remove the "+
-		"finalizer by hand (docs/operations.md, PaymentJobLedgerConflict)",
-		r.Kind.Name(), own, held.Key), MaxMessageLength)
-	changed, err := r.updateStatusIfChanged(ctx, job, Progress{Reason: ReasonLedgerConflict, Message: msg, Stalled: true})
-	if err != nil {
-		return err
-	}
-	if changed {
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonLedgerConflict, r.Kind.Words().Action, "%s", msg)
-	}
-	return nil
-}
-
-// LedgerConflicted reports whether a finished object is stalled because
-// the ledger holds another outcome under its key: it keeps its finalizer,
-// and no TTL deletes it.
-func LedgerConflicted(job Object) bool {
-	c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonLedgerConflict
-}
-
-// conflictedJobs are the finished jobs of this process stalled on a
-// ledger conflict, counted by paymentjob_ledger_conflicts.
-type conflictedJobs struct {
-	mu   sync.Mutex
-	jobs map[types.NamespacedName]struct{}
-}
-
-// set records whether the job is stalled on a ledger conflict after this
-// pass.
-func (c *conflictedJobs) set(key types.NamespacedName, conflicted bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, was := c.jobs[key]
-	switch {
-	case conflicted && !was:
-		if c.jobs == nil {
-			c.jobs = map[types.NamespacedName]struct{}{}
-		}
-		c.jobs[key] = struct{}{}
-		ledgerConflictsGauge.Inc()
-	case !conflicted && was:
-		delete(c.jobs, key)
-		ledgerConflictsGauge.Dec()
-	}
 }
 
 // LedgerEntry is the ledger's record of a finished object that sends c; now
@@ -406,71 +339,6 @@ type ledgerSearch struct {
 	// unprepared: the ledger holds the key, and the entry can only be
 	// compared with the request once the kind's Prepare ran.
 	unprepared bool
-}
-
-// outsideEtcd is implemented by a ledger kept outside etcd (PostgreSQL): it
-// may hold outcomes that an etcd restore took away from the objects.
-type outsideEtcd interface {
-	OutsideEtcd() bool
-}
-
-// ledgerKnowsMore reports whether the ledger may hold the outcome of a
-// Processing object that the object does not: the ledger is kept outside
-// etcd (a restored snapshot took the object back, not the ledger), or the
-// object was first claimed longer ago than the provider remembers keys
-// (another copy of it may have finished and been recorded meanwhile).
-func (r *Reconciler) ledgerKnowsMore(job Object) bool {
-	if r.Ledger == nil {
-		return false
-	}
-	if o, ok := r.Ledger.(outsideEtcd); ok && o.OutsideEtcd() {
-		return true
-	}
-	started := job.GetPaymentStatus().StartedAt
-	return r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention
-}
-
-// resumeFromLedger asks the ledger before a Processing object is sent
-// again, where it may know more than the object (ledgerKnowsMore): an
-// outcome recorded under the object's key and request, made where t
-// reaches, finishes the object as recorded, with no provider call (past
-// the provider's key memory, a second send would be a second payment).
-// Another request under the key stalls it, and a ledger that does not
-// answer keeps it Processing, unsent. done reports that the pass ends here.
-func (r *Reconciler) resumeFromLedger(ctx context.Context, job Object, t *Target) (res ctrl.Result, done bool, err error) {
-	if !r.ledgerKnowsMore(job) {
-		return ctrl.Result{}, false, nil
-	}
-	c := r.requestOf(job)
-	e, found, err := r.Ledger.Find(ctx, c.Key)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return ctrl.Result{}, true, err
-	case err != nil:
-		p := LedgerUnanswered(ctx, err, "asked whether this payment was finished before it is sent again")
-		previous := readyReason(job)
-		if err := r.writeProgress(ctx, job, p); err != nil {
-			return ctrl.Result{}, true, err
-		}
-		if previous != p.Reason {
-			r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, r.Kind.Words().Action, "%s", p.Message)
-		}
-		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(job))}, true, nil
-	case !found:
-		return ctrl.Result{}, false, nil
-	}
-	if e.Fingerprint != c.Fingerprint {
-		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
-		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: "Not sending again: " +
-			"the operator's ledger records a payment under this idempotency key for another request; the operator's log " +
-			"names it (ChargeMismatch)"})
-	}
-	if same, why := providercache.SameBooks(e.Provider, t.ID, t.AccountsOnly()); !same {
-		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
-			"Not sending again: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s",
-			providercache.DescribeBooks(e.Provider), r.terms(job).Provider, providercache.DescribeBooks(t.ID), why), MaxMessageLength)})
-	}
-	return ctrl.Result{}, true, r.recordFromLedger(ctx, job, t, c, e)
 }
 
 // covers reports whether the search covers a claim through t: the ledger
