@@ -165,7 +165,7 @@ func (r *Reconciler) recordInLedger(ctx context.Context, job Object) (recorded b
 	var conflict *ledger.ConflictError
 	switch {
 	case err == nil:
-		r.conflicts.set(client.ObjectKeyFromObject(job), false)
+		r.conflicts.set(client.ObjectKeyFromObject(job), false, ledgerConflictsGauge)
 		return true, nil
 	case errors.As(err, &conflict):
 		return false, r.stallOnLedgerConflict(ctx, job, conflict.Held)

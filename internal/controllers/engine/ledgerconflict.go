@@ -19,12 +19,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -43,7 +41,7 @@ import (
 // holds goes to the manager's log only: it may be another tenant's
 // payment. Every later pass asks the ledger again and writes nothing new.
 func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held ledger.Entry) error {
-	r.conflicts.set(client.ObjectKeyFromObject(job), true)
+	r.conflicts.set(client.ObjectKeyFromObject(job), true, ledgerConflictsGauge)
 	log.FromContext(ctx).Info("Keeping a finished job: the outcome ledger holds another outcome under its key",
 		"key", held.Key, "outcome", job.GetPaymentStatus().Phase, "heldOutcome", held.Outcome, "heldCharge", held.Charge,
 		"heldFingerprint", held.Fingerprint, "heldAt", held.At, "heldAccount", held.Provider.Account,
@@ -74,30 +72,4 @@ func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held
 func LedgerConflicted(job Object) bool {
 	c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonLedgerConflict
-}
-
-// conflictedJobs are the finished jobs of this process stalled on a
-// ledger conflict, counted by paymentjob_ledger_conflicts.
-type conflictedJobs struct {
-	mu   sync.Mutex
-	jobs map[types.NamespacedName]struct{}
-}
-
-// set records whether the job is stalled on a ledger conflict after this
-// pass.
-func (c *conflictedJobs) set(key types.NamespacedName, conflicted bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, was := c.jobs[key]
-	switch {
-	case conflicted && !was:
-		if c.jobs == nil {
-			c.jobs = map[types.NamespacedName]struct{}{}
-		}
-		c.jobs[key] = struct{}{}
-		ledgerConflictsGauge.Inc()
-	case !conflicted && was:
-		delete(c.jobs, key)
-		ledgerConflictsGauge.Dec()
-	}
 }

@@ -19,6 +19,7 @@ package engine
 import (
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -79,4 +80,31 @@ func (j *jobMemory[V]) size() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return len(j.m)
+}
+
+// countedJobs is a set of jobs in one state, counted by a gauge: the jobs
+// stalled behind a deleted provider (ProviderDeleted), the finished jobs
+// stalled on a ledger conflict (LedgerConflict).
+type countedJobs struct {
+	mu   sync.Mutex
+	jobs map[types.NamespacedName]struct{}
+}
+
+// set records whether the job with key is in the state after this pass,
+// and moves gauge when that changes.
+func (c *countedJobs) set(key types.NamespacedName, in bool, gauge prometheus.Gauge) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, was := c.jobs[key]
+	switch {
+	case in && !was:
+		if c.jobs == nil {
+			c.jobs = map[types.NamespacedName]struct{}{}
+		}
+		c.jobs[key] = struct{}{}
+		gauge.Inc()
+	case !in && was:
+		delete(c.jobs, key)
+		gauge.Dec()
+	}
 }

@@ -19,7 +19,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -223,31 +222,6 @@ func (r *Reconciler) providerWithdrawn(ctx context.Context, t *Target) string {
 	return ""
 }
 
-// strandedJobs counts the Processing jobs stalled behind a deleted provider
-// (ReasonProviderDeleted), for the jobs_waiting_for_deleted_provider gauge.
-type strandedJobs struct {
-	mu   sync.Mutex
-	jobs map[types.NamespacedName]struct{}
-}
-
-// set records whether the job is stranded after this pass.
-func (s *strandedJobs) set(key types.NamespacedName, stranded bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, was := s.jobs[key]
-	switch {
-	case stranded && !was:
-		if s.jobs == nil {
-			s.jobs = map[types.NamespacedName]struct{}{}
-		}
-		s.jobs[key] = struct{}{}
-		strandedJobsGauge.Inc()
-	case !stranded && was:
-		delete(s.jobs, key)
-		strandedJobsGauge.Dec()
-	}
-}
-
 // waitingFor maps a PaymentProvider to the unfinished objects of the kind
 // that use it.
 func (r *Reconciler) waitingFor(ctx context.Context, o client.Object) []reconcile.Request {
@@ -258,8 +232,8 @@ func (r *Reconciler) waitingFor(ctx context.Context, o client.Object) []reconcil
 // or finished and so out of the cache).
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.written.forget(key)
-	r.stranded.set(key, false)
-	r.conflicts.set(key, false)
+	r.stranded.set(key, false, strandedJobsGauge)
+	r.conflicts.set(key, false, ledgerConflictsGauge)
 	r.rateWaits.forget(key)
 	r.retries.forget(key)
 }

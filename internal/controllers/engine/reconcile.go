@@ -92,9 +92,9 @@ type Reconciler struct {
 	// of each job, so that older cached copies are skipped.
 	written writtenVersions
 	// stranded counts the jobs stalled behind a deleted provider.
-	stranded strandedJobs
+	stranded countedJobs
 	// conflicts counts the finished jobs stalled on a ledger conflict.
-	conflicts conflictedJobs
+	conflicts countedJobs
 	// rateWaits dates since when jobs wait for their provider's rate limit:
 	// every requeue cancels its reservation, so only the sum of the waits
 	// says a job is held back.
@@ -292,7 +292,7 @@ func (r *Reconciler) resume(ctx context.Context, job Object) (ctrl.Result, error
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.Reason == ReasonProviderDeleted)
+	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.Reason == ReasonProviderDeleted, strandedJobsGauge)
 	if waiting != nil {
 		// Money may have moved: stay Processing and come back.
 		delay := r.retryDelay(job)
