@@ -270,6 +270,12 @@ func TestBrokenServicesFail(t *testing.T) {
 			wantSaid:   []string{"holds no refund", "every refund made under an asked key"},
 		},
 		{
+			name:       "a charge's refunds answered without the charge's key",
+			opts:       refundBroken(refRefundSwitches{chargeWithoutKey: true}),
+			wantFailed: []string{providertest.RuleRefundLookup},
+			wantSaid:   []string{`lists no charge`, "under the payment's own key"},
+		},
+		{
 			name:       "a list page larger than its limit",
 			opts:       listBroken(refListSwitches{ignoreLimit: true}),
 			wantFailed: []string{providertest.RuleListWindow},

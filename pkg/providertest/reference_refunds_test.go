@@ -50,6 +50,9 @@ type refRefundSwitches struct {
 	// byChargeOnly lists a refund in the lookup of its charge, but not
 	// under its key.
 	byChargeOnly bool
+	// chargeWithoutKey answers the lookup of a charge's refunds (?charge=)
+	// without the charge's idempotency key.
+	chargeWithoutKey bool
 }
 
 // refRefund is a refund the service made.

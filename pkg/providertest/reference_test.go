@@ -250,6 +250,9 @@ func (s *refService) lookup(w http.ResponseWriter, r *http.Request) {
 	found := []refCharge{}
 	for _, c := range s.charges {
 		if keys[c.Key] || (charge != "" && c.ID == charge) {
+			if !keys[c.Key] && s.refunds.chargeWithoutKey {
+				c.Key = ""
+			}
 			found = append(found, c)
 		}
 	}

@@ -236,12 +236,15 @@ func (s *session) listedWithItsCharge(ctx context.Context, key, id string, req p
 		return fmt.Sprintf("%s holds %d refunded of the charge, where only refund %q of %d was made: the service must "+
 			"count every refund of the charge that succeeded or is pending, and nothing else", what, book.Refunded, id, req.Amount), ""
 	}
+	if book.Charge.Key == "" {
+		// The operator sends a refund only for a charge the provider holds
+		// under the refunded payment's own key.
+		return fmt.Sprintf(`%s lists no charge %q with the idempotency key it was made under in "charges": the operator `+
+			"refunds only a charge the service shows under the payment's own key, so every refund would wait "+
+			"(ChargeUnverified)", what, req.Charge), ""
+	}
 	if f.Fingerprint == "" {
 		note += "; without a fingerprint (store it: the operator then compares amount and currency only)"
-	}
-	if book.Charge.Key == "" && book.Charge.Amount == 0 {
-		note += `; the answer to ?charge= lists no charge (list it in "charges": the operator then refuses a refund ` +
-			"beyond it without a call)"
 	}
 	return "", note
 }
