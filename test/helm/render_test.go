@@ -92,7 +92,7 @@ func TestRenderDefaults(t *testing.T) {
 		"--zap-log-level=info",
 	}))
 	g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(6))
-	g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(1))
+	g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(2), "finished-label and reconciliation-reader")
 	g.Expect(find(objs, "MutatingAdmissionPolicy")).To(HaveLen(3))
 	// Optional objects are off by default.
 	for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap", "NetworkPolicy", "PodDisruptionBudget"} {
@@ -369,7 +369,7 @@ func TestRenderBranches(t *testing.T) {
 		{"CRDs installed apart", map[string]any{"crd": map[string]any{"enabled": false}},
 			func(g Gomega, objs []*unstructured.Unstructured) {
 				g.Expect(find(objs, "CustomResourceDefinition")).To(BeEmpty())
-				g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(1), "the admission policies stay")
+				g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(2), "the admission policies stay")
 			}},
 		{"metrics ingress only", map[string]any{"networkPolicy": map[string]any{"enabled": true, "egress": map[string]any{"enabled": false}}},
 			func(g Gomega, objs []*unstructured.Unstructured) {
