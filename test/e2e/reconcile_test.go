@@ -161,7 +161,7 @@ func (s *scenario) reportOf(g Gomega, pr *paymentsv1alpha1.PaymentReconciliation
 	var all bytes.Buffer
 	var findings []paymentsv1alpha1.ReconciliationFinding
 	for i, p := range pages.Items {
-		g.Expect(p.Name).To(Equal(fmt.Sprintf("%s-%05d", pr.Name, i)), "pages named in page order, none missing")
+		g.Expect(p.Name).To(Equal(fmt.Sprintf("%s-%s-%05d", pr.Name, pr.Status.Report.Attempt, i)), "pages of the attempt the status names, in page order, none missing")
 		g.Expect(p.Page).To(BeEquivalentTo(i))
 		g.Expect(p.Findings).To(HaveLen(int(p.Rows)), "the JSON rows are the CSV rows")
 		all.WriteString(p.CSV)
