@@ -1,0 +1,182 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+)
+
+// What the provider says of a person's resolution: whether it holds the
+// charge named, or nothing under the key; and when it cannot say yet.
+
+// verifyResolution asks the provider whether it agrees: it holds the charge
+// (under this job's key, succeeded), or it holds no charge under the key.
+// why says why the provider contradicts the resolution; err that it could
+// not be asked. verified is false when the provider cannot look charges up.
+func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want resolution) (verified bool, o payment.Outcome, why string, err error) {
+	req := r.requestOf(job)
+	o = payment.Outcome{ID: want.id, Status: "succeeded", Amount: req.Amount, Currency: req.Currency}
+	target, waiting, err := r.ResolveProvider(ctx, job)
+	if err != nil {
+		return false, o, "", err
+	}
+	if !want.charged {
+		// Whoever looked (the operator's lookup, or a person searching the
+		// provider's dashboard) may not see a charge made by an attempt
+		// younger than the provider's search lag (Stripe's: usually under
+		// a minute, up to an hour in incidents): "nothing found" says
+		// nothing about it yet, verified or not.
+		lag := r.Kind.SearchLag(ctx, r, job, target)
+		if at := lastAttempt(job).Add(lag); r.Clock.Now().Before(at) {
+			return false, o, "", &searchLagWait{at: at, lag: lag}
+		}
+	}
+	calls, speaks, err := r.providerSpeaks(job, want, target, waiting)
+	if !speaks {
+		return false, o, "", err
+	}
+	key := req.Key
+	callCtx, cancel := context.WithTimeout(ctx, target.Timeout)
+	defer cancel()
+	if want.charged {
+		got, err := calls.Settle(callCtx, key, want.id)
+		var refusal *payment.Refusal
+		switch {
+		case err == nil:
+			return true, got, "", nil
+		case errors.As(err, &refusal):
+			return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not hold a succeeded charge %s under this job's idempotency key: %s",
+				want.id, refusal.Message), MaxMessageLength), nil
+		}
+		// No answer about the charge: an unknown id, one made under
+		// another key, or no provider at all. If the provider answers a
+		// lookup of the key without that charge, it does not know it.
+		found, lookupErr := calls.Find(callCtx, key)
+		if lookupErr != nil {
+			return false, o, "", err
+		}
+		for _, f := range found {
+			if f.ID == want.id {
+				return false, o, "", err
+			}
+		}
+		return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not know a charge %s under this job's idempotency key (%v)",
+			want.id, err), MaxMessageLength), nil
+	}
+	found, err := calls.Find(callCtx, key)
+	if err != nil {
+		return false, o, "", err
+	}
+	fingerprint := req.Fingerprint
+	for _, f := range found {
+		if f.State == payment.StateNotCharged {
+			continue
+		}
+		if f.Fingerprint != "" && f.Fingerprint != fingerprint {
+			logChargeMismatch(ctx, "provider", f.ID, f.Amount, f.Currency)
+			return false, o, "a payment under this job's idempotency key for another request exists at the provider " +
+				"(the operator's log names it); it is not this job's, and this job is not resolved as not charged", nil
+		}
+		return false, o, fmt.Sprintf("the provider holds charge %s under this job's idempotency key (%s); "+
+			"resolve it as %s%s instead", f.ID, f.Status, resolveChargedPrefix, f.ID), nil
+	}
+	return true, o, "", nil
+}
+
+// providerSpeaks reports whether the provider behind target (or waiting,
+// when it cannot be used now) can check a resolution of job, and gives its
+// calls. When it cannot (not ready, gone, no lookup, another account than
+// the one the job was sent to), the person's word stands, recorded as not
+// verified; but where the provider keeps an exact list (ExactFind: a
+// charge's refunds), "not made" is its word, never a person's alone, and
+// err (an *exactListWait) says what is missing.
+func (r *Reconciler) providerSpeaks(job Object, want resolution, target *Target, waiting *Progress) (Calls, bool, error) {
+	exact := false
+	if k, ok := r.Kind.(ExactFind); ok && !want.charged {
+		exact = k.ExactFind()
+	}
+	unverified := func(why string, args ...any) (Calls, bool, error) {
+		if exact {
+			return nil, false, &exactListWait{why: fmt.Sprintf(why, args...)}
+		}
+		return nil, false, nil
+	}
+	if waiting != nil {
+		return unverified("PaymentProvider %q cannot be read now (%s: %s)", r.terms(job).Provider, waiting.Reason, waiting.Message)
+	}
+	calls := r.Kind.Calls(target, job)
+	if !calls.CanFind() {
+		return unverified("PaymentProvider %q cannot list what it holds", r.terms(job).Provider)
+	}
+	if recorded := job.GetPaymentStatus().Provider; recorded != nil {
+		if same, _ := providercache.SameProvider(*recorded, target.ID, target.AccountsOnly()); !same {
+			if !exact {
+				// The provider now reaches another account: it cannot speak
+				// for the one that was called.
+				return nil, false, nil
+			}
+			// The account's list speaks for it, whatever object reaches it.
+			if books, why := providercache.SameBooks(*recorded, target.ID, target.AccountsOnly()); !books {
+				return unverified("PaymentProvider %q does not reach %s, where this %s was sent (%s)",
+					r.terms(job).Provider, providercache.DescribeBooks(*recorded), r.Kind.Words().Noun, why)
+			}
+		}
+	}
+	return calls, true, nil
+}
+
+// exactListWait says a not-charged resolution of an ExactFind object waits
+// for the provider's exact list, and why it cannot be read now.
+type exactListWait struct {
+	why string
+}
+
+func (w *exactListWait) Error() string {
+	return "the provider's exact list of what it holds under this key is needed, at the account it was sent to, and " + w.why +
+		". It is checked again by itself; nothing is sent meanwhile"
+}
+
+// searchLagWait says when a not-charged resolution can be checked: once
+// the last attempt is older than the provider's search lag.
+type searchLagWait struct {
+	at  time.Time
+	lag time.Duration
+}
+
+func (w *searchLagWait) Error() string {
+	return fmt.Sprintf("the last attempt was made less than %s ago (the PaymentProvider's spec.lookup.searchLagSeconds), "+
+		"and a charge it made may not show in the provider's lookup yet; no new attempt is made meanwhile, and the "+
+		"resolution is checked at %s", w.lag, w.at.UTC().Format(time.RFC3339))
+}
+
+// lastAttempt is when the job's last claim was written: its provider call
+// came after it.
+func lastAttempt(job Object) time.Time {
+	switch {
+	case job.GetPaymentStatus().Claim != nil:
+		return job.GetPaymentStatus().Claim.AcquiredAt.Time
+	case job.GetPaymentStatus().StartedAt != nil:
+		return job.GetPaymentStatus().StartedAt.Time
+	}
+	return time.Time{}
+}
