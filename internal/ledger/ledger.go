@@ -93,41 +93,6 @@ type Entry struct {
 	At time.Time
 }
 
-// SameOutcome reports whether e and o record the same outcome of one
-// payment: the same key, request fingerprint, outcome, charge and provider
-// account. A Record of the entry a key holds already is that outcome
-// recorded again (after a crash between the record and the finalizer), not
-// a conflict; the time, the reason and the amounts are not compared.
-func (e Entry) SameOutcome(o Entry) bool {
-	return e.Key == o.Key && e.Fingerprint == o.Fingerprint && e.Outcome == o.Outcome &&
-		e.Charge == o.Charge && e.Provider == o.Provider
-}
-
-// ConflictError is what Record returns when the ledger holds another
-// outcome under the entry's key (SameOutcome is false): the first outcome
-// of a key stays, and the caller's was not recorded. Match it with
-// errors.As. Its message names the key only: Held may be another tenant's
-// payment, for the manager's log, never for a user.
-type ConflictError struct {
-	// Held is the entry the ledger holds under the key, and keeps.
-	Held Entry
-}
-
-// Error says that the key holds another outcome, without saying which.
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("the outcome ledger holds another outcome under key %q; the first outcome recorded stays", e.Held.Key)
-}
-
-// CheckRecorded is the result of a Record of e once the ledger holds held
-// under e's key: nil when held is the same outcome (SameOutcome), a
-// *ConflictError naming held otherwise. Every backend returns it.
-func CheckRecorded(e, held Entry) error {
-	if e.SameOutcome(held) {
-		return nil
-	}
-	return &ConflictError{Held: held}
-}
-
 // Options configure a Ledger.
 type Options struct {
 	// Retention is how long entries are kept at least; DefaultRetention
