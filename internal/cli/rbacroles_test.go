@@ -118,3 +118,32 @@ func rolesAggregatedToView(roles map[string]rbacv1.ClusterRole, resource string)
 	}
 	return false
 }
+
+// A denial is read from the API server's message: the verb, the resource
+// and where to bind the role.
+func TestAskFor(t *testing.T) {
+	const prefix = `paymentjobs.payments.idempotency.dev "a" is forbidden: User "ana" `
+	for _, tc := range []struct {
+		message, says string
+	}{
+		{prefix + `cannot patch resource "paymentjobs" in API group "payments.idempotency.dev" in the namespace "billing"`,
+			"ask your admin to bind ClusterRole paymentjob-operator-paymentjob-editor-role (patch paymentjobs) in namespace billing"},
+		{prefix + `cannot list resource "paymentrefunds" in API group "payments.idempotency.dev" in the namespace "billing"`,
+			"ask your admin to bind ClusterRole paymentjob-operator-paymentrefund-viewer-role or view (list paymentrefunds) in namespace billing"},
+		{prefix + `cannot create resource "paymentreconciliations" in API group "payments.idempotency.dev" at the cluster scope`,
+			"ask your admin to bind ClusterRole paymentjob-operator-paymentreconciliation-editor-role (create paymentreconciliations) with a ClusterRoleBinding"},
+		{prefix + `cannot list resource "events" in API group "" in the namespace "billing"`,
+			"ask your admin to bind ClusterRole view (list events) in namespace billing"},
+		{prefix + `cannot get resource "secrets" in API group "" in the namespace "billing"`,
+			"no shipped role grants get secrets: ask your admin for a Role with get on that one Secret (resourceNames) in namespace billing"},
+		{prefix + `cannot list resource "paymentledgers" in API group "payments.idempotency.dev" at the cluster scope`,
+			"no shipped role grants list paymentledgers: ask your admin for a ClusterRole with list on paymentledgers, bound with a ClusterRoleBinding"},
+		{prefix + `cannot patch resource "paymentjobs/status" in API group "payments.idempotency.dev" in the namespace "billing"`,
+			"no shipped role grants patch paymentjobs/status: ask your admin (docs/security.md lists the roles)"},
+		{"forbidden by a webhook", "ask your admin for the role docs/security.md names for this command"},
+	} {
+		t.Run(tc.says, func(t *testing.T) {
+			NewWithT(t).Expect(askFor(tc.message)).To(HavePrefix(tc.says))
+		})
+	}
+}
