@@ -99,9 +99,9 @@ func classify(err error, what string) error {
 	case apierrors.IsNotFound(err):
 		return &Error{Code: ExitNotFound, Err: fmt.Errorf("%s not found: check the name and the namespace (-n)", what)}
 	case apierrors.IsForbidden(err):
+		msg := statusMessage(err)
 		return &Error{Code: ExitForbidden, Err: fmt.Errorf(
-			"forbidden to read or change %s (%s); ask for the role docs/security.md names for this command "+
-				"(kubectl auth can-i shows what you may do)", what, statusMessage(err))}
+			"forbidden to read or change %s (%s); %s (kubectl auth can-i shows what you may do)", what, msg, askFor(msg))}
 	case apierrors.IsUnauthorized(err):
 		return &Error{Code: ExitForbidden, Err: fmt.Errorf("the API server does not know who you are (%s): log in again or check --kubeconfig", what)}
 	case errors.Is(err, context.DeadlineExceeded):
@@ -110,6 +110,16 @@ func classify(err error, what string) error {
 		return &Error{Code: ExitError, Err: fmt.Errorf("cannot reach the API server for %s: %w; check --kubeconfig and --context", what, err)}
 	}
 	return &Error{Code: ExitError, Err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// classifyClusterScoped is classify for an object of a cluster-scoped
+// kind: a missing one is not looked for in another namespace (-n), but in
+// the list kubectl get resource prints.
+func classifyClusterScoped(err error, what, resource string) error {
+	if apierrors.IsNotFound(err) && !isMissingGroup(err) {
+		return &Error{Code: ExitNotFound, Err: fmt.Errorf("%s not found: kubectl get %s lists them", what, resource)}
+	}
+	return classify(err, what)
 }
 
 const paymentsGroup = "payments.idempotency.dev"

@@ -279,10 +279,21 @@ func (o *ledgerExportOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer closeFn()
+	// Nothing reaches stdout before the ledger answered: a header alone,
+	// in a redirected file, would read as an empty ledger.
 	out := o.root.Out()
 	if o.output == outputCSV {
+		// The CSV writer buffers: an error before the first entry leaves
+		// its header unwritten.
 		w := ledger.NewCSVWriter(out)
-		err = reader.Each(ctx, filter, w.Write)
+		entries := 0
+		err = reader.Each(ctx, filter, func(e ledger.Entry) error {
+			entries++
+			return w.Write(e)
+		})
+		if err != nil && entries == 0 {
+			return ledgerError(err)
+		}
 		if ferr := w.Flush(); err == nil {
 			err = ferr
 		}
@@ -294,12 +305,10 @@ func (o *ledgerExportOptions) run(ctx context.Context) error {
 }
 
 // writeJSONArray writes the values each emits as one JSON array, one value
-// a line, without holding them.
+// a line, without holding them. Nothing is written when each fails
+// before its first value: the "[" waits for it, or for each's end.
 func writeJSONArray(w io.Writer, each func(emit func(any) error) error) error {
-	if _, err := io.WriteString(w, "["); err != nil {
-		return err
-	}
-	sep := "\n"
+	sep := "[\n"
 	err := each(func(v any) error {
 		b, err := jsonLine(v)
 		if err != nil {
@@ -309,12 +318,12 @@ func writeJSONArray(w io.Writer, each func(emit func(any) error) error) error {
 		sep = ",\n"
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if sep == "\n" {
-		_, err = io.WriteString(w, "]\n")
-	} else {
+	case sep == "[\n":
+		_, err = io.WriteString(w, "[]\n")
+	default:
 		_, err = io.WriteString(w, "\n]\n")
 	}
 	return err

@@ -107,7 +107,8 @@ only when the outcome ledger holds the payment.`,
 			return o.run(ctxOf(cmd), t)
 		},
 	}
-	cmd.Flags().Int64Var(&o.amount, "amount", 0, "Amount to refund in the charge's minor unit (default: what is left of the charge)")
+	cmd.Flags().Var(minorUnits{flag: "amount", v: &o.amount}, "amount",
+		"Amount to refund, a whole number of the charge's minor unit (cents for usd; default: what is left of the charge)")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "duplicate, fraudulent or requested_by_customer")
 	cmd.Flags().StringVar(&o.name, "name", "", "The PaymentRefund's name, also its idempotency key (default: NAME-refund- and a random suffix); "+
 		"refused when a refund of the namespace, the ledger or the provider has it")
@@ -128,6 +129,9 @@ func (o *refundOptions) validate(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("amount") && o.amount < 1 {
 		return usageError("--amount must be at least 1 (minor units)")
 	}
+	if err := o.validateNames(); err != nil {
+		return err
+	}
 	switch paymentsv1alpha1.RefundReason(o.reason) {
 	case "", paymentsv1alpha1.RefundDuplicate, paymentsv1alpha1.RefundFraudulent, paymentsv1alpha1.RefundRequestedByCustomer:
 	default:
@@ -138,6 +142,25 @@ func (o *refundOptions) validate(cmd *cobra.Command) error {
 	}
 	if o.output != "" {
 		return checkOutput(o.output, outputYAML, outputJSON, "name")
+	}
+	return nil
+}
+
+// validateNames refuses a --name the API server would refuse as the
+// PaymentRefund's name (the name is also the refund's key, and every
+// object name is a valid key), a --provider no PaymentProvider can have,
+// and a --payment-key the API refuses as a key.
+func (o *refundOptions) validateNames() error {
+	for _, name := range []struct{ flag, value string }{{"name", o.name}, {"provider", o.provider}} {
+		if name.value == "" {
+			continue
+		}
+		if err := checkObjectName(name.flag, name.value); err != nil {
+			return err
+		}
+	}
+	if o.paymentKey != "" {
+		return checkKey("payment-key", o.paymentKey)
 	}
 	return nil
 }

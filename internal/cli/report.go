@@ -272,7 +272,7 @@ checked against status.report.sha256. Exits as reconcile does.`,
 			}
 			var pr paymentsv1alpha1.PaymentReconciliation
 			if err := c.Get(ctx, client.ObjectKey{Name: args[0]}, &pr); err != nil {
-				return classify(err, "precon/"+args[0])
+				return classifyClusterScoped(err, "precon/"+args[0], "paymentreconciliations")
 			}
 			switch pr.Status.Phase {
 			case paymentsv1alpha1.ReconciliationCompleted:

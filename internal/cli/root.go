@@ -18,8 +18,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +30,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -56,10 +60,11 @@ func NewCommand(streams genericiooptions.IOStreams, version string) *cobra.Comma
 and reconciliations, as the paymentjob-operator records them.
 
 Exit codes: 0 done; 1 error (the API server did not answer, a timeout, ...);
-2 usage; 3 object not found; 4 forbidden by RBAC; 5 the operator's CRDs are
-not installed; 6 the outcome ledger cannot be read; 7 the books do not balance
-(reconcile found discrepancies); 8 a report's sha256 does not match; 9 the
-object is not in a state the command applies to (nothing was changed).`,
+2 usage (a wrong command, argument or flag, --context too); 3 object not found;
+4 forbidden by RBAC; 5 the operator's CRDs are not installed; 6 the outcome
+ledger cannot be read; 7 the books do not balance (reconcile found
+discrepancies); 8 a report's sha256 does not match; 9 the object is not in a
+state the command applies to (nothing was changed).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
@@ -81,7 +86,7 @@ object is not in a state the command applies to (nothing was changed).`,
 		newReportCommand(r),
 		newVersionCommand(r),
 	)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
+	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }
 
@@ -93,7 +98,7 @@ func (r *Root) Client() (client.Client, error) {
 	}
 	cfg, err := r.flags.ToRESTConfig()
 	if err != nil {
-		return nil, &Error{Code: ExitError, Err: fmt.Errorf("cannot read the kubeconfig: %w", err)}
+		return nil, r.kubeconfigError(err)
 	}
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
@@ -125,9 +130,74 @@ func (r *Root) ClientIn() (client.Client, string, error) {
 func (r *Root) Namespace() (string, error) {
 	ns, _, err := r.flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
+		if cerr := r.contextError(); cerr != nil {
+			return "", cerr
+		}
 		return "", &Error{Code: ExitError, Err: fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)}
 	}
 	return ns, nil
+}
+
+// kubeconfigError is err of reading the kubeconfig, saying what to do
+// when the context is not in it.
+func (r *Root) kubeconfigError(err error) error {
+	if cerr := r.contextError(); cerr != nil {
+		return cerr
+	}
+	return &Error{Code: ExitError, Err: fmt.Errorf("cannot read the kubeconfig: %w", err)}
+}
+
+// contextError says that the context the command uses is not in the
+// kubeconfig, and which files were read; nil when it is, or when the
+// kubeconfig cannot be read at all. A --context of another kubeconfig is
+// a usage error, as kubectl's other flags; a current-context that names
+// no context is the kubeconfig's error (exit 1).
+func (r *Root) contextError() error {
+	loader := r.flags.ToRawKubeConfigLoader()
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return nil
+	}
+	files := "no kubeconfig file found"
+	if read := kubeconfigFiles(loader.ConfigAccess().GetLoadingPrecedence()); len(read) > 0 {
+		files = strings.Join(read, ", ")
+	}
+	const list = "kubectl config get-contexts lists its contexts"
+	if name := ptr.Deref(r.flags.Context, ""); name != "" {
+		if _, ok := raw.Contexts[name]; ok {
+			return nil
+		}
+		return usageError("context %q (--context) is not in the kubeconfig (%s): %s", name, files, list)
+	}
+	if name := raw.CurrentContext; name != "" {
+		if _, ok := raw.Contexts[name]; !ok {
+			return &Error{Code: ExitError, Err: fmt.Errorf("the kubeconfig's current-context %q is not in it (%s): %s, "+
+				"kubectl config use-context picks one, or give --context", name, files, list)}
+		}
+	}
+	return nil
+}
+
+// kubeconfigFiles are those of paths that exist: the files a kubeconfig
+// is read from (--kubeconfig, else KUBECONFIG's, else ~/.kube/config).
+func kubeconfigFiles(paths []string) []string {
+	var read []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			read = append(read, p)
+		}
+	}
+	return read
+}
+
+// flagError makes an error of the command line a usage error (exit 2):
+// one a flag's value gives (minorUnits) is said as it is, without
+// pflag's "invalid argument" wrapping.
+func flagError(_ *cobra.Command, err error) error {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e
+	}
+	return usageError("%v", err)
 }
 
 // Out is where results go.
@@ -172,6 +242,12 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 func helpOrUnknown(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return cmd.Help()
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+		return usageError("unknown command %q for %q; did you mean %s?", args[0], cmd.CommandPath(), strings.Join(suggestions, " or "))
 	}
 	return usageError("unknown command %q for %q; run %s --help", args[0], cmd.CommandPath(), cmd.CommandPath())
 }
