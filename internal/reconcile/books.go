@@ -55,8 +55,13 @@ type Record struct {
 	// the provider saw it.
 	Key string
 	// Object names the PaymentJob or PaymentRefund, "<namespace>/<name>";
-	// empty when only the ledger holds the key (the job was deleted).
+	// when only the ledger holds the key (the object was deleted after its
+	// TTL), the name its ledger entry's key gives, with ObjectDeleted set,
+	// or empty when the key gives none.
 	Object string
+	// ObjectDeleted says the object is no longer in the cluster: Object
+	// was named from the ledger.
+	ObjectDeleted bool
 	// InLedger says the outcome ledger holds the key.
 	InLedger bool
 	// Moved says the cluster's outcome is that money moved (Completed);
@@ -71,6 +76,18 @@ type Record struct {
 	Currency string
 	// ChargeKey is a refund's charge: the key of the job it refunds.
 	ChargeKey string
+	// ChargeObject is a refund's charge's PaymentJob, "<namespace>/<name>"
+	// (the PaymentRefund's spec.paymentJobRef, or the name the charge's
+	// ledger entry gives), with ChargeObjectDeleted set when the job is no
+	// longer in the cluster. Empty when the cluster does not know it; a
+	// charge record in the comparison fills it then.
+	ChargeObject        string
+	ChargeObjectDeleted bool
+	// ChargeInLedger says the ledger holds a refund's charge's outcome.
+	ChargeInLedger bool
+	// ChargeAmount is a refund's charge's amount in minor units, as the
+	// cluster recorded it; 0 when it does not know it.
+	ChargeAmount int64
 	// Charge is a refund's charge: the provider's id of the charge it gives
 	// money back from, as the PaymentRefund or the ledger recorded it.
 	Charge string
@@ -104,4 +121,16 @@ type Object struct {
 	Charge string
 	// Dispute is the id of a dispute on a charge, if there is one.
 	Dispute string
+	// Refunded is, for a charge, the sum of the amounts of its refunds
+	// that moved money (succeeded or pending), those made outside the
+	// operator included, as the provider's list of them gave it;
+	// RefundsRead says the caller read that list. Without it, Compare sums
+	// the charge's refunds among the objects it is given.
+	Refunded    int64
+	RefundsRead bool
+	// KeyUnknown says, of a charge given to Compare as a refund's charge,
+	// that the provider did not say which key it was made under (a list of
+	// a charge's refunds that does not read the charge): its empty Key is
+	// no sign of a charge made without one of our keys.
+	KeyUnknown bool
 }

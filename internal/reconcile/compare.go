@@ -40,9 +40,13 @@ import (
 func Compare(records []Record, objects []Object, charges ...Object) []Finding {
 	c := newComparison(merge(records), objects)
 	for _, o := range charges {
-		if _, ok := c.chargeKeys[o.ID]; !ok && o.Kind == Charge {
+		if o.Kind != Charge {
+			continue
+		}
+		if _, ok := c.chargeKeys[o.ID]; !ok && !o.KeyUnknown {
 			c.chargeKeys[o.ID] = o.Key
 		}
+		c.knowCharge(o)
 	}
 	for _, r := range c.records {
 		c.record(r)
@@ -68,7 +72,13 @@ type comparison struct {
 	// chargeKeys maps the ids of the provider's charges known to the
 	// comparison to the key each carries there ("" for none).
 	chargeKeys map[string]string
-	findings   []Finding
+	// charges are the provider's charges known to the comparison, by id:
+	// their amounts and refunds (knowCharge). chargeByID and chargeByKey
+	// are the records of charges.
+	charges     map[string]Object
+	chargeByID  map[string]Record
+	chargeByKey map[string]Record
+	findings    []Finding
 }
 
 func newComparison(records []Record, objects []Object) *comparison {
@@ -80,11 +90,13 @@ func newComparison(records []Record, objects []Object) *comparison {
 		accounted:  map[string]bool{},
 		ourCharges: map[string]string{},
 		chargeKeys: map[string]string{},
+		charges:    map[string]Object{}, chargeByID: map[string]Record{}, chargeByKey: map[string]Record{},
 	}
 	for _, o := range objects {
 		c.byID[o.ID] = o
 		if o.Kind == Charge {
 			c.chargeKeys[o.ID] = o.Key
+			c.knowCharge(o)
 		}
 		if o.Key != "" {
 			c.byKey[o.Kind][o.Key] = append(c.byKey[o.Kind][o.Key], o)
@@ -94,16 +106,22 @@ func newComparison(records []Record, objects []Object) *comparison {
 		}
 	}
 	for _, r := range records {
-		if r.Kind == Charge && r.ID != "" {
+		if r.Kind != Charge {
+			continue
+		}
+		c.chargeByKey[r.Key] = r
+		if r.ID != "" {
 			c.ourCharges[r.ID] = r.Key
+			c.chargeByID[r.ID] = r
 		}
 	}
 	return c
 }
 
 // merge folds the records of one kind and key into one: the object's
-// name from whichever has it, InLedger from any, and the cluster's
-// recorded id, amount and currency from the first that has them.
+// name from whichever has it (one in the cluster before one named from
+// the ledger), InLedger from any, and the cluster's recorded id, amount
+// and currency from the first that has them.
 func merge(records []Record) []Record {
 	type kindKey struct {
 		kind Kind
@@ -119,7 +137,14 @@ func merge(records []Record) []Record {
 			continue
 		}
 		m := &out[i]
-		m.Object = cmp.Or(m.Object, r.Object)
+		if m.Object == "" || (m.ObjectDeleted && r.Object != "" && !r.ObjectDeleted) {
+			m.Object, m.ObjectDeleted = r.Object, r.ObjectDeleted
+		}
+		if m.ChargeObject == "" || (m.ChargeObjectDeleted && r.ChargeObject != "" && !r.ChargeObjectDeleted) {
+			m.ChargeObject, m.ChargeObjectDeleted = r.ChargeObject, r.ChargeObjectDeleted
+		}
+		m.ChargeInLedger = m.ChargeInLedger || r.ChargeInLedger
+		m.ChargeAmount = cmp.Or(m.ChargeAmount, r.ChargeAmount)
 		m.InLedger = m.InLedger || r.InLedger
 		m.Moved = m.Moved || r.Moved
 		m.ID = cmp.Or(m.ID, r.ID)
@@ -241,8 +266,7 @@ func (c *comparison) unaccounted() {
 			c.add(Record{Kind: o.Kind, Key: o.Key}, UnknownToCluster, []Object{o},
 				fmt.Sprintf("%s moved money under the key and the cluster has no %s or ledger entry for it", o.ID, objectName(o.Kind)))
 		case o.Kind == Refund && c.ourCharges[o.Charge] != "":
-			c.add(Record{Kind: Refund, Key: c.ourCharges[o.Charge]}, RefundedOutside, []Object{o},
-				fmt.Sprintf("%s refunded %d of %s without one of our keys", o.ID, o.Amount, o.Charge))
+			c.outside(o)
 		}
 	}
 }

@@ -77,9 +77,12 @@ type Finding struct {
 	// Key is the idempotency key; for RefundedOutside, whose refund
 	// carries none, the key of the charge it refunded.
 	Key string `json:"key"`
-	// Object and InLedger are the cluster's side (Record.Object and
-	// Record.InLedger); both empty when the cluster knows nothing of the
-	// key.
+	// Object and InLedger are the cluster's side of the row's own charge
+	// or refund (Record.Object and Record.InLedger): the PaymentJob or
+	// PaymentRefund, and whether the ledger holds its outcome. Both empty
+	// when the cluster knows nothing of the key, and for RefundedOutside,
+	// whose refund is no object of the cluster's (ChargeObject names the
+	// job whose charge it refunded).
 	Object   string `json:"object"`
 	InLedger bool   `json:"in_ledger"`
 	// ClusterID, ClusterAmount and ClusterCurrency are what the cluster
@@ -95,14 +98,35 @@ type Finding struct {
 	Detail string `json:"detail"`
 	// Action says what a person should do.
 	Action string `json:"action"`
+	// ChargeObject is the PaymentJob of the charge the row concerns,
+	// "<namespace>/<name>": a charge row's own job (Object), a refund
+	// row's job whose charge it gives money back from, RefundedOutside
+	// included. ChargeInLedger says whether the ledger holds that charge's
+	// outcome; ChargeID is the provider's id of the charge.
+	ChargeObject   string `json:"charge_object"`
+	ChargeInLedger bool   `json:"charge_in_ledger"`
+	ChargeID       string `json:"charge_id"`
+	// ChargeLeft is what is left of the charge at the provider, in minor
+	// units: its amount less every refund of it that moved money (succeeded
+	// or pending), those made outside the operator included, as far as the
+	// provider's lists the run read show them. Nil when the provider holds
+	// no charge the row concerns.
+	ChargeLeft *int64 `json:"charge_left"`
+	// ObjectDeleted and ChargeObjectDeleted say that Object or
+	// ChargeObject is no longer in the cluster (deleted after its TTL, or
+	// by a person): it is named from its ledger entry's key, which is its
+	// name unless its manifest set spec.idempotencyKey (a charge's job
+	// named by a PaymentRefund's spec.paymentJobRef is named exactly).
+	ObjectDeleted       bool `json:"object_deleted"`
+	ChargeObjectDeleted bool `json:"charge_object_deleted"`
 }
 
 // add appends a finding about r and objs.
 func (c *comparison) add(r Record, cat Category, objs []Object, detail string) {
 	f := Finding{
-		Category: cat, Kind: r.Kind, Key: r.Key, Object: r.Object, InLedger: r.InLedger,
+		Category: cat, Kind: r.Kind, Key: r.Key, Object: r.Object, InLedger: r.InLedger, ObjectDeleted: r.ObjectDeleted,
 		ClusterID: r.ID, ClusterAmount: r.Amount, ClusterCurrency: strings.ToUpper(r.Currency),
-		Detail: detail, Action: action(cat, r.Kind),
+		Detail: detail,
 	}
 	for _, o := range objs {
 		f.ProviderIDs = append(f.ProviderIDs, o.ID)
@@ -111,6 +135,8 @@ func (c *comparison) add(r Record, cat Category, objs []Object, detail string) {
 	if len(objs) == 1 {
 		f.ProviderAmount, f.ProviderCurrency = objs[0].Amount, strings.ToUpper(objs[0].Currency)
 	}
+	c.chargeSide(&f, r, objs)
+	f.Action = action(f)
 	c.findings = append(c.findings, f)
 }
 
@@ -153,11 +179,17 @@ func Sort(findings []Finding) { slices.SortFunc(findings, compareFindings) }
 // finds it in a slice after the one where the key was judged. The key
 // moved money more than once.
 func LateDuplicate(o Object) Finding {
-	return Finding{
+	f := Finding{
 		Category: Duplicate, Kind: o.Kind, Key: o.Key, ProviderIDs: []string{o.ID},
 		ProviderAmount: o.Amount, ProviderCurrency: strings.ToUpper(o.Currency),
 		Detail: fmt.Sprintf("another %s moved money under a key whose %s was compared already: %s",
 			o.Kind, objectName(o.Kind), describe([]Object{o})),
-		Action: action(Duplicate, o.Kind),
 	}
+	if o.Kind == Charge {
+		f.ChargeID = o.ID
+	} else {
+		f.ChargeID = o.Charge
+	}
+	f.Action = action(f)
+	return f
 }
