@@ -75,6 +75,10 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 		}
 		all = append(all, rec.Record)
 	}
+	if err := join(ctx, lr, b, s, &all); err != nil {
+		return err
+	}
+	rd.refunds(objects, listed)
 	t.compare(all, objects, rd.charges)
 	return nil
 }
