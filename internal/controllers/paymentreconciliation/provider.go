@@ -102,6 +102,17 @@ func (r *reader) listed(o reconcile.Object) {
 	r.listedRefunds[o.Charge] += o.Amount
 }
 
+// forget drops the sums of the listed refunds of the charges among
+// objects, once their slice is compared: no later slice holds a refund of
+// theirs, so a run holds sums only for the charges it has not reached.
+func (r *reader) forget(objects []reconcile.Object) {
+	for _, o := range objects {
+		if o.Kind == reconcile.Charge {
+			delete(r.listedRefunds, o.ID)
+		}
+	}
+}
+
 // refunds sets, on the charges among objects, what was refunded of them:
 // as the provider's own list of the charge's refunds says, where the run
 // read it, else as the list of the window does when the window was

@@ -80,6 +80,7 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 	}
 	rd.refunds(objects, listed)
 	t.compare(all, objects, rd.charges)
+	rd.forget(objects)
 	return nil
 }
 
