@@ -306,10 +306,15 @@ type ReconciliationFinding struct {
 	// key is the idempotency key; empty for a provider object without one.
 	// +optional
 	Key string `json:"key,omitempty"`
-	// object is the PaymentJob or PaymentRefund, "<namespace>/<name>".
+	// object is the row's own PaymentJob or PaymentRefund,
+	// "<namespace>/<name>"; empty when the cluster knows nothing of the key,
+	// and for RefundedOutsideOperator, whose refund is no object of the
+	// cluster's (chargeObject names the job whose charge it refunded).
 	// +optional
 	Object string `json:"object,omitempty"`
-	// inLedger says the outcome ledger holds the key.
+	// inLedger says the outcome ledger holds the row's own key (for
+	// RefundedOutsideOperator, whose refund carries none, it is false:
+	// chargeInLedger speaks of its charge).
 	// +optional
 	InLedger bool `json:"inLedger,omitempty"`
 	// clusterID, clusterAmount and clusterCurrency are the cluster's side.
@@ -333,6 +338,33 @@ type ReconciliationFinding struct {
 	// action is what a person should do.
 	// +optional
 	Action string `json:"action,omitempty"`
+	// chargeObject is the PaymentJob of the charge the row concerns,
+	// "<namespace>/<name>": a charge row's own job, a refund row's job
+	// whose charge it gives money back from (RefundedOutsideOperator
+	// included).
+	// +optional
+	ChargeObject string `json:"chargeObject,omitempty"`
+	// chargeInLedger says the outcome ledger holds that charge's outcome.
+	// +optional
+	ChargeInLedger bool `json:"chargeInLedger,omitempty"`
+	// chargeID is the provider's id of that charge.
+	// +optional
+	ChargeID string `json:"chargeID,omitempty"`
+	// chargeLeft is what is left of that charge at the provider, in minor
+	// units: its amount less every refund of it that moved money
+	// (succeeded or pending), those made outside the operator included;
+	// absent when the provider holds no charge the row concerns.
+	// +optional
+	ChargeLeft *int64 `json:"chargeLeft,omitempty"`
+	// objectDeleted and chargeObjectDeleted say that object or
+	// chargeObject is no longer in the cluster (deleted after its TTL): it
+	// is named from its ledger entry's key, which is its name unless its
+	// manifest set spec.idempotencyKey, or from the PaymentRefund that
+	// names the job.
+	// +optional
+	ObjectDeleted bool `json:"objectDeleted,omitempty"`
+	// +optional
+	ChargeObjectDeleted bool `json:"chargeObjectDeleted,omitempty"`
 }
 
 // PaymentReconciliationReport is one page of a reconciliation's report,

@@ -130,6 +130,70 @@ func TestReconcileRunsWaitsAndChecksTheReport(t *testing.T) {
 
 	r = kubectlPayments("report", "books-404")
 	g.Expect(r.Code).To(Equal(cli.ExitNotFound))
+
+	dashboardRefundsLeadBackToTheJob(t, ns, from)
+}
+
+// dashboardRefundsLeadBackToTheJob refunds two of books' payments in the
+// provider's dashboard (at the sandbox directly, not through the
+// operator): invoice-3 in part, and invoice-1, which a PaymentRefund
+// already refunded in part. The report's rows name each charge's
+// PaymentJob, say that the ledger holds it and what is left of it, and
+// the dashboard's refund row says how to look at the job.
+func dashboardRefundsLeadBackToTheJob(t *testing.T, ns string, from time.Time) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	jobs := map[string]paymentsv1alpha1.PaymentJob{}
+	for _, name := range []string{"invoice-1", "invoice-3"} {
+		var pj paymentsv1alpha1.PaymentJob
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pj)).To(Succeed())
+		jobs[name] = pj
+	}
+	chargeOf := func(name string) string { return jobs[name].Status.ProviderResponse.ID }
+	for name, amount := range map[string]int64{"invoice-3": 1200, "invoice-1": 100} {
+		_, _, err := env.Sandbox().CreateRefund("dashboard-"+name, sandbox.RefundParams{PaymentIntent: chargeOf(name), Amount: amount})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	to := time.Now().Add(time.Second).Truncate(time.Second)
+	r := kubectlPayments("reconcile", "--name", "books-dashboard", "--all-rows", "--report", "json", "--report-file", "-", "-o", "json",
+		"--provider", ns+"/stripe", "--namespaces", ns, "--from", from.UTC().Format(time.RFC3339), "--to", to.UTC().Format(time.RFC3339))
+	g.Expect(r.Code).To(Equal(cli.ExitDiscrepancies), r.Stderr)
+	var findings []paymentsv1alpha1.ReconciliationFinding
+	g.Expect(json.Unmarshal([]byte(r.Stdout), &findings)).To(Succeed())
+	row := func(category, kind, key string) paymentsv1alpha1.ReconciliationFinding {
+		for _, f := range findings {
+			if f.Category == category && f.Kind == kind && f.Key == key {
+				return f
+			}
+		}
+		t.Fatalf("no %s %s row of %s in %+v", category, kind, key, findings)
+		return paymentsv1alpha1.ReconciliationFinding{}
+	}
+	key := func(name string) string { return jobs[name].Status.IdempotencyKey }
+
+	outside := row("RefundedOutsideOperator", "refund", key("invoice-3"))
+	g.Expect(outside.Object).To(BeEmpty(), "the dashboard's refund is no object of the cluster's")
+	g.Expect(outside.ChargeObject).To(Equal(ns+"/invoice-3"), "the row names the job whose charge was refunded")
+	g.Expect(outside.ChargeInLedger).To(BeTrue(), "the ledger holds the charge's outcome")
+	g.Expect(outside.ChargeObjectDeleted).To(BeFalse())
+	g.Expect(outside.ChargeID).To(Equal(chargeOf("invoice-3")))
+	g.Expect(outside.ChargeLeft).To(HaveValue(Equal(int64(3000-1200))), "what is left of the charge")
+	g.Expect(outside.ProviderAmount).To(Equal(int64(1200)))
+	g.Expect(outside.Action).To(ContainSubstring("kubectl payments status pj/invoice-3 -n " + ns + " --check-provider"))
+
+	charge := row("Matched", "charge", key("invoice-3"))
+	g.Expect([]any{charge.Object, charge.InLedger, charge.ChargeObject, charge.ChargeInLedger}).To(Equal([]any{ns + "/invoice-3", true, ns + "/invoice-3", true}))
+	g.Expect(charge.ChargeLeft).To(HaveValue(Equal(int64(1800))))
+
+	// invoice-1: 400 back through a PaymentRefund, 100 in the dashboard.
+	g.Expect(row("RefundedOutsideOperator", "refund", key("invoice-1")).ChargeLeft).To(HaveValue(Equal(int64(1000 - 400 - 100))))
+	g.Expect(row("Matched", "charge", key("invoice-1")).ChargeLeft).To(HaveValue(Equal(int64(500))))
+	var back paymentsv1alpha1.PaymentRefund
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoice-1-return"}, &back)).To(Succeed())
+	refund := row("Matched", "refund", back.Status.IdempotencyKey)
+	g.Expect([]any{refund.Object, refund.InLedger, refund.ChargeObject, refund.ChargeInLedger}).To(Equal([]any{
+		ns + "/invoice-1-return", true, ns + "/invoice-1", true}), "a refund row names its own PaymentRefund and its charge's job")
+	g.Expect(refund.ChargeLeft).To(HaveValue(Equal(int64(500))), "the dashboard's refund counts on the PaymentRefund's row too")
 }
 
 // stderrJSON is the JSON object in s, which may follow progress lines.

@@ -226,6 +226,8 @@ func findingOf(row []string, col map[string]int) (paymentsv1alpha1.Reconciliatio
 		Category: get("category"), Kind: get("kind"), Key: get("key"), Object: get("object"), InLedger: get("in_ledger") == "true",
 		ClusterID: get("cluster_id"), ClusterCurrency: get("cluster_currency"), ProviderCurrency: get("provider_currency"),
 		Detail: get("detail"), Action: get("action"),
+		ChargeObject: get("charge_object"), ChargeInLedger: get("charge_in_ledger") == "true", ChargeID: get("charge_id"),
+		ObjectDeleted: get("object_deleted") == "true", ChargeObjectDeleted: get("charge_object_deleted") == "true",
 	}
 	if ids := get("provider_ids"); ids != "" {
 		f.ProviderIDs = strings.Fields(ids)
@@ -233,6 +235,11 @@ func findingOf(row []string, col map[string]int) (paymentsv1alpha1.Reconciliatio
 	var err error
 	if f.ClusterAmount, err = num("cluster_amount"); err == nil {
 		f.ProviderAmount, err = num("provider_amount")
+	}
+	if left := get("charge_left"); left != "" && err == nil {
+		var n int64
+		n, err = strconv.ParseInt(left, 10, 64)
+		f.ChargeLeft = &n
 	}
 	if err != nil {
 		return f, &Error{Code: ExitReportMismatch, Err: fmt.Errorf("the report's CSV has an amount that is not a number: %w", err)}

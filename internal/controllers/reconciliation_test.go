@@ -213,6 +213,39 @@ func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
 		s.Expect(row[8]).NotTo(ContainSubstring(other.ID), "a charge without our key is another system's")
 		s.Expect(row[12]).NotTo(BeEmpty(), "every discrepancy says what to do")
 	}
+	// Every row leads back to its payment: the job of its charge, whether
+	// the ledger holds it, and what is left of the charge.
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	rowOf := func(category string) map[string]string {
+		for _, row := range rows[1:] {
+			if row[0] == category {
+				named := map[string]string{}
+				for name, i := range col {
+					named[name] = row[i]
+				}
+				return named
+			}
+		}
+		s.Fail("no " + category + " row")
+		return nil
+	}
+	left := func(name string, refunded int64) string { return fmt.Sprint(paid[name].Spec.Amount - refunded) }
+	s.Expect(rowOf("RefundedOutsideOperator")).To(And(HaveKeyWithValue("object", ""), HaveKeyWithValue("in_ledger", "false"),
+		HaveKeyWithValue("charge_object", s.ns+"/pay-7"), HaveKeyWithValue("charge_in_ledger", "true"),
+		HaveKeyWithValue("charge_id", id("pay-7")), HaveKeyWithValue("charge_left", left("pay-7", 300)),
+		HaveKeyWithValue("action", ContainSubstring("kubectl payments status pj/pay-7 -n "+s.ns+" --check-provider"))))
+	s.Expect(rowOf("MissingAtProvider")).To(And(HaveKeyWithValue("object", s.ns+"/pay-2"), HaveKeyWithValue("in_ledger", "true"),
+		HaveKeyWithValue("charge_object", s.ns+"/pay-2"), HaveKeyWithValue("charge_left", "")))
+	s.Expect(rowOf("RefundFailedAfterSuccess")).To(And(HaveKeyWithValue("object", s.ns+"/gone"), HaveKeyWithValue("in_ledger", "true"),
+		HaveKeyWithValue("charge_object", s.ns+"/pay-1"), HaveKeyWithValue("charge_in_ledger", "true"),
+		HaveKeyWithValue("charge_left", left("pay-1", 0))), "a refund that failed gave nothing back")
+	for _, category := range []string{"Duplicate", "AmountMismatch", "Disputed", "CanceledOutsideOperator"} {
+		s.Expect(rowOf(category)).To(And(HaveKeyWithValue("object", HavePrefix(s.ns+"/pay-")), HaveKeyWithValue("in_ledger", "true"),
+			HaveKeyWithValue("charge_in_ledger", "true"), HaveKeyWithValue("object_deleted", "false")), category)
+	}
 
 	s.Eventually(func(g Gomega) []string { return eventReasons(g, "default", pr.Name) }, timeout).
 		Should(ContainElement("DiscrepanciesFound"))

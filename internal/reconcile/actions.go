@@ -16,15 +16,21 @@ limitations under the License.
 
 package reconcile
 
+import (
+	"fmt"
+	"strings"
+)
+
 // What a person does about each category: the runbook's short form. Each
 // is an act through a path that exists (the provider's dashboard, a
 // PaymentRefund, the resolve annotation, a job created from its manifest
 // again); reconciliation itself never moves money.
 
-// action is what a person should do about a finding of category cat on a
-// kind k.
-func action(cat Category, k Kind) string {
-	switch cat {
+// action is what a person should do about the finding f, by its
+// category and kind.
+func action(f Finding) string {
+	k := f.Kind
+	switch f.Category {
 	case Matched:
 		return ""
 	case MissingAtProvider:
@@ -44,7 +50,8 @@ func action(cat Category, k Kind) string {
 	case CurrencyMismatch:
 		return "Refund the charge in full with a PaymentRefund and charge again with a new job in the right currency."
 	case RefundedOutside:
-		return "Someone refunded this charge outside the operator (the dashboard, another system): confirm that it was meant to; nothing in the cluster needs to change."
+		return "Someone refunded this charge outside the operator (the dashboard, another system): confirm that it was meant to" +
+			seeCharge(f) + "; nothing in the cluster needs to change."
 	case Disputed:
 		return "Answer the dispute at the provider (evidence, before its deadline); do not refund it as well."
 	case CanceledOutside:
@@ -64,4 +71,19 @@ func unreadRefundAction(charge string) string {
 	return "The run could not read the provider's list of the refunds of charge " + charge +
 		": look for this refund there (the provider's dashboard) before anything else. Do not refund again from this report; " +
 		"a run whose provider lists the charge's refunds says whether it moved."
+}
+
+// seeCharge is the command that shows a finding's charge and its refunds,
+// as a clause: the job's status with the provider's refunds, or, once the
+// job is deleted, its ledger entry.
+func seeCharge(f Finding) string {
+	ns, name, ok := strings.Cut(f.ChargeObject, "/")
+	switch {
+	case !ok:
+		return ""
+	case f.ChargeObjectDeleted:
+		return fmt.Sprintf(" (pj/%s is deleted: kubectl payments ledger find pj/%s -n %s shows its entry, the provider's dashboard its refunds)",
+			name, name, ns)
+	}
+	return fmt.Sprintf(" (kubectl payments status pj/%s -n %s --check-provider shows the charge and its refunds)", name, ns)
 }

@@ -23,170 +23,6 @@ import (
 	"strings"
 )
 
-// Kind is what moved money: a charge or a refund.
-type Kind string
-
-const (
-	// Charge is a payment: a PaymentJob at the cluster, a PaymentIntent
-	// (or the HTTP contract's charge) at the provider.
-	Charge Kind = "charge"
-	// Refund is a PaymentRefund at the cluster, a refund at the provider.
-	Refund Kind = "refund"
-)
-
-// Status is a provider object's state, as far as money goes.
-type Status string
-
-const (
-	// StatusSucceeded means the money moved.
-	StatusSucceeded Status = "succeeded"
-	// StatusPending means the provider accepted it and has not settled it yet
-	// (a refund to some payment methods takes days). It counts as money
-	// that moves.
-	StatusPending Status = "pending"
-	// StatusFailed means no money moved, or (a refund) it moved back.
-	StatusFailed Status = "failed"
-	// StatusCanceled means the object was canceled before money moved.
-	StatusCanceled Status = "canceled"
-)
-
-// moves reports whether an object in status s moved money, or will.
-func (s Status) moves() bool { return s == StatusSucceeded || s == StatusPending }
-
-// Record is the cluster's word on one idempotency key: a PaymentJob or a
-// PaymentRefund, its ledger entry, or both.
-type Record struct {
-	// Kind is Charge for a job, Refund for a refund.
-	Kind Kind
-	// Key is the idempotency key the operator sent, namespace-scoped as
-	// the provider saw it.
-	Key string
-	// Object names the PaymentJob or PaymentRefund, "<namespace>/<name>";
-	// empty when only the ledger holds the key (the job was deleted).
-	Object string
-	// InLedger says the outcome ledger holds the key.
-	InLedger bool
-	// Moved says the cluster's outcome is that money moved (Completed);
-	// false is a definitive refusal (Failed).
-	Moved bool
-	// ID is the provider's id the cluster recorded, if any.
-	ID string
-	// Amount in minor units; 0 when the cluster does not know it.
-	Amount int64
-	// Currency is the ISO 4217 code; empty when the cluster does not know
-	// it.
-	Currency string
-	// ChargeKey is a refund's charge: the key of the job it refunds.
-	ChargeKey string
-	// Charge is a refund's charge: the provider's id of the charge it gives
-	// money back from, as the PaymentRefund or the ledger recorded it.
-	Charge string
-	// Exact says, for a refund, that the provider's exact list of its
-	// charge's refunds was read (Stripe's list of a charge's refunds has no
-	// search lag; the HTTP contract's refund lookup): when nothing under
-	// the key moved money there, none did. Without it a refund the
-	// provider shows nothing of is reported with what to check, never with
-	// the advice to refund again.
-	Exact bool
-}
-
-// Object is the provider's word on one charge or refund.
-type Object struct {
-	// Kind is Charge or Refund.
-	Kind Kind
-	// ID is the provider's id (pi_..., re_...).
-	ID string
-	// Key is the idempotency key the object carries in its metadata;
-	// empty when it carries none (made in the dashboard or by another
-	// system).
-	Key string
-	// Status is where the money is.
-	Status Status
-	// Amount in minor units.
-	Amount int64
-	// Currency is the ISO 4217 code, in any case.
-	Currency string
-	// Charge is a refund's charge: the provider's id of the charge it
-	// refunds.
-	Charge string
-	// Dispute is the id of a dispute on a charge, if there is one.
-	Dispute string
-}
-
-// Category is what a finding says of a payment or refund.
-type Category string
-
-const (
-	// Matched means both sides agree, to the minor unit.
-	Matched Category = "Matched"
-	// MissingAtProvider means the cluster says the money moved and the provider
-	// holds nothing that moved under the key.
-	MissingAtProvider Category = "MissingAtProvider"
-	// UnknownToCluster means the provider moved money under one of our keys
-	// and the cluster has no job, refund or ledger entry that says so.
-	UnknownToCluster Category = "UnknownToCluster"
-	// Duplicate means two or more charges, or refunds, moved money under one
-	// key.
-	Duplicate Category = "Duplicate"
-	// AmountMismatch means the amounts differ.
-	AmountMismatch Category = "AmountMismatch"
-	// CurrencyMismatch means the currencies differ.
-	CurrencyMismatch Category = "CurrencyMismatch"
-	// RefundedOutside means a charge of ours was refunded by a refund that
-	// carries none of our keys (the dashboard, another system).
-	RefundedOutside Category = "RefundedOutsideOperator"
-	// Disputed means a charge of ours is disputed.
-	Disputed Category = "Disputed"
-	// CanceledOutside means the cluster says the charge moved money and the
-	// provider holds it canceled.
-	CanceledOutside Category = "CanceledOutsideOperator"
-	// RefundFailedAfterSuccess means the cluster says the refund moved money
-	// back and the provider holds it failed.
-	RefundFailedAfterSuccess Category = "RefundFailedAfterSuccess"
-	// RefundOfForeignCharge means a refund of ours gave money back from a
-	// charge the provider holds under another key than the refunded
-	// payment's (another payment's, another tenant's, or none of ours):
-	// someone else's customer was refunded.
-	RefundOfForeignCharge Category = "RefundOfForeignCharge"
-)
-
-// Categories lists every category, in report order.
-var Categories = []Category{
-	Matched, MissingAtProvider, UnknownToCluster, Duplicate, AmountMismatch, CurrencyMismatch,
-	RefundedOutside, Disputed, CanceledOutside, RefundFailedAfterSuccess, RefundOfForeignCharge,
-}
-
-// Discrepancy reports whether the category is one a person must look at.
-func (c Category) Discrepancy() bool { return c != Matched }
-
-// Finding is one line of a reconciliation: a record, a provider object
-// or both, what they say, and what to do.
-type Finding struct {
-	Category Category `json:"category"`
-	Kind     Kind     `json:"kind"`
-	// Key is the idempotency key; for RefundedOutside, whose refund
-	// carries none, the key of the charge it refunded.
-	Key string `json:"key"`
-	// Object and InLedger are the cluster's side (Record.Object and
-	// Record.InLedger); both empty when the cluster knows nothing of the
-	// key.
-	Object   string `json:"object"`
-	InLedger bool   `json:"in_ledger"`
-	// ClusterID, ClusterAmount and ClusterCurrency are what the cluster
-	// recorded.
-	ClusterID       string `json:"cluster_id"`
-	ClusterAmount   int64  `json:"cluster_amount"`
-	ClusterCurrency string `json:"cluster_currency"`
-	// ProviderIDs are the provider's objects the finding is about, sorted.
-	ProviderIDs      []string `json:"provider_ids"`
-	ProviderAmount   int64    `json:"provider_amount"`
-	ProviderCurrency string   `json:"provider_currency"`
-	// Detail says what differs, in a sentence.
-	Detail string `json:"detail"`
-	// Action says what a person should do.
-	Action string `json:"action"`
-}
-
 // Compare matches the cluster's records with the provider's objects. It
 // returns one finding per discrepancy of a record (Matched when it has
 // none) and one per provider object that moved money under one of our keys
@@ -204,9 +40,13 @@ type Finding struct {
 func Compare(records []Record, objects []Object, charges ...Object) []Finding {
 	c := newComparison(merge(records), objects)
 	for _, o := range charges {
-		if _, ok := c.chargeKeys[o.ID]; !ok && o.Kind == Charge {
+		if o.Kind != Charge {
+			continue
+		}
+		if _, ok := c.chargeKeys[o.ID]; !ok && !o.KeyUnknown {
 			c.chargeKeys[o.ID] = o.Key
 		}
+		c.knowCharge(o)
 	}
 	for _, r := range c.records {
 		c.record(r)
@@ -232,7 +72,13 @@ type comparison struct {
 	// chargeKeys maps the ids of the provider's charges known to the
 	// comparison to the key each carries there ("" for none).
 	chargeKeys map[string]string
-	findings   []Finding
+	// charges are the provider's charges known to the comparison, by id:
+	// their amounts and refunds (knowCharge). chargeByID and chargeByKey
+	// are the records of charges.
+	charges     map[string]Object
+	chargeByID  map[string]Record
+	chargeByKey map[string]Record
+	findings    []Finding
 }
 
 func newComparison(records []Record, objects []Object) *comparison {
@@ -244,11 +90,13 @@ func newComparison(records []Record, objects []Object) *comparison {
 		accounted:  map[string]bool{},
 		ourCharges: map[string]string{},
 		chargeKeys: map[string]string{},
+		charges:    map[string]Object{}, chargeByID: map[string]Record{}, chargeByKey: map[string]Record{},
 	}
 	for _, o := range objects {
 		c.byID[o.ID] = o
 		if o.Kind == Charge {
 			c.chargeKeys[o.ID] = o.Key
+			c.knowCharge(o)
 		}
 		if o.Key != "" {
 			c.byKey[o.Kind][o.Key] = append(c.byKey[o.Kind][o.Key], o)
@@ -258,16 +106,22 @@ func newComparison(records []Record, objects []Object) *comparison {
 		}
 	}
 	for _, r := range records {
-		if r.Kind == Charge && r.ID != "" {
+		if r.Kind != Charge {
+			continue
+		}
+		c.chargeByKey[r.Key] = r
+		if r.ID != "" {
 			c.ourCharges[r.ID] = r.Key
+			c.chargeByID[r.ID] = r
 		}
 	}
 	return c
 }
 
 // merge folds the records of one kind and key into one: the object's
-// name from whichever has it, InLedger from any, and the cluster's
-// recorded id, amount and currency from the first that has them.
+// name from whichever has it (one in the cluster before one named from
+// the ledger), InLedger from any, and the cluster's recorded id, amount
+// and currency from the first that has them.
 func merge(records []Record) []Record {
 	type kindKey struct {
 		kind Kind
@@ -283,7 +137,14 @@ func merge(records []Record) []Record {
 			continue
 		}
 		m := &out[i]
-		m.Object = cmp.Or(m.Object, r.Object)
+		if m.Object == "" || (m.ObjectDeleted && r.Object != "" && !r.ObjectDeleted) {
+			m.Object, m.ObjectDeleted = r.Object, r.ObjectDeleted
+		}
+		if m.ChargeObject == "" || (m.ChargeObjectDeleted && r.ChargeObject != "" && !r.ChargeObjectDeleted) {
+			m.ChargeObject, m.ChargeObjectDeleted = r.ChargeObject, r.ChargeObjectDeleted
+		}
+		m.ChargeInLedger = m.ChargeInLedger || r.ChargeInLedger
+		m.ChargeAmount = cmp.Or(m.ChargeAmount, r.ChargeAmount)
 		m.InLedger = m.InLedger || r.InLedger
 		m.Moved = m.Moved || r.Moved
 		m.ID = cmp.Or(m.ID, r.ID)
@@ -381,23 +242,6 @@ func (c *comparison) missing(r Record, stopped []Object) {
 	}
 }
 
-// foreign adds the finding of a refund of ours whose provider object o
-// gave money back from a charge made under another key than the refunded
-// payment's, when the comparison knows that charge's key.
-func (c *comparison) foreign(r Record, o Object) {
-	charge := cmp.Or(o.Charge, r.Charge)
-	key, known := c.chargeKeys[charge]
-	if charge == "" || r.ChargeKey == "" || !known || key == r.ChargeKey {
-		return
-	}
-	under := "no key of ours"
-	if key != "" {
-		under = "the key " + key
-	}
-	c.add(r, RefundOfForeignCharge, []Object{o}, fmt.Sprintf("%s gave money back from %s, which the provider holds under %s, not under %s, the refunded payment's",
-		o.ID, charge, under, r.ChargeKey))
-}
-
 // recorded is the object of moved that the cluster recorded: the one
 // with its id, else the first.
 func recorded(r Record, moved []Object) Object {
@@ -422,73 +266,7 @@ func (c *comparison) unaccounted() {
 			c.add(Record{Kind: o.Kind, Key: o.Key}, UnknownToCluster, []Object{o},
 				fmt.Sprintf("%s moved money under the key and the cluster has no %s or ledger entry for it", o.ID, objectName(o.Kind)))
 		case o.Kind == Refund && c.ourCharges[o.Charge] != "":
-			c.add(Record{Kind: Refund, Key: c.ourCharges[o.Charge]}, RefundedOutside, []Object{o},
-				fmt.Sprintf("%s refunded %d of %s without one of our keys", o.ID, o.Amount, o.Charge))
+			c.outside(o)
 		}
-	}
-}
-
-// add appends a finding about r and objs.
-func (c *comparison) add(r Record, cat Category, objs []Object, detail string) {
-	f := Finding{
-		Category: cat, Kind: r.Kind, Key: r.Key, Object: r.Object, InLedger: r.InLedger,
-		ClusterID: r.ID, ClusterAmount: r.Amount, ClusterCurrency: strings.ToUpper(r.Currency),
-		Detail: detail, Action: action(cat, r.Kind),
-	}
-	for _, o := range objs {
-		f.ProviderIDs = append(f.ProviderIDs, o.ID)
-	}
-	slices.Sort(f.ProviderIDs)
-	if len(objs) == 1 {
-		f.ProviderAmount, f.ProviderCurrency = objs[0].Amount, strings.ToUpper(objs[0].Currency)
-	}
-	c.findings = append(c.findings, f)
-}
-
-// describe lists objects as "id (status, amount currency)".
-func describe(objs []Object) string {
-	parts := make([]string, 0, len(objs))
-	for _, o := range objs {
-		parts = append(parts, fmt.Sprintf("%s (%s, %d %s)", o.ID, o.Status, o.Amount, strings.ToUpper(o.Currency)))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ", ")
-}
-
-// objectName is the cluster's kind for k.
-func objectName(k Kind) string {
-	if k == Refund {
-		return "PaymentRefund"
-	}
-	return "PaymentJob"
-}
-
-// compareFindings orders findings by category (as in Categories), kind,
-// key and provider ids.
-func compareFindings(a, b Finding) int {
-	return cmp.Or(
-		cmp.Compare(slices.Index(Categories, a.Category), slices.Index(Categories, b.Category)),
-		strings.Compare(string(a.Kind), string(b.Kind)),
-		strings.Compare(a.Key, b.Key),
-		slices.Compare(a.ProviderIDs, b.ProviderIDs),
-	)
-}
-
-// Sort orders findings as Compare returns them: by category (as in
-// Categories), kind, key and provider ids. A caller that compares a
-// window in slices sorts the findings of all of them with it.
-func Sort(findings []Finding) { slices.SortFunc(findings, compareFindings) }
-
-// LateDuplicate is the finding of an object that moved money under a key
-// already compared without it: a caller that compares a window in slices
-// finds it in a slice after the one where the key was judged. The key
-// moved money more than once.
-func LateDuplicate(o Object) Finding {
-	return Finding{
-		Category: Duplicate, Kind: o.Kind, Key: o.Key, ProviderIDs: []string{o.ID},
-		ProviderAmount: o.Amount, ProviderCurrency: strings.ToUpper(o.Currency),
-		Detail: fmt.Sprintf("another %s moved money under a key whose %s was compared already: %s",
-			o.Kind, objectName(o.Kind), describe([]Object{o})),
-		Action: action(Duplicate, o.Kind),
 	}
 }

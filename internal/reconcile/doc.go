@@ -26,7 +26,9 @@ limitations under the License.
 // from the provider's list of charges and refunds created in the window
 // (or, for a provider without a list, from the lookup of the cluster's
 // keys). Compare returns one Finding per record and per provider object
-// that no record accounts for, in a stable order; a Report holds them with
+// that no record accounts for, in a stable order, each joined to the job
+// of the charge it concerns and to what is left of that charge (left.go);
+// a Report holds them with
 // their counts and renders the CSV and JSON that finance keeps, with the
 // sha256 that proves which report a status speaks of.
 //

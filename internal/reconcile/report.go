@@ -72,6 +72,7 @@ func (r Report) Discrepancies() int {
 var Columns = []string{
 	"category", "kind", "key", "object", "in_ledger", "cluster_id", "cluster_amount", "cluster_currency",
 	"provider_ids", "provider_amount", "provider_currency", "detail", "action",
+	"charge_object", "charge_in_ledger", "charge_id", "charge_left", "object_deleted", "charge_object_deleted",
 }
 
 // CSV renders the findings as CSV with a header of Columns: amounts in
@@ -86,6 +87,8 @@ func (r Report) CSV() []byte {
 			f.ClusterID, amount(f.ClusterAmount, f.ClusterCurrency), f.ClusterCurrency,
 			strings.Join(f.ProviderIDs, " "), amount(f.ProviderAmount, f.ProviderCurrency), f.ProviderCurrency,
 			f.Detail, f.Action,
+			f.ChargeObject, strconv.FormatBool(f.ChargeInLedger), f.ChargeID, left(f.ChargeLeft),
+			strconv.FormatBool(f.ObjectDeleted), strconv.FormatBool(f.ChargeObjectDeleted),
 		})
 	}
 	w.Flush() // a bytes.Buffer does not fail
@@ -99,6 +102,14 @@ func amount(n int64, currency string) string {
 		return ""
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// left is what is left of a charge in minor units, empty when unknown.
+func left(n *int64) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.FormatInt(*n, 10)
 }
 
 // JSON renders the report as one JSON object: the window, whether the

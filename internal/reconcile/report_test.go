@@ -47,12 +47,14 @@ func TestCSVReportHasStableColumnsAndOneRowAFinding(t *testing.T) {
 	g.Expect(rows[0]).To(Equal([]string{
 		"category", "kind", "key", "object", "in_ledger", "cluster_id", "cluster_amount", "cluster_currency",
 		"provider_ids", "provider_amount", "provider_currency", "detail", "action",
-	}))
+		"charge_object", "charge_in_ledger", "charge_id", "charge_left", "object_deleted", "charge_object_deleted",
+	}), "the old columns keep their order; new ones come at the end")
 	g.Expect(rows).To(HaveLen(len(r.Findings) + 1))
 	for _, row := range rows[1:] {
 		if row[0] == string(reconcile.Duplicate) && row[1] == "charge" {
 			g.Expect(row[2:11]).To(Equal([]string{"order-0004", "billing/order-0004", "true", "pi_order-0004", "1004", "EUR",
 				"pi_order-0004 pi_order-0004-again", "", ""}))
+			g.Expect(row[13:]).To(Equal([]string{"billing/order-0004", "true", "pi_order-0004", "1004", "false", "false"}))
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -140,9 +141,11 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 				continue
 			}
 			r := record{Record: reconcile.Record{Kind: reconcile.Refund, Key: st.IdempotencyKey,
-				Object: pr.Namespace + "/" + pr.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted}}
+				Object: pr.Namespace + "/" + pr.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted,
+				ChargeObject: pr.Namespace + "/" + pr.Spec.PaymentJobRef.Name}}
 			if c := st.Charge; c != nil {
 				r.Amount, r.Currency, r.ChargeKey, r.Charge = c.Amount, strings.ToLower(c.Currency), c.IdempotencyKey, c.ID
+				r.ChargeAmount = c.Amount
 			}
 			if pr.Spec.Amount != nil {
 				r.Amount = *pr.Spec.Amount
@@ -157,15 +160,30 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 	return b, nil
 }
 
-// entryRecord is the record of a ledger entry.
+// entryRecord is the record of a ledger entry: its object named from its
+// key, as no longer in the cluster (join says otherwise when it is).
 func entryRecord(e ledger.Entry) record {
 	kind := reconcile.Charge
 	if payment.IsRefundKey(e.Key) {
 		kind = reconcile.Refund
 	}
-	return record{Record: reconcile.Record{Kind: kind, Key: e.Key, InLedger: true,
+	object := nameOfKey(e.Key)
+	return record{Record: reconcile.Record{Kind: kind, Key: e.Key, InLedger: true, Object: object, ObjectDeleted: object != "",
 		Moved: e.Outcome == paymentsv1alpha1.LedgerCompleted, ID: e.Charge, Amount: e.Amount,
 		Currency: strings.ToLower(e.Currency), Charge: e.RefundedCharge}, at: e.At}
+}
+
+// nameOfKey is the object a sent key names, "<namespace>/<name>": the
+// key's namespace and the key the manifest gave, which is the object's
+// name unless the manifest set spec.idempotencyKey. Empty for a key
+// hashed for its length, or one that is no object's name.
+func nameOfKey(key string) string {
+	ns := payment.KeyNamespace(key)
+	_, name, _ := strings.Cut(key, "/")
+	if ns == "" || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return ""
+	}
+	return ns + "/" + name
 }
 
 // outcomeOf is the provider's id of a finished payment and the time it

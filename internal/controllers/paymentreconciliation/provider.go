@@ -44,6 +44,13 @@ type reader struct {
 	// under.
 	refundsRead map[string][]reconcile.Object
 	charges     []reconcile.Object
+	// listedRefunds sums, by charge, the refunds that moved money among
+	// those the list of the window gave: what is left of a charge whose
+	// own list of refunds the run did not read.
+	listedRefunds map[string]int64
+	// booked is, by charge, what the provider's own list of the charge's
+	// refunds says was refunded of it, where the run read a complete one.
+	booked map[string]int64
 }
 
 // readRefunds reads the refunds of a charge, once a run: the refunds
@@ -71,10 +78,59 @@ func (r *reader) readRefunds(ctx context.Context, refunder payment.Refunder, id 
 	r.refundsRead[id] = objects
 	// A charge's key is known only where the provider kept it: an empty
 	// one may be a provider that does not say, never a reason to report.
-	if book.Charge.Key != "" {
-		r.charges = append(r.charges, reconcile.Object{Kind: reconcile.Charge, ID: id, Key: book.Charge.Key})
+	charge := reconcile.Object{Kind: reconcile.Charge, ID: id, Key: book.Charge.Key,
+		KeyUnknown: book.Charge.Key == "", Amount: book.Charge.Amount, Refunded: book.Refunded, RefundsRead: book.Complete}
+	r.charges = append(r.charges, charge)
+	if charge.RefundsRead {
+		if r.booked == nil {
+			r.booked = map[string]int64{}
+		}
+		r.booked[id] = charge.Refunded
 	}
 	return objects, nil
+}
+
+// listed counts a refund the list of the window gave towards what is left
+// of its charge.
+func (r *reader) listed(o reconcile.Object) {
+	if o.Kind != reconcile.Refund || o.Charge == "" || (o.Status != reconcile.StatusSucceeded && o.Status != reconcile.StatusPending) {
+		return
+	}
+	if r.listedRefunds == nil {
+		r.listedRefunds = map[string]int64{}
+	}
+	r.listedRefunds[o.Charge] += o.Amount
+}
+
+// forget drops the sums of the listed refunds of the charges among
+// objects, once their slice is compared: no later slice holds a refund of
+// theirs, so a run holds sums only for the charges it has not reached.
+func (r *reader) forget(objects []reconcile.Object) {
+	for _, o := range objects {
+		if o.Kind == reconcile.Charge {
+			delete(r.listedRefunds, o.ID)
+		}
+	}
+}
+
+// refunds sets, on the charges among objects, what was refunded of them:
+// as the provider's own list of the charge's refunds says, where the run
+// read it, else as the list of the window does when the window was
+// listed (a charge's refunds come after it, so the list gave them all
+// before the charge's slice). A charge's refunds made after the window
+// count only in its own list.
+func (r *reader) refunds(objects []reconcile.Object, listed bool) {
+	for i := range objects {
+		o := &objects[i]
+		if o.Kind != reconcile.Charge {
+			continue
+		}
+		if refunded, ok := r.booked[o.ID]; ok {
+			o.Refunded, o.RefundsRead = refunded, true
+		} else if listed {
+			o.Refunded, o.RefundsRead = r.listedRefunds[o.ID], true
+		}
+	}
 }
 
 // chargesOf reads the refunds of the charges that refund records give

@@ -138,6 +138,8 @@ func findingsOf(fs []reconcile.Finding) []paymentsv1alpha1.ReconciliationFinding
 			ClusterID: f.ClusterID, ClusterAmount: f.ClusterAmount, ClusterCurrency: f.ClusterCurrency,
 			ProviderIDs: f.ProviderIDs, ProviderAmount: f.ProviderAmount, ProviderCurrency: f.ProviderCurrency,
 			Detail: f.Detail, Action: f.Action,
+			ChargeObject: f.ChargeObject, ChargeInLedger: f.ChargeInLedger, ChargeID: f.ChargeID, ChargeLeft: f.ChargeLeft,
+			ObjectDeleted: f.ObjectDeleted, ChargeObjectDeleted: f.ChargeObjectDeleted,
 		})
 	}
 	return out

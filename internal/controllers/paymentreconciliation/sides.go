@@ -75,7 +75,12 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 		}
 		all = append(all, rec.Record)
 	}
+	if err := join(ctx, lr, b, s, &all); err != nil {
+		return err
+	}
+	rd.refunds(objects, listed)
 	t.compare(all, objects, rd.charges)
+	rd.forget(objects)
 	return nil
 }
 

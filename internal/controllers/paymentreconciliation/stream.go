@@ -121,7 +121,9 @@ func (r *reader) slices(ctx context.Context, l payment.Lister, from, to time.Tim
 				break
 			}
 			refunds.skip()
-			objects = append(objects, objectOf(payment.KindRefunds, o))
+			obj := objectOf(payment.KindRefunds, o)
+			r.listed(obj)
+			objects = append(objects, obj)
 		}
 		if err := fn(start, objects); err != nil {
 			return err
