@@ -172,7 +172,8 @@ func dashboardRefundsLeadBackToTheJob(t *testing.T, ns string, from time.Time) {
 	key := func(name string) string { return jobs[name].Status.IdempotencyKey }
 
 	outside := row("RefundedOutsideOperator", "refund", key("invoice-3"))
-	g.Expect(outside.Object).To(BeEmpty(), "the dashboard's refund is no object of the cluster's")
+	g.Expect(outside.Object).To(Equal(ns+"/invoice-3"), "the row leads to the job whose charge was refunded")
+	g.Expect(outside.InLedger).To(BeTrue(), "the row's key is the charge's, which the ledger holds")
 	g.Expect(outside.ChargeObject).To(Equal(ns+"/invoice-3"), "the row names the job whose charge was refunded")
 	g.Expect(outside.ChargeInLedger).To(BeTrue(), "the ledger holds the charge's outcome")
 	g.Expect(outside.ChargeObjectDeleted).To(BeFalse())

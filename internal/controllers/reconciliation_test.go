@@ -233,7 +233,7 @@ func TestReconciliationFindsEachDiscrepancyOnce(t *testing.T) {
 		return nil
 	}
 	left := func(name string, refunded int64) string { return fmt.Sprint(paid[name].Spec.Amount - refunded) }
-	s.Expect(rowOf("RefundedOutsideOperator")).To(And(HaveKeyWithValue("object", ""), HaveKeyWithValue("in_ledger", "false"),
+	s.Expect(rowOf("RefundedOutsideOperator")).To(And(HaveKeyWithValue("object", s.ns+"/pay-7"), HaveKeyWithValue("in_ledger", "true"),
 		HaveKeyWithValue("charge_object", s.ns+"/pay-7"), HaveKeyWithValue("charge_in_ledger", "true"),
 		HaveKeyWithValue("charge_id", id("pay-7")), HaveKeyWithValue("charge_left", left("pay-7", 300)),
 		HaveKeyWithValue("action", ContainSubstring("kubectl payments status pj/pay-7 -n "+s.ns+" --check-provider"))))

@@ -77,12 +77,13 @@ type Finding struct {
 	// Key is the idempotency key; for RefundedOutside, whose refund
 	// carries none, the key of the charge it refunded.
 	Key string `json:"key"`
-	// Object and InLedger are the cluster's side of the row's own charge
-	// or refund (Record.Object and Record.InLedger): the PaymentJob or
+	// Object and InLedger are the cluster's side of the row's key
+	// (Record.Object and Record.InLedger): the PaymentJob or
 	// PaymentRefund, and whether the ledger holds its outcome. Both empty
-	// when the cluster knows nothing of the key, and for RefundedOutside,
-	// whose refund is no object of the cluster's (ChargeObject names the
-	// job whose charge it refunded).
+	// when the cluster knows nothing of the key. For RefundedOutside,
+	// whose refund is no object of the cluster's and whose Key is its
+	// charge's, they are the charge's job and its outcome in the ledger
+	// (as ChargeObject and ChargeInLedger).
 	Object   string `json:"object"`
 	InLedger bool   `json:"in_ledger"`
 	// ClusterID, ClusterAmount and ClusterCurrency are what the cluster
@@ -136,6 +137,10 @@ func (c *comparison) add(r Record, cat Category, objs []Object, detail string) {
 		f.ProviderAmount, f.ProviderCurrency = objs[0].Amount, strings.ToUpper(objs[0].Currency)
 	}
 	c.chargeSide(&f, r, objs)
+	if cat == RefundedOutside {
+		// The row's key is its charge's: so are its object and ledger.
+		f.Object, f.ObjectDeleted, f.InLedger = f.ChargeObject, f.ChargeObjectDeleted, f.ChargeInLedger
+	}
 	f.Action = action(f)
 	c.findings = append(c.findings, f)
 }

@@ -56,8 +56,9 @@ func TestRowsNameTheirObjectsTheirChargeAndWhatIsLeft(t *testing.T) {
 		{"Matched charge order-0003", row{"billing/order-0003", "billing/order-0003", true, true, "pi_order-0003", left(1003 - 500)}},
 		{"Matched refund order-0003-refund", row{"billing/order-0003-refund", "billing/order-0003", true, true, "pi_order-0003", left(1003 - 500)}},
 		{"Matched charge order-0013", row{"billing/order-0013", "billing/order-0013", true, true, "pi_order-0013", left(1013)}},
-		// A dashboard refund of 200: no object of its own, the charge's job.
-		{"RefundedOutsideOperator refund order-0002", row{"", "billing/order-0002", false, true, "pi_order-0002", left(1002 - 200)}},
+		// A dashboard refund of 200: no object of its own; the row's key,
+		// object and ledger are its charge's.
+		{"RefundedOutsideOperator refund order-0002", row{"billing/order-0002", "billing/order-0002", true, true, "pi_order-0002", left(1002 - 200)}},
 		{"UnknownToCluster refund order-0001-refund", row{"", "billing/order-0001", false, true, "pi_order-0001", left(1001 - 100)}},
 		{"UnknownToCluster charge behind", row{"", "", false, false, "pi_behind", left(700)}},
 		{"UnknownToCluster charge failed-but-charged", row{"billing/failed-but-charged", "billing/failed-but-charged", true, true,
@@ -140,7 +141,8 @@ func TestChargeLeftCountsEveryRefundTheProviderLists(t *testing.T) {
 				g.Expect(f.ChargeID).To(Equal(pi))
 				g.Expect(f.Category).To(BeElementOf(reconcile.Matched, reconcile.RefundedOutside), "%+v", f)
 				if f.Category == reconcile.RefundedOutside {
-					g.Expect(f.Object).To(BeEmpty(), "the dashboard's refund is no object of the cluster's")
+					g.Expect(f.Object).To(Equal("shop/order-1"), "the row leads to the job whose charge was refunded")
+					g.Expect(f.InLedger).To(BeTrue(), "the ledger holds the charge, whose key the row shows")
 					g.Expect(f.ChargeObject).To(Equal("shop/order-1"))
 					g.Expect(f.ChargeInLedger).To(BeTrue())
 					g.Expect(f.Action).To(ContainSubstring("kubectl payments status pj/order-1 -n shop --check-provider"))

@@ -107,9 +107,9 @@ func TestRowsLeadBackToTheirJobsAndSayWhatIsLeft(t *testing.T) {
 	want := map[string]row{
 		"Matched charge shop/order-1":                 {"shop/order-1", false, true, "shop/order-1", false, true, one.ID, 1000 - 300 - 200},
 		"Matched refund " + refundKey:                 {"shop/order-1-back", false, true, "shop/order-1", false, true, one.ID, 500},
-		"RefundedOutsideOperator refund shop/order-1": {"", false, false, "shop/order-1", false, true, one.ID, 500},
+		"RefundedOutsideOperator refund shop/order-1": {"shop/order-1", false, true, "shop/order-1", false, true, one.ID, 500},
 		"Matched charge shop/order-2":                 {"shop/order-2", true, true, "shop/order-2", true, true, two.ID, 0},
-		"RefundedOutsideOperator refund shop/order-2": {"", false, false, "shop/order-2", true, true, two.ID, 0},
+		"RefundedOutsideOperator refund shop/order-2": {"shop/order-2", true, true, "shop/order-2", true, true, two.ID, 0},
 		"Matched charge shop/order-3":                 {"shop/order-3", false, true, "shop/order-3", false, true, "", 3000},
 	}
 	for _, slice := range []int{1 << 20, 1} {
