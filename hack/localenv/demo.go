@@ -294,4 +294,3 @@ func readyReason(cs []metav1.Condition) string {
 	}
 	return ""
 }
-

@@ -213,4 +213,3 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 	}
 	return client.New(cfg, client.Options{Scheme: scheme})
 }
-
