@@ -62,8 +62,10 @@ func (e *localEnv) startManager() error {
 // local environment, as this command started its own, with your flags
 // where it says so.
 func (e *localEnv) managerCommand() string {
-	words := []string{"KUBECONFIG=" + shellQuote(e.kubeconfig), shellQuote(filepath.Join(e.root, "bin", "manager"))}
-	for _, a := range e.managerFlags() {
+	flags := e.managerFlags()
+	words := make([]string, 0, 2+len(flags))
+	words = append(words, "KUBECONFIG="+shellQuote(e.kubeconfig), shellQuote(filepath.Join(e.root, "bin", "manager")))
+	for _, a := range flags {
 		words = append(words, shellQuote(a))
 	}
 	return strings.Join(words, " ")
