@@ -28,8 +28,8 @@ import (
 // KUBECTL_PAYMENTS_LEDGER and KUBECTL_PAYMENTS_LEDGER_DSN_FILE are the
 // defaults of --ledger and --ledger-postgres-dsn-file: --help names them, a
 // flag wins over them, and an error about a value names the variable it came
-// from. Reading a PostgreSQL ledger through them is TestLedgerEnvOnPostgres
-// (make test-postgres). Not parallel: t.Setenv.
+// from. Reading a PostgreSQL ledger through them alone is hack/localenv's
+// TestRunLocalOnPostgres (make test-postgres). Not parallel: t.Setenv.
 func TestLedgerFlagsDefaultToTheEnvironment(t *testing.T) {
 	g := NewWithT(t)
 	missing := filepath.Join(t.TempDir(), "no-such-dsn")
