@@ -156,8 +156,11 @@ func run() error {
 		return err
 	}
 
-	// Ctrl-C and SIGTERM stop everything this command started.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C and SIGTERM stop everything this command started; so do a
+	// closed terminal (SIGHUP) and a closed pipe of its output (SIGPIPE,
+	// make demo | head), which would otherwise end this command and leave
+	// its children, in process groups of their own, running.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer stop()
 
 	e := &localEnv{options: o}
