@@ -85,7 +85,7 @@ func (e *localEnv) start(ctx context.Context) error {
 		return err
 	}
 	step("Installed the admission policies from config/policy")
-	if err := e.installUserRoles(ctx); err != nil {
+	if err := e.installUserRoles(); err != nil {
 		return err
 	}
 
@@ -99,7 +99,7 @@ func (e *localEnv) start(ctx context.Context) error {
 	}
 	step("Sandbox listening on http://%s (log: %s)", sandboxAddr, rel(e.root, sandboxLog))
 	if e.ledger == ledgerPostgres {
-		return e.startPostgres(ctx)
+		return e.startPostgres()
 	}
 	return nil
 }

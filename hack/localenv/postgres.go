@@ -17,7 +17,6 @@ limitations under the License.
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -45,7 +44,7 @@ const ledgerDatabase = "paymentjob_ledger"
 // startPostgres starts the server, creates the ledger's database and
 // writes its DSN to a file of the work folder, for the manager's
 // --ledger-postgres-dsn-file and the plugin's KUBECTL_PAYMENTS_LEDGER_DSN_FILE.
-func (e *localEnv) startPostgres(_ context.Context) error {
+func (e *localEnv) startPostgres() error {
 	e.pgProgram = &pgserver.Program{}
 	var dsn string
 	err := e.pgProgram.Do(func() {

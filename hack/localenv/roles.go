@@ -18,7 +18,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -84,7 +83,7 @@ func userRoles(kubectl, root string) (names []string, manifest []byte, err error
 }
 
 // installUserRoles applies the user roles, from a file of the work folder.
-func (e *localEnv) installUserRoles(_ context.Context) error {
+func (e *localEnv) installUserRoles() error {
 	names, manifest, err := userRoles(filepath.Join(e.assets, "kubectl"), e.root)
 	if err != nil {
 		return err
