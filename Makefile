@@ -136,13 +136,17 @@ test-conformance: stripe-mock ## Prove every request of the Stripe adapter passe
 	STRIPE_MOCK="$(STRIPE_MOCK)" go test -tags conformance -count=1 -v -run Conformance ./internal/payment/stripe/...
 
 .PHONY: test-postgres
-test-postgres: envtest-assets build-plugin ## Run the PostgreSQL suites (the PostgreSQL ledger, the server harness, the operator on it under envtest) on servers they start; needs Debian's postgresql-15.
+test-postgres: envtest-assets build-plugin build-sandbox ## Run the PostgreSQL suites (the PostgreSQL ledger, the server harness, the operator on it under envtest, make run-local LEDGER=postgres) on servers they start; needs Debian's postgresql-15.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -tags postgres -count=1 -p 1 ./internal/testing/pgserver/... ./internal/ledger/pgledger/... \
 		./internal/ledger/ledgercopy/... ./internal/controllers/pgledger/...
 	@# kubectl payments reads an operator's ledger on PostgreSQL (its other tests run in make test).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" KUBECTL_PAYMENTS="$(LOCALBIN)/kubectl-payments" go test -tags postgres -count=1 -run 'OnPostgres' ./internal/cli/
 	@# pkg/operator's other tests run in make test; here only the start on PostgreSQL.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -tags postgres -count=1 -run 'OnPostgres' ./pkg/operator/
+	@# make run-local LEDGER=postgres, as a user runs it (about 30 s): bin/manager, bin/sandbox and the plugin
+	@# on a local control plane, the environment outliving its manager (hack/localenv).
+	go build -o $(LOCALBIN)/manager ./cmd
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -tags postgres -count=1 -run 'OnPostgres' ./hack/localenv/
 
 .PHONY: verify
 verify: manifests generate fmt tidy lint-config lint helm-chart ## Regenerate code, manifests and go.sum, lint, and fail if the tree changed.
@@ -153,15 +157,27 @@ verify: manifests generate fmt tidy lint-config lint helm-chart ## Regenerate co
 
 ##@ Run locally
 
+# The manager's outcome ledger in make demo and make run-local: crd, or
+# postgres (a local PostgreSQL server of Debian's postgresql-15, started and
+# removed with the environment; docs/postgres-ledger.md, "Try it locally").
+LEDGER ?= crd
+# Flags passed to the manager of make demo and make run-local, after its
+# local defaults (the last of a flag given twice wins), e.g.
+# MANAGER_ARGS="--max-concurrent-reconciles=2 --zap-log-level=debug".
+MANAGER_ARGS ?=
+# NO_MANAGER=1: make run-local starts everything but the manager and prints
+# the command that starts one.
+NO_MANAGER ?=
+
 .PHONY: demo
-demo: build envtest-assets ## Run the operator on a local control plane with the sandbox, apply config/samples, show the results, stop.
+demo: build envtest-assets ## Run the operator on a local control plane with the sandbox, apply config/samples, show the results, stop (LEDGER=postgres, MANAGER_ARGS="...").
 	go build -o $(LOCALBIN)/localenv ./hack/localenv
-	$(LOCALBIN)/localenv --demo --assets "$(ENVTEST_ASSETS)"
+	$(LOCALBIN)/localenv --demo --assets "$(ENVTEST_ASSETS)" --ledger=$(LEDGER) -- $(MANAGER_ARGS)
 
 .PHONY: run-local
-run-local: build envtest-assets ## Like demo, but stay up for kubectl until Ctrl-C (prints the KUBECONFIG).
+run-local: build envtest-assets ## Like demo, but stay up until Ctrl-C and print the export lines for kubectl and the plugin; the environment outlives its manager (LEDGER=postgres, MANAGER_ARGS="...", NO_MANAGER=1).
 	go build -o $(LOCALBIN)/localenv ./hack/localenv
-	$(LOCALBIN)/localenv --assets "$(ENVTEST_ASSETS)"
+	$(LOCALBIN)/localenv --assets "$(ENVTEST_ASSETS)" --ledger=$(LEDGER) $(if $(NO_MANAGER),--no-manager) -- $(MANAGER_ARGS)
 
 ##@ Build
 

@@ -17,6 +17,7 @@ limitations under the License.
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,31 +41,58 @@ const (
 	backendPostgres = "postgres"
 )
 
+// The environment variables that give --ledger and --ledger-postgres-dsn-file
+// their defaults, so that a shell set up once for a cluster whose operator
+// keeps its ledger in PostgreSQL needs neither flag (a flag wins).
+const (
+	envLedger        = "KUBECTL_PAYMENTS_LEDGER"
+	envLedgerDSNFile = "KUBECTL_PAYMENTS_LEDGER_DSN_FILE"
+)
+
 // ledgerFlags choose the outcome ledger the operator was configured with.
+// addFlags takes their defaults from envLedger and envLedgerDSNFile.
 type ledgerFlags struct {
 	backend string
 	dsnFile string
+	// backendFlag and dsnFileFlag tell a value given on the command line
+	// from one taken from the environment, for the errors.
+	backendFlag, dsnFileFlag *pflag.Flag
 }
 
 func (f *ledgerFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.backend, "ledger", backendCRD,
-		"The operator's outcome ledger: crd (the PaymentLedger pages) or postgres (as the manager's --ledger-backend)")
-	cmd.Flags().StringVar(&f.dsnFile, "ledger-postgres-dsn-file", "",
-		"With --ledger=postgres: a file holding the database's connection string (read-only use; never printed)")
+	cmd.Flags().StringVar(&f.backend, "ledger", cmp.Or(os.Getenv(envLedger), backendCRD),
+		"The operator's outcome ledger: crd (the PaymentLedger pages) or postgres (as the manager's --ledger-backend); "+
+			"default $"+envLedger+", else crd")
+	cmd.Flags().StringVar(&f.dsnFile, "ledger-postgres-dsn-file", os.Getenv(envLedgerDSNFile),
+		"With --ledger=postgres: a file holding the database's connection string (read-only use; never printed); "+
+			"default $"+envLedgerDSNFile)
+	f.backendFlag, f.dsnFileFlag = cmd.Flags().Lookup("ledger"), cmd.Flags().Lookup("ledger-postgres-dsn-file")
 }
 
 // open returns a reader of the ledger and what closes it.
 func (f *ledgerFlags) open(ctx context.Context, c client.Client) (ledger.Reader, func(), error) {
+	// from names where a value came from: the flag, or the variable that
+	// gave its default.
+	from := func(flag *pflag.Flag, env string) string {
+		if flag != nil && !flag.Changed && os.Getenv(env) != "" {
+			return env
+		}
+		if flag != nil {
+			return "--" + flag.Name
+		}
+		return env
+	}
 	switch f.backend {
 	case backendCRD:
 		return ledger.NewCRDReader(c), func() {}, nil
 	case backendPostgres:
+		dsnFile := from(f.dsnFileFlag, envLedgerDSNFile)
 		if f.dsnFile == "" {
-			return nil, nil, usageError("--ledger=postgres needs --ledger-postgres-dsn-file")
+			return nil, nil, usageError("%s=postgres needs --ledger-postgres-dsn-file (or %s)", from(f.backendFlag, envLedger), envLedgerDSNFile)
 		}
 		b, err := os.ReadFile(f.dsnFile)
 		if err != nil {
-			return nil, nil, &Error{Code: ExitLedgerUnavailable, Err: fmt.Errorf("cannot read --ledger-postgres-dsn-file: %w", err)}
+			return nil, nil, &Error{Code: ExitLedgerUnavailable, Err: fmt.Errorf("cannot read %s: %w", dsnFile, err)}
 		}
 		pg, err := ledger.OpenPostgres(ctx, strings.TrimSpace(string(b)))
 		if err != nil {
@@ -71,7 +100,7 @@ func (f *ledgerFlags) open(ctx context.Context, c client.Client) (ledger.Reader,
 		}
 		return pg, pg.Close, nil
 	}
-	return nil, nil, usageError("--ledger %q is not crd or postgres", f.backend)
+	return nil, nil, usageError("%s %q is not crd or postgres", from(f.backendFlag, envLedger), f.backend)
 }
 
 // ledgerError carries the exit code of a ledger that cannot be read.

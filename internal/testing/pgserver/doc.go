@@ -18,8 +18,10 @@ limitations under the License.
 // folder, on 127.0.0.1, and stops it when the test ends. It is imported only
 // by tests: those of the PostgreSQL ledger and of the operator on it, whose
 // files carry the build tag postgres (`make test-postgres` runs them, `make
-// test` does not), the e2e suite (tag e2e, `make test-e2e`) and the bench
-// (`make bench`).
+// test` does not), the e2e suite (tag e2e, `make test-e2e`), the bench
+// (`make bench`) and the local environment (hack/localenv, `make run-local
+// LEDGER=postgres`), which start it through Program, a testing.TB for a
+// program.
 //
 // The server binaries come from Debian's package postgresql-15 (`apt-get
 // install postgresql-15`): the folder named by $PG_BIN, else the highest
