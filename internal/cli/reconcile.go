@@ -233,7 +233,11 @@ func (o *reconcileOptions) finish(ctx context.Context, c client.Client, pr *paym
 		}
 		res.ReportFile, res.ReportChecked = file, true
 	}
-	var err error
+	rows, err := discrepancies(ctx, c, pr)
+	if err != nil {
+		res.DiscrepanciesError = err.Error()
+	}
+	res.Discrepancies = rows
 	if o.output == outputTable {
 		err = printResult(summaryOut, res)
 	} else {

@@ -195,6 +195,14 @@ func dashboardRefundsLeadBackToTheJob(t *testing.T, ns string, from time.Time) {
 	g.Expect([]any{refund.Object, refund.InLedger, refund.ChargeObject, refund.ChargeInLedger}).To(Equal([]any{
 		ns + "/invoice-1-return", true, ns + "/invoice-1", true}), "a refund row names its own PaymentRefund and its charge's job")
 	g.Expect(refund.ChargeLeft).To(HaveValue(Equal(int64(500))), "the dashboard's refund counts on the PaymentRefund's row too")
+
+	// The summary a person reads lists the discrepancies, each leading
+	// back to its job with what is left of the charge.
+	r = kubectlPayments("report", "books-dashboard")
+	g.Expect(r.Code).To(Equal(cli.ExitDiscrepancies), r.Stderr)
+	golden(t, "report-discrepancies.golden", r.Stdout)
+	g.Expect(r.Stdout).To(MatchRegexp(`RefundedOutsideOperator\s+refund\s+%s/invoice-3\s+%s/invoice-3\s+%s\s+1800 usd`,
+		ns, ns, chargeOf("invoice-3")))
 }
 
 // stderrJSON is the JSON object in s, which may follow progress lines.

@@ -54,6 +54,12 @@ type Result struct {
 	// checked against Report.SHA256.
 	ReportFile    string `json:"reportFile,omitempty"`
 	ReportChecked bool   `json:"reportChecked,omitempty"`
+	// Discrepancies are the report's first rows that are not Matched,
+	// each naming the PaymentJob or PaymentRefund it concerns and what is
+	// left of the charge; DiscrepanciesError says why they could not be
+	// read.
+	Discrepancies      []paymentsv1alpha1.ReconciliationFinding `json:"discrepancies,omitempty"`
+	DiscrepanciesError string                                   `json:"discrepanciesError,omitempty"`
 }
 
 func resultOf(pr *paymentsv1alpha1.PaymentReconciliation) *Result {
@@ -111,6 +117,7 @@ func printResult(out io.Writer, r *Result) error {
 		}
 		table(out, "Categories:", "CATEGORY\tCOUNT", rows)
 	}
+	printDiscrepancies(out, r)
 	return nil
 }
 
