@@ -224,7 +224,10 @@ func printRefundLines(out io.Writer, s *Story) {
 		// Refunds without a PaymentRefund: deleted ones the ledger or
 		// the provider knows, and those made outside the operator.
 		for _, r := range p.Refunds {
-			if !strings.HasPrefix(r.Name, "prefund/") {
+			switch {
+			case r.Outside:
+				rows = append(rows, []string{"(outside the operator, no key)", "-", money(r.Amount, s.Currency), "-", "-"})
+			case !strings.HasPrefix(r.Name, "prefund/"):
 				rows = append(rows, []string{r.Name, "-", money(r.Amount, s.Currency), "-", "-"})
 			}
 		}
