@@ -125,6 +125,11 @@ type ProviderCheck struct {
 	Warnings []string                `json:"warnings,omitempty"`
 	Charges  []providerlookup.Charge `json:"charges"`
 	Error    string                  `json:"error,omitempty"`
+
+	// lagging is true when one of the warnings is the search lag's: a
+	// charge the provider does not show may still be missing, but one it
+	// shows is there.
+	lagging bool
 }
 
 type statusOptions struct {

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -351,4 +352,33 @@ func TestStatusWithoutEventsTellsTheRest(t *testing.T) {
 	g.Expect(r.Stdout).To(MatchRegexp(`Refunded:\s+0 of 400 usd, 400 left`))
 	g.Expect(r.Stdout).To(ContainSubstring(`Events: cannot be read: forbidden (events is forbidden: User "refunds-only" cannot list resource "events"`))
 	g.Expect(r.Stdout).To(ContainSubstring("the view role (or get and list on events) shows them"))
+}
+
+// A stuck job whose charge went through (the sandbox commits every
+// request and loses its answer): once the provider was asked, status
+// names the charge it holds under the payment's own key and the
+// resolution that says so.
+func TestStatusNamesTheChargeTheProviderHoldsForAStuckJob(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := statusNamespace(t, "status-check")
+	env.Sandbox().FailNextAny(sandbox.FaultAfterCommit, 1_000_000)
+	t.Cleanup(func() { env.Sandbox().FailNextAny(sandbox.FaultAfterCommit, 0) })
+	createJob(t, ns, "invoice-6", 2600, "", func(pj *paymentsv1alpha1.PaymentJob) { pj.Spec.BackoffLimit = ptr.To(int32(1)) })
+	var pj paymentsv1alpha1.PaymentJob
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoice-6"}, &pj)).To(Succeed())
+		g.Expect(pj.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
+		g.Expect(meta.IsStatusConditionTrue(pj.Status.Conditions, paymentsv1alpha1.ConditionStalled)).To(BeTrue())
+	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+	charge, ok := env.Sandbox().LookupByKey(ns + "/invoice-6")
+	g.Expect(ok).To(BeTrue(), "the sandbox committed the charge")
+
+	var r result
+	g.Eventually(func(g Gomega) {
+		r = kubectlPayments("status", "pj/invoice-6", "-n", ns, "--check-provider", "--insecure-provider-hosts=127.0.0.1")
+		succeeded(g, r)
+		g.Expect(r.Stdout).To(ContainSubstring("    kubectl payments resolve pj/invoice-6 -n status-check --charged=" + charge.ID + "\n"))
+	}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	g.Expect(r.Stdout).NotTo(ContainSubstring("--not-charged"))
 }

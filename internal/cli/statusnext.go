@@ -107,10 +107,14 @@ func resolveSteps(s *Story, obj string) []NextStep {
 	case c.Error != "":
 		return []NextStep{{Why: "the provider could not be asked (above): fix that and ask again, or look the key " + c.Key +
 			" up at the provider yourself", Command: fmt.Sprintf("kubectl payments status %s --check-provider", obj)}}
-	case len(c.Warnings) > 0:
-		return []NextStep{{Why: "the provider's answer may not be the whole truth (the warnings above): ask again once they are gone",
-			Command: fmt.Sprintf("kubectl payments status %s --check-provider", obj)}}
+	case len(c.Warnings) > 1 || (len(c.Warnings) == 1 && !c.lagging):
+		// Another account, or a replaced PaymentProvider: what it
+		// shows is not about this payment.
+		return []NextStep{{Why: "the provider's answer may not be about this payment (the warnings above): " +
+			"ask again once they are gone", Command: fmt.Sprintf("kubectl payments status %s --check-provider", obj)}}
 	}
+	ask := NextStep{Why: "the provider's search may not show a charge of the last attempt yet (the warning above): ask again " +
+		"after the search lag", Command: fmt.Sprintf("kubectl payments status %s --check-provider", obj)}
 	var succeeded, pending []string
 	for _, ch := range c.Charges {
 		switch ch.State {
@@ -129,6 +133,9 @@ func resolveSteps(s *Story, obj string) []NextStep {
 			Command: fmt.Sprintf("kubectl payments resolve %s --charged=%s", obj, succeeded[0])}}
 	case len(succeeded) > 1:
 		return nil
+	case c.lagging:
+		// Nothing shown yet is not nothing charged.
+		return []NextStep{ask}
 	}
 	return []NextStep{{Why: "the provider holds no charge under the payment's key that succeeded or is pending: nothing was charged",
 		Command: fmt.Sprintf("kubectl payments resolve %s --not-charged", obj)}}

@@ -77,15 +77,15 @@ func (o *statusOptions) providerCheck(ctx context.Context, c client.Client, ns s
 		return check
 	}
 	check.Charges = charges
-	check.Warnings = o.warnings(ctx, c, &pp, s, st, opts)
+	check.Warnings, check.lagging = o.warnings(ctx, c, &pp, s, st, opts)
 	return check
 }
 
 // warnings say when what the provider answers may not be the payment's
-// whole truth: another account, or a charge too recent for its search.
+// whole truth: another account, or a charge too recent for its search
+// (lagging: only a charge it does not show may be missing).
 func (o *statusOptions) warnings(ctx context.Context, c client.Client, pp *paymentsv1alpha1.PaymentProvider, s *Story,
-	st *paymentsv1alpha1.PaymentStatus, opts providerlookup.Options) []string {
-	var warnings []string
+	st *paymentsv1alpha1.PaymentStatus, opts providerlookup.Options) (warnings []string, lagging bool) {
 	if id := st.Provider; id != nil {
 		if id.UID != "" && id.UID != string(pp.UID) {
 			warnings = append(warnings, fmt.Sprintf("PaymentProvider %s was replaced since the payment was sent (uid %s, now %s)",
@@ -107,9 +107,10 @@ func (o *statusOptions) warnings(ctx context.Context, c client.Client, pp *payme
 		if at := lastAttempt(st).Add(searchLag(pp)); time.Now().Before(at) {
 			warnings = append(warnings, fmt.Sprintf("the last attempt is younger than the provider's search lag (%s): a charge it "+
 				"made may not show until %s", searchLag(pp), at.UTC().Format(time.RFC3339)))
+			lagging = true
 		}
 	}
-	return warnings
+	return warnings, lagging
 }
 
 // lookupError says why the provider could not be asked, and what to do.
