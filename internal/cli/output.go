@@ -128,19 +128,7 @@ func printStory(out io.Writer, s *Story, now time.Time) error {
 	if s.PaymentJob != "" {
 		p("  Refunds:\tpj/%s", s.PaymentJob)
 	}
-	switch {
-	case s.Refunded != nil && s.Kind == string(kindRefund):
-		p("  Charge refunded:\t%s", s.Refunded.line())
-	case s.Refunded != nil:
-		p("  Refunded:\t%s", s.Refunded.line())
-	case s.RefundedError != "":
-		p("  Refunded:\tcannot be told: %s", s.RefundedError)
-	}
-	if s.Refunded != nil {
-		for _, n := range s.Refunded.Notes {
-			p("  \t%s", n)
-		}
-	}
+	printRefunded(p, s)
 	p("  Provider:\t%s", describeProvider(s.ProviderRef, s.Provider))
 	p("  Idempotency key:\t%s", orDash(s.IdempotencyKey))
 	if s.RequestHash != "" {
@@ -181,6 +169,24 @@ func printStory(out io.Writer, s *Story, now time.Time) error {
 	printProviderCheck(out, s, now)
 	printNext(out, s)
 	return nil
+}
+
+// printRefunded writes, with p, what was refunded of the charge and what
+// is left, and what the count could not see.
+func printRefunded(p func(string, ...any), s *Story) {
+	title := "Refunded:"
+	if s.Kind == string(kindRefund) {
+		title = "Charge refunded:"
+	}
+	switch {
+	case s.Refunded != nil:
+		p("  %s\t%s", title, s.Refunded.line())
+		for _, n := range s.Refunded.Notes {
+			p("  \t%s", n)
+		}
+	case s.RefundedError != "":
+		p("  %s\tcannot be told: %s", title, s.RefundedError)
+	}
 }
 
 func shortKind(k string) string {

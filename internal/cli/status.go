@@ -144,10 +144,11 @@ func newStatusCommand(r *Root) *cobra.Command {
 	o := &statusOptions{root: r}
 	cmd := &cobra.Command{
 		Use:   "status pj/NAME | prefund/NAME",
-		Short: "Show the whole story of a payment or a refund: phase and why, attempts, claim, provider, ledger, events",
+		Short: "Show what happened to a payment or a refund, what is left of its charge, and what to run next",
 		Example: `  kubectl payments status pj/invoice-2026-0042 -n billing
   kubectl payments status prefund/invoice-2026-0042-return -n billing -o json
-  kubectl payments status pj/invoice-2026-0042 -n billing --check-provider`,
+  kubectl payments status pj/invoice-2026-0042 -n billing --check-provider
+  KUBECTL_PAYMENTS_INSECURE_PROVIDER_HOSTS=127.0.0.1 kubectl payments status pj/invoice-1 -n payments-demo --check-provider`,
 		ValidArgsFunction: completeObjects(r, kindJob, kindRefund),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := parseTarget(args, kindJob, kindRefund)
