@@ -192,6 +192,13 @@ func TestStatusShowsWhatWasRefundedAndWhatIsLeft(t *testing.T) {
 	_, err = env.WaitForRefundPhase(ctx, ns, "invoice-2-over", paymentsv1alpha1.PhaseFailed, time.Minute)
 	g.Expect(err).NotTo(HaveOccurred())
 	refundAtTheDashboard(t, pj, 300)
+	// 1500 is left as the cluster counts, 1200 at the provider: the
+	// operator reads the provider's list and refuses it unsent.
+	_, err = env.CreateRefund(ctx, ns, "invoice-2-late", "invoice-2", paymentjobtest.RefundOptions{Amount: 1500})
+	g.Expect(err).NotTo(HaveOccurred())
+	late, err := env.WaitForRefundPhase(ctx, ns, "invoice-2-late", paymentsv1alpha1.PhaseFailed, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(late.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonRefundExceedsCharge))
 	g.Eventually(func(g Gomega) {
 		r := kubectlPayments("status", "pj/invoice-2", "-n", ns)
 		succeeded(g, r)
@@ -247,6 +254,10 @@ func TestStatusShowsWhatWasRefundedAndWhatIsLeft(t *testing.T) {
 	r = kubectlPayments("ledger", "find", "prefund/invoice-2-over", "-n", ns)
 	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
 	g.Expect(r.Stderr).To(ContainSubstring("was never sent to a provider (phase \"Failed\"): it has no ledger entry"))
+	g.Expect(r.Stderr).NotTo(ContainSubstring("did not finish"))
+	r = kubectlPayments("ledger", "find", "prefund/invoice-2-late", "-n", ns)
+	g.Expect(r.Code).To(Equal(cli.ExitNotFound), r.Stderr)
+	g.Expect(r.Stderr).To(ContainSubstring("not recorded: the refund failed before anything was sent to the provider, so no money moved"))
 	g.Expect(r.Stderr).NotTo(ContainSubstring("did not finish"))
 }
 
