@@ -17,6 +17,9 @@ limitations under the License.
 package cli
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -149,5 +152,28 @@ func TestLedgerNote(t *testing.T) {
 			}
 			g.Expect(strings.Contains(got, "yet")).To(BeFalse(), got)
 		})
+	}
+}
+
+// Every runbook status names is a section of the docs: its anchor is a
+// heading's, as GitHub renders it.
+func TestRunbooksExist(t *testing.T) {
+	g := NewWithT(t)
+	heading := regexp.MustCompile(`(?m)^#+\s+(.+)$`)
+	strip := regexp.MustCompile(`[^\w\- ]`)
+	books := make([]string, 0, len(runbooks)+1)
+	books = append(books, "docs/operations.md#a-refund-is-stalled-with-providerchanged")
+	for _, b := range runbooks {
+		books = append(books, b)
+	}
+	for _, b := range books {
+		doc, anchor, _ := strings.Cut(b, "#")
+		text, err := os.ReadFile(filepath.Join("..", "..", doc))
+		g.Expect(err).NotTo(HaveOccurred())
+		var anchors []string
+		for _, m := range heading.FindAllStringSubmatch(string(text), -1) {
+			anchors = append(anchors, strings.ReplaceAll(strip.ReplaceAllString(strings.ToLower(strings.TrimSpace(m[1])), ""), " ", "-"))
+		}
+		g.Expect(anchors).To(ContainElement(anchor), b)
 	}
 }
