@@ -62,7 +62,12 @@ var runbooks = map[string]string{
 	paymentsv1alpha1.ReasonPaymentCreatedAfterRefund: "docs/refunds.md#waiting-pending-no-money-moved",
 }
 
-const stalledRunbook = "docs/operations.md#a-job-is-stalled-with-providerchanged-chargemismatch-keymismatch-requestchanged-or-uncertainrefusal"
+// The runbooks of a job stopped so that nothing is paid twice, and of a
+// refund whose provider changed.
+const (
+	stalledRunbook        = "docs/operations.md#a-job-is-stalled-with-providerchanged-chargemismatch-keymismatch-requestchanged-or-uncertainrefusal"
+	refundProviderChanged = "docs/operations.md#a-refund-is-stalled-with-providerchanged"
+)
 
 // stalledReason is the reason of st's Stalled condition, if it is True.
 func stalledReason(st *paymentsv1alpha1.PaymentStatus) string {
@@ -154,7 +159,7 @@ func runbookOf(s *Story, st *paymentsv1alpha1.PaymentStatus, stalled string) str
 		}
 	}
 	if reason == paymentsv1alpha1.ReasonProviderChanged && s.Kind == string(kindRefund) {
-		return "docs/operations.md#a-refund-is-stalled-with-providerchanged"
+		return refundProviderChanged
 	}
 	return runbooks[reason]
 }

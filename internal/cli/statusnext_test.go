@@ -162,7 +162,7 @@ func TestRunbooksExist(t *testing.T) {
 	heading := regexp.MustCompile(`(?m)^#+\s+(.+)$`)
 	strip := regexp.MustCompile(`[^\w\- ]`)
 	books := make([]string, 0, len(runbooks)+1)
-	books = append(books, "docs/operations.md#a-refund-is-stalled-with-providerchanged")
+	books = append(books, refundProviderChanged)
 	for _, b := range runbooks {
 		books = append(books, b)
 	}
