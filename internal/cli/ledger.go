@@ -181,8 +181,11 @@ func (o *ledgerFindOptions) run(ctx context.Context, arg string) error {
 		return ledgerError(err)
 	}
 	if len(entries) == 0 {
+		if unsent := unsentFinding(ctx, c, ns, arg); unsent != "" {
+			return &Error{Code: ExitNotFound, Err: fmt.Errorf("the %s ledger holds no entry under %s: %s", o.ledger.backend, key, unsent)}
+		}
 		return &Error{Code: ExitNotFound, Err: fmt.Errorf("the %s ledger holds no entry under %s: the payment did not finish, "+
-			"or its entry is older than the ledger's retention", o.ledger.backend, key)}
+			"its entry is older than the ledger's retention, or %s", o.ledger.backend, key, otherLedger(o.ledger.backend))}
 	}
 	if o.output != outputTable {
 		return printData(o.root.Out(), o.output, entries)

@@ -128,6 +128,7 @@ func printStory(out io.Writer, s *Story, now time.Time) error {
 	if s.PaymentJob != "" {
 		p("  Refunds:\tpj/%s", s.PaymentJob)
 	}
+	printRefunded(p, s)
 	p("  Provider:\t%s", describeProvider(s.ProviderRef, s.Provider))
 	p("  Idempotency key:\t%s", orDash(s.IdempotencyKey))
 	if s.RequestHash != "" {
@@ -166,7 +167,26 @@ func printStory(out io.Writer, s *Story, now time.Time) error {
 	printLedgerLine(out, s, now)
 	printEvents(out, s, now)
 	printProviderCheck(out, s, now)
+	printNext(out, s)
 	return nil
+}
+
+// printRefunded writes, with p, what was refunded of the charge and what
+// is left, and what the count could not see.
+func printRefunded(p func(string, ...any), s *Story) {
+	title := "Refunded:"
+	if s.Kind == string(kindRefund) {
+		title = "Charge refunded:"
+	}
+	switch {
+	case s.Refunded != nil:
+		p("  %s\t%s", title, s.Refunded.line())
+		for _, n := range s.Refunded.Notes {
+			p("  \t%s", n)
+		}
+	case s.RefundedError != "":
+		p("  %s\tcannot be told: %s", title, s.RefundedError)
+	}
 }
 
 func shortKind(k string) string {
@@ -202,15 +222,27 @@ func printRefundLines(out io.Writer, s *Story) {
 	if s.Kind != string(kindJob) {
 		return
 	}
-	if len(s.Refunds) == 0 {
+	rows := make([][]string, 0, len(s.Refunds))
+	for _, r := range s.Refunds {
+		rows = append(rows, []string{r.Name, orDash(r.Phase), money(r.Amount, s.Currency), orDash(r.ID), orDash(r.Why)})
+	}
+	if p := s.Refunded; p != nil {
+		// Refunds without a PaymentRefund: deleted ones the ledger or
+		// the provider knows, and those made outside the operator.
+		for _, r := range p.Refunds {
+			switch {
+			case r.Outside:
+				rows = append(rows, []string{"(outside the operator, no key)", "-", money(r.Amount, s.Currency), "-", "-"})
+			case !strings.HasPrefix(r.Name, "prefund/"):
+				rows = append(rows, []string{r.Name, "-", money(r.Amount, s.Currency), "-", "-"})
+			}
+		}
+	}
+	if len(rows) == 0 {
 		fmt.Fprintln(out, "Refunds: none")
 		return
 	}
-	rows := make([][]string, 0, len(s.Refunds))
-	for _, r := range s.Refunds {
-		rows = append(rows, []string{r.Name, orDash(r.Phase), money(r.Amount, s.Currency), orDash(r.ID)})
-	}
-	table(out, "Refunds:", "NAME\tPHASE\tAMOUNT\tID", rows)
+	table(out, "Refunds:", "NAME\tPHASE\tAMOUNT\tID\tWHY", rows)
 }
 
 func printLedgerLine(out io.Writer, s *Story, now time.Time) {
@@ -218,10 +250,12 @@ func printLedgerLine(out io.Writer, s *Story, now time.Time) {
 	switch {
 	case s.Ledger.Error != "":
 		fmt.Fprintf(out, "%s cannot be read: %s\n", title, s.Ledger.Error)
+	case s.IdempotencyKey == "" && s.Ledger.Note != "":
+		fmt.Fprintf(out, "%s %s\n", title, s.Ledger.Note)
 	case s.IdempotencyKey == "":
 		fmt.Fprintf(out, "%s nothing to look for: the payment has no idempotency key yet\n", title)
 	case !s.Ledger.Found:
-		fmt.Fprintf(out, "%s no entry under %s (written when the payment finishes)\n", title, s.IdempotencyKey)
+		fmt.Fprintf(out, "%s no entry under %s: %s\n", title, s.IdempotencyKey, s.Ledger.Note)
 	default:
 		rows := make([][]string, 0, len(s.Ledger.Entries))
 		for _, e := range s.Ledger.Entries {
@@ -232,6 +266,10 @@ func printLedgerLine(out io.Writer, s *Story, now time.Time) {
 }
 
 func printEvents(out io.Writer, s *Story, now time.Time) {
+	if s.EventsError != "" {
+		fmt.Fprintf(out, "Events: cannot be read: %s\n", s.EventsError)
+		return
+	}
 	if len(s.Events) == 0 {
 		fmt.Fprintln(out, "Events: none (events expire after an hour by default)")
 		return
@@ -267,9 +305,26 @@ func printProviderCheck(out io.Writer, s *Story, now time.Time) {
 	var rows [][]string
 	for _, ch := range c.Charges {
 		rows = append(rows, []string{ch.ID, ch.State, orDash(ch.Status), money(ch.Amount, ch.Currency), ago(ch.Created, now)})
+		var keyed int64
 		for _, rf := range ch.Refunds {
+			if rf.State != "NotCharged" {
+				keyed += rf.Amount
+			}
 			rows = append(rows, []string{"  refund " + rf.ID, rf.State, orDash(rf.Status), money(rf.Amount, rf.Currency), ago(rf.Created, now)})
+		}
+		if other := ch.Refunded - keyed; other > 0 {
+			rows = append(rows, []string{"  refunds outside the operator (no key)", "-", "-", money(other, ch.Currency), "-"})
 		}
 	}
 	table(out, title, "ID\tSTATE\tSTATUS\tAMOUNT\tCREATED", rows)
+}
+
+func printNext(out io.Writer, s *Story) {
+	if len(s.Next) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "Next:")
+	for _, n := range s.Next {
+		fmt.Fprintf(out, "  %s%s:\n    %s\n", strings.ToUpper(n.Why[:1]), n.Why[1:], n.Command)
+	}
 }

@@ -117,8 +117,7 @@ only when the outcome ledger holds the payment.`,
 		"(default: the job's key, or NAME once it is deleted)")
 	cmd.Flags().BoolVar(&o.checkProvider, "check-provider", true,
 		"Also ask the provider (read-only) for the charge's refunds; needs get on the provider's Secret, and warns when it cannot")
-	cmd.Flags().StringSliceVar(&o.insecureHosts, "insecure-provider-hosts", nil,
-		"Hosts --check-provider may call over plain http, as the manager's flag of that name (a sandbox on 127.0.0.1)")
+	addInsecureHosts(cmd, &o.insecureHosts)
 	addDryRun(cmd, &o.dryRun)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Print the PaymentRefund as yaml, json, or its name")
 	o.ledger.addFlags(cmd)

@@ -117,6 +117,8 @@ type spentRefund struct {
 	key    string
 	label  string
 	amount int64
+	// outside is true for a refund made outside the operator.
+	outside bool
 }
 
 func (k *refundCheck) warnf(format string, args ...any) {

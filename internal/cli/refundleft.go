@@ -160,7 +160,9 @@ func (k *refundCheck) providerRefunds(add func(spentRefund)) {
 		add(spentRefund{key: unscoped(r.Key), label: refundLabel(r.Key, "at the provider, "+r.ID), amount: r.Amount})
 	}
 	if other := ch.Refunded - keyed; other > 0 {
-		add(spentRefund{label: "refunds without a key at the provider", amount: other})
+		// Refunds without a key: made outside the operator (the
+		// dashboard, the provider's API by hand).
+		add(spentRefund{label: outsideLabel, amount: other, outside: true})
 	}
 }
 
@@ -185,6 +187,26 @@ func (k *refundCheck) ledgerRefunds(ctx context.Context, seen map[string]int, ad
 	})
 }
 
+// outsideLabel names, in a message, what the provider refunded under no
+// key.
+const outsideLabel = "refunds made outside the operator (at the provider, without a key; the dashboard)"
+
+// tally is what is left of the charge once the refunds that take from it
+// are counted, and those refunds, each with what it took (a whole refund
+// takes what was left).
+func (k *refundCheck) tally() (int64, []spentRefund) {
+	left := k.pay.amount
+	taken := make([]spentRefund, 0, len(k.spent))
+	for _, r := range k.spent {
+		if r.amount < 0 {
+			r.amount = max(left, 0)
+		}
+		left -= r.amount
+		taken = append(taken, r)
+	}
+	return left, taken
+}
+
 // checkLeft computes what is left of the charge and refuses an amount
 // over it; without --amount, a refund after others asks for the rest.
 func (k *refundCheck) checkLeft() error {
@@ -194,15 +216,10 @@ func (k *refundCheck) checkLeft() error {
 			"the operator refuses a refund over what is left (RefundExceedsCharge)", orDash(k.pay.id))
 		return nil
 	}
-	left := k.pay.amount
-	by := make([]string, 0, len(k.spent))
-	for _, r := range k.spent {
-		amount := r.amount
-		if amount < 0 {
-			amount = max(left, 0)
-		}
-		left -= amount
-		by = append(by, fmt.Sprintf("%s %d", r.label, amount))
+	left, taken := k.tally()
+	by := make([]string, 0, len(taken))
+	for _, r := range taken {
+		by = append(by, fmt.Sprintf("%s %d", r.label, r.amount))
 	}
 	if left <= 0 {
 		return notApplicable("%s is refunded in whole already (%s)", k.t, strings.Join(by, ", "))

@@ -18,7 +18,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -66,9 +65,19 @@ type Story struct {
 	Resolution     *paymentsv1alpha1.Resolution       `json:"resolution,omitempty"`
 	Conditions     []metav1.Condition                 `json:"conditions,omitempty"`
 	Refunds        []RefundLine                       `json:"refunds,omitempty"`
-	Ledger         LedgerLine                         `json:"ledger"`
-	Events         []EventLine                        `json:"events"`
-	ProviderCheck  *ProviderCheck                     `json:"providerCheck,omitempty"`
+	// Refunded is, for a Completed job or a refund, what was refunded of
+	// the charge and what is left; RefundedError says why it could not
+	// be told.
+	Refunded      *RefundPicture `json:"refunded,omitempty"`
+	RefundedError string         `json:"refundedError,omitempty"`
+	Ledger        LedgerLine     `json:"ledger"`
+	Events        []EventLine    `json:"events"`
+	// EventsError is why the events could not be read (the rest is told).
+	EventsError   string         `json:"eventsError,omitempty"`
+	ProviderCheck *ProviderCheck `json:"providerCheck,omitempty"`
+	// Next is what to do next: commands with the object's name and
+	// namespace, or the runbook section of a reason that needs a person.
+	Next []NextStep `json:"next,omitempty"`
 
 	// chargeKey is, for a refund, the key of the charge it refunds.
 	chargeKey string
@@ -80,6 +89,9 @@ type RefundLine struct {
 	Phase  string `json:"phase"`
 	Amount int64  `json:"amount,omitempty"`
 	ID     string `json:"id,omitempty"`
+	// Why is, for a refund that failed or is stuck, its reason and a
+	// short message.
+	Why string `json:"why,omitempty"`
 }
 
 // LedgerLine says whether the outcome ledger holds the payment.
@@ -89,6 +101,10 @@ type LedgerLine struct {
 	Entries []ledger.Entry `json:"entries,omitempty"`
 	// Error is why the ledger could not be read.
 	Error string `json:"error,omitempty"`
+	// Note says, when the ledger holds no entry, why: what is recorded
+	// of a payment that failed before anything was sent, or which ledger
+	// was read for a finished one.
+	Note string `json:"note,omitempty"`
 }
 
 // EventLine is one event of the object.
@@ -109,6 +125,11 @@ type ProviderCheck struct {
 	Warnings []string                `json:"warnings,omitempty"`
 	Charges  []providerlookup.Charge `json:"charges"`
 	Error    string                  `json:"error,omitempty"`
+
+	// lagging is true when one of the warnings is the search lag's: a
+	// charge the provider does not show may still be missing, but one it
+	// shows is there.
+	lagging bool
 }
 
 type statusOptions struct {
@@ -123,10 +144,11 @@ func newStatusCommand(r *Root) *cobra.Command {
 	o := &statusOptions{root: r}
 	cmd := &cobra.Command{
 		Use:   "status pj/NAME | prefund/NAME",
-		Short: "Show the whole story of a payment or a refund: phase and why, attempts, claim, provider, ledger, events",
+		Short: "Show what happened to a payment or a refund, what is left of its charge, and what to run next",
 		Example: `  kubectl payments status pj/invoice-2026-0042 -n billing
   kubectl payments status prefund/invoice-2026-0042-return -n billing -o json
-  kubectl payments status pj/invoice-2026-0042 -n billing --check-provider`,
+  kubectl payments status pj/invoice-2026-0042 -n billing --check-provider
+  KUBECTL_PAYMENTS_INSECURE_PROVIDER_HOSTS=127.0.0.1 kubectl payments status pj/invoice-1 -n payments-demo --check-provider`,
 		ValidArgsFunction: completeObjects(r, kindJob, kindRefund),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := parseTarget(args, kindJob, kindRefund)
@@ -149,8 +171,7 @@ func newStatusCommand(r *Root) *cobra.Command {
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml")
 	cmd.Flags().BoolVar(&o.checkProvider, "check-provider", false,
 		"Also ask the provider (read-only) what it holds under the payment's idempotency key; needs get on the provider's Secret")
-	cmd.Flags().StringSliceVar(&o.insecureHosts, "insecure-provider-hosts", nil,
-		"Hosts --check-provider may call over plain http, as the manager's flag of that name (a sandbox on 127.0.0.1)")
+	addInsecureHosts(cmd, &o.insecureHosts)
 	o.ledger.addFlags(cmd)
 	return cmd
 }
@@ -170,6 +191,8 @@ func (o *statusOptions) story(ctx context.Context, t target) (*Story, error) {
 			return nil, classify(err, fmt.Sprintf("%s in namespace %s", t, ns))
 		}
 		obj, s, st = &rf, refundStory(&rf), &rf.Status.PaymentStatus
+		s.Refunded, s.RefundedError = o.refundPicture(ctx, c, ns, rf.Spec.PaymentJobRef.Name, rf.Spec.ProviderRef.Name,
+			rf.Spec.PaymentJobRef.IdempotencyKey)
 	default:
 		var pj paymentsv1alpha1.PaymentJob
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.Name}, &pj); err != nil {
@@ -179,15 +202,55 @@ func (o *statusOptions) story(ctx context.Context, t target) (*Story, error) {
 		if s.Refunds, err = refundsOf(ctx, c, &pj); err != nil {
 			return nil, err
 		}
+		if pj.Status.Phase == paymentsv1alpha1.PhaseCompleted {
+			s.Refunded, s.RefundedError = o.refundPicture(ctx, c, ns, pj.Name, pj.Spec.ProviderRef.Name, "")
+		}
 	}
 	if s.Events, err = eventsOf(ctx, c, obj); err != nil {
-		return nil, err
+		if !apierrors.IsForbidden(err) {
+			return nil, classify(err, "the events of namespace "+ns)
+		}
+		// Events are the view role's; a user with the payment roles
+		// only still reads the rest of the story.
+		s.EventsError = fmt.Sprintf("forbidden (%s); the view role (or get and list on events) shows them", statusMessage(err))
 	}
 	s.Ledger = o.ledgerLine(ctx, c, s.IdempotencyKey)
+	if !s.Ledger.Found && s.Ledger.Error == "" {
+		s.Ledger.Note = o.ledgerNote(s.Kind, st)
+	}
 	if o.checkProvider {
 		s.ProviderCheck = o.providerCheck(ctx, c, ns, s, st)
 	}
+	s.Next = nextSteps(s, st)
 	return s, nil
+}
+
+// ledgerNote says why the ledger holds no entry of a payment: nothing is
+// recorded of one that failed unsent, the entry of a finished one is in
+// another ledger (or older than its retention), and an unfinished one's
+// is written when it finishes.
+func (o *statusOptions) ledgerNote(kind string, st *paymentsv1alpha1.PaymentStatus) string {
+	if note := unsentFailure(kind, st); note != "" {
+		return note
+	}
+	if st.IdempotencyKey == "" {
+		return ""
+	}
+	if !finished(st) {
+		return "written when the payment finishes"
+	}
+	return fmt.Sprintf("the payment is %s and the %s ledger was read: its entry may be older than the ledger's retention, or %s",
+		st.Phase, o.ledger.backend, otherLedger(o.ledger.backend))
+}
+
+// otherLedger says how to read the other ledger than backend, where the
+// operator may record.
+func otherLedger(backend string) string {
+	if backend == backendPostgres {
+		return "the operator records to the crd ledger (--ledger=crd)"
+	}
+	return "the operator records to PostgreSQL (manager --ledger-backend=postgres): then pass --ledger=postgres " +
+		"--ledger-postgres-dsn-file=FILE, or set KUBECTL_PAYMENTS_LEDGER=postgres and KUBECTL_PAYMENTS_LEDGER_DSN_FILE=FILE"
 }
 
 func jobStory(pj *paymentsv1alpha1.PaymentJob) *Story {
@@ -260,7 +323,7 @@ func refundsOf(ctx context.Context, c client.Client, pj *paymentsv1alpha1.Paymen
 		if rf.Spec.PaymentJobRef.Name != pj.Name {
 			continue
 		}
-		l := RefundLine{Name: rf.Name, Phase: string(rf.Status.Phase)}
+		l := RefundLine{Name: rf.Name, Phase: string(rf.Status.Phase), Why: whyFailed(&rf.Status.PaymentStatus)}
 		if r := rf.Status.ProviderResponse; r != nil {
 			l.ID, l.Amount = r.ID, r.Amount
 		} else if rf.Spec.Amount != nil {
@@ -278,7 +341,7 @@ func eventsOf(ctx context.Context, c client.Client, obj client.Object) ([]EventL
 	var list corev1.EventList
 	sel := fields.OneTermEqualSelector("involvedObject.uid", string(obj.GetUID()))
 	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFieldsSelector{Selector: sel}); err != nil {
-		return nil, classify(err, "the events of namespace "+obj.GetNamespace())
+		return nil, err
 	}
 	lines := make([]EventLine, 0, len(list.Items))
 	for _, ev := range list.Items {
@@ -321,77 +384,4 @@ func (o *statusOptions) ledgerLine(ctx context.Context, c client.Client, key str
 	}
 	line.Found, line.Entries = len(entries) > 0, entries
 	return line
-}
-
-func (o *statusOptions) providerCheck(ctx context.Context, c client.Client, ns string, s *Story, st *paymentsv1alpha1.PaymentStatus) *ProviderCheck {
-	key := s.IdempotencyKey
-	if s.Kind == string(kindRefund) {
-		key = s.chargeKey
-	}
-	check := &ProviderCheck{Key: key}
-	if key == "" {
-		check.Error = "no idempotency key to look up yet: the payment was never sent"
-		return check
-	}
-	var pp paymentsv1alpha1.PaymentProvider
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.ProviderRef}, &pp); err != nil {
-		check.Error = classify(err, fmt.Sprintf("PaymentProvider %s/%s", ns, s.ProviderRef)).Error() +
-			fmt.Sprintf("; ask the provider yourself under the key %s", key)
-		return check
-	}
-	opts := providerlookup.Options{InsecureHosts: o.insecureHosts}
-	charges, err := providerlookup.Lookup(ctx, c, &pp, key, opts)
-	if err != nil {
-		check.Error = lookupError(err, &pp).Error()
-		return check
-	}
-	check.Charges = charges
-	check.Warnings = o.warnings(ctx, c, &pp, s, st, opts)
-	return check
-}
-
-// warnings say when what the provider answers may not be the payment's
-// whole truth: another account, or a charge too recent for its search.
-func (o *statusOptions) warnings(ctx context.Context, c client.Client, pp *paymentsv1alpha1.PaymentProvider, s *Story,
-	st *paymentsv1alpha1.PaymentStatus, opts providerlookup.Options) []string {
-	var warnings []string
-	if id := st.Provider; id != nil {
-		if id.UID != "" && id.UID != string(pp.UID) {
-			warnings = append(warnings, fmt.Sprintf("PaymentProvider %s was replaced since the payment was sent (uid %s, now %s)",
-				pp.Name, id.UID, pp.UID))
-		}
-		if id.Account != "" {
-			switch account, err := providerlookup.Account(ctx, c, pp, opts); {
-			case err != nil:
-				warnings = append(warnings, "the provider's account could not be told: "+err.Error())
-			case account != "" && account != id.Account:
-				warnings = append(warnings, fmt.Sprintf("the provider now reaches account %s, not %s where the payment was sent: "+
-					"what it answers is not about this payment", account, id.Account))
-			}
-		}
-	}
-	// Only a payment still Processing is in doubt: a finished one's charge
-	// is known.
-	if s.Kind == string(kindJob) && st.Phase == paymentsv1alpha1.PhaseProcessing && pp.Spec.Stripe != nil {
-		if at := lastAttempt(st).Add(searchLag(pp)); time.Now().Before(at) {
-			warnings = append(warnings, fmt.Sprintf("the last attempt is younger than the provider's search lag (%s): a charge it "+
-				"made may not show until %s", searchLag(pp), at.UTC().Format(time.RFC3339)))
-		}
-	}
-	return warnings
-}
-
-// lookupError says why the provider could not be asked, and what to do.
-func lookupError(err error, pp *paymentsv1alpha1.PaymentProvider) error {
-	switch {
-	case errors.Is(err, providerlookup.ErrUnsupported):
-		return fmt.Errorf("PaymentProvider %s cannot look charges up (an http service without spec.http.lookupURL): ask the service itself", pp.Name)
-	case errors.Is(err, providerlookup.ErrEndpointRefused):
-		return fmt.Errorf("%w; a provider on plain http is asked only with --insecure-provider-hosts, as the manager's flag", err)
-	case apierrors.IsForbidden(err):
-		return fmt.Errorf("forbidden to read the credential Secret of PaymentProvider %s, which --check-provider needs (%s)", pp.Name, statusMessage(err))
-	case errors.Is(err, providerlookup.ErrNoCredentials):
-		return fmt.Errorf("the credential of PaymentProvider %s cannot be read: %w", pp.Name, err)
-	}
-	return err
 }
