@@ -232,6 +232,10 @@ func (o *ledgerFindOptions) keyOf(ctx context.Context, c client.Client, ns, arg 
 	case err == nil && obj.GetPaymentStatus().IdempotencyKey != "":
 		return obj.GetPaymentStatus().IdempotencyKey, nil
 	case err == nil:
+		if unsent := unsentFailure(string(k), obj.GetPaymentStatus()); unsent != "" {
+			return "", &Error{Code: ExitNotFound, Err: fmt.Errorf("the %s ledger holds no entry of %s in namespace %s: %s",
+				o.ledger.backend, t, ns, unsent)}
+		}
 		return "", notApplicable("%s in namespace %s was never sent to a provider (phase %q): it has no ledger entry",
 			t, ns, obj.GetPaymentStatus().Phase)
 	case apierrors.IsNotFound(err) && !isMissingGroup(err):
