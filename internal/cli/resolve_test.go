@@ -98,6 +98,13 @@ func TestResolveShowsThePlanThenSetsTheAnnotation(t *testing.T) {
 	succeeded(g, r)
 	_, err := env.WaitForEvent(ctx, pj, paymentsv1alpha1.ReasonResolutionRefused, time.Minute)
 	g.Expect(err).NotTo(HaveOccurred())
+	// The event comes before the status the check wrote is put back to
+	// Stalled; resolve refuses a job that is not Stalled before it looks
+	// at the annotation.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pj), &after)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(after.Status.Conditions, paymentsv1alpha1.ConditionStalled)).To(BeTrue())
+	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 	var job *paymentsv1alpha1.PaymentJob
 	r = kubectlPayments("resolve", "pj/invoice-7", "-n", ns, "--charged=pi_typo")
 	g.Expect(r.Code).To(Equal(cli.ExitNotApplicable), r.Stderr)
