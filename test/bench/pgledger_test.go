@@ -17,7 +17,6 @@ limitations under the License.
 package main
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -25,33 +24,6 @@ import (
 
 	. "github.com/onsi/gomega"
 )
-
-func TestBenchTBTurnsFailuresIntoErrors(t *testing.T) {
-	g := NewWithT(t)
-	tb := &benchTB{}
-	var order []string
-	err := tb.do(func() {
-		tb.Helper()
-		tb.Cleanup(func() { order = append(order, "first") })
-		tb.Cleanup(func() { order = append(order, "second"); tb.Errorf("cannot remove %s", "the folder") })
-		tb.Fatalf("initdb failed (%v)", errors.New("exit status 1"))
-		order = append(order, "after Fatalf")
-	})
-	g.Expect(err).To(MatchError("initdb failed (exit status 1)"))
-	g.Expect(order).To(BeEmpty(), "Fatalf ends the call")
-	g.Expect(tb.cleanup()).To(MatchError("cannot remove the folder"))
-	g.Expect(order).To(Equal([]string{"second", "first"}), "last registered, first run")
-	g.Expect(tb.cleanup()).To(MatchError("cannot remove the folder"), "each cleanup runs once")
-	g.Expect(order).To(HaveLen(2))
-
-	g.Expect(tb.do(func() {})).To(Succeed())
-	err = tb.do(func() { _ = tb.Name() })
-	g.Expect(err).To(MatchError(ContainSubstring("a testing.TB method benchTB lacks")), "a method pgserver never called")
-
-	tb = &benchTB{}
-	tb.Cleanup(func() { tb.Fatalf("cannot stop the server") })
-	g.Expect(tb.cleanup()).To(MatchError("cannot stop the server"), "a Fatalf in a cleanup is reported too")
-}
 
 func TestStatementCounts(t *testing.T) {
 	g := NewWithT(t)

@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,73 +33,16 @@ import (
 )
 
 // The PostgreSQL server of phase 8: internal/testing/pgserver, the server
-// the PostgreSQL suites run, started from a program through a small
-// testing.TB; pg_stat_statements, to count the ledger's statements at the
+// the PostgreSQL suites run, started from a program through
+// pgserver.Program; pg_stat_statements, to count the ledger's statements at the
 // server; and the rows of a large outcome table.
 
 // pgDatabase is the database of the manager's ledger.
 const pgDatabase = "paymentjob_ledger"
 
-// benchTB is the testing.TB that pgserver asks for, for a program: Fatalf
-// ends the call that benchTB.do runs with an error, Errorf (pgserver's
-// cleanups report with it) is kept for cleanup, and Cleanup's functions run
-// at cleanup, last first. pgserver calls nothing else; any other method
-// panics on the nil TB, and do returns that panic as an error.
-type benchTB struct {
-	testing.TB
-	cleanups []func()
-	errs     []error
-}
-
-// tbFatal is the panic of benchTB.Fatalf.
-type tbFatal struct{ err error }
-
-// Helper does nothing: there is no test log to attribute lines in.
-func (t *benchTB) Helper() {}
-
-// Fatalf ends the call of do with the error.
-func (t *benchTB) Fatalf(format string, args ...any) {
-	panic(tbFatal{err: fmt.Errorf(format, args...)})
-}
-
-// Errorf keeps the error for cleanup.
-func (t *benchTB) Errorf(format string, args ...any) {
-	t.errs = append(t.errs, fmt.Errorf(format, args...))
-}
-
-// Cleanup registers f for cleanup.
-func (t *benchTB) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
-
-// do calls f, which uses t, and returns what it failed with.
-func (t *benchTB) do(f func()) (err error) {
-	defer func() {
-		switch r := recover().(type) {
-		case nil:
-		case tbFatal:
-			err = r.err
-		default:
-			err = fmt.Errorf("pgserver panicked (a testing.TB method benchTB lacks?): %v", r)
-		}
-	}()
-	f()
-	return nil
-}
-
-// cleanup runs the registered functions, last first, and returns the
-// errors reported, Errorf's and Fatalf's.
-func (t *benchTB) cleanup() error {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		if err := t.do(t.cleanups[i]); err != nil {
-			t.errs = append(t.errs, err)
-		}
-	}
-	t.cleanups = nil
-	return errors.Join(t.errs...)
-}
-
 // pgServer is phase 8's PostgreSQL server and the ledger's database on it.
 type pgServer struct {
-	tb  *benchTB
+	tb  *pgserver.Program
 	srv *pgserver.Server
 	// dsnFile holds the ledger database's DSN, for the manager's
 	// --ledger-postgres-dsn-file.
@@ -119,13 +61,13 @@ type pgServer struct {
 // shared_preload_libraries needs), creates the ledger's database and
 // writes its DSN to a file in dir.
 func startPostgres(ctx context.Context, dir string) (p *pgServer, err error) {
-	p = &pgServer{tb: &benchTB{}}
+	p = &pgServer{tb: &pgserver.Program{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, p.stop())
 		}
 	}()
-	if err := p.tb.do(func() { p.srv = pgserver.StartIn(p.tb, os.TempDir()) }); err != nil {
+	if err := p.tb.Do(func() { p.srv = pgserver.StartIn(p.tb, os.TempDir()) }); err != nil {
 		return nil, fmt.Errorf("cannot start PostgreSQL (-pg=false skips phase 8): %w", err)
 	}
 	var available bool
@@ -143,7 +85,7 @@ func startPostgres(ctx context.Context, dir string) (p *pgServer, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := p.tb.do(func() { p.srv.Stop(p.tb); p.srv.Restart(p.tb) }); err != nil {
+		if err := p.tb.Do(func() { p.srv.Stop(p.tb); p.srv.Restart(p.tb) }); err != nil {
 			return nil, fmt.Errorf("cannot restart PostgreSQL with pg_stat_statements: %w", err)
 		}
 		err = p.admin(ctx, func(conn *pgx.Conn) error {
@@ -155,7 +97,7 @@ func startPostgres(ctx context.Context, dir string) (p *pgServer, err error) {
 		}
 		p.statements = true
 	}
-	if err := p.tb.do(func() { p.dsn = p.srv.CreateDatabase(p.tb, pgDatabase) }); err != nil {
+	if err := p.tb.Do(func() { p.dsn = p.srv.CreateDatabase(p.tb, pgDatabase) }); err != nil {
 		return nil, err
 	}
 	p.dsnFile = filepath.Join(dir, "ledger-postgres-dsn")
@@ -170,7 +112,7 @@ func (p *pgServer) stop() error {
 	if p == nil {
 		return nil
 	}
-	return p.tb.cleanup()
+	return p.tb.Close()
 }
 
 // managerArgs are the flags of a manager on the PostgreSQL ledger: a
