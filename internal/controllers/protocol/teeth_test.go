@@ -80,7 +80,7 @@ var theTeeth = []tooth{
 			return w
 		},
 		books: func(w *world) error {
-			if err := noneSent(w, "charge", "the job was Completed with pi_1 by another replica"); err != nil {
+			if err := noneCharged(w, "the job was Completed with pi_1 by another replica"); err != nil {
 				return err
 			}
 			if id := w.job().Status.ProviderResponse.ID; id != "pi_1" {
@@ -99,7 +99,7 @@ var theTeeth = []tooth{
 			playPasses(t, w, step{})
 			return w
 		},
-		books: func(w *world) error { return noneSent(w, "charge", "the ledger holds the key's charge pi_0") },
+		books: func(w *world) error { return noneCharged(w, "the ledger holds the key's charge pi_0") },
 	},
 	{
 		variant: teeth.LedgerErrorAsNotFound,
@@ -111,7 +111,7 @@ var theTeeth = []tooth{
 			playPasses(t, w, step{})
 			return w
 		},
-		books: func(w *world) error { return noneSent(w, "charge", "the ledger holds the key's charge pi_0") },
+		books: func(w *world) error { return noneCharged(w, "the ledger holds the key's charge pi_0") },
 	},
 	{
 		variant: teeth.RefundWithoutLookup,
@@ -194,7 +194,7 @@ var theTeeth = []tooth{
 			return w
 		},
 		books: func(w *world) error {
-			return noneSent(w, "charge", "the key was sent to acct_first; the provider now reaches another account")
+			return noneCharged(w, "the key was sent to acct_first; the provider now reaches another account")
 		},
 	},
 }
@@ -236,11 +236,11 @@ func playPasses(t *testing.T, w *world, steps ...step) {
 	}
 }
 
-// noneSent says so when the provider got a call named what, though why
-// says it must not.
-func noneSent(w *world, what, why string) error {
-	if sent := w.provider.callsNamed(what); len(sent) > 0 {
-		return fmt.Errorf("%d %s call(s) sent, though %s", len(sent), what, why)
+// noneCharged says so when the provider got a charge, though why says it
+// must not.
+func noneCharged(w *world, why string) error {
+	if sent := w.provider.callsNamed("charge"); len(sent) > 0 {
+		return fmt.Errorf("%d charge call(s) sent, though %s", len(sent), why)
 	}
 	return nil
 }
