@@ -91,6 +91,15 @@ test: manifests generate fmt vet envtest-assets build-sandbox build-plugin build
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" SANDBOX_BIN="$(LOCALBIN)/sandbox" KUBECTL_PAYMENTS="$(LOCALBIN)/kubectl-payments" PLUGIN_VERSION="$(VERSION)" KUSTOMIZE="$(KUSTOMIZE)" \
 		INSTALLER="$(abspath dist/install.yaml)" go test -p $(TEST_P) $(TEST_FLAGS) ./...
 
+# TEETH_PACKAGES are the packages whose tests switch on the deliberately
+# broken variants of the protocol (internal/teeth): the protocol tables' teeth;
+# a campaign's package joins them with its own teeth test.
+TEETH_PACKAGES ?= ./internal/teeth/... ./internal/controllers/protocol/...
+
+.PHONY: test-teeth
+test-teeth: ## Show the tests have teeth: build with the campaignteeth tag, switch each broken variant of the protocol on, and expect the books to disagree.
+	go test -tags campaignteeth -count=1 $(TEETH_PACKAGES)
+
 .PHONY: test-examples
 test-examples: envtest-assets ## Test examples/billing from its own module, as a user of pkg/paymentjobtest would.
 	cd examples/billing && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 ./...

@@ -31,6 +31,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/teeth"
 )
 
 // The side effect of a pass: the claim write and, only after it succeeded,
@@ -79,6 +80,9 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, rea
 		job.GetPaymentStatus().ProviderResponse = responseOf(verdict.Charge.Outcome)
 	}
 	note := ClaimStatus(job, c, r.Holder, r.Clock.Now(), r.ClaimLease, reason)
+	if teeth.On(teeth.UnguardedClaim) {
+		job.SetResourceVersion(r.storedVersion(ctx, job))
+	}
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		if apierrors.IsConflict(err) {
 			claimConflictsTotal.Inc()

@@ -28,6 +28,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/teeth"
 )
 
 // The guards of this file stop a job, without a provider call, whenever a
@@ -132,7 +133,7 @@ func (r *Reconciler) providerMoved(job Object, t *Target) *Progress {
 		return nil
 	}
 	same, why := providercache.SameProvider(*recorded, t.ID, t.AccountsOnly())
-	if same {
+	if same || teeth.On(teeth.NoAccountFence) {
 		return nil
 	}
 	return &Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(

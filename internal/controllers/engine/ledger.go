@@ -37,6 +37,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/teeth"
 )
 
 // The outcome ledger in the protocol: a job that was never claimed is looked
@@ -251,6 +252,9 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 	c := r.Kind.Request(job, r.Kind.Key(job, pp.Spec.KeyScope))
 	searched = ledgerSearch{done: true, scope: pp.Spec.KeyScope}
 	e, found, err := r.Ledger.Find(ctx, c.Key)
+	if err != nil && teeth.On(teeth.LedgerErrorAsNotFound) {
+		err = nil
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctrl.Result{}, true, searched, err

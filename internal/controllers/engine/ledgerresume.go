@@ -25,6 +25,7 @@ import (
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/teeth"
 )
 
 // The ledger before a Processing object is sent again, where it may know
@@ -66,6 +67,9 @@ func (r *Reconciler) resumeFromLedger(ctx context.Context, job Object, t *Target
 	}
 	c := r.requestOf(job)
 	e, found, err := r.Ledger.Find(ctx, c.Key)
+	if err != nil && teeth.On(teeth.LedgerErrorAsNotFound) {
+		err = nil
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctrl.Result{}, true, err

@@ -33,6 +33,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/teeth"
 )
 
 // A person's way out of an uncertain payment: the resolve annotation. It is
@@ -195,7 +196,7 @@ func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, 
 		r.refuseResolutionAs(ctx, job, fmt.Sprintf("the provider cannot be asked now (%v); trying again", err), "unanswered")
 		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(job))}, true, nil
 	}
-	if why != "" {
+	if why != "" && !teeth.On(teeth.ResolutionUnverified) {
 		r.refuseResolutionAs(ctx, job, why, refusedContradicted)
 		return ctrl.Result{}, false, nil
 	}

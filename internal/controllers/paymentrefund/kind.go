@@ -32,6 +32,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/teeth"
 )
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentrefunds,verbs=get;list;watch;update;patch
@@ -251,6 +252,9 @@ func (k kind) Observe(ctx context.Context, r *engine.Reconciler, obj engine.Obje
 	if book.Charge.State != "" && book.Charge.State != payment.StateSucceeded {
 		return engine.Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonChargeNotRefundable,
 			Message: fmt.Sprintf("charge %s is %s at the provider; only a succeeded charge is refunded", ch.ID, book.Charge.Status)}}, nil
+	}
+	if teeth.On(teeth.RefundWithoutLookup) {
+		book.Refunded = 0
 	}
 	left := ch.Amount - book.Refunded
 	if req.Amount > left {

@@ -1,0 +1,32 @@
+//go:build !campaignteeth
+
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package engine
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// storedVersion is never called in a build without the campaignteeth tag
+// (teeth.On is false there); it keeps obj's resourceVersion, the
+// precondition.
+func (*Reconciler) storedVersion(_ context.Context, obj client.Object) string {
+	return obj.GetResourceVersion()
+}
