@@ -34,8 +34,9 @@ import (
 // campaign is one history: the world, the model, and the actions that
 // move them.
 type campaign struct {
-	w *world
-	m *model
+	w     *world
+	m     *model
+	tally *tally
 }
 
 // action is one thing a user or the world can do, and how often.
@@ -80,9 +81,15 @@ func (c *campaign) actions() []action {
 func (c *campaign) repeatMap() map[string]func(*rapid.T) {
 	m := map[string]func(*rapid.T){"": c.checkSafety}
 	for _, a := range c.actions() {
-		m[a.name] = a.do
+		do := func(t *rapid.T) {
+			c.tally.steps++
+			c.tally.skipped++
+			a.do(t)
+			c.tally.skipped--
+		}
+		m[a.name] = do
 		for i := 2; i <= a.weight; i++ {
-			m[fmt.Sprintf("%s#%d", a.name, i)] = a.do
+			m[fmt.Sprintf("%s#%d", a.name, i)] = do
 		}
 	}
 	return m

@@ -54,17 +54,46 @@ const (
 func TestCampaign(t *testing.T) {
 	setDefault(t, "rapid.checks", defaultChecks)
 	setDefault(t, "rapid.steps", defaultSteps)
-	rapid.Check(t, history)
+	var tally tally
+	rapid.Check(t, func(rt *rapid.T) { history(rt, &tally) })
+	t.Logf("%d histories, %d actions (%d skipped), %d quiescence passes; at the end: %v",
+		tally.histories, tally.steps, tally.skipped, tally.passes, tally.outcomes)
+}
+
+// tally counts what the histories of a run reached, to show that they
+// reach the paths worth checking.
+type tally struct {
+	histories, steps, skipped, passes int
+	// outcomes counts the objects at the end of the histories by kind,
+	// phase and Ready reason.
+	outcomes map[string]int
+}
+
+// count adds the end of a history.
+func (t *tally) count(b books) {
+	if t.outcomes == nil {
+		t.outcomes = map[string]int{}
+	}
+	t.histories++
+	for i := range b.jobs {
+		t.outcomes[fmt.Sprintf("job %s/%s", b.jobs[i].Status.Phase, readyReason(b.jobs[i].Status.Conditions))]++
+	}
+	for i := range b.refs {
+		t.outcomes[fmt.Sprintf("refund %s/%s", b.refs[i].Status.Phase, readyReason(b.refs[i].Status.Conditions))]++
+	}
+	t.outcomes["charges"] += int(b.stats.Charges)
+	t.outcomes["refunds"] += int(b.stats.Refunds)
+	t.outcomes["provider faults"] += int(b.stats.Faults)
 }
 
 // history is one history: its world, its actions, then quiescence.
-func history(t *rapid.T) {
+func history(t *rapid.T, tl *tally) {
 	w, err := newWorld(rapid.Int64().Draw(t, "provider seed"))
 	if err != nil {
 		t.Fatalf("cannot build the world: %v", err)
 	}
 	defer w.close()
-	c := &campaign{w: w, m: &model{}}
+	c := &campaign{w: w, m: &model{}, tally: tl}
 	t.Repeat(c.repeatMap())
 	c.quiesce(t)
 }
@@ -97,6 +126,7 @@ func (c *campaign) quiesce(t *rapid.T) {
 			t.Fatalf("%v", err)
 		}
 		for _, r := range refs {
+			c.tally.passes++
 			_, err := c.w.reconcile(c.w.managers[0], r.kind, r.key)
 			c.failOnPanic(t, err)
 		}
@@ -118,6 +148,7 @@ func (c *campaign) quiesce(t *rapid.T) {
 	if s := stuck(b); len(s) > 0 {
 		t.Fatalf("liveness: with every fault off and time advanced:\n  %s", strings.Join(s, "\n  "))
 	}
+	c.tally.count(b)
 }
 
 // fingerprint sums up the three books: what a pass that changes anything
