@@ -28,6 +28,7 @@ import (
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -48,7 +49,7 @@ type action struct {
 	do     func(*rapid.T)
 }
 
-// The weights, out of 30. A pass of a controller (reconcile, twoManagers:
+// The weights, out of 34. A pass of a controller (reconcile, twoManagers:
 // 11) is a third of the steps: every other action only sets the stage, and
 // with fewer passes histories end before anything reaches the provider.
 // Users create jobs and refunds (7) often enough that most histories hold
@@ -56,7 +57,9 @@ type action struct {
 // exactly-once most, an answer lost after the provider committed and a
 // crash, weigh 2 each; the others, which the protocol meets on ordinary
 // days (a 409, a 429 or 5xx, a prune and re-sync), weigh 1 or 2. Time
-// moves (2) so that claims expire and backoffs end within a history.
+// moves (2) so that claims expire and backoffs end within a history. A
+// stale read (2) and a person's resolution (2, right or wrong) are where
+// Sieve and our reviews found bugs: a step of each in most histories.
 func (c *campaign) actions() []action {
 	return []action{
 		{"reconcile", 8, c.reconcileOne},
@@ -72,6 +75,8 @@ func (c *campaign) actions() []action {
 		{"gitopsSync", 2, c.gitopsSync},
 		{"advanceClock", 2, c.advanceClock},
 		{"dashboardRefund", 1, c.dashboardRefund},
+		{"staleRead", 2, c.staleRead},
+		{"resolve", 2, c.resolve},
 	}
 }
 
@@ -326,4 +331,58 @@ func (m *model) jobOf(ns, name string) jobManifest {
 		}
 	}
 	panic(fmt.Sprintf("no manifest of job %s/%s", ns, name))
+}
+
+// staleRead freezes an object for the managers' next read of it: the
+// read answers the object as it is now, after whatever later steps did,
+// as an informer cache that fell behind.
+func (c *campaign) staleRead(t *rapid.T) {
+	r := c.pick(t, "")
+	obj := c.w.newObject(r.kind)
+	if err := c.w.store.Get(context.Background(), r.key, obj); err != nil {
+		t.Fatalf("cannot read %s: %v", r, err)
+	}
+	t.Logf("the managers' next read of %s answers it as it is now (resourceVersion %s)", r, obj.GetResourceVersion())
+	c.w.freeze(obj)
+}
+
+// resolve is a person resolving a job by its annotation: charged= the
+// charge under its key (right), charged= another charge or one that
+// does not exist (wrong), or not-charged (right only when nothing was
+// charged under its key).
+func (c *campaign) resolve(t *rapid.T) {
+	r := c.pick(t, kindJob)
+	job := c.m.jobOf(r.key.Namespace, r.key.Name)
+	ids := []string{"pi_doesnotexist"}
+	if in, ok := c.w.sbx.LookupByKey(job.sentKey()); ok {
+		ids = append(ids, in.ID)
+	}
+	intents, err := c.w.intents()
+	if err != nil {
+		t.Fatalf("cannot list the provider's charges: %v", err)
+	}
+	for _, in := range intents {
+		ids = append(ids, in.ID)
+	}
+	value := "not-charged"
+	if rapid.Bool().Draw(t, "charged") {
+		value = "charged=" + rapid.SampledFrom(ids).Draw(t, "id")
+	}
+	obj := c.w.newObject(kindJob)
+	if err := c.w.store.Get(context.Background(), r.key, obj); err != nil {
+		t.Fatalf("cannot read %s: %v", r, err)
+	}
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[paymentsv1alpha1.AnnotationResolve] = value
+	a[paymentsv1alpha1.AnnotationResolvedBy] = "alice@example.com"
+	obj.SetAnnotations(a)
+	charged, _ := c.w.sbx.LookupByKey(job.sentKey())
+	t.Logf("a person resolves %s (phase %s) as %q; the provider holds %q under its key %s",
+		r, obj.(*paymentsv1alpha1.PaymentJob).Status.Phase, value, charged.ID, job.sentKey())
+	if err := c.w.store.Update(context.Background(), obj); err != nil {
+		t.Fatalf("cannot annotate %s: %v", r, err)
+	}
 }

@@ -158,3 +158,11 @@ func (w *world) objects(ctx context.Context) ([]ref, error) {
 	})
 	return refs, nil
 }
+
+// newObject is an empty object of kind.
+func (w *world) newObject(kind string) client.Object {
+	if kind == kindRefund {
+		return &paymentsv1alpha1.PaymentRefund{}
+	}
+	return &paymentsv1alpha1.PaymentJob{}
+}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,10 @@ type world struct {
 	conflictNext atomic.Bool
 	// restarts counts the managers started, to name their holders.
 	restarts int
+	// stale holds, by object, an older copy that the next read of it by a
+	// manager answers: an informer cache behind the API server.
+	staleMu sync.Mutex
+	stale   map[types.NamespacedName]client.Object
 	// logger receives the reconcilers' logs; discarded unless debugging.
 	logger logr.Logger
 }
@@ -243,6 +248,13 @@ func (w *world) faults() interceptor.Funcs {
 		return nil
 	}
 	return interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if old := w.takeStale(key, obj); old != nil {
+				reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(old.DeepCopyObject()).Elem())
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			if err := conflict(obj); err != nil {
 				return err
@@ -270,9 +282,35 @@ func (w *world) faults() interceptor.Funcs {
 	}
 }
 
+// takeStale returns, once, the older copy of key that the next read of
+// obj's type answers, or nil.
+func (w *world) takeStale(key client.ObjectKey, obj client.Object) client.Object {
+	w.staleMu.Lock()
+	defer w.staleMu.Unlock()
+	old, ok := w.stale[key]
+	if !ok || reflect.TypeOf(old) != reflect.TypeOf(obj) {
+		return nil
+	}
+	delete(w.stale, key)
+	return old
+}
+
+// freeze makes the next read of obj by a manager answer obj as it is now.
+func (w *world) freeze(obj client.Object) {
+	w.staleMu.Lock()
+	defer w.staleMu.Unlock()
+	if w.stale == nil {
+		w.stale = map[types.NamespacedName]client.Object{}
+	}
+	w.stale[client.ObjectKeyFromObject(obj)] = obj
+}
+
 // faultsOff switches every fault off: the API server's and the provider's.
 func (w *world) faultsOff() {
 	w.conflictNext.Store(false)
+	w.staleMu.Lock()
+	w.stale = nil
+	w.staleMu.Unlock()
 	for _, k := range []sandbox.FaultKind{sandbox.FaultBeforeCommit, sandbox.FaultAfterCommit, sandbox.FaultRateLimit} {
 		w.sbx.FailNextAny(k, 0)
 	}
