@@ -49,7 +49,7 @@ type action struct {
 	do     func(*rapid.T)
 }
 
-// The weights, out of 34. A pass of a controller (reconcile, twoManagers:
+// The weights, out of 35. A pass of a controller (reconcile, twoManagers:
 // 11) is a third of the steps: every other action only sets the stage, and
 // with fewer passes histories end before anything reaches the provider.
 // Users create jobs and refunds (7) often enough that most histories hold
@@ -60,6 +60,7 @@ type action struct {
 // moves (2) so that claims expire and backoffs end within a history. A
 // stale read (2) and a person's resolution (2, right or wrong) are where
 // Sieve and our reviews found bugs: a step of each in most histories.
+// Approving a suspended job (1) is a person's everyday act.
 func (c *campaign) actions() []action {
 	return []action{
 		{"reconcile", 8, c.reconcileOne},
@@ -77,6 +78,7 @@ func (c *campaign) actions() []action {
 		{"dashboardRefund", 1, c.dashboardRefund},
 		{"staleRead", 2, c.staleRead},
 		{"resolve", 2, c.resolve},
+		{"approve", 1, c.approve},
 	}
 }
 
@@ -112,9 +114,11 @@ func (c *campaign) createJob(t *rapid.T) {
 		name:   fmt.Sprintf("job-%d", len(c.m.jobs)),
 		key:    rapid.SampledFrom([]string{"", "order-1", "order-2"}).Draw(t, "key"),
 		amount: rapid.SampledFrom([]int64{500, 1000, 2500}).Draw(t, "amount"),
+		// One job in four waits for approval.
+		suspend: rapid.IntRange(0, 3).Draw(t, "suspend") == 0,
 	}
 	c.m.jobs = append(c.m.jobs, j)
-	t.Logf("create job %s/%s key=%q amount=%d (sends %s)", j.ns, j.name, j.key, j.amount, j.sentKey())
+	t.Logf("create job %s/%s key=%q amount=%d suspend=%v (sends %s)", j.ns, j.name, j.key, j.amount, j.suspend, j.sentKey())
 	c.apply(t, j.object())
 }
 
@@ -323,6 +327,34 @@ func (c *campaign) pick(t *rapid.T, kind string) ref {
 	return rapid.SampledFrom(of).Draw(t, "object")
 }
 
+// pickUnfinished draws an object of kind that is neither Completed nor
+// Failed: where a person's resolution or approval means something.
+func (c *campaign) pickUnfinished(t *rapid.T, kind string) ref {
+	refs, err := c.w.objects(context.Background())
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	var of []ref
+	for _, r := range refs {
+		if r.kind != kind {
+			continue
+		}
+		obj := c.w.newObject(r.kind)
+		if err := c.w.store.Get(context.Background(), r.key, obj); err != nil {
+			t.Fatalf("cannot read %s: %v", r, err)
+		}
+		if phase := obj.(interface {
+			GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
+		}).GetPaymentStatus().Phase; phase != paymentsv1alpha1.PhaseCompleted && phase != paymentsv1alpha1.PhaseFailed {
+			of = append(of, r)
+		}
+	}
+	if len(of) == 0 {
+		t.Skip("no unfinished object to act on")
+	}
+	return rapid.SampledFrom(of).Draw(t, "object")
+}
+
 // jobOf is the manifest of the job ns/name.
 func (m *model) jobOf(ns, name string) jobManifest {
 	for _, j := range m.jobs {
@@ -351,7 +383,7 @@ func (c *campaign) staleRead(t *rapid.T) {
 // does not exist (wrong), or not-charged (right only when nothing was
 // charged under its key).
 func (c *campaign) resolve(t *rapid.T) {
-	r := c.pick(t, kindJob)
+	r := c.pickUnfinished(t, kindJob)
 	job := c.m.jobOf(r.key.Namespace, r.key.Name)
 	ids := []string{"pi_doesnotexist"}
 	if in, ok := c.w.sbx.LookupByKey(job.sentKey()); ok {
@@ -384,5 +416,22 @@ func (c *campaign) resolve(t *rapid.T) {
 		r, obj.(*paymentsv1alpha1.PaymentJob).Status.Phase, value, charged.ID, job.sentKey())
 	if err := c.w.store.Update(context.Background(), obj); err != nil {
 		t.Fatalf("cannot annotate %s: %v", r, err)
+	}
+}
+
+// approve is a person approving a suspended job: spec.suspend=false.
+func (c *campaign) approve(t *rapid.T) {
+	r := c.pickUnfinished(t, kindJob)
+	job := &paymentsv1alpha1.PaymentJob{}
+	if err := c.w.store.Get(context.Background(), r.key, job); err != nil {
+		t.Fatalf("cannot read %s: %v", r, err)
+	}
+	if job.Spec.Suspend == nil || !*job.Spec.Suspend {
+		t.Skip("not suspended")
+	}
+	job.Spec.Suspend = ptr.To(false)
+	t.Logf("a person approves %s (spec.suspend=false)", r)
+	if err := c.w.store.Update(context.Background(), job); err != nil {
+		t.Fatalf("cannot approve %s: %v", r, err)
 	}
 }

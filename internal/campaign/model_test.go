@@ -47,6 +47,8 @@ type jobManifest struct {
 	// key is spec.idempotencyKey, empty for the name.
 	key    string
 	amount int64
+	// suspend is spec.suspend: the job waits for a person's approval.
+	suspend bool
 }
 
 // sentKey is the key the job sends to the provider.
@@ -64,7 +66,7 @@ func (j jobManifest) object() *paymentsv1alpha1.PaymentJob {
 		ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: j.ns},
 		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: providerName},
 			Amount: j.amount, Currency: currency, PaymentMethod: "pm_card_visa", IdempotencyKey: j.key,
-			Description: "campaign", BackoffLimit: ptr.To[int32](6)},
+			Description: "campaign", BackoffLimit: ptr.To[int32](6), Suspend: ptr.To(j.suspend)},
 	}
 }
 

@@ -315,9 +315,10 @@ func stuck(b books) []string {
 			continue
 		}
 		// A refund waiting for its payment waits on a person when the
-		// payment itself is Stalled: the job's condition says what to do.
+		// payment itself does (Stalled, or suspended): the job's
+		// condition says what to do.
 		if job := b.job(rf.Namespace, rf.Spec.PaymentJobRef.Name); job != nil {
-			if unfinished(job.Status.Phase, job.Status.Conditions, false) == "" && isStalled(job.Status.Conditions) &&
+			if unfinished(job.Status.Phase, job.Status.Conditions, false) == "" && !finished(job.Status.Phase) &&
 				readyReason(rf.Status.Conditions) == paymentsv1alpha1.ReasonPaymentNotCompleted {
 				continue
 			}
@@ -338,6 +339,11 @@ func (b books) job(ns, name string) *paymentsv1alpha1.PaymentJob {
 	return nil
 }
 
+// finished reports whether phase is Completed or Failed.
+func finished(phase paymentsv1alpha1.PaymentJobPhase) bool {
+	return phase == paymentsv1alpha1.PhaseCompleted || phase == paymentsv1alpha1.PhaseFailed
+}
+
 // isStalled reports whether conds hold Stalled=True.
 func isStalled(conds []metav1.Condition) bool {
 	return meta.IsStatusConditionTrue(conds, paymentsv1alpha1.ConditionStalled)
@@ -356,6 +362,9 @@ func unfinished(phase paymentsv1alpha1.PaymentJobPhase, conds []metav1.Condition
 	stalled := meta.FindStatusCondition(conds, paymentsv1alpha1.ConditionStalled)
 	switch {
 	case stalled != nil && stalled.Status == "True" && stalled.Reason != "":
+		return ""
+	case readyReason(conds) == paymentsv1alpha1.ReasonSuspended:
+		// Waits for a person's approval.
 		return ""
 	case deleting:
 		return fmt.Sprintf("is still being deleted in phase %q, not Stalled", phase)
