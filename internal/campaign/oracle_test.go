@@ -19,6 +19,7 @@ package campaign
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -125,12 +126,7 @@ const knownBugResolution = "KNOWN BUG (resolution verified against another reque
 
 // violations are the safety invariants the books break, one line each.
 func (m *model) violations(b books) []string {
-	var v []string
-	v = append(v, m.providerViolations(b)...)
-	v = append(v, m.jobViolations(b)...)
-	v = append(v, m.refundViolations(b)...)
-	v = append(v, m.ledgerViolations(b)...)
-	return v
+	return slices.Concat(m.providerViolations(b), m.jobViolations(b), m.refundViolations(b), m.ledgerViolations(b))
 }
 
 // providerViolations: at most one charge per key (one account), each for
@@ -268,7 +264,7 @@ func (m *model) ledgerViolations(b books) []string {
 	}
 	check := func(name, key string, phase paymentsv1alpha1.PaymentJobPhase, charge string) {
 		e, ok := entries[key]
-		if !ok || !(phase == paymentsv1alpha1.PhaseCompleted || phase == paymentsv1alpha1.PhaseFailed) {
+		if !ok || !finished(phase) {
 			return
 		}
 		if string(e.Outcome) != string(phase) || (phase == paymentsv1alpha1.PhaseCompleted && e.Charge != charge) {

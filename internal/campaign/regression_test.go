@@ -65,10 +65,10 @@ func createJob(j jobManifest) step {
 	}}
 }
 
-func reconcileJob(ns, name string, manager int) step {
-	return step{"manager reconciles job " + ns + "/" + name, func(t *testing.T, c *campaign) {
-		if _, err := c.w.reconcile(c.w.managers[manager], kindJob, objectKey(ns, name)); err != nil {
-			t.Logf("reconcile %s/%s: %v", ns, name, err)
+func reconcileJob(j jobManifest, manager int) step {
+	return step{"manager reconciles job " + j.ns + "/" + j.name, func(t *testing.T, c *campaign) {
+		if _, err := c.w.reconcile(c.w.managers[manager], kindJob, objectKey(j.ns, j.name)); err != nil {
+			t.Logf("reconcile %s/%s: %v", j.ns, j.name, err)
 		}
 	}}
 }
@@ -83,7 +83,8 @@ func advance(d time.Duration) step {
 
 // resolveAsChargeOf is a person resolving job ns/name as charged= the
 // charge the provider holds under the key sent by the job of.
-func resolveAsChargeOf(ns, name string, of jobManifest) step {
+func resolveAsChargeOf(j, of jobManifest) step {
+	ns, name := j.ns, j.name
 	return step{"resolve " + ns + "/" + name + " as the charge of " + of.name, func(t *testing.T, c *campaign) {
 		in, ok := c.w.sbx.LookupByKey(of.sentKey())
 		if !ok {
@@ -114,13 +115,13 @@ var corpus = []regression{{
 	steps: []step{
 		createJob(big),
 		providerFault(sandbox.FaultBeforeCommit),
-		reconcileJob("books", "job-1", 0),
+		reconcileJob(big, 0),
 		createJob(small),
-		reconcileJob("books", "job-2", 0),
-		resolveAsChargeOf("books", "job-1", small),
+		reconcileJob(small, 1),
+		resolveAsChargeOf(big, small),
 		advance(30 * time.Second),
-		reconcileJob("books", "job-1", 0),
-		reconcileJob("books", "job-1", 0),
+		reconcileJob(big, 0),
+		reconcileJob(big, 0),
 	},
 	bug: knownBugResolution + "completed-is-charged: PaymentJob books/job-1 (key books/order-1, amount 2500) is Completed as",
 }}
