@@ -79,7 +79,8 @@ limitations under the License.
 //
 // # Running it
 //
-// TestCampaign runs 100 histories of 40 actions on average unless the
+// TestCampaign runs 100 histories (60 under the race detector) of 40
+// actions on average unless the
 // command line says otherwise; on a failure rapid prints the seed and the
 // shrunk history (each action logs what it did). To run longer or replay:
 //
