@@ -80,9 +80,9 @@ limitations under the License.
 // # Running it
 //
 // TestCampaign runs 100 histories (60 under the race detector) of 40
-// actions on average unless the
-// command line says otherwise; on a failure rapid prints the seed and the
-// shrunk history (each action logs what it did). To run longer or replay:
+// actions on average unless the command line says otherwise; on a failure
+// rapid prints the seed and the shrunk history (each action logs what it
+// did). To run longer or replay:
 //
 //	go test ./internal/campaign -run TestCampaign -rapid.checks=5000 -rapid.steps=100
 //	go test ./internal/campaign -run TestCampaign -rapid.seed=N
