@@ -1,0 +1,437 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
+)
+
+// campaign is one history: the world, the model, and the actions that
+// move them.
+type campaign struct {
+	w     *world
+	m     *model
+	tally *tally
+}
+
+// action is one thing a user or the world can do, and how often.
+type action struct {
+	name string
+	// weight is how many of the draws pick the action, out of the sum of
+	// every weight.
+	weight int
+	do     func(*rapid.T)
+}
+
+// The weights, out of 35. A pass of a controller (reconcile, twoManagers:
+// 11) is a third of the steps: every other action only sets the stage, and
+// with fewer passes histories end before anything reaches the provider.
+// Users create jobs and refunds (7) often enough that most histories hold
+// several objects sharing keys and charges. The faults that threaten
+// exactly-once most, an answer lost after the provider committed and a
+// crash, weigh 2 each; the others, which the protocol meets on ordinary
+// days (a 409, a 429 or 5xx, a prune and re-sync), weigh 1 or 2. Time
+// moves (2) so that claims expire and backoffs end within a history. A
+// stale read (2) and a person's resolution (2, right or wrong) are where
+// Sieve and our reviews found bugs: a step of each in most histories.
+// Approving a suspended job (1) is a person's everyday act.
+func (c *campaign) actions() []action {
+	return []action{
+		{"reconcile", 8, c.reconcileOne},
+		{"twoManagers", 3, c.twoManagers},
+		{"createJob", 4, c.createJob},
+		{"createRefund", 2, c.createRefund},
+		{"raceRefunds", 1, c.raceRefunds},
+		{"crash", 2, c.crash},
+		{"conflictNext", 1, c.conflictNext},
+		{"lostAnswer", 2, c.lostAnswer},
+		{"providerError", 1, c.providerError},
+		{"gitopsPrune", 1, c.gitopsPrune},
+		{"gitopsSync", 2, c.gitopsSync},
+		{"advanceClock", 2, c.advanceClock},
+		{"dashboardRefund", 1, c.dashboardRefund},
+		{"staleRead", 2, c.staleRead},
+		{"resolve", 2, c.resolve},
+		{"approve", 1, c.approve},
+	}
+}
+
+// repeatMap is the actions as t.Repeat takes them: an action of weight n
+// under n keys (name, name#2, ...), since Repeat draws keys uniformly; ""
+// is the oracle's safety check after every step.
+func (c *campaign) repeatMap() map[string]func(*rapid.T) {
+	m := map[string]func(*rapid.T){"": c.checkSafety}
+	for _, a := range c.actions() {
+		do := func(t *rapid.T) {
+			c.tally.steps++
+			c.tally.skipped++
+			a.do(t)
+			c.tally.skipped--
+		}
+		m[a.name] = do
+		for i := 2; i <= a.weight; i++ {
+			m[fmt.Sprintf("%s#%d", a.name, i)] = do
+		}
+	}
+	return m
+}
+
+// Users.
+
+// createJob applies a new PaymentJob: one of two namespaces, a key drawn
+// from a small set (so that names collide on keys) or the name itself, an
+// amount from a small set (so that colliding keys ask for the same request
+// as often as for another).
+func (c *campaign) createJob(t *rapid.T) {
+	j := jobManifest{
+		ns:     rapid.SampledFrom(namespaces).Draw(t, "namespace"),
+		name:   fmt.Sprintf("job-%d", len(c.m.jobs)),
+		key:    rapid.SampledFrom([]string{"", "order-1", "order-2"}).Draw(t, "key"),
+		amount: rapid.SampledFrom([]int64{500, 1000, 2500}).Draw(t, "amount"),
+		// One job in four waits for approval.
+		suspend: rapid.IntRange(0, 3).Draw(t, "suspend") == 0,
+	}
+	c.m.jobs = append(c.m.jobs, j)
+	t.Logf("create job %s/%s key=%q amount=%d suspend=%v (sends %s)", j.ns, j.name, j.key, j.amount, j.suspend, j.sentKey())
+	c.apply(t, j.object())
+}
+
+// apply creates obj as a user would, with a fresh UID and the clock's
+// creation time.
+func (c *campaign) apply(t *rapid.T, obj client.Object) {
+	t.Helper()
+	obj.SetUID(c.w.uid())
+	obj.SetCreationTimestamp(metav1.NewTime(c.w.clock.Now()))
+	if err := c.w.store.Create(context.Background(), obj); err != nil {
+		t.Fatalf("cannot apply %T: %v", obj, err)
+	}
+}
+
+// createRefund applies a PaymentRefund of a job applied earlier: part of
+// its charge, all of it, or more than what is left once another refund
+// took some.
+func (c *campaign) createRefund(t *rapid.T) {
+	if len(c.m.jobs) == 0 {
+		t.Skip("no job to refund")
+	}
+	j := rapid.SampledFrom(c.m.jobs).Draw(t, "job")
+	var amount *int64
+	switch how := rapid.SampledFrom([]string{"partial", "full", "all-of-it-again"}).Draw(t, "how"); how {
+	case "partial":
+		amount = ptr.To(rapid.Int64Range(1, j.amount-1).Draw(t, "partial"))
+	case "all-of-it-again":
+		amount = ptr.To(j.amount)
+	}
+	c.refund(t, j, amount)
+}
+
+// raceRefunds applies two refunds of one job that each take more than
+// half of it: they race for the last of the charge, and one must lose.
+func (c *campaign) raceRefunds(t *rapid.T) {
+	if len(c.m.jobs) == 0 {
+		t.Skip("no job to refund")
+	}
+	j := rapid.SampledFrom(c.m.jobs).Draw(t, "job")
+	c.refund(t, j, ptr.To(j.amount/2+1))
+	c.refund(t, j, ptr.To(j.amount/2+1))
+}
+
+// refund applies a refund of amount (nil: the whole charge) of job j.
+func (c *campaign) refund(t *rapid.T, j jobManifest, amount *int64) {
+	r := refundManifest{ns: j.ns, name: fmt.Sprintf("refund-%d", len(c.m.refunds)), job: j.name, amount: amount}
+	c.m.refunds = append(c.m.refunds, r)
+	if amount == nil {
+		t.Logf("create refund %s/%s of %s, the whole charge", r.ns, r.name, j.name)
+	} else {
+		t.Logf("create refund %s/%s of %s, amount %d", r.ns, r.name, j.name, *amount)
+	}
+	c.apply(t, r.object())
+}
+
+// gitopsPrune deletes a job, as a GitOps tool prunes it or a person
+// deletes it; its manifest stays in Git.
+func (c *campaign) gitopsPrune(t *rapid.T) {
+	r := c.pick(t, kindJob)
+	t.Logf("delete %s (prune)", r)
+	obj := c.m.jobOf(r.key.Namespace, r.key.Name).object()
+	if err := c.w.store.Delete(context.Background(), obj); err != nil && !isNotFound(err) {
+		t.Fatalf("cannot delete %s: %v", r, err)
+	}
+}
+
+// gitopsSync re-creates every job whose manifest is in Git and whose
+// object is gone, from the same manifest.
+func (c *campaign) gitopsSync(t *rapid.T) {
+	synced := c.resync(t)
+	if len(synced) == 0 {
+		t.Skip("nothing to re-create")
+	}
+	t.Logf("gitops sync re-creates %v", synced)
+}
+
+// resync re-creates the jobs whose object is gone, and names them.
+func (c *campaign) resync(t *rapid.T) []string {
+	var synced []string
+	for _, j := range c.m.jobs {
+		err := c.w.store.Get(context.Background(), objectKey(j.ns, j.name), j.object())
+		if !isNotFound(err) {
+			continue
+		}
+		synced = append(synced, j.ns+"/"+j.name)
+		c.apply(t, j.object())
+	}
+	return synced
+}
+
+// The controllers.
+
+// reconcileOne runs one pass of a manager on one object.
+func (c *campaign) reconcileOne(t *rapid.T) {
+	r := c.pick(t, "")
+	i := rapid.IntRange(0, len(c.w.managers)-1).Draw(t, "manager")
+	res, err := c.w.reconcile(c.w.managers[i], r.kind, r.key)
+	t.Logf("manager %d reconciles %s: requeue %s, err %v", i, r, res.RequeueAfter, err)
+	c.failOnPanic(t, err)
+}
+
+// twoManagers runs both managers at once on the same object: two replicas
+// without leader election, their passes interleaved as the Go scheduler
+// has it.
+func (c *campaign) twoManagers(t *rapid.T) {
+	r := c.pick(t, "")
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, m := range c.w.managers {
+		wg.Go(func() { _, errs[i] = c.w.reconcile(m, r.kind, r.key) })
+	}
+	wg.Wait()
+	t.Logf("both managers reconcile %s at once: %v, %v", r, errs[0], errs[1])
+	c.failOnPanic(t, errs[0])
+	c.failOnPanic(t, errs[1])
+}
+
+func (c *campaign) failOnPanic(t *rapid.T, err error) {
+	if errors.Is(err, errPanic) {
+		t.Fatalf("a reconcile pass panicked: %v", err)
+	}
+}
+
+// The world.
+
+// crash kills a manager and starts another: caches, ledger index,
+// backoffs and every other memory lost.
+func (c *campaign) crash(t *rapid.T) {
+	i := rapid.IntRange(0, len(c.w.managers)-1).Draw(t, "manager")
+	t.Logf("manager %d crashes and restarts", i)
+	if err := c.w.crash(i); err != nil {
+		t.Fatalf("cannot restart manager %d: %v", i, err)
+	}
+}
+
+// conflictNext makes the API server answer the next write of a payment
+// object with a 409.
+func (c *campaign) conflictNext(t *rapid.T) {
+	t.Logf("the next write of a payment object gets a 409")
+	c.w.conflictNext.Store(true)
+}
+
+// lostAnswer makes the provider commit its next request and answer a 500:
+// the money moved, the operator does not know it.
+func (c *campaign) lostAnswer(t *rapid.T) {
+	t.Logf("the provider's next answer is lost after it committed")
+	c.w.sbx.FailNextAny(sandbox.FaultAfterCommit, 1)
+}
+
+// providerError makes the provider refuse its next request before it
+// commits: a 429 or a 500.
+func (c *campaign) providerError(t *rapid.T) {
+	kind := rapid.SampledFrom([]sandbox.FaultKind{sandbox.FaultRateLimit, sandbox.FaultBeforeCommit}).Draw(t, "fault")
+	t.Logf("the provider refuses its next request: %s", kind)
+	c.w.sbx.FailNextAny(kind, 1)
+}
+
+// advanceClock moves time: a second (a retry), half a claim lease, past
+// a claim lease, or past the longest backoff and a search lag.
+func (c *campaign) advanceClock(t *rapid.T) {
+	d := rapid.SampledFrom([]time.Duration{time.Second, 30 * time.Second, 2 * time.Minute, 20 * time.Minute}).Draw(t, "by")
+	t.Logf("the clock moves %s", d)
+	c.w.clock.Step(d)
+}
+
+// dashboardRefund refunds part of a charge at the provider directly, as
+// a person does in its dashboard: money moved behind the operator's back.
+func (c *campaign) dashboardRefund(t *rapid.T) {
+	intents, err := c.w.intents()
+	if err != nil {
+		t.Fatalf("cannot list the provider's charges: %v", err)
+	}
+	var open []sandbox.Intent
+	for _, in := range intents {
+		if in.Status == sandbox.StatusSucceeded && in.Amount > c.w.sbx.Refunded(in.ID) {
+			open = append(open, in)
+		}
+	}
+	if len(open) == 0 {
+		t.Skip("no charge to refund in the dashboard")
+	}
+	in := rapid.SampledFrom(open).Draw(t, "charge")
+	amount := rapid.Int64Range(1, in.Amount-c.w.sbx.Refunded(in.ID)).Draw(t, "amount")
+	c.m.dashboard++
+	key := fmt.Sprintf("dashboard-%d", c.m.dashboard)
+	_, _, err = c.w.sbx.CreateRefund(key, sandbox.RefundParams{PaymentIntent: in.ID, Amount: amount})
+	t.Logf("a person refunds %d of %s (key %s) in the dashboard: %v", amount, in.IdempotencyKey, key, err)
+}
+
+// pick draws an object of kind ("" for either) that the API server holds,
+// or skips the step when there is none.
+func (c *campaign) pick(t *rapid.T, kind string) ref {
+	refs, err := c.w.objects(context.Background())
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	var of []ref
+	for _, r := range refs {
+		if kind == "" || r.kind == kind {
+			of = append(of, r)
+		}
+	}
+	if len(of) == 0 {
+		t.Skip("no object to act on")
+	}
+	return rapid.SampledFrom(of).Draw(t, "object")
+}
+
+// pickUnfinished draws an object of kind that is neither Completed nor
+// Failed: where a person's resolution or approval means something.
+func (c *campaign) pickUnfinished(t *rapid.T, kind string) ref {
+	refs, err := c.w.objects(context.Background())
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	var of []ref
+	for _, r := range refs {
+		if r.kind != kind {
+			continue
+		}
+		obj := c.w.newObject(r.kind)
+		if err := c.w.store.Get(context.Background(), r.key, obj); err != nil {
+			t.Fatalf("cannot read %s: %v", r, err)
+		}
+		if phase := obj.(interface {
+			GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
+		}).GetPaymentStatus().Phase; phase != paymentsv1alpha1.PhaseCompleted && phase != paymentsv1alpha1.PhaseFailed {
+			of = append(of, r)
+		}
+	}
+	if len(of) == 0 {
+		t.Skip("no unfinished object to act on")
+	}
+	return rapid.SampledFrom(of).Draw(t, "object")
+}
+
+// jobOf is the manifest of the job ns/name.
+func (m *model) jobOf(ns, name string) jobManifest {
+	for _, j := range m.jobs {
+		if j.ns == ns && j.name == name {
+			return j
+		}
+	}
+	panic(fmt.Sprintf("no manifest of job %s/%s", ns, name))
+}
+
+// staleRead freezes an object for the managers' next read of it: the
+// read answers the object as it is now, after whatever later steps did,
+// as an informer cache that fell behind.
+func (c *campaign) staleRead(t *rapid.T) {
+	r := c.pick(t, "")
+	obj := c.w.newObject(r.kind)
+	if err := c.w.store.Get(context.Background(), r.key, obj); err != nil {
+		t.Fatalf("cannot read %s: %v", r, err)
+	}
+	t.Logf("the managers' next read of %s answers it as it is now (resourceVersion %s)", r, obj.GetResourceVersion())
+	c.w.freeze(obj)
+}
+
+// resolve is a person resolving a job by its annotation: charged= the
+// charge under its key (right), charged= another charge or one that
+// does not exist (wrong), or not-charged (right only when nothing was
+// charged under its key).
+func (c *campaign) resolve(t *rapid.T) {
+	r := c.pickUnfinished(t, kindJob)
+	job := c.m.jobOf(r.key.Namespace, r.key.Name)
+	ids := []string{"pi_doesnotexist"}
+	if in, ok := c.w.sbx.LookupByKey(job.sentKey()); ok {
+		ids = append(ids, in.ID)
+	}
+	intents, err := c.w.intents()
+	if err != nil {
+		t.Fatalf("cannot list the provider's charges: %v", err)
+	}
+	for _, in := range intents {
+		ids = append(ids, in.ID)
+	}
+	value := "not-charged"
+	if rapid.Bool().Draw(t, "charged") {
+		value = "charged=" + rapid.SampledFrom(ids).Draw(t, "id")
+	}
+	obj := c.w.newObject(kindJob)
+	if err := c.w.store.Get(context.Background(), r.key, obj); err != nil {
+		t.Fatalf("cannot read %s: %v", r, err)
+	}
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[paymentsv1alpha1.AnnotationResolve] = value
+	a[paymentsv1alpha1.AnnotationResolvedBy] = "alice@example.com"
+	obj.SetAnnotations(a)
+	charged, _ := c.w.sbx.LookupByKey(job.sentKey())
+	t.Logf("a person resolves %s (phase %s) as %q; the provider holds %q under its key %s",
+		r, obj.(*paymentsv1alpha1.PaymentJob).Status.Phase, value, charged.ID, job.sentKey())
+	if err := c.w.store.Update(context.Background(), obj); err != nil {
+		t.Fatalf("cannot annotate %s: %v", r, err)
+	}
+}
+
+// approve is a person approving a suspended job: spec.suspend=false.
+func (c *campaign) approve(t *rapid.T) {
+	r := c.pickUnfinished(t, kindJob)
+	job := &paymentsv1alpha1.PaymentJob{}
+	if err := c.w.store.Get(context.Background(), r.key, job); err != nil {
+		t.Fatalf("cannot read %s: %v", r, err)
+	}
+	if job.Spec.Suspend == nil || !*job.Spec.Suspend {
+		t.Skip("not suspended")
+	}
+	job.Spec.Suspend = ptr.To(false)
+	t.Logf("a person approves %s (spec.suspend=false)", r)
+	if err := c.w.store.Update(context.Background(), job); err != nil {
+		t.Fatalf("cannot approve %s: %v", r, err)
+	}
+}
