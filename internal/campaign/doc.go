@@ -90,7 +90,7 @@ limitations under the License.
 // A history with both managers at once may not replay from its seed (the
 // scheduler interleaves them anew); such a history goes to the regression
 // corpus (regression_test.go) as its exact steps, replayed by
-// TestRegressionCorpus. A product bug found and not fixed yet is pinned
-// there with its bug field, and its violation is told apart in the oracle
-// (knownBugResolution) so that TestCampaign does not fail on it at random.
+// TestRegressionCorpus, so that a fixed bug stays fixed. A product bug
+// found and not fixed yet may be pinned there with its bug field (the case
+// passes while the violation is still seen); the corpus holds none now.
 package campaign

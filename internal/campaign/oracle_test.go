@@ -102,27 +102,10 @@ func (c *campaign) checkSafety(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("cannot read the books: %v", err)
 	}
-	var v []string
-	for _, line := range c.m.violations(b) {
-		if strings.HasPrefix(line, knownBugResolution) {
-			c.tally.knownBugs++
-			continue
-		}
-		v = append(v, line)
-	}
-	if len(v) > 0 {
+	if v := c.m.violations(b); len(v) > 0 {
 		t.Fatalf("the books disagree:\n  %s", strings.Join(v, "\n  "))
 	}
 }
-
-// knownBugResolution marks the violation of a product bug the campaign
-// found and that is not fixed yet, so that TestCampaign does not fail on
-// it at random while the regression corpus pins it
-// (ResolvedAsAnotherRequestsChargeUnderTheSameKey): a job resolved as
-// charged= a charge under its own key that another job sent for another
-// amount is verified and Completed (engine.verifyResolution compares the
-// key, not the request). Remove the mark with the fix.
-const knownBugResolution = "KNOWN BUG (resolution verified against another request's charge): "
 
 // violations are the safety invariants the books break, one line each.
 func (m *model) violations(b books) []string {
@@ -187,12 +170,8 @@ func (m *model) jobViolations(b books) []string {
 			case !ok:
 				v = append(v, fmt.Sprintf("completed-is-charged: %s is Completed as %s, which the provider does not hold", name, st.ProviderResponse.ID))
 			case in.Status != sandbox.StatusSucceeded || in.IdempotencyKey != st.IdempotencyKey || in.Amount != j.Spec.Amount:
-				line := fmt.Sprintf("completed-is-charged: %s (key %s, amount %d) is Completed as %s: %s, key %s, amount %d",
-					name, st.IdempotencyKey, j.Spec.Amount, in.ID, in.Status, in.IdempotencyKey, in.Amount)
-				if st.Resolution != nil && in.Status == sandbox.StatusSucceeded && in.IdempotencyKey == st.IdempotencyKey {
-					line = knownBugResolution + line
-				}
-				v = append(v, line)
+				v = append(v, fmt.Sprintf("completed-is-charged: %s (key %s, amount %d) is Completed as %s: %s, key %s, amount %d",
+					name, st.IdempotencyKey, j.Spec.Amount, in.ID, in.Status, in.IdempotencyKey, in.Amount))
 			}
 		case paymentsv1alpha1.PhaseFailed:
 			key := m.jobOf(j.Namespace, j.Name).sentKey()

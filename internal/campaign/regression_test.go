@@ -123,7 +123,6 @@ var corpus = []regression{{
 		reconcileJob(big, 0),
 		reconcileJob(big, 0),
 	},
-	bug: knownBugResolution + "completed-is-charged: PaymentJob books/job-1 (key books/order-1, amount 2500) is Completed as",
 }}
 
 // TestRegressionCorpus replays every history of the corpus and checks the

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
@@ -62,6 +63,13 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 		got, err := calls.Settle(callCtx, key, want.id)
 		var refusal *payment.Refusal
 		switch {
+		case err == nil && !sameRequest(got, req):
+			// Under a key two manifests share, another request's charge:
+			// it is not this job's, whatever its key says.
+			logChargeMismatch(ctx, "provider", got.ID, got.Amount, got.Currency)
+			return false, o, payment.CleanMessage(fmt.Sprintf("charge %s under this job's idempotency key is %d %s, and this "+
+				"job asks %d %s: it was made for another request, not this job", got.ID, got.Amount, got.Currency,
+				req.Amount, req.Currency), MaxMessageLength), nil
 		case err == nil:
 			return true, got, "", nil
 		case errors.As(err, &refusal):
@@ -179,4 +187,13 @@ func lastAttempt(job Object) time.Time {
 		return job.GetPaymentStatus().StartedAt.Time
 	}
 	return time.Time{}
+}
+
+// sameRequest says whether the provider's outcome got can be the answer
+// to req: the same amount and currency, where the provider says them.
+func sameRequest(got payment.Outcome, req Request) bool {
+	if got.Amount != 0 && req.Amount != 0 && got.Amount != req.Amount {
+		return false
+	}
+	return got.Currency == "" || req.Currency == "" || strings.EqualFold(got.Currency, req.Currency)
 }
