@@ -94,11 +94,11 @@ test: manifests generate fmt vet envtest-assets build-sandbox build-plugin build
 # TEETH_PACKAGES are the packages whose tests switch on the deliberately
 # broken variants of the protocol (internal/teeth): the protocol tables' teeth;
 # a campaign's package joins them with its own teeth test.
-TEETH_PACKAGES ?= ./internal/teeth/... ./internal/controllers/protocol/...
+TEETH_PACKAGES ?= ./internal/teeth/... ./internal/controllers/protocol/... ./internal/campaign/...
 
 .PHONY: test-teeth
 test-teeth: ## Show the tests have teeth: build with the campaignteeth tag, switch each broken variant of the protocol on, and expect the books to disagree.
-	go test -tags campaignteeth -count=1 $(TEETH_PACKAGES)
+	go test -tags campaignteeth -count=1 -run 'Teeth|Break' $(TEETH_PACKAGES)
 
 .PHONY: test-examples
 test-examples: envtest-assets ## Test examples/billing from its own module, as a user of pkg/paymentjobtest would.

@@ -72,6 +72,9 @@ func TestCampaign(t *testing.T) {
 // reach the paths worth checking.
 type tally struct {
 	histories, steps, skipped, passes int
+	// started counts the histories begun; firstFailed is the number of
+	// the first that failed (0: none), before rapid shrinks it.
+	started, firstFailed int
 	// outcomes counts the objects at the end of the histories by kind,
 	// phase and Ready reason.
 	outcomes map[string]int
@@ -101,6 +104,12 @@ func history(t *rapid.T, tl *tally) {
 		t.Fatalf("cannot build the world: %v", err)
 	}
 	defer w.close()
+	tl.started++
+	defer func() {
+		if t.Failed() && tl.firstFailed == 0 {
+			tl.firstFailed = tl.started
+		}
+	}()
 	c := &campaign{w: w, m: &model{}, tally: tl}
 	t.Repeat(c.repeatMap())
 	c.quiesce(t)
