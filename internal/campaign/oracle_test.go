@@ -102,14 +102,16 @@ func (c *campaign) checkSafety(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("cannot read the books: %v", err)
 	}
-	if v := c.m.violations(b); len(v) > 0 {
+	// The refunds sent are not in the books: the providers noted them.
+	if v := slices.Concat(c.m.violations(b), c.w.refundsSent.violations()); len(v) > 0 {
 		t.Fatalf("the books disagree:\n  %s", strings.Join(v, "\n  "))
 	}
 }
 
 // violations are the safety invariants the books break, one line each.
 func (m *model) violations(b books) []string {
-	return slices.Concat(m.providerViolations(b), m.jobViolations(b), m.refundViolations(b), m.ledgerViolations(b))
+	return slices.Concat(m.providerViolations(b), m.jobViolations(b), m.refundViolations(b), m.ledgerViolations(b),
+		m.sharedLedgerViolations(b))
 }
 
 // providerViolations: at most one charge per key (one account), each for
