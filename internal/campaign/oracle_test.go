@@ -133,7 +133,8 @@ func (m *model) providerViolations(b books) []string {
 		if in.Status != sandbox.StatusSucceeded {
 			continue
 		}
-		asked := false
+		// A charge someone else made under our key asked for nothing of ours.
+		asked := m.behind.outside[in.ID] != ""
 		for _, j := range m.manifestsSending(in.IdempotencyKey) {
 			asked = asked || j.amount == in.Amount
 		}
