@@ -68,7 +68,7 @@ func (c *campaign) reconciliationDisagrees(ctx context.Context) ([]string, error
 	}
 	records, inFlight := clusterRecords(b)
 	disputed := c.w.openDisputes()
-	findings := reconcile.Compare(records, providerObjects(b, inFlight, disputed))
+	findings := reconcile.Compare(records, lookedUp(records, providerObjects(b, nil, disputed), inFlight))
 	return c.m.reconciliationViolations(b, inFlight, disputed, findings), nil
 }
 
@@ -153,6 +153,28 @@ func (w *world) openDisputes() map[string]string {
 	}
 }
 
+// lookedUp are the provider's objects a listed run compares: none under a
+// key in flight (the controller's tally.ours), but those under the key or
+// with the id of a record whose money moved are looked up again
+// (paymentreconciliation's lookups: the provider holds them whatever else
+// is in flight under the key).
+func lookedUp(records []reconcile.Record, all []reconcile.Object, inFlight map[string]bool) []reconcile.Object {
+	kept := slices.DeleteFunc(slices.Clone(all), func(o reconcile.Object) bool { return o.Key != "" && inFlight[o.Key] })
+	for _, r := range records {
+		if !r.Moved || slices.ContainsFunc(kept, func(o reconcile.Object) bool {
+			return (o.Kind == r.Kind && o.Key == r.Key) || o.ID == r.ID
+		}) {
+			continue
+		}
+		for _, o := range all {
+			if o.Kind == r.Kind && (o.Key == r.Key || o.ID == r.ID) && !slices.Contains(kept, o) {
+				kept = append(kept, o)
+			}
+		}
+	}
+	return kept
+}
+
 // providerObjects are the sandbox's charges and refunds as a provider that
 // lists them gives them (the Stripe adapter's list): the key their
 // metadata carries, none for one made in the dashboard; a charge's open
@@ -221,10 +243,17 @@ type expected struct {
 // recorded as its own is no row of its own: the charge's row says it).
 func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map[string]string) (want []expected, allowed map[string]bool) {
 	allowed = map[string]bool{}
+	// The charges a record of the cluster names as moved: the comparison
+	// reads them as ours, whatever is in flight under their key.
 	completedJob := map[string]bool{}
 	for i := range b.jobs {
 		if j := &b.jobs[i]; j.Status.Phase == paymentsv1alpha1.PhaseCompleted {
 			completedJob[responseID(j.Status.ProviderResponse)] = true
+		}
+	}
+	for _, e := range b.ledger {
+		if e.Outcome == paymentsv1alpha1.LedgerCompleted && !payment.IsRefundKey(e.Key) {
+			completedJob[e.Charge] = true
 		}
 	}
 	completedRefund := map[string]bool{}
@@ -241,7 +270,7 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 	ours := func(charge string) bool {
 		in, ok := b.intents[charge]
 		key := in.Metadata[payment.MetadataKeyIdempotencyKey]
-		return ok && (completedJob[charge] || key != "") && !inFlight[key]
+		return ok && (completedJob[charge] || (key != "" && !inFlight[key]))
 	}
 	for _, r := range b.refunds {
 		if strings.HasPrefix(r.IdempotencyKey, "dashboard-") && r.Status != sandbox.RefundStatusFailed && ours(r.PaymentIntent) {
@@ -260,8 +289,7 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 		}
 	}
 	for charge, dispute := range disputed {
-		in := b.intents[charge]
-		if completedJob[charge] && !inFlight[in.Metadata[payment.MetadataKeyIdempotencyKey]] {
+		if completedJob[charge] {
 			want = append(want, expected{reconcile.Disputed, charge, "dispute " + dispute})
 		}
 	}
