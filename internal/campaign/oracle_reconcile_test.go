@@ -68,7 +68,16 @@ func (c *campaign) reconciliationDisagrees(ctx context.Context) ([]string, error
 	}
 	records, inFlight := clusterRecords(b)
 	disputed := c.w.openDisputes()
-	findings := reconcile.Compare(records, lookedUp(records, providerObjects(b, nil, disputed), inFlight))
+	findings := reconcile.Compare(records, lookedUp(records, providerObjects(b, disputed), inFlight))
+	// What the oracle checked shows in the run's tally.
+	if c.tally.outcomes == nil {
+		c.tally.outcomes = map[string]int{}
+	}
+	for _, f := range findings {
+		if f.Category.Discrepancy() {
+			c.tally.outcomes["reconciliation "+string(f.Category)]++
+		}
+	}
 	return c.m.reconciliationViolations(b, inFlight, disputed, findings), nil
 }
 
@@ -179,15 +188,10 @@ func lookedUp(records []reconcile.Record, all []reconcile.Object, inFlight map[s
 // lists them gives them (the Stripe adapter's list): the key their
 // metadata carries, none for one made in the dashboard; a charge's open
 // dispute (won and warning_closed ones no longer take the money) and what
-// its refunds that moved money sum to. Objects under a key in flight are
-// left out, as the controller leaves them out.
-func providerObjects(b books, inFlight map[string]bool, disputed map[string]string) []reconcile.Object {
+// its refunds that moved money sum to.
+func providerObjects(b books, disputed map[string]string) []reconcile.Object {
 	var objects []reconcile.Object
-	keep := func(o reconcile.Object) {
-		if !inFlight[o.Key] || o.Key == "" {
-			objects = append(objects, o)
-		}
-	}
+	keep := func(o reconcile.Object) { objects = append(objects, o) }
 	for _, in := range b.intents {
 		status := reconcile.StatusFailed
 		switch in.Status {
