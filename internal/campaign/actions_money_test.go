@@ -188,9 +188,11 @@ func (c *campaign) resolveRefund(t *rapid.T) {
 	if key == "" {
 		key = payment.RefundKey("", rf.Namespace, rf.Name)
 	}
-	ids := []string{"re_doesnotexist"}
+	refunds := c.w.sbx.ListRefunds("")
+	ids := make([]string, 0, len(refunds)+1)
+	ids = append(ids, "re_doesnotexist")
 	var under []string
-	for _, made := range c.w.sbx.ListRefunds("") {
+	for _, made := range refunds {
 		ids = append(ids, made.ID)
 		if made.IdempotencyKey == key {
 			under = append(under, made.ID+" "+made.Status)
