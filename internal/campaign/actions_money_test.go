@@ -22,8 +22,10 @@ import (
 	"slices"
 
 	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -212,6 +214,18 @@ func (c *campaign) resolveRefund(t *rapid.T) {
 	if err := c.w.store.Update(context.Background(), rf); err != nil {
 		t.Fatalf("cannot annotate %s: %v", r, err)
 	}
+}
+
+// refundWatch is a round of a manager's refund watch (cmd/main.go runs it
+// every --refund-recheck-interval): the Completed refunds are read again
+// at the provider, and one the provider failed after it succeeded is set
+// Failed (RefundFailedAfterSuccess); the ledger keeps its first outcome,
+// Completed (docs/operations.md, "A refund failed after it succeeded").
+func (c *campaign) refundWatch(t *rapid.T) {
+	i := rapid.IntRange(0, len(c.w.managers)-1).Draw(t, "manager")
+	watch := &paymentrefund.RefundWatch{Refunds: c.w.managers[i].refs, Reader: c.w.store}
+	err := watch.Round(log.IntoContext(context.Background(), c.w.logger))
+	t.Logf("manager %d's refund watch reads the completed refunds again: %v", i, err)
 }
 
 // String lists what was done behind the operator's back, for a report.

@@ -49,7 +49,7 @@ type action struct {
 	do     func(*rapid.T)
 }
 
-// The weights, out of 39. A pass of a controller (reconcile, twoManagers:
+// The weights, out of 40. A pass of a controller (reconcile, twoManagers:
 // 11) is a third of the steps: every other action only sets the stage, and
 // with fewer passes histories end before anything reaches the provider.
 // Users create jobs and refunds (7) often enough that most histories hold
@@ -68,7 +68,8 @@ type action struct {
 // to act on), so one of each in about every other history is what the
 // reconciliation oracle needs without taking passes from the rest. A
 // person resolving a stuck refund (1, right or wrong) is rarer than a
-// job's (2): refunds stall less often.
+// job's (2): refunds stall less often. A round of the refund watch (1)
+// follows a refund failed after it succeeded often enough to meet it.
 func (c *campaign) actions() []action {
 	return []action{
 		{"reconcile", 8, c.reconcileOne},
@@ -91,6 +92,7 @@ func (c *campaign) actions() []action {
 		{"dispute", 1, c.dispute},
 		{"failRefund", 1, c.failRefund},
 		{"resolveRefund", 1, c.resolveRefund},
+		{"refundWatch", 1, c.refundWatch},
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // sharedLedgerViolations: "every finished outcome in the ledger exactly
@@ -61,6 +62,40 @@ func (m *model) sharedLedgerViolations(b books) []string {
 		if string(e.Outcome) != string(st.Phase) || (st.Phase == paymentsv1alpha1.PhaseCompleted && e.Charge != charge) {
 			v = append(v, fmt.Sprintf("ledger-agrees: PaymentJob %s/%s (shared key) finished %s as %q, the ledger says %s as %q under %s",
 				j.Namespace, j.Name, st.Phase, charge, e.Outcome, e.Charge, key))
+		}
+	}
+	return v
+}
+
+// failedAfterSuccess reports whether the refund watch set rf Failed: the
+// provider failed its refund after it succeeded.
+func failedAfterSuccess(rf *paymentsv1alpha1.PaymentRefund) bool {
+	f := rf.Status.Failure
+	return rf.Status.Phase == paymentsv1alpha1.PhaseFailed && f != nil && f.Reason == paymentsv1alpha1.ReasonRefundFailedAfterSuccess
+}
+
+// failedAfterSuccessViolations: a refund the watch set Failed
+// (RefundFailedAfterSuccess) names a refund the provider holds under its
+// key, failed; the ledger keeps its first outcome, Completed as that
+// refund, or holds nothing yet (docs/operations.md: the ledger still
+// records that refund as Completed).
+func failedAfterSuccessViolations(b books) []string {
+	entries := map[string]ledger.Entry{}
+	for _, e := range b.ledger {
+		entries[e.Key] = e
+	}
+	var v []string
+	for i := range b.refs {
+		rf := &b.refs[i]
+		if !failedAfterSuccess(rf) {
+			continue
+		}
+		name, id := "PaymentRefund "+rf.Namespace+"/"+rf.Name, responseID(rf.Status.ProviderResponse)
+		if r, ok := b.refunds[id]; !ok || r.Status != sandbox.RefundStatusFailed || r.IdempotencyKey != rf.Status.IdempotencyKey {
+			v = append(v, fmt.Sprintf("failed-after-success: %s is Failed (RefundFailedAfterSuccess) as %q, which the provider does not hold failed under its key", name, id))
+		}
+		if e, ok := entries[rf.Status.IdempotencyKey]; ok && (e.Outcome != paymentsv1alpha1.LedgerCompleted || e.Charge != id) {
+			v = append(v, fmt.Sprintf("ledger-agrees: %s failed after it succeeded as %q, the ledger says %s as %q", name, id, e.Outcome, e.Charge))
 		}
 	}
 	return v

@@ -111,7 +111,7 @@ func (c *campaign) checkSafety(t *rapid.T) {
 // violations are the safety invariants the books break, one line each.
 func (m *model) violations(b books) []string {
 	return slices.Concat(m.providerViolations(b), m.jobViolations(b), m.refundViolations(b), m.ledgerViolations(b),
-		m.sharedLedgerViolations(b))
+		m.sharedLedgerViolations(b), failedAfterSuccessViolations(b))
 }
 
 // providerViolations: at most one charge per key (one account), each for
@@ -262,7 +262,7 @@ func (m *model) ledgerViolations(b books) []string {
 	}
 	for i := range b.refs {
 		rf := &b.refs[i]
-		if key := rf.Status.IdempotencyKey; key != "" {
+		if key := rf.Status.IdempotencyKey; key != "" && !failedAfterSuccess(rf) {
 			check("PaymentRefund "+rf.Namespace+"/"+rf.Name, key, rf.Status.Phase, responseID(rf.Status.ProviderResponse))
 		}
 	}
