@@ -72,7 +72,9 @@ limitations under the License.
 // nothing Failed that moved money of its own; every ledger key recorded
 // once, and the ledger's outcome of every finished object whose key is its
 // own equal to the object's, and of every job of a shared key that
-// finished (its finalizer gone) unless it is Stalled LedgerConflict
+// finished (its finalizer gone) unless it is Stalled LedgerConflict, and
+// a refund the refund watch failed after it succeeded names a refund the
+// provider holds failed, which the ledger keeps as Completed
 // (oracle_ledger_test.go). The refunds the operator sends are not in the
 // books (the sandbox refuses one beyond what is left): each manager's
 // provider notes every refund request before it goes to the sandbox, and
