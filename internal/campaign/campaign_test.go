@@ -158,6 +158,7 @@ func (c *campaign) quiesce(t *rapid.T) {
 		}
 	}
 	c.checkSafety(t)
+	c.checkReconciliation(t)
 	b, err := c.w.read(ctx)
 	if err != nil {
 		t.Fatalf("cannot read the books: %v", err)

@@ -64,18 +64,34 @@ limitations under the License.
 // oracle_test.go reads the three books whole (the sandbox's charges and
 // refunds, the API server's objects, the ledger's entries) after every
 // step and checks the safety invariants: at most one charge per key (one
-// account), each for an amount a manifest sending that key asked; at most
+// account), each for an amount a manifest sending that key asked (or made
+// by another system behind the operator's back, as the model records); at most
 // one refund per key, and the refunds of a charge never beyond it; every
 // Completed job's charge at the provider under its own key and amount,
 // every Completed refund's refund under its own key, charge and amount;
 // nothing Failed that moved money of its own; every ledger key recorded
 // once, and the ledger's outcome of every finished object whose key is its
-// own equal to the object's. At the end of a history every fault is off,
+// own equal to the object's, and of every job of a shared key that
+// finished (its finalizer gone) unless it is Stalled LedgerConflict, and
+// a refund the refund watch failed after it succeeded names a refund the
+// provider holds failed, which the ledger keeps as Completed
+// (oracle_ledger_test.go). The refunds the operator sends are not in the
+// books (the sandbox refuses one beyond what is left): each manager's
+// provider notes every refund request before it goes to the sandbox, and
+// the first request under a key must fit in what was left of its charge
+// then (oracle_refunds_test.go). At the end of a history every fault is off,
 // Git converges, and time moves five minutes before each round of passes
 // over every object until three rounds change nothing (a Stalled object's
 // retries at the longest backoff are no change); then every object must be
 // Completed, Failed, or Stalled with a reason, or a refund waiting for a
-// Stalled job.
+// Stalled job; and the reconciliation's comparison (reconcile.Compare)
+// over the quiet books, as a run over a provider that lists its objects
+// reads them, must report exactly what was done behind the operator's
+// back, each once (a dashboard refund of a charge of ours, a dispute of a
+// recorded charge, a charge under one of our keys by another system, a
+// recorded refund failed after it succeeded) and no other discrepancy:
+// any other would advise moving money the books do not justify
+// (oracle_reconcile_test.go).
 //
 // # Running it
 //

@@ -94,6 +94,9 @@ type model struct {
 	// dashboard counts the refunds made at the provider behind the
 	// operator's back, to key them.
 	dashboard int
+	// behind is the rest of what was done at the provider behind the
+	// operator's back (actions_money_test.go).
+	behind behind
 }
 
 // manifestsSending are the job manifests that send key.
@@ -115,7 +118,8 @@ func (m *model) sharedKey(key string) bool {
 	for _, j := range m.manifestsSending(key) {
 		names[j.ns+"/"+j.name] = true
 	}
-	return len(names) > 1
+	// A key someone else charged under is shared with them.
+	return len(names) > 1 || m.behind.chargedOutside(key)
 }
 
 // ref names an object of the cluster.

@@ -102,9 +102,27 @@ func resolveAsChargeOf(j, of jobManifest) step {
 	}}
 }
 
+// reconciled runs the reconciliation's comparison over the books and
+// fails on any finding the history does not call for.
+func reconciled() step {
+	return step{"the reconciliation compares the books", func(t *testing.T, c *campaign) {
+		v, err := c.reconciliationDisagrees(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v) > 0 {
+			t.Fatalf("the reconciliation disagrees with the history:\n  %s", strings.Join(v, "\n  "))
+		}
+	}}
+}
+
 var (
 	big   = jobManifest{ns: "books", name: "job-1", key: "order-1", amount: 2500}
 	small = jobManifest{ns: "books", name: "job-2", key: "order-1", amount: 500}
+	// cheap is listed before dear, and its record comes first.
+	cheap = jobManifest{ns: "books", name: "job-1", key: "order-1", amount: 500}
+	dear  = jobManifest{ns: "books", name: "job-2", key: "order-1", amount: 2500}
+	other = jobManifest{ns: "books", name: "job-0", key: "order-2", amount: 2500}
 )
 
 // corpus is every history the campaign found failing.
@@ -122,6 +140,27 @@ var corpus = []regression{{
 		advance(30 * time.Second),
 		reconcileJob(big, 0),
 		reconcileJob(big, 0),
+	},
+}, {
+	// The job charged first is Completed; the other, sent by the manager
+	// whose ledger index did not hold the key yet, is refused as a key
+	// reused (Failed, LedgerConflict). The comparison took the refused
+	// job's amount for the key's and reported an AmountMismatch advising
+	// to refund the difference of a charge made exactly as asked (fixed
+	// in reconcile.merge).
+	name: "SharedKeyRefusedJobIsNoAmountMismatch",
+	found: "TestCampaign -rapid.seed=10173227265793721093 (with the reconciliation oracle), " +
+		"invariant reconciliation-justified",
+	steps: []step{
+		// Manager 0 indexes the ledger's page with an entry of its own.
+		createJob(other),
+		reconcileJob(other, 0),
+		createJob(cheap),
+		createJob(dear),
+		reconcileJob(dear, 1),
+		reconcileJob(cheap, 0),
+		reconcileJob(cheap, 0),
+		reconciled(),
 	},
 }}
 

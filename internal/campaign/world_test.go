@@ -94,6 +94,9 @@ type world struct {
 	stale   map[types.NamespacedName]client.Object
 	// logger receives the reconcilers' logs; discarded unless debugging.
 	logger logr.Logger
+	// refundsSent are the refund requests the managers sent
+	// (oracle_refunds_test.go).
+	refundsSent refundLog
 }
 
 // manager is one operator process: the reconcilers of both kinds sharing a
@@ -188,7 +191,7 @@ func (w *world) startManager() (*manager, error) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	provider := sandbox.NewProvider(w.sbx)
+	provider := w.watched(sandbox.NewProvider(w.sbx))
 	providers := &providercache.ProviderCache{
 		SecretReader: w.store,
 		Clock:        w.clock,

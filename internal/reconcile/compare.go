@@ -121,7 +121,8 @@ func newComparison(records []Record, objects []Object) *comparison {
 // merge folds the records of one kind and key into one: the object's
 // name from whichever has it (one in the cluster before one named from
 // the ledger), InLedger from any, and the cluster's recorded id, amount
-// and currency from the first that has them.
+// and currency from the first that has them, a record whose money moved
+// before one refused.
 func merge(records []Record) []Record {
 	type kindKey struct {
 		kind Kind
@@ -137,6 +138,12 @@ func merge(records []Record) []Record {
 			continue
 		}
 		m := &out[i]
+		if r.Moved && !m.Moved {
+			// The record whose money moved speaks for the key: a
+			// refusal of another request under it (two manifests
+			// sharing a key) only fills what it lacks.
+			r, *m = *m, r
+		}
 		if m.Object == "" || (m.ObjectDeleted && r.Object != "" && !r.ObjectDeleted) {
 			m.Object, m.ObjectDeleted = r.Object, r.ObjectDeleted
 		}

@@ -40,14 +40,17 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 	if err != nil {
 		return err
 	}
+	var found []reconcile.Object
 	if !listed {
-		found, err := rd.lookup(ctx, records, b)
-		if err != nil {
+		if found, err = rd.lookup(ctx, records, b); err != nil {
 			return providerError{err}
 		}
 		objects = found
 	}
 	objects = t.ours(objects, b, s)
+	if !listed {
+		objects = recordsOwn(records, objects, found)
+	}
 	if listed {
 		var err error
 		if objects, err = lookups(ctx, rd, t, records, objects, b); err != nil {
@@ -129,6 +132,31 @@ func (t *tally) compare(records []reconcile.Record, objects, charges []reconcile
 	}
 	t.add(findings)
 	t.endSlice()
+}
+
+// recordsOwn adds back to objects what the lookup found for a record whose
+// money moved and that objects hold nothing of: under its key or with its
+// id, whatever else is in flight under the key (tally.ours leaves keys in
+// flight out), as lookups does for a listed run. Without it, a finished job
+// sharing its key with one in flight would be reported MissingAtProvider.
+func recordsOwn(records []record, objects, found []reconcile.Object) []reconcile.Object {
+	has := map[kindKey]bool{}
+	ids := map[string]bool{}
+	for _, o := range objects {
+		has[kindKey{o.Kind, o.Key}], ids[o.ID] = true, true
+	}
+	for _, rec := range records {
+		if !rec.Moved || has[kindKey{rec.Kind, rec.Key}] || ids[rec.ID] {
+			continue
+		}
+		for _, o := range found {
+			if o.Kind == rec.Kind && (o.Key == rec.Key || (rec.ID != "" && o.ID == rec.ID)) && !ids[o.ID] {
+				ids[o.ID] = true
+				objects = append(objects, o)
+			}
+		}
+	}
+	return objects
 }
 
 // lookups looks up the records of the slice whose object the list of the

@@ -1,0 +1,336 @@
+/*
+Copyright 2026 The paymentjob-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"pgregory.net/rapid"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
+)
+
+// The reconciliation as an oracle. Once the world is quiet, the three
+// books are compared as a PaymentReconciliation compares them
+// (reconcile.Compare): the cluster's records (the finished jobs and
+// refunds, as the controller gathers them, and the ledger's entries) with
+// the provider's objects (every charge and refund of the sandbox, with
+// their disputes and refunded sums, as a provider that lists them gives
+// them). The comparison must report exactly what the history did behind
+// the operator's back, each once: a dashboard refund of a charge of ours
+// (RefundedOutsideOperator), a dispute of a recorded charge (Disputed), a
+// charge made under one of our keys by another system (UnknownToCluster),
+// a recorded refund the provider failed after it succeeded
+// (RefundFailedAfterSuccess); and nothing else. Any other discrepancy is
+// one the books do not justify, and its advice (refund the extra ones,
+// refund the difference, charge again) would move money for nothing.
+
+// checkReconciliation is the reconciliation's comparison over the quiet
+// world's books, judged against what the model knows was done behind the
+// operator's back.
+func (c *campaign) checkReconciliation(t *rapid.T) {
+	v, err := c.reconciliationDisagrees(context.Background())
+	if err != nil {
+		t.Fatalf("cannot read the books: %v", err)
+	}
+	if len(v) > 0 {
+		t.Fatalf("the reconciliation disagrees with the history:\n  %s", strings.Join(v, "\n  "))
+	}
+}
+
+// reconciliationDisagrees compares the books as the reconciliation does
+// and says where its findings and the history disagree, one line each.
+func (c *campaign) reconciliationDisagrees(ctx context.Context) ([]string, error) {
+	b, err := c.w.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	records, inFlight := clusterRecords(b)
+	disputed := c.w.openDisputes()
+	findings := reconcile.Compare(records, lookedUp(records, providerObjects(b, disputed), inFlight))
+	// What the oracle checked shows in the run's tally.
+	if c.tally.outcomes == nil {
+		c.tally.outcomes = map[string]int{}
+	}
+	for _, f := range findings {
+		if f.Category.Discrepancy() {
+			c.tally.outcomes["reconciliation "+string(f.Category)]++
+		}
+	}
+	return c.m.reconciliationViolations(b, inFlight, disputed, findings), nil
+}
+
+// clusterRecords are the cluster's records as the reconciliation gathers
+// them (paymentreconciliation's gather and entryRecord): the finished jobs
+// and refunds sent somewhere, and every ledger entry; and the keys still
+// in flight, whose provider objects are no finding.
+func clusterRecords(b books) ([]reconcile.Record, map[string]bool) {
+	var records []reconcile.Record
+	inFlight := map[string]bool{}
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		st := j.Status
+		if st.IdempotencyKey == "" || st.Provider == nil {
+			continue
+		}
+		if !finished(st.Phase) {
+			inFlight[st.IdempotencyKey] = true
+			continue
+		}
+		records = append(records, reconcile.Record{Kind: reconcile.Charge, Key: st.IdempotencyKey,
+			Object: j.Namespace + "/" + j.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted,
+			ID: responseID(st.ProviderResponse), Amount: j.Spec.Amount, Currency: strings.ToLower(j.Spec.Currency)})
+	}
+	for i := range b.refs {
+		rf := &b.refs[i]
+		st := rf.Status
+		if st.IdempotencyKey == "" || st.Provider == nil {
+			continue
+		}
+		if !finished(st.Phase) {
+			inFlight[st.IdempotencyKey] = true
+			continue
+		}
+		r := reconcile.Record{Kind: reconcile.Refund, Key: st.IdempotencyKey, Object: rf.Namespace + "/" + rf.Name,
+			Moved: st.Phase == paymentsv1alpha1.PhaseCompleted, ID: responseID(st.ProviderResponse),
+			ChargeObject: rf.Namespace + "/" + rf.Spec.PaymentJobRef.Name, Exact: true}
+		if ch := st.Charge; ch != nil {
+			r.Amount, r.Currency, r.ChargeKey, r.Charge, r.ChargeAmount = ch.Amount, strings.ToLower(ch.Currency), ch.IdempotencyKey, ch.ID, ch.Amount
+		}
+		if rf.Spec.Amount != nil {
+			r.Amount = *rf.Spec.Amount
+		}
+		records = append(records, r)
+	}
+	for _, e := range b.ledger {
+		records = append(records, entryRecord(e))
+	}
+	return records, inFlight
+}
+
+// entryRecord is a ledger entry as the reconciliation reads it.
+func entryRecord(e ledger.Entry) reconcile.Record {
+	kind := reconcile.Charge
+	if payment.IsRefundKey(e.Key) {
+		kind = reconcile.Refund
+	}
+	return reconcile.Record{Kind: kind, Key: e.Key, InLedger: true, Moved: e.Outcome == paymentsv1alpha1.LedgerCompleted,
+		ID: e.Charge, Amount: e.Amount, Currency: strings.ToLower(e.Currency), Charge: e.RefundedCharge, Exact: true}
+}
+
+// openDisputes are the disputes that still take the money, by the charge
+// they dispute: won and warning_closed ones no longer do (the Stripe
+// adapter's list reads them as moving nothing).
+func (w *world) openDisputes() map[string]string {
+	disputed := map[string]string{}
+	q := sandbox.ListQuery{Limit: sandbox.MaxListLimit}
+	for {
+		page, more, err := w.sbx.ListDisputes(q)
+		if err != nil || len(page) == 0 {
+			return disputed
+		}
+		for _, d := range page {
+			if d.Status != sandbox.DisputeStatusWon && d.Status != sandbox.DisputeStatusWarningClosed {
+				disputed[d.PaymentIntent] = d.ID
+			}
+		}
+		if !more {
+			return disputed
+		}
+		q.StartingAfter = page[len(page)-1].ID
+	}
+}
+
+// lookedUp are the provider's objects a listed run compares: none under a
+// key in flight (the controller's tally.ours), but those under the key or
+// with the id of a record whose money moved are looked up again
+// (paymentreconciliation's lookups: the provider holds them whatever else
+// is in flight under the key).
+func lookedUp(records []reconcile.Record, all []reconcile.Object, inFlight map[string]bool) []reconcile.Object {
+	kept := slices.DeleteFunc(slices.Clone(all), func(o reconcile.Object) bool { return o.Key != "" && inFlight[o.Key] })
+	for _, r := range records {
+		if !r.Moved || slices.ContainsFunc(kept, func(o reconcile.Object) bool {
+			return (o.Kind == r.Kind && o.Key == r.Key) || o.ID == r.ID
+		}) {
+			continue
+		}
+		for _, o := range all {
+			if o.Kind == r.Kind && (o.Key == r.Key || o.ID == r.ID) && !slices.Contains(kept, o) {
+				kept = append(kept, o)
+			}
+		}
+	}
+	return kept
+}
+
+// providerObjects are the sandbox's charges and refunds as a provider that
+// lists them gives them (the Stripe adapter's list): the key their
+// metadata carries, none for one made in the dashboard; a charge's open
+// dispute (won and warning_closed ones no longer take the money) and what
+// its refunds that moved money sum to.
+func providerObjects(b books, disputed map[string]string) []reconcile.Object {
+	var objects []reconcile.Object
+	keep := func(o reconcile.Object) { objects = append(objects, o) }
+	for _, in := range b.intents {
+		status := reconcile.StatusFailed
+		switch in.Status {
+		case sandbox.StatusSucceeded:
+			status = reconcile.StatusSucceeded
+		case sandbox.StatusProcessing:
+			status = reconcile.StatusPending
+		case sandbox.StatusCanceled:
+			status = reconcile.StatusCanceled
+		}
+		keep(reconcile.Object{Kind: reconcile.Charge, ID: in.ID, Key: in.Metadata[payment.MetadataKeyIdempotencyKey],
+			Status: status, Amount: in.Amount, Currency: in.Currency, Dispute: disputed[in.ID],
+			Refunded: refunded(b, in.ID), RefundsRead: true})
+	}
+	for _, r := range b.refunds {
+		status := reconcile.StatusFailed
+		switch r.Status {
+		case sandbox.RefundStatusSucceeded:
+			status = reconcile.StatusSucceeded
+		case sandbox.RefundStatusPending:
+			status = reconcile.StatusPending
+		}
+		keep(reconcile.Object{Kind: reconcile.Refund, ID: r.ID, Key: r.Metadata[payment.MetadataKeyIdempotencyKey],
+			Status: status, Amount: r.Amount, Currency: r.Currency, Charge: r.PaymentIntent})
+	}
+	slices.SortFunc(objects, func(a, b reconcile.Object) int { return strings.Compare(a.ID, b.ID) })
+	return objects
+}
+
+// refunded sums the refunds of charge that moved money (succeeded or
+// pending).
+func refunded(b books, charge string) int64 {
+	var sum int64
+	for _, r := range b.refunds {
+		if r.PaymentIntent == charge && r.Status != sandbox.RefundStatusFailed {
+			sum += r.Amount
+		}
+	}
+	return sum
+}
+
+// expected is a finding the history calls for: its category, the provider
+// object it names, and the act behind the operator's back that made it.
+type expected struct {
+	category reconcile.Category
+	id       string
+	act      string
+}
+
+// expectedFindings are the findings the acts behind the operator's back
+// call for, once the world is quiet; allowed are the ones an act explains
+// without calling for them (a dispute of a charge the cluster never
+// recorded as its own is no row of its own: the charge's row says it).
+func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map[string]string) (want []expected, allowed map[string]bool) {
+	allowed = map[string]bool{}
+	// The charges a record of the cluster names as moved: the comparison
+	// reads them as ours, whatever is in flight under their key.
+	completedJob := map[string]bool{}
+	for i := range b.jobs {
+		if j := &b.jobs[i]; j.Status.Phase == paymentsv1alpha1.PhaseCompleted {
+			completedJob[responseID(j.Status.ProviderResponse)] = true
+		}
+	}
+	for _, e := range b.ledger {
+		if e.Outcome == paymentsv1alpha1.LedgerCompleted && !payment.IsRefundKey(e.Key) {
+			completedJob[e.Charge] = true
+		}
+	}
+	completedRefund := map[string]bool{}
+	for i := range b.refs {
+		if rf := &b.refs[i]; rf.Status.Phase == paymentsv1alpha1.PhaseCompleted {
+			completedRefund[responseID(rf.Status.ProviderResponse)] = true
+		}
+	}
+	for _, e := range b.ledger {
+		if e.Outcome == paymentsv1alpha1.LedgerCompleted && payment.IsRefundKey(e.Key) {
+			completedRefund[e.Charge] = true
+		}
+	}
+	ours := func(charge string) bool {
+		in, ok := b.intents[charge]
+		key := in.Metadata[payment.MetadataKeyIdempotencyKey]
+		return ok && (completedJob[charge] || (key != "" && !inFlight[key]))
+	}
+	for _, r := range b.refunds {
+		if strings.HasPrefix(r.IdempotencyKey, "dashboard-") && r.Status != sandbox.RefundStatusFailed && ours(r.PaymentIntent) {
+			want = append(want, expected{reconcile.RefundedOutside, r.ID, "a dashboard refund of " + r.PaymentIntent})
+		}
+	}
+	for id, key := range m.behind.outside {
+		switch {
+		case inFlight[key]:
+		case completedJob[id]:
+			// A person resolved a job as this charge: the cluster
+			// records it as the job's.
+			allowed[id] = true
+		default:
+			want = append(want, expected{reconcile.UnknownToCluster, id, "a charge under " + key + " by another system"})
+		}
+	}
+	for charge, dispute := range disputed {
+		if completedJob[charge] {
+			want = append(want, expected{reconcile.Disputed, charge, "dispute " + dispute})
+		}
+	}
+	for id := range m.behind.failed {
+		if completedRefund[id] {
+			want = append(want, expected{reconcile.RefundFailedAfterSuccess, id, "refund " + id + " failed after it succeeded"})
+		}
+	}
+	return want, allowed
+}
+
+// reconciliationViolations: every finding the history calls for is
+// reported once; every discrepancy reported is one the history calls for.
+func (m *model) reconciliationViolations(b books, inFlight map[string]bool, disputed map[string]string, findings []reconcile.Finding) []string {
+	want, allowed := m.expectedFindings(b, inFlight, disputed)
+	var v []string
+	seen := map[expected]int{}
+	for _, f := range findings {
+		if !f.Category.Discrepancy() {
+			continue
+		}
+		explained := false
+		for _, e := range want {
+			if e.category == f.Category && slices.Contains(append(slices.Clone(f.ProviderIDs), f.ClusterID), e.id) {
+				seen[e]++
+				explained = true
+			}
+		}
+		if !explained && !slices.ContainsFunc(f.ProviderIDs, func(id string) bool { return allowed[id] }) {
+			v = append(v, fmt.Sprintf("reconciliation-justified: %s %s %s (cluster %q, provider %v): %s; advises: %s",
+				f.Category, f.Kind, f.Key, f.ClusterID, f.ProviderIDs, f.Detail, f.Action))
+		}
+	}
+	for _, e := range want {
+		if n := seen[e]; n != 1 {
+			v = append(v, fmt.Sprintf("reconciliation-reports-once: %s (%s) reported %d times as %s", e.act, e.id, n, e.category))
+		}
+	}
+	return v
+}
