@@ -94,6 +94,9 @@ type model struct {
 	// dashboard counts the refunds made at the provider behind the
 	// operator's back, to key them.
 	dashboard int
+	// keys counts the credentials written into Secrets after the first,
+	// to number them.
+	keys int
 }
 
 // manifestsSending are the job manifests that send key.
