@@ -45,6 +45,22 @@ const keyMemory = 24 * time.Hour
 // both accounts forget their keys: a request under a key sent a day ago
 // is a new request.
 func (c *campaign) forgetKeys(t *rapid.T) {
+	b, err := c.w.read(context.Background())
+	if err != nil {
+		t.Fatalf("cannot read the books: %v", err)
+	}
+	recorded := map[string]bool{}
+	for _, e := range b.ledger {
+		recorded[e.Key] = true
+	}
+	if c.m.forgotten == nil {
+		c.m.forgotten = map[string]bool{}
+	}
+	for _, in := range b.intents {
+		if !recorded[in.IdempotencyKey] {
+			c.m.forgotten[in.IdempotencyKey] = true
+		}
+	}
 	c.w.clock.Step(keyMemory + time.Minute)
 	n := c.w.sbx.ForgetKeys() + c.w.other.ForgetKeys()
 	t.Logf("a day passes and the provider forgets its %d keys", n)

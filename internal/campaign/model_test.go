@@ -97,6 +97,12 @@ type model struct {
 	// keys counts the credentials written into Secrets after the first,
 	// to number them.
 	keys int
+	// forgotten are the keys the provider forgot while the ledger held no
+	// outcome under them: nothing remembers those payments, and another
+	// object sending the key again is charged again, as docs/providers.md
+	// (Key retention) says (the campaign's providers never look a key up
+	// before a first charge).
+	forgotten map[string]bool
 }
 
 // manifestsSending are the job manifests that send key.

@@ -432,8 +432,23 @@ func (w *world) reconcile(m *manager, kind string, key types.NamespacedName) (re
 			err = fmt.Errorf("%w: %v", errPanic, v)
 		}
 	}()
+	w.watchPages(m)
 	ctx := log.IntoContext(context.Background(), w.logger)
 	return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+}
+
+// watchPages delivers to m's ledger the watch events of the ledger's
+// pages that the API server holds now (ledger.WatchPages' informer, up to
+// date before every pass): a page another manager wrote is read again
+// before m's next Find.
+func (w *world) watchPages(m *manager) {
+	var pages paymentsv1alpha1.PaymentLedgerList
+	if err := w.store.List(context.Background(), &pages); err != nil {
+		return
+	}
+	for i := range pages.Items {
+		m.ledger.Observe(pages.Items[i].Name, pages.Items[i].ResourceVersion)
+	}
 }
 
 // errPanic marks a reconcile pass that panicked.
