@@ -310,12 +310,6 @@ func (w *world) faults(holder string) interceptor.Funcs {
 			}
 			return c.Get(ctx, key, obj, opts...)
 		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if err := w.ledgerFault(list); err != nil {
-				return err
-			}
-			return c.List(ctx, list, opts...)
-		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if err := w.ledgerFault(obj); err != nil {
 				return err
@@ -349,13 +343,14 @@ func (w *world) faults(holder string) interceptor.Funcs {
 	}
 }
 
-// ledgerFault is the answer to a request for the ledger's pages while
+// ledgerFault is the answer to a read or write of a ledger page while
 // ledgerFaults are left: a 503 or a timeout, alternately; nil for any
-// other request.
+// other request. The pages' list (a manager loading or rebuilding its
+// index) never fails here: a real ledger that cannot load makes its
+// callers wait ten seconds of wall time, which crashLedgerLoading's
+// loadingLedger answers at once instead.
 func (w *world) ledgerFault(obj runtime.Object) error {
-	switch obj.(type) {
-	case *paymentsv1alpha1.PaymentLedger, *paymentsv1alpha1.PaymentLedgerList:
-	default:
+	if _, ok := obj.(*paymentsv1alpha1.PaymentLedger); !ok {
 		return nil
 	}
 	for {
