@@ -81,16 +81,11 @@ func TestTeethAreFound(t *testing.T) {
 // yet (not found in 400 histories), and what it lacks to reach them: the
 // actions and oracle rules of issue 38 still to build.
 var notReachedYet = map[teeth.Variant]string{
-	teeth.UnguardedClaim: "a stale informer read of a Pending job another manager completed, with the provider " +
-		"having forgotten the key (the stale read action reads through the client the variant re-reads with, " +
-		"and the sandbox never forgets keys in process)",
-	teeth.LedgerErrorAsNotFound: "no action makes the ledger unavailable, and the provider never forgets keys",
 	teeth.RefundWithoutLookup: "the sandbox refuses a refund beyond what is left (amount_too_large), so the " +
 		"variant only turns RefundExceedsCharge-before-sending into a refusal after a claim; the oracle lacks the " +
 		"rule \"no refund is sent beyond what was left\"",
 	teeth.RecordIgnoresLedger: "no history records two outcomes under one key in the ledger (keys shared by " +
 		"different requests end ChargeMismatch before recording)",
-	teeth.NoAccountFence: "no action points a PaymentProvider at another account (the campaign has one account)",
 }
 
 // hunted is what one hunt found.
