@@ -129,6 +129,7 @@ func (c *campaign) createJob(t *rapid.T) {
 		// One job in four waits for approval.
 		suspend: rapid.IntRange(0, 3).Draw(t, "suspend") == 0,
 	}
+	j.scope = c.w.scopes[j.ns]
 	c.m.jobs = append(c.m.jobs, j)
 	t.Logf("create job %s/%s key=%q amount=%d suspend=%v (sends %s)", j.ns, j.name, j.key, j.amount, j.suspend, j.sentKey())
 	c.apply(t, j.object())

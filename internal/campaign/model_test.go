@@ -49,6 +49,9 @@ type jobManifest struct {
 	amount int64
 	// suspend is spec.suspend: the job waits for a person's approval.
 	suspend bool
+	// scope is the key scope of its namespace's PaymentProvider
+	// (spec.keyScope), which the key it sends carries.
+	scope string
 }
 
 // sentKey is the key the job sends to the provider.
@@ -57,7 +60,7 @@ func (j jobManifest) sentKey() string {
 	if k == "" {
 		k = j.name
 	}
-	return payment.SentKey(j.ns, k)
+	return payment.ScopedKey(j.scope, j.ns, k)
 }
 
 // object is the PaymentJob of the manifest.

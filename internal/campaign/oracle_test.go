@@ -43,8 +43,10 @@ type books struct {
 	intents map[string]sandbox.Intent
 	refunds map[string]sandbox.Refund
 	// accounts is the account of each intent; intents, refunds and stats
-	// are both accounts' (stats summed).
+	// are both accounts' (stats summed; charged counts each account's
+	// charges by key).
 	accounts map[string]string
+	charged  map[string]map[string]int
 	stats    sandbox.Stats
 	jobs     []paymentsv1alpha1.PaymentJob
 	refs     []paymentsv1alpha1.PaymentRefund
@@ -74,8 +76,9 @@ func allIntents(e *sandbox.Engine) ([]sandbox.Intent, error) {
 // read reads the three books, the provider's of both accounts.
 func (w *world) read(ctx context.Context) (books, error) {
 	b := books{intents: map[string]sandbox.Intent{}, refunds: map[string]sandbox.Refund{}, accounts: map[string]string{},
-		stats: sumStats(w.sbx.Stats(), w.other.Stats())}
+		charged: map[string]map[string]int{}, stats: sumStats(w.sbx.Stats(), w.other.Stats())}
 	for _, e := range []*sandbox.Engine{w.sbx, w.other} {
+		b.charged[e.Account()] = e.Stats().ChargesByKey
 		intents, err := allIntents(e)
 		if err != nil {
 			return b, fmt.Errorf("cannot list the charges of %s: %w", e.Account(), err)
@@ -124,14 +127,26 @@ func (m *model) violations(b books) []string {
 
 // providerViolations: at most one charge per key, whichever account it
 // reached (a key charged at both accounts is one payment made twice), but
-// for a key no book remembered once the provider forgot it; each
+// for a key no book remembered once the provider forgot it, and at most
+// one per key and account for a key several manifests send (the
+// provider's memory is per account, and the ledger may record the first
+// outcome after the second manifest's first pass); each
 // for a request some manifest sending that key asked; at most one refund
 // per key; the refunds of a charge never beyond it.
 func (m *model) providerViolations(b books) []string {
 	var v []string
 	for key, n := range b.stats.ChargesByKey {
-		if n > 1 && !m.forgotten[key] {
+		if n <= 1 || m.forgotten[key] {
+			continue
+		}
+		if !m.sharedKey(key) {
 			v = append(v, fmt.Sprintf("at-most-one-charge: key %s charged %d times over the accounts", key, n))
+			continue
+		}
+		for acct, keys := range b.charged {
+			if keys[key] > 1 {
+				v = append(v, fmt.Sprintf("at-most-one-charge: key %s charged %d times at account %s", key, keys[key], acct))
+			}
 		}
 	}
 	for key, n := range b.stats.RefundsByKey {

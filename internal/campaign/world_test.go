@@ -96,6 +96,9 @@ type world struct {
 	// provider (another sandbox engine).
 	sbx, other *sandbox.Engine
 	nextID     atomic.Int64
+	// scopes are the key scopes of the namespaces' PaymentProviders
+	// (spec.keyScope), drawn per history.
+	scopes map[string]string
 	// managers are the operator's processes; a crash replaces one.
 	managers [2]*manager
 	// conflictNext answers the next write of a payment object by any
@@ -149,7 +152,12 @@ func newWorld(seed int64) (*world, error) {
 	if err := paymentsv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	w := &world{scheme: scheme, clock: clocktesting.NewFakeClock(start), logger: logr.Discard()}
+	w := &world{scheme: scheme, clock: clocktesting.NewFakeClock(start), logger: logr.Discard(), scopes: map[string]string{}}
+	if uint64(seed)%3 == 0 {
+		// One history in three: books' provider sends its keys under a
+		// key scope (two clusters sharing an account).
+		w.scopes["books"] = "eu"
+	}
 	w.sbx = sandbox.NewEngine(sandbox.WithAccount(account), sandbox.WithClock(w.clock.Now),
 		sandbox.WithRand(rand.New(rand.NewPCG(uint64(seed), 0))))
 	w.other = sandbox.NewEngine(sandbox.WithAccount(otherAccount), sandbox.WithClock(w.clock.Now),
@@ -162,7 +170,7 @@ func newWorld(seed int64) (*world, error) {
 	}
 	objs := make([]client.Object, 0, 3*len(namespaces))
 	for _, ns := range namespaces {
-		objs = append(objs, newProvider(ns, types.UID("pp-"+ns)),
+		objs = append(objs, newProvider(ns, types.UID("pp-"+ns), w.scopes[ns]),
 			newSecret(ns, secretName, credential(account, 1)), newSecret(ns, otherSecretName, credential(otherAccount, 1)))
 	}
 	w.store = b.WithObjects(objs...).Build()
@@ -186,16 +194,17 @@ func (w *world) close() {
 }
 
 // newProvider is the PaymentProvider of namespace ns: Ready, with the
-// endpoints refunds need, its credentials in secretName (account),
-// already guarded by its in-use finalizer, and never looking a key up
-// before a first charge.
-func newProvider(ns string, uid types.UID) *paymentsv1alpha1.PaymentProvider {
+// endpoints refunds need, its credentials in secretName (account), its
+// keys under scope, already guarded by its in-use finalizer, and never
+// looking a key up before a first charge.
+func newProvider(ns string, uid types.UID, scope string) *paymentsv1alpha1.PaymentProvider {
 	return &paymentsv1alpha1.PaymentProvider{
 		ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns, UID: uid, Generation: 1,
 			Finalizers: []string{paymentsv1alpha1.ProviderFinalizer}},
 		Spec: paymentsv1alpha1.PaymentProviderSpec{HTTP: &paymentsv1alpha1.HTTPProvider{
 			URL: endpoint + "/charges", RefundURL: endpoint + "/refunds", LookupURL: endpoint + "/lookup",
 			SecretKeyRef: &paymentsv1alpha1.SecretKeyReference{Name: secretName, Key: secretKey}},
+			KeyScope: scope,
 			// The look before a first charge is batched on the wall
 			// clock (providercache.LookupBatcher), which a history on a
 			// fake clock cannot wait for: the campaign does not reach it.
