@@ -24,7 +24,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"pgregory.net/rapid"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -249,6 +251,30 @@ func sumStats(a, b sandbox.Stats) sandbox.Stats {
 		}
 	}
 	return s
+}
+
+// ledgerFault is the answer to a read or write of a ledger page while
+// ledgerFaults are left: a 503 or a timeout, alternately; nil for any
+// other request. The pages' list (a manager loading or rebuilding its
+// index) never fails here: a real ledger that cannot load makes its
+// callers wait ten seconds of wall time, which crashLedgerLoading's
+// loadingLedger answers at once instead.
+func (w *world) ledgerFault(obj runtime.Object) error {
+	if _, ok := obj.(*paymentsv1alpha1.PaymentLedger); !ok {
+		return nil
+	}
+	for {
+		n := w.ledgerFaults.Load()
+		if n <= 0 {
+			return nil
+		}
+		if w.ledgerFaults.CompareAndSwap(n, n-1) {
+			if n%2 == 0 {
+				return apierrors.NewTimeoutError("the ledger's page did not answer in time", 1)
+			}
+			return apierrors.NewServiceUnavailable("etcd is unavailable")
+		}
+	}
 }
 
 // newSecret is the credentials Secret ns/name holding cred.

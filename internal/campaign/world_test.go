@@ -352,30 +352,6 @@ func (w *world) faults(holder string) interceptor.Funcs {
 	}
 }
 
-// ledgerFault is the answer to a read or write of a ledger page while
-// ledgerFaults are left: a 503 or a timeout, alternately; nil for any
-// other request. The pages' list (a manager loading or rebuilding its
-// index) never fails here: a real ledger that cannot load makes its
-// callers wait ten seconds of wall time, which crashLedgerLoading's
-// loadingLedger answers at once instead.
-func (w *world) ledgerFault(obj runtime.Object) error {
-	if _, ok := obj.(*paymentsv1alpha1.PaymentLedger); !ok {
-		return nil
-	}
-	for {
-		n := w.ledgerFaults.Load()
-		if n <= 0 {
-			return nil
-		}
-		if w.ledgerFaults.CompareAndSwap(n, n-1) {
-			if n%2 == 0 {
-				return apierrors.NewTimeoutError("the ledger's page did not answer in time", 1)
-			}
-			return apierrors.NewServiceUnavailable("etcd is unavailable")
-		}
-	}
-}
-
 // takeStale returns, once, the older copy of key that the next cached
 // read of obj's type by holder answers, or nil.
 func (w *world) takeStale(holder string, key client.ObjectKey, obj client.Object) client.Object {
