@@ -81,6 +81,12 @@ func TestTeethAreFound(t *testing.T) {
 // yet (not found in 400 histories), and what it lacks to reach them: the
 // actions and oracle rules of issue 38 still to build.
 var notReachedYet = map[teeth.Variant]string{
+	teeth.UnguardedClaim: "the stale read reaches the claim (one manager's cache answers an older copy, the " +
+		"variant's re-read goes to the API server) and the variant claims over a Completed job, but the re-sent key " +
+		"charges again only when the provider forgot it, and then a Processing copy is looked up first (a job older " +
+		"than the key memory) and a Pending one is finished from the ledger by a guarded write (409): only a Pending " +
+		"copy with its finalizer, completed by the other manager while the ledger could not record it, then a day " +
+		"passing, charges twice, which 1000 histories did not draw",
 	teeth.RefundWithoutLookup: "the sandbox refuses a refund beyond what is left (amount_too_large), so the " +
 		"variant only turns RefundExceedsCharge-before-sending into a refusal after a claim; the oracle lacks the " +
 		"rule \"no refund is sent beyond what was left\"",
