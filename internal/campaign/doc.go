@@ -42,8 +42,9 @@ limitations under the License.
 // history on a fake clock cannot wait for; so a key the provider forgot
 // while no book held its outcome may be charged again by another object,
 // as docs/providers.md (Key retention) says, and the oracle allows it.
-// Not modelled yet: TTL expiry, namespace recycling, key scopes and an
-// etcd restore (issue 38).
+// In one history in three, books' PaymentProvider sends its keys under a
+// key scope (spec.keyScope), and the model's keys follow. Not modelled
+// yet: TTL expiry, namespace recycling and an etcd restore (issue 38).
 //
 // # The model
 //
