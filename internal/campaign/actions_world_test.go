@@ -46,28 +46,33 @@ const keyMemory = 24 * time.Hour
 // forgetKeys moves the clock past the provider's key memory and makes
 // both accounts forget their keys: a request under a key sent a day ago
 // is a new request. The keys no book of the operator holds (no ledger
-// entry, no finished object) are the model's forgotten ones.
+// entry, no finished object) are the model's forgotten ones; those only a
+// finished object holds, its unrecorded ones.
 func (c *campaign) forgetKeys(t *rapid.T) {
 	b, err := c.w.read(context.Background())
 	if err != nil {
 		t.Fatalf("cannot read the books: %v", err)
 	}
 	// The operator's books: the ledger, and the finished objects.
-	recorded := map[string]bool{}
+	recorded, finishedHold := map[string]bool{}, map[string]bool{}
 	for _, e := range b.ledger {
 		recorded[e.Key] = true
 	}
 	for i := range b.jobs {
 		if finished(b.jobs[i].Status.Phase) {
-			recorded[b.jobs[i].Status.IdempotencyKey] = true
+			finishedHold[b.jobs[i].Status.IdempotencyKey] = true
 		}
 	}
 	if c.m.forgotten == nil {
-		c.m.forgotten = map[string]bool{}
+		c.m.forgotten, c.m.unrecorded = map[string]bool{}, map[string]bool{}
 	}
 	for _, in := range b.intents {
-		if !recorded[in.IdempotencyKey] {
-			c.m.forgotten[in.IdempotencyKey] = true
+		switch key := in.IdempotencyKey; {
+		case recorded[key]:
+		case finishedHold[key]:
+			c.m.unrecorded[key] = true
+		default:
+			c.m.forgotten[key] = true
 		}
 	}
 	c.w.clock.Step(keyMemory + time.Minute)

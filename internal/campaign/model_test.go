@@ -106,6 +106,11 @@ type model struct {
 	// (Key retention) says (the campaign's providers never look a key up
 	// before a first charge).
 	forgotten map[string]bool
+	// unrecorded are the keys the provider forgot while only a finished
+	// object held their outcome (the ledger had not recorded it yet):
+	// another manifest sending the key is charged again, for a new object
+	// looks in the ledger only.
+	unrecorded map[string]bool
 }
 
 // manifestsSending are the job manifests that send key.

@@ -126,17 +126,18 @@ func (m *model) violations(b books) []string {
 }
 
 // providerViolations: at most one charge per key, whichever account it
-// reached (a key charged at both accounts is one payment made twice), but
-// for a key no book remembered once the provider forgot it, and at most
-// one per key and account for a key several manifests send (the
+// reached (a key charged at both accounts is one payment made twice), and
+// at most one per key and account for a key several manifests send (the
 // provider's memory is per account, and the ledger may record the first
-// outcome after the second manifest's first pass); each
+// outcome after the second manifest's first pass); but for a key no book
+// remembered once the provider forgot it (nor, for a key several
+// manifests send, the ledger: a new object looks there only). Each charge
 // for a request some manifest sending that key asked; at most one refund
 // per key; the refunds of a charge never beyond it.
 func (m *model) providerViolations(b books) []string {
 	var v []string
 	for key, n := range b.stats.ChargesByKey {
-		if n <= 1 || m.forgotten[key] {
+		if n <= 1 || m.forgotten[key] || m.unrecorded[key] && m.sharedKey(key) {
 			continue
 		}
 		if !m.sharedKey(key) {
