@@ -49,8 +49,8 @@ type action struct {
 	do     func(*rapid.T)
 }
 
-// The weights, out of 40. A pass of a controller (reconcile, twoManagers:
-// 11) is a third of the steps: every other action only sets the stage, and
+// The weights, out of 50. A pass of a controller (reconcile, twoManagers:
+// 15) is close to a third of the steps: every other action only sets the stage, and
 // with fewer passes histories end before anything reaches the provider.
 // Users create jobs and refunds (7) often enough that most histories hold
 // several objects sharing keys and charges. The faults that threaten
@@ -70,9 +70,15 @@ type action struct {
 // person resolving a stuck refund (1, right or wrong) is rarer than a
 // job's (2): refunds stall less often. A round of the refund watch (1)
 // follows a refund failed after it succeeded often enough to meet it.
+// The world's rarer days weigh 1 each, a step of each in every other history: the
+// provider forgetting its keys (a day passes: every key older than that is
+// new to it), its search lagging, the ledger's pages unavailable for a few
+// requests, a manager restarting while its ledger cannot load, a provider
+// pointed at the other account and back (a person's mistake, then its
+// repair), and a Secret's key rotated.
 func (c *campaign) actions() []action {
 	return []action{
-		{"reconcile", 8, c.reconcileOne},
+		{"reconcile", 12, c.reconcileOne},
 		{"twoManagers", 3, c.twoManagers},
 		{"createJob", 4, c.createJob},
 		{"createRefund", 2, c.createRefund},
@@ -93,6 +99,12 @@ func (c *campaign) actions() []action {
 		{"failRefund", 1, c.failRefund},
 		{"resolveRefund", 1, c.resolveRefund},
 		{"refundWatch", 1, c.refundWatch},
+		{"forgetKeys", 1, c.forgetKeys},
+		{"searchLag", 1, c.searchLag},
+		{"ledgerUnavailable", 1, c.ledgerUnavailable},
+		{"crashLedgerLoading", 1, c.crashLedgerLoading},
+		{"pointAtOtherAccount", 1, c.pointAtOtherAccount},
+		{"rotateSecret", 1, c.rotateSecret},
 	}
 }
 
@@ -131,6 +143,7 @@ func (c *campaign) createJob(t *rapid.T) {
 		// One job in four waits for approval.
 		suspend: rapid.IntRange(0, 3).Draw(t, "suspend") == 0,
 	}
+	j.scope = c.w.scopes[j.ns]
 	c.m.jobs = append(c.m.jobs, j)
 	t.Logf("create job %s/%s key=%q amount=%d suspend=%v (sends %s)", j.ns, j.name, j.key, j.amount, j.suspend, j.sentKey())
 	c.apply(t, j.object())
@@ -379,17 +392,19 @@ func (m *model) jobOf(ns, name string) jobManifest {
 	panic(fmt.Sprintf("no manifest of job %s/%s", ns, name))
 }
 
-// staleRead freezes an object for the managers' next read of it: the
-// read answers the object as it is now, after whatever later steps did,
-// as an informer cache that fell behind.
+// staleRead freezes an object for one manager's next cached read of it
+// (its pass's first read; writes and reads past the cache go to the API
+// server): the read answers the object as it is now, after whatever
+// later steps did, as an informer cache that fell behind.
 func (c *campaign) staleRead(t *rapid.T) {
 	r := c.pick(t, "")
 	obj := c.w.newObject(r.kind)
 	if err := c.w.store.Get(context.Background(), r.key, obj); err != nil {
 		t.Fatalf("cannot read %s: %v", r, err)
 	}
-	t.Logf("the managers' next read of %s answers it as it is now (resourceVersion %s)", r, obj.GetResourceVersion())
-	c.w.freeze(obj)
+	i := rapid.IntRange(0, len(c.w.managers)-1).Draw(t, "manager")
+	t.Logf("manager %d's next read of %s answers it as it is now (resourceVersion %s)", i, r, obj.GetResourceVersion())
+	c.w.freeze(i, obj)
 }
 
 // resolve is a person resolving a job by its annotation: charged= the

@@ -23,17 +23,28 @@ limitations under the License.
 //
 // One history has its own world (world_test.go): a controller-runtime fake
 // API server (status subresources, the engine's field indexes) holding the
-// PaymentProviders of two namespaces, the jobs and refunds, and the CRD
-// ledger's pages; the sandbox engine (pkg/sandbox) as the provider, through
-// its in-process payment.Provider; a fake clock that the sandbox and the
-// reconcilers share; and two managers, each the real engine.Reconciler of
-// both kinds (paymentjob.Kind, paymentrefund.Kind) wired as cmd/main.go
-// wires them, with its own claim holder, provider cache and ledger index
-// (ledger.New, started and loaded as the manager starts it). Every
-// manager's client goes through interceptor.Funcs, where the API server's
-// faults are injected. The providers never look a key up before a first
-// charge (lookup policy Never): that look is batched on the wall clock,
-// which a history on a fake clock cannot wait for.
+// PaymentProviders of two namespaces, their credentials Secrets, the jobs
+// and refunds, and the CRD ledger's pages; the sandbox engine (pkg/sandbox)
+// as the provider, with two accounts (two engines): a PaymentProvider's
+// credential names its account, and the provider cache's Build makes the
+// in-process payment.Provider of that account, as a real key reaches its
+// own; a fake clock that the sandbox and the reconcilers share; and two
+// managers, each the real engine.Reconciler of both kinds
+// (paymentjob.Kind, paymentrefund.Kind) wired as cmd/main.go wires them,
+// with its own claim holder, provider cache and ledger index (ledger.New,
+// started and loaded as the manager starts it). Every manager's clients go
+// through interceptor.Funcs, where the API server's faults are injected:
+// its cached client (whose reads a stale cache may answer) and its
+// APIReader (reads past the cache, and the ledger's page reads). Before
+// every pass the manager's ledger sees the pages' watch events (what other
+// managers wrote). The providers never look a key up before a first charge
+// (lookup policy Never): that look is batched on the wall clock, which a
+// history on a fake clock cannot wait for; so a key the provider forgot
+// while no book held its outcome may be charged again by another object,
+// as docs/providers.md (Key retention) says, and the oracle allows it.
+// In one history in three, books' PaymentProvider sends its keys under a
+// key scope (spec.keyScope), and the model's keys follow. Not modelled
+// yet: TTL expiry, namespace recycling and an etcd restore (issue 38).
 //
 // # The model
 //
@@ -52,12 +63,22 @@ limitations under the License.
 // the last of a charge); a prune and a GitOps re-sync from the same
 // manifest; a crash (a new manager: every in-memory state lost); a 409 on
 // the next write; an answer lost after the provider committed; a 429 or a
-// 500 before it committed; a stale read (the next read of an object
-// answers an older copy, as a lagging informer); a person's resolution,
-// right or wrong (charged= the key's charge, another charge, one that does
-// not exist; not-charged); a dashboard refund at the provider; the clock
-// moving. rapid's t.Repeat draws action names uniformly, so an action of
-// weight n is listed n times (name, name#2, ...).
+// 500 before it committed; a stale read (one manager's next cached read
+// of an object answers an older copy, as a lagging informer, while its
+// writes and reads past the cache reach the API server); a person's
+// resolution, right or wrong (charged= the key's charge, another charge,
+// one that does not exist; not-charged); a dashboard refund at the
+// provider; the clock moving. actions_world_test.go adds the world's rarer
+// days: a day passing and the provider forgetting its keys; its search
+// lagging; the ledger's pages unavailable (a 503 or a timeout) for the
+// next few reads and writes; a manager restarting while its ledger cannot
+// load (ErrNotLoaded for its next operations); a PaymentProvider pointed
+// at the other account and back, by its spec (secretKeyRef) or its
+// Secret; and a Secret's key rotated (same account). A Secret's change is
+// seen by every manager's provider cache at once, as the PaymentProvider
+// reconciler's watch refreshes it. rapid's t.Repeat draws action names
+// uniformly, so an action of weight n is listed n times (name, name#2,
+// ...).
 //
 // # The oracle
 //

@@ -49,6 +49,9 @@ type jobManifest struct {
 	amount int64
 	// suspend is spec.suspend: the job waits for a person's approval.
 	suspend bool
+	// scope is the key scope of its namespace's PaymentProvider
+	// (spec.keyScope), which the key it sends carries.
+	scope string
 }
 
 // sentKey is the key the job sends to the provider.
@@ -57,7 +60,7 @@ func (j jobManifest) sentKey() string {
 	if k == "" {
 		k = j.name
 	}
-	return payment.SentKey(j.ns, k)
+	return payment.ScopedKey(j.scope, j.ns, k)
 }
 
 // object is the PaymentJob of the manifest.
@@ -97,6 +100,20 @@ type model struct {
 	// behind is the rest of what was done at the provider behind the
 	// operator's back (actions_money_test.go).
 	behind behind
+	// keys counts the credentials written into Secrets after the first,
+	// to number them.
+	keys int
+	// forgotten are the keys the provider forgot while the ledger held no
+	// outcome under them: nothing remembers those payments, and another
+	// object sending the key again is charged again, as docs/providers.md
+	// (Key retention) says (the campaign's providers never look a key up
+	// before a first charge).
+	forgotten map[string]bool
+	// unrecorded are the keys the provider forgot while only a finished
+	// object held their outcome (the ledger had not recorded it yet):
+	// another manifest sending the key is charged again, for a new object
+	// looks in the ledger only.
+	unrecorded map[string]bool
 }
 
 // manifestsSending are the job manifests that send key.

@@ -247,6 +247,28 @@ type expected struct {
 // recorded as its own is no row of its own: the charge's row says it).
 func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map[string]string) (want []expected, allowed map[string]bool) {
 	allowed = map[string]bool{}
+	// A key charged at both accounts (a key several manifests send, the
+	// second sent after its PaymentProvider was pointed at the other
+	// account) or charged again after the provider forgot it (the
+	// safety rules accept both: docs/reliability.md) is a Duplicate the
+	// comparison reports rightly: it reads both accounts' books at once. Its row speaks for
+	// the key: a dispute or a dashboard refund of one of its charges is
+	// no row of its own.
+	at := map[string]map[string]bool{}
+	for id, in := range b.intents {
+		if in.Status != sandbox.StatusSucceeded {
+			continue
+		}
+		if at[in.IdempotencyKey] == nil {
+			at[in.IdempotencyKey] = map[string]bool{}
+		}
+		at[in.IdempotencyKey][b.accounts[id]] = true
+	}
+	for id, in := range b.intents {
+		if key := in.IdempotencyKey; len(at[key]) > 1 || m.forgotten[key] || m.unrecorded[key] {
+			allowed[id] = true
+		}
+	}
 	// The charges a record of the cluster names as moved: the comparison
 	// reads them as ours, whatever is in flight under their key.
 	completedJob := map[string]bool{}
@@ -277,23 +299,41 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 		return ok && (completedJob[charge] || (key != "" && !inFlight[key]))
 	}
 	for _, r := range b.refunds {
+		if allowed[r.PaymentIntent] {
+			// A refund of a charge whose key the Duplicate row speaks
+			// for may be reported on a row of its own, or not.
+			allowed[r.ID] = true
+			continue
+		}
 		if strings.HasPrefix(r.IdempotencyKey, "dashboard-") && r.Status != sandbox.RefundStatusFailed && ours(r.PaymentIntent) {
 			want = append(want, expected{reconcile.RefundedOutside, r.ID, "a dashboard refund of " + r.PaymentIntent})
 		}
 	}
+	// The charges of the cluster's own records, by key: an outside charge
+	// under a key the operator charged too (the provider had forgotten
+	// the key, or the job's PaymentProvider reached the other account) is
+	// a second charge under one key, reported as a Duplicate.
+	charged := map[string]bool{}
+	for id := range completedJob {
+		if in, ok := b.intents[id]; ok && in.Status == sandbox.StatusSucceeded {
+			charged[in.IdempotencyKey] = true
+		}
+	}
 	for id, key := range m.behind.outside {
 		switch {
-		case inFlight[key]:
+		case inFlight[key], allowed[id]:
 		case completedJob[id]:
 			// A person resolved a job as this charge: the cluster
 			// records it as the job's.
 			allowed[id] = true
+		case charged[key]:
+			want = append(want, expected{reconcile.Duplicate, id, "a second charge under " + key + " by another system"})
 		default:
 			want = append(want, expected{reconcile.UnknownToCluster, id, "a charge under " + key + " by another system"})
 		}
 	}
 	for charge, dispute := range disputed {
-		if completedJob[charge] {
+		if completedJob[charge] && !allowed[charge] {
 			want = append(want, expected{reconcile.Disputed, charge, "dispute " + dispute})
 		}
 	}

@@ -42,18 +42,26 @@ import (
 type books struct {
 	intents map[string]sandbox.Intent
 	refunds map[string]sandbox.Refund
-	stats   sandbox.Stats
-	jobs    []paymentsv1alpha1.PaymentJob
-	refs    []paymentsv1alpha1.PaymentRefund
-	ledger  []ledger.Entry
+	// accounts is the account of each intent; intents, refunds and stats
+	// are both accounts' (stats summed; charged counts each account's
+	// charges by key).
+	accounts map[string]string
+	charged  map[string]map[string]int
+	stats    sandbox.Stats
+	jobs     []paymentsv1alpha1.PaymentJob
+	refs     []paymentsv1alpha1.PaymentRefund
+	ledger   []ledger.Entry
 }
 
-// intents lists every PaymentIntent of the sandbox, page after page.
-func (w *world) intents() ([]sandbox.Intent, error) {
+// intents lists every PaymentIntent of the provider's first account.
+func (w *world) intents() ([]sandbox.Intent, error) { return allIntents(w.sbx) }
+
+// allIntents lists every PaymentIntent of e, page after page.
+func allIntents(e *sandbox.Engine) ([]sandbox.Intent, error) {
 	var all []sandbox.Intent
 	q := sandbox.ListQuery{Limit: sandbox.MaxListLimit}
 	for {
-		page, more, err := w.sbx.ListIntents(q)
+		page, more, err := e.ListIntents(q)
 		if err != nil {
 			return nil, err
 		}
@@ -65,18 +73,23 @@ func (w *world) intents() ([]sandbox.Intent, error) {
 	}
 }
 
-// read reads the three books.
+// read reads the three books, the provider's of both accounts.
 func (w *world) read(ctx context.Context) (books, error) {
-	b := books{intents: map[string]sandbox.Intent{}, refunds: map[string]sandbox.Refund{}, stats: w.sbx.Stats()}
-	intents, err := w.intents()
-	if err != nil {
-		return b, fmt.Errorf("cannot list the provider's charges: %w", err)
-	}
-	for _, in := range intents {
-		b.intents[in.ID] = in
-	}
-	for _, r := range w.sbx.ListRefunds("") {
-		b.refunds[r.ID] = r
+	b := books{intents: map[string]sandbox.Intent{}, refunds: map[string]sandbox.Refund{}, accounts: map[string]string{},
+		charged: map[string]map[string]int{}, stats: sumStats(w.sbx.Stats(), w.other.Stats())}
+	for _, e := range []*sandbox.Engine{w.sbx, w.other} {
+		b.charged[e.Account()] = e.Stats().ChargesByKey
+		intents, err := allIntents(e)
+		if err != nil {
+			return b, fmt.Errorf("cannot list the charges of %s: %w", e.Account(), err)
+		}
+		for _, in := range intents {
+			b.intents[in.ID] = in
+			b.accounts[in.ID] = e.Account()
+		}
+		for _, r := range e.ListRefunds("") {
+			b.refunds[r.ID] = r
+		}
 	}
 	var jobs paymentsv1alpha1.PaymentJobList
 	if err := w.store.List(ctx, &jobs); err != nil {
@@ -88,7 +101,7 @@ func (w *world) read(ctx context.Context) (books, error) {
 		return b, fmt.Errorf("cannot list refunds: %w", err)
 	}
 	b.refs = refs.Items
-	err = ledger.ReadAll(ctx, w.store, func(e ledger.Entry) error {
+	err := ledger.ReadAll(ctx, w.store, func(e ledger.Entry) error {
 		b.ledger = append(b.ledger, e)
 		return nil
 	})
@@ -114,14 +127,29 @@ func (m *model) violations(b books) []string {
 		m.sharedLedgerViolations(b), failedAfterSuccessViolations(b))
 }
 
-// providerViolations: at most one charge per key (one account), each for
-// a request some manifest sending that key asked; at most one refund per
-// key; the refunds of a charge never beyond it.
+// providerViolations: at most one charge per key, whichever account it
+// reached (a key charged at both accounts is one payment made twice), and
+// at most one per key and account for a key several manifests send (the
+// provider's memory is per account, and the ledger may record the first
+// outcome after the second manifest's first pass); but for a key no book
+// remembered once the provider forgot it (nor, for a key several
+// manifests send, the ledger: a new object looks there only). Each charge
+// for a request some manifest sending that key asked; at most one refund
+// per key; the refunds of a charge never beyond it.
 func (m *model) providerViolations(b books) []string {
 	var v []string
 	for key, n := range b.stats.ChargesByKey {
-		if n > 1 {
-			v = append(v, fmt.Sprintf("at-most-one-charge: key %s charged %d times at account %s", key, n, account))
+		if n <= 1 || m.forgotten[key] || m.unrecorded[key] && m.sharedKey(key) {
+			continue
+		}
+		if !m.sharedKey(key) {
+			v = append(v, fmt.Sprintf("at-most-one-charge: key %s charged %d times over the accounts", key, n))
+			continue
+		}
+		for acct, keys := range b.charged {
+			if keys[key] > 1 {
+				v = append(v, fmt.Sprintf("at-most-one-charge: key %s charged %d times at account %s", key, keys[key], acct))
+			}
 		}
 	}
 	for key, n := range b.stats.RefundsByKey {
@@ -155,13 +183,20 @@ func (m *model) providerViolations(b books) []string {
 }
 
 // jobViolations: a Completed job's charge is at the provider under its
-// own key and amount; a Failed job moved no money of its own.
+// own key, account and amount; a Failed job moved no money of its own;
+// but for a person's resolution the provider could not check.
 func (m *model) jobViolations(b books) []string {
 	var v []string
 	for i := range b.jobs {
 		j := &b.jobs[i]
 		name := "PaymentJob " + j.Namespace + "/" + j.Name
 		st := j.Status
+		if st.Resolution != nil && !st.Resolution.Verified {
+			// A person's word the provider could not check (its
+			// PaymentProvider reaches another account now): it stands,
+			// recorded as not verified (engine, providerSpeaks).
+			continue
+		}
 		switch st.Phase {
 		case paymentsv1alpha1.PhaseCompleted:
 			if st.ProviderResponse == nil {
@@ -175,6 +210,9 @@ func (m *model) jobViolations(b books) []string {
 			case in.Status != sandbox.StatusSucceeded || in.IdempotencyKey != st.IdempotencyKey || in.Amount != j.Spec.Amount:
 				v = append(v, fmt.Sprintf("completed-is-charged: %s (key %s, amount %d) is Completed as %s: %s, key %s, amount %d",
 					name, st.IdempotencyKey, j.Spec.Amount, in.ID, in.Status, in.IdempotencyKey, in.Amount))
+			case st.Provider != nil && st.Provider.Account != "" && st.Provider.Account != b.accounts[in.ID]:
+				v = append(v, fmt.Sprintf("completed-is-charged: %s, sent to account %s, is Completed as %s, a charge of account %s",
+					name, st.Provider.Account, in.ID, b.accounts[in.ID]))
 			}
 		case paymentsv1alpha1.PhaseFailed:
 			key := m.jobOf(j.Namespace, j.Name).sentKey()

@@ -116,6 +116,39 @@ func reconciled() step {
 	}}
 }
 
+func pruneJob(j jobManifest) step {
+	return step{"delete job " + j.ns + "/" + j.name, func(t *testing.T, c *campaign) {
+		if err := c.w.store.Delete(context.Background(), j.object()); err != nil {
+			t.Fatal(err)
+		}
+	}}
+}
+
+func gitopsResync() step {
+	return step{"gitops sync", func(t *testing.T, c *campaign) {
+		for _, j := range c.m.jobs {
+			if err := c.w.store.Get(context.Background(), objectKey(j.ns, j.name), j.object()); !isNotFound(err) {
+				continue
+			}
+			o := j.object()
+			o.UID, o.CreationTimestamp = c.w.uid(), metav1.NewTime(c.w.clock.Now())
+			if err := c.w.store.Create(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}}
+}
+
+// pointSecretAt writes a key of acct into namespace ns's credentials
+// Secret, which its PaymentProvider names.
+func pointSecretAt(ns, acct string) step {
+	return step{"secret of " + ns + " holds a key of " + acct, func(t *testing.T, c *campaign) {
+		if err := c.w.writeSecret(ns, secretName, credential(acct, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}}
+}
+
 var (
 	big   = jobManifest{ns: "books", name: "job-1", key: "order-1", amount: 2500}
 	small = jobManifest{ns: "books", name: "job-2", key: "order-1", amount: 500}
@@ -161,6 +194,20 @@ var corpus = []regression{{
 		reconcileJob(cheap, 0),
 		reconcileJob(cheap, 0),
 		reconciled(),
+	},
+}, {
+	name: "FinishedFromTheLedgerOfAnotherAccountAtTheSameEndpoint",
+	found: "TestCampaign (first run with the second account), invariant completed-is-charged: a job re-created " +
+		"after its PaymentProvider's Secret was pointed at another account, finished from the ledger entry made at the first",
+	steps: []step{
+		createJob(small),
+		reconcileJob(small, 0),
+		reconcileJob(small, 0),
+		pruneJob(small),
+		pointSecretAt(small.ns, otherAccount),
+		gitopsResync(),
+		reconcileJob(small, 0),
+		reconcileJob(small, 0),
 	},
 }}
 

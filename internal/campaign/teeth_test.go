@@ -81,11 +81,12 @@ func TestTeethAreFound(t *testing.T) {
 // yet (not found in 400 histories), and what it lacks to reach them: the
 // actions and oracle rules of issue 38 still to build.
 var notReachedYet = map[teeth.Variant]string{
-	teeth.UnguardedClaim: "a stale informer read of a Pending job another manager completed, with the provider " +
-		"having forgotten the key (the stale read action reads through the client the variant re-reads with, " +
-		"and the sandbox never forgets keys in process)",
-	teeth.LedgerErrorAsNotFound: "no action makes the ledger unavailable, and the provider never forgets keys",
-	teeth.NoAccountFence:        "no action points a PaymentProvider at another account (the campaign has one account)",
+	teeth.UnguardedClaim: "the stale read reaches the claim (one manager's cache answers an older copy, the " +
+		"variant's re-read goes to the API server) and the variant claims over a Completed job, but the re-sent key " +
+		"charges again only when the provider forgot it, and then a Processing copy is looked up first (a job older " +
+		"than the key memory) and a Pending one is finished from the ledger by a guarded write (409): only a Pending " +
+		"copy with its finalizer, completed by the other manager while the ledger could not record it, then a day " +
+		"passing, charges twice, which 1000 histories did not draw",
 }
 
 // hunted is what one hunt found.

@@ -61,8 +61,21 @@ import (
 const (
 	providerName = "pay"
 	account      = "acct_campaign"
+	// otherAccount is the second account at the provider, which a
+	// PaymentProvider's spec or Secret may be pointed at.
+	otherAccount = "acct_other"
 	endpoint     = "https://sandbox.campaign.invalid"
 	currency     = "usd"
+)
+
+// The credentials Secrets of every namespace: secretName holds a key of
+// account, otherSecretName one of otherAccount; the PaymentProvider names
+// one of them (spec.http.secretKeyRef), and a credential names its
+// account (credentialOf).
+const (
+	secretName      = "pay-credentials"
+	otherSecretName = "pay-other"
+	secretKey       = "apiKey"
 )
 
 // namespaces are the two tenants; a key sent from one never meets the
@@ -77,21 +90,31 @@ type world struct {
 	scheme *runtime.Scheme
 	// store is the fake API server; the campaign's own reads and the
 	// users' writes go here directly, never through a fault.
-	store  client.WithWatch
-	clock  *clocktesting.FakeClock
-	sbx    *sandbox.Engine
-	nextID atomic.Int64
+	store client.WithWatch
+	clock *clocktesting.FakeClock
+	// sbx is the provider's account; other is otherAccount, at the same
+	// provider (another sandbox engine).
+	sbx, other *sandbox.Engine
+	nextID     atomic.Int64
+	// scopes are the key scopes of the namespaces' PaymentProviders
+	// (spec.keyScope), drawn per history.
+	scopes map[string]string
 	// managers are the operator's processes; a crash replaces one.
 	managers [2]*manager
 	// conflictNext answers the next write of a payment object by any
 	// manager with a 409.
 	conflictNext atomic.Bool
+	// ledgerFaults answers the next n requests for PaymentLedger pages by
+	// any manager with a 503 or a timeout: the ledger unavailable.
+	ledgerFaults atomic.Int32
 	// restarts counts the managers started, to name their holders.
 	restarts int
-	// stale holds, by object, an older copy that the next read of it by a
-	// manager answers: an informer cache behind the API server.
+	// stale holds, by manager and object, an older copy that the
+	// manager's next cached read of it answers: its informer cache behind
+	// the API server. Writes and the reads past the cache (APIReader) go to
+	// the API server.
 	staleMu sync.Mutex
-	stale   map[types.NamespacedName]client.Object
+	stale   map[staleKey]client.Object
 	// logger receives the reconcilers' logs; discarded unless debugging.
 	logger logr.Logger
 	// refundsSent are the refund requests the managers sent
@@ -107,7 +130,19 @@ type manager struct {
 	jobs   *engine.Reconciler
 	refs   *engine.Reconciler
 	ledger *ledger.Ledger
-	stop   func()
+	// outcomes is the ledger as the reconcilers see it: a manager started
+	// while its ledger cannot load answers ErrNotLoaded for a while.
+	outcomes *loadingLedger
+	// providers is the manager's provider cache, which its PaymentProvider
+	// reconciler refreshes when a Secret changes.
+	providers *providercache.ProviderCache
+	stop      func()
+}
+
+// staleKey names an object as one manager's cache holds it.
+type staleKey struct {
+	holder string
+	key    types.NamespacedName
 }
 
 // newWorld builds the world of a history whose provider draws ids from
@@ -120,18 +155,26 @@ func newWorld(seed int64) (*world, error) {
 	if err := paymentsv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	w := &world{scheme: scheme, clock: clocktesting.NewFakeClock(start), logger: logr.Discard()}
+	w := &world{scheme: scheme, clock: clocktesting.NewFakeClock(start), logger: logr.Discard(), scopes: map[string]string{}}
+	if uint64(seed)%3 == 0 {
+		// One history in three: books' provider sends its keys under a
+		// key scope (two clusters sharing an account).
+		w.scopes["books"] = "eu"
+	}
 	w.sbx = sandbox.NewEngine(sandbox.WithAccount(account), sandbox.WithClock(w.clock.Now),
 		sandbox.WithRand(rand.New(rand.NewPCG(uint64(seed), 0))))
+	w.other = sandbox.NewEngine(sandbox.WithAccount(otherAccount), sandbox.WithClock(w.clock.Now),
+		sandbox.WithRand(rand.New(rand.NewPCG(uint64(seed), 1))))
 	b := fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}, &paymentsv1alpha1.PaymentRefund{},
 			&paymentsv1alpha1.PaymentProvider{})
 	for _, ix := range engine.FieldIndexes() {
 		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
 	}
-	objs := make([]client.Object, 0, len(namespaces))
+	objs := make([]client.Object, 0, 3*len(namespaces))
 	for _, ns := range namespaces {
-		objs = append(objs, newProvider(ns))
+		objs = append(objs, newProvider(ns, types.UID("pp-"+ns), w.scopes[ns]),
+			newSecret(ns, secretName, credential(account, 1)), newSecret(ns, otherSecretName, credential(otherAccount, 1)))
 	}
 	w.store = b.WithObjects(objs...).Build()
 	for i := range w.managers {
@@ -154,14 +197,17 @@ func (w *world) close() {
 }
 
 // newProvider is the PaymentProvider of namespace ns: Ready, with the
-// endpoints refunds need, already guarded by its in-use finalizer, and
-// never looking a key up before a first charge.
-func newProvider(ns string) *paymentsv1alpha1.PaymentProvider {
+// endpoints refunds need, its credentials in secretName (account), its
+// keys under scope, already guarded by its in-use finalizer, and never
+// looking a key up before a first charge.
+func newProvider(ns string, uid types.UID, scope string) *paymentsv1alpha1.PaymentProvider {
 	return &paymentsv1alpha1.PaymentProvider{
-		ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns, UID: types.UID("pp-" + ns), Generation: 1,
+		ObjectMeta: metav1.ObjectMeta{Name: providerName, Namespace: ns, UID: uid, Generation: 1,
 			Finalizers: []string{paymentsv1alpha1.ProviderFinalizer}},
 		Spec: paymentsv1alpha1.PaymentProviderSpec{HTTP: &paymentsv1alpha1.HTTPProvider{
-			URL: endpoint + "/charges", RefundURL: endpoint + "/refunds", LookupURL: endpoint + "/lookup"},
+			URL: endpoint + "/charges", RefundURL: endpoint + "/refunds", LookupURL: endpoint + "/lookup",
+			SecretKeyRef: &paymentsv1alpha1.SecretKeyReference{Name: secretName, Key: secretKey}},
+			KeyScope: scope,
 			// The look before a first charge is batched on the wall
 			// clock (providercache.LookupBatcher), which a history on a
 			// fake clock cannot wait for: the campaign does not reach it.
@@ -178,8 +224,11 @@ func newProvider(ns string) *paymentsv1alpha1.PaymentProvider {
 func (w *world) startManager() (*manager, error) {
 	w.restarts++
 	m := &manager{holder: fmt.Sprintf("manager-%d/%04d", w.restarts, w.restarts)}
-	c := interceptor.NewClient(w.store, w.faults())
-	m.ledger = ledger.New(c, w.store, ledger.Options{Clock: w.clock})
+	// c is the manager's cached client; api reads past its cache.
+	c := interceptor.NewClient(w.store, w.faults(m.holder))
+	api := interceptor.NewClient(w.store, w.faults(""))
+	m.ledger = ledger.New(c, api, ledger.Options{Clock: w.clock})
+	m.outcomes = &loadingLedger{Ledger: m.ledger}
 	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), logr.Discard()))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = m.ledger.Start(ctx) })
@@ -191,19 +240,25 @@ func (w *world) startManager() (*manager, error) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	provider := w.watched(sandbox.NewProvider(w.sbx))
 	providers := &providercache.ProviderCache{
 		SecretReader: w.store,
 		Clock:        w.clock,
-		Build: func(paymentsv1alpha1.PaymentProviderSpec, string) (payment.Provider, error) {
-			return provider, nil
+		// The provider of the account the credential names, as a real
+		// key reaches its own account.
+		Build: func(_ paymentsv1alpha1.PaymentProviderSpec, cred string) (payment.Provider, error) {
+			e := w.engineOf(accountOf(cred))
+			if e == nil {
+				return nil, fmt.Errorf("no account for the credential of %q", accountOf(cred))
+			}
+			return w.watched(sandbox.NewProvider(e)), nil
 		},
 	}
+	m.providers = providers
 	reconciler := func(k engine.Kind) *engine.Reconciler {
 		return &engine.Reconciler{
 			Kind:            k,
 			Client:          c,
-			APIReader:       c,
+			APIReader:       api,
 			Recorder:        &events.FakeRecorder{},
 			Providers:       providers,
 			Clock:           w.clock,
@@ -212,7 +267,7 @@ func (w *world) startManager() (*manager, error) {
 			ProviderTimeout: engine.DefaultProviderTimeout,
 			Backoff:         engine.Backoff{Initial: time.Second, Max: 5 * time.Minute},
 			KeyRetention:    engine.DefaultKeyRetention,
-			Ledger:          m.ledger,
+			Ledger:          m.outcomes,
 		}
 	}
 	m.jobs, m.refs = reconciler(paymentjob.Kind()), reconciler(paymentrefund.Kind())
@@ -238,10 +293,16 @@ func errConflict(obj client.Object) error {
 		obj.GetName(), errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 }
 
-// faults are the API server's faults the campaign switches on: a 409 on
-// the next write of a PaymentJob or PaymentRefund.
-func (w *world) faults() interceptor.Funcs {
+// faults are the API server's faults the campaign switches on, for the
+// client of the manager holder ("" for a client that reads past the
+// cache): a 409 on the next write of a PaymentJob or PaymentRefund, the
+// stale copy a manager's cache answers, and the ledger's pages
+// unavailable.
+func (w *world) faults(holder string) interceptor.Funcs {
 	conflict := func(obj client.Object) error {
+		if err := w.ledgerFault(obj); err != nil {
+			return err
+		}
 		switch obj.(type) {
 		case *paymentsv1alpha1.PaymentJob, *paymentsv1alpha1.PaymentRefund:
 			if w.conflictNext.CompareAndSwap(true, false) {
@@ -252,11 +313,20 @@ func (w *world) faults() interceptor.Funcs {
 	}
 	return interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if old := w.takeStale(key, obj); old != nil {
+			if err := w.ledgerFault(obj); err != nil {
+				return err
+			}
+			if old := w.takeStale(holder, key, obj); old != nil {
 				reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(old.DeepCopyObject()).Elem())
 				return nil
 			}
 			return c.Get(ctx, key, obj, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := w.ledgerFault(obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			if err := conflict(obj); err != nil {
@@ -285,37 +355,50 @@ func (w *world) faults() interceptor.Funcs {
 	}
 }
 
-// takeStale returns, once, the older copy of key that the next read of
-// obj's type answers, or nil.
-func (w *world) takeStale(key client.ObjectKey, obj client.Object) client.Object {
+// takeStale returns, once, the older copy of key that the next cached
+// read of obj's type by holder answers, or nil.
+func (w *world) takeStale(holder string, key client.ObjectKey, obj client.Object) client.Object {
+	if holder == "" {
+		return nil
+	}
 	w.staleMu.Lock()
 	defer w.staleMu.Unlock()
-	old, ok := w.stale[key]
+	k := staleKey{holder, key}
+	old, ok := w.stale[k]
 	if !ok || reflect.TypeOf(old) != reflect.TypeOf(obj) {
 		return nil
 	}
-	delete(w.stale, key)
+	delete(w.stale, k)
 	return old
 }
 
-// freeze makes the next read of obj by a manager answer obj as it is now.
-func (w *world) freeze(obj client.Object) {
+// freeze makes the next cached read of obj by manager i answer obj as
+// it is now.
+func (w *world) freeze(i int, obj client.Object) {
 	w.staleMu.Lock()
 	defer w.staleMu.Unlock()
 	if w.stale == nil {
-		w.stale = map[types.NamespacedName]client.Object{}
+		w.stale = map[staleKey]client.Object{}
 	}
-	w.stale[client.ObjectKeyFromObject(obj)] = obj
+	w.stale[staleKey{w.managers[i].holder, client.ObjectKeyFromObject(obj)}] = obj
 }
 
-// faultsOff switches every fault off: the API server's and the provider's.
+// faultsOff switches every fault off: the API server's, the ledger's and
+// the provider's (search lag included; forgotten keys stay forgotten).
 func (w *world) faultsOff() {
 	w.conflictNext.Store(false)
+	w.ledgerFaults.Store(0)
 	w.staleMu.Lock()
 	w.stale = nil
 	w.staleMu.Unlock()
-	for _, k := range []sandbox.FaultKind{sandbox.FaultBeforeCommit, sandbox.FaultAfterCommit, sandbox.FaultRateLimit} {
-		w.sbx.FailNextAny(k, 0)
+	for _, m := range w.managers {
+		m.outcomes.loading.Store(0)
+	}
+	for _, e := range []*sandbox.Engine{w.sbx, w.other} {
+		for _, k := range []sandbox.FaultKind{sandbox.FaultBeforeCommit, sandbox.FaultAfterCommit, sandbox.FaultRateLimit} {
+			e.FailNextAny(k, 0)
+		}
+		e.SetSearchLag(0)
 	}
 }
 
@@ -332,8 +415,23 @@ func (w *world) reconcile(m *manager, kind string, key types.NamespacedName) (re
 			err = fmt.Errorf("%w: %v", errPanic, v)
 		}
 	}()
+	w.watchPages(m)
 	ctx := log.IntoContext(context.Background(), w.logger)
 	return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+}
+
+// watchPages delivers to m's ledger the watch events of the ledger's
+// pages that the API server holds now (ledger.WatchPages' informer, up to
+// date before every pass): a page another manager wrote is read again
+// before m's next Find.
+func (w *world) watchPages(m *manager) {
+	var pages paymentsv1alpha1.PaymentLedgerList
+	if err := w.store.List(context.Background(), &pages); err != nil {
+		return
+	}
+	for i := range pages.Items {
+		m.ledger.Observe(pages.Items[i].Name, pages.Items[i].ResourceVersion)
+	}
 }
 
 // errPanic marks a reconcile pass that panicked.

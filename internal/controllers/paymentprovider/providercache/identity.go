@@ -82,8 +82,10 @@ func SameProvider(recorded, current paymentsv1alpha1.ProviderIdentity, accountsO
 // SameProvider it does not compare the PaymentProvider object, which the
 // ledger outlives (a namespace re-created from Git has new objects): only
 // where the money moved, the account and its mode for providers that name
-// one, the endpoint for the others. An entry recorded before modes were
-// recorded matches either mode.
+// one, the endpoint for the others, and both for an HTTP provider that
+// names its account (one endpoint may serve several accounts, each key
+// reaching its own). An entry recorded before modes or accounts were
+// recorded matches either.
 func SameBooks(recorded, current paymentsv1alpha1.ProviderIdentity, accountsOnly bool) (bool, string) {
 	switch {
 	case accountsOnly && recorded.Account != "":
@@ -92,6 +94,8 @@ func SameBooks(recorded, current paymentsv1alpha1.ProviderIdentity, accountsOnly
 		}
 	case recorded.Endpoint != current.Endpoint:
 		return false, fmt.Sprintf("the endpoint changed from %q to %q", recorded.Endpoint, current.Endpoint)
+	case !accountsOnly && recorded.Account != "" && recorded.Account != current.Account:
+		return false, fmt.Sprintf("the account changed from %q to %q", recorded.Account, current.Account)
 	}
 	if recorded.Mode != "" && recorded.Mode != current.Mode {
 		return false, fmt.Sprintf("the mode changed from %s to %s", recorded.Mode, describeMode(current.Mode))
