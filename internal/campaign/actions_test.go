@@ -355,16 +355,6 @@ func (c *campaign) pickUnfinished(t *rapid.T, kind string) ref {
 	return rapid.SampledFrom(of).Draw(t, "object")
 }
 
-// jobOf is the manifest of the job ns/name.
-func (m *model) jobOf(ns, name string) jobManifest {
-	for _, j := range m.jobs {
-		if j.ns == ns && j.name == name {
-			return j
-		}
-	}
-	panic(fmt.Sprintf("no manifest of job %s/%s", ns, name))
-}
-
 // staleRead freezes an object for the managers' next read of it: the
 // read answers the object as it is now, after whatever later steps did,
 // as an informer cache that fell behind.

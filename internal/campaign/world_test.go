@@ -57,14 +57,6 @@ import (
 // the managers (reconcilers of both kinds and their ledger) that work on
 // them. Nothing listens on the network.
 
-// The names of the world.
-const (
-	providerName = "pay"
-	account      = "acct_campaign"
-	endpoint     = "https://sandbox.campaign.invalid"
-	currency     = "usd"
-)
-
 // namespaces are the two tenants; a key sent from one never meets the
 // other's (payment.SentKey prefixes the namespace).
 var namespaces = []string{"shop", "books"}
