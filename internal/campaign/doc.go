@@ -17,7 +17,11 @@ limitations under the License.
 // Package campaign is the in-process campaign: a property-based state
 // machine (pgregory.net/rapid) that generates histories of what users and
 // the world do, runs the operator's real engine on them, and checks the
-// three books after every step. It holds tests only.
+// three books after every step. Its non-test files are the model's
+// manifests (model.go) and the oracle's checks (oracle.go), with a facade
+// (facade.go) through which the process campaign (test/e2e, make campaign)
+// applies the same manifests and checks the same invariants; the world,
+// the actions and the reads of the books are tests.
 //
 // # The world
 //
@@ -37,7 +41,7 @@ limitations under the License.
 //
 // # The model
 //
-// The model (model_test.go) is every manifest a user applied, kept after a
+// The model (model.go) is every manifest a user applied, kept after a
 // prune as Git keeps it: for each job its namespace, name, key and amount,
 // and so the key it sends and which manifests share a key (the outcome of
 // a shared key is not each job's own); for each refund its job and amount.
@@ -70,7 +74,7 @@ limitations under the License.
 // every Completed refund's refund under its own key, charge and amount;
 // nothing Failed that moved money of its own; every ledger key recorded
 // once, and the ledger's outcome of every finished object whose key is its
-// own equal to the object's. At the end of a history every fault is off,
+// own equal to the object's (oracle.go). At the end of a history every fault is off,
 // Git converges, and time moves five minutes before each round of passes
 // over every object until three rounds change nothing (a Stalled object's
 // retries at the longest backoff are no change); then every object must be
