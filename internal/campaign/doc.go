@@ -91,6 +91,10 @@ limitations under the License.
 //	go test ./internal/campaign -run TestCampaign -rapid.checks=5000 -rapid.steps=100
 //	go test ./internal/campaign -run TestCampaign -rapid.seed=N
 //
+// or, bounded by time (CAMPAIGN_DURATION), make campaign-inprocess
+// DURATION=1h, and make campaign DURATION=1h for the process campaign
+// (test/e2e TestProcessCampaign); SEED=N replays a seed.
+//
 // A history with both managers at once may not replay from its seed (the
 // scheduler interleaves them anew); such a history goes to the regression
 // corpus (regression_test.go) as its exact steps, replayed by
