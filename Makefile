@@ -110,10 +110,27 @@ test-installer: build-installer build-plugin ## Render dist/install.yaml and che
 		go test -count=1 -v ./test/manifests/...
 
 .PHONY: test-e2e
-test-e2e: envtest-assets build build-previous-manager ## Chaos suite: real manager and sandbox processes, kill -9, split brain, faults, API server restart, an upgrade and a rollback with claims in flight, the ledger on PostgreSQL (needs Debian's postgresql-15).
+test-e2e: envtest-assets build build-previous-manager ## Chaos suite: real manager and sandbox processes, kill -9, split brain, faults, API server restart, an upgrade and a rollback with claims in flight, the ledger on PostgreSQL (needs Debian's postgresql-15), and two minutes of the process campaign.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BIN="$(LOCALBIN)/manager" SANDBOX_BIN="$(LOCALBIN)/sandbox" \
 		PREVIOUS_MANAGER_BIN="$(LOCALBIN)/manager-previous" \
 		go test -tags e2e -count=1 -v -timeout 30m ./test/e2e/...
+
+# DURATION bounds make campaign and make campaign-inprocess (a Go duration);
+# SEED, when set, replays the one history of that seed (-rapid.seed, printed on
+# a failure) and no other.
+DURATION ?= 10m
+SEED ?=
+CAMPAIGN_SEED_FLAG = $(if $(SEED),-rapid.seed=$(SEED) -rapid.checks=1,)
+
+.PHONY: campaign
+campaign: envtest-assets build ## Process campaign for DURATION (default 10m): histories of users' actions, kill -9 of two managers without leader election and sandbox faults over real processes, the books checked after every step; SEED= replays one.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BIN="$(LOCALBIN)/manager" SANDBOX_BIN="$(LOCALBIN)/sandbox" \
+		CAMPAIGN_DURATION="$(DURATION)" \
+		go test -tags e2e -count=1 -v -timeout 0 -run '^TestProcessCampaign$$' ./test/e2e/ -args $(CAMPAIGN_SEED_FLAG)
+
+.PHONY: campaign-inprocess
+campaign-inprocess: ## In-process campaign (internal/campaign TestCampaign) for DURATION (default 10m) instead of its CI budget; SEED= replays one.
+	CAMPAIGN_DURATION="$(DURATION)" go test -count=1 -v -timeout 0 -run '^TestCampaign$$' ./internal/campaign/ -args $(CAMPAIGN_SEED_FLAG)
 
 .PHONY: build-previous-manager
 build-previous-manager: ## Build the manager of the previous release (the commit in hack/upgrade-from) into bin/manager-previous.

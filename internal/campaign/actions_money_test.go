@@ -37,28 +37,6 @@ import (
 // provider's books where they differ from what the operator did, and are
 // what the reconciliation must report (oracle_reconcile_test.go).
 
-// behind is what people and systems other than the operator did at the
-// provider in one history.
-type behind struct {
-	// outside maps the id of each charge someone else made under one of
-	// our keys to that key.
-	outside map[string]string
-	// disputes maps each dispute's id to the charge it disputes.
-	disputes map[string]string
-	// failed are the refunds the provider failed after they succeeded.
-	failed map[string]bool
-}
-
-// chargedOutside reports whether someone else charged key.
-func (b *behind) chargedOutside(key string) bool {
-	for _, k := range b.outside {
-		if k == key {
-			return true
-		}
-	}
-	return false
-}
-
 // outsideKeyDescription is the description of a charge made outside: not
 // the operator's ("campaign"), so that its request is never the
 // operator's, and a job sending the key is refused as a key reused.

@@ -135,14 +135,9 @@ func (c *campaign) repeatMap() map[string]func(*rapid.T) {
 // amount from a small set (so that colliding keys ask for the same request
 // as often as for another).
 func (c *campaign) createJob(t *rapid.T) {
-	j := jobManifest{
-		ns:     rapid.SampledFrom(namespaces).Draw(t, "namespace"),
-		name:   fmt.Sprintf("job-%d", len(c.m.jobs)),
-		key:    rapid.SampledFrom([]string{"", "order-1", "order-2"}).Draw(t, "key"),
-		amount: rapid.SampledFrom([]int64{500, 1000, 2500}).Draw(t, "amount"),
-		// One job in four waits for approval.
-		suspend: rapid.IntRange(0, 3).Draw(t, "suspend") == 0,
-	}
+	// One job in four waits for approval (DrawJob, which the process
+	// campaign draws with too).
+	j := DrawJob(t, namespaces, fmt.Sprintf("job-%d", len(c.m.jobs))).internal()
 	j.scope = c.w.scopes[j.ns]
 	c.m.jobs = append(c.m.jobs, j)
 	t.Logf("create job %s/%s key=%q amount=%d suspend=%v (sends %s)", j.ns, j.name, j.key, j.amount, j.suspend, j.sentKey())
@@ -168,13 +163,7 @@ func (c *campaign) createRefund(t *rapid.T) {
 		t.Skip("no job to refund")
 	}
 	j := rapid.SampledFrom(c.m.jobs).Draw(t, "job")
-	var amount *int64
-	switch how := rapid.SampledFrom([]string{"partial", "full", "all-of-it-again"}).Draw(t, "how"); how {
-	case "partial":
-		amount = ptr.To(rapid.Int64Range(1, j.amount-1).Draw(t, "partial"))
-	case "all-of-it-again":
-		amount = ptr.To(j.amount)
-	}
+	amount, _ := DrawRefundAmount(t, j.amount)
 	c.refund(t, j, amount)
 }
 
@@ -380,16 +369,6 @@ func (c *campaign) pickUnfinished(t *rapid.T, kind string) ref {
 		t.Skip("no unfinished object to act on")
 	}
 	return rapid.SampledFrom(of).Draw(t, "object")
-}
-
-// jobOf is the manifest of the job ns/name.
-func (m *model) jobOf(ns, name string) jobManifest {
-	for _, j := range m.jobs {
-		if j.ns == ns && j.name == name {
-			return j
-		}
-	}
-	panic(fmt.Sprintf("no manifest of job %s/%s", ns, name))
 }
 
 // staleRead freezes an object for one manager's next cached read of it

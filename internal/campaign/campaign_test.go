@@ -20,6 +20,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,8 @@ const (
 	defaultChecks = 100
 	raceChecks    = 60
 	defaultSteps  = 40
+	// durationChecks bounds the histories of a run bounded by time.
+	durationChecks = 1000000
 )
 
 // Quiescence: at the end of a history every fault is off and the clock
@@ -55,15 +58,33 @@ const (
 // after every step and once the world is quiet. On a failure rapid prints
 // the seed and the shrunk history (the t.Logf lines of each action);
 // -rapid.seed=N replays it.
+//
+// CAMPAIGN_DURATION (a Go duration, make campaign-inprocess) bounds the run
+// by time instead: histories run until it has passed (up to
+// durationChecks), and those drawn after it return at once, unless rapid
+// is shrinking a failure.
 func TestCampaign(t *testing.T) {
 	checks := defaultChecks
 	if raceDetector {
 		checks = raceChecks
 	}
+	var deadline time.Time
+	if v := os.Getenv("CAMPAIGN_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("CAMPAIGN_DURATION: %v", err)
+		}
+		deadline, checks = time.Now().Add(d), durationChecks
+	}
 	setDefault(t, "rapid.checks", checks)
 	setDefault(t, "rapid.steps", defaultSteps)
 	var tally tally
-	rapid.Check(t, func(rt *rapid.T) { history(rt, &tally) })
+	rapid.Check(t, func(rt *rapid.T) {
+		if !deadline.IsZero() && time.Now().After(deadline) && tally.firstFailed == 0 {
+			return
+		}
+		history(rt, &tally)
+	})
 	t.Logf("%d histories, %d actions (%d skipped), %d quiescence passes; at the end: %v",
 		tally.histories, tally.steps, tally.skipped, tally.passes, tally.outcomes)
 }

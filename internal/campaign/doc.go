@@ -17,7 +17,11 @@ limitations under the License.
 // Package campaign is the in-process campaign: a property-based state
 // machine (pgregory.net/rapid) that generates histories of what users and
 // the world do, runs the operator's real engine on them, and checks the
-// three books after every step. It holds tests only.
+// three books after every step. Its non-test files are the model's
+// manifests (model.go) and the oracle's checks (oracle.go), with a facade
+// (facade.go) through which the process campaign (test/e2e, make campaign)
+// applies the same manifests and checks the same invariants; the world,
+// the actions and the reads of the books are tests.
 //
 // # The world
 //
@@ -48,7 +52,7 @@ limitations under the License.
 //
 // # The model
 //
-// The model (model_test.go) is every manifest a user applied, kept after a
+// The model (model.go) is every manifest a user applied, kept after a
 // prune as Git keeps it: for each job its namespace, name, key and amount,
 // and so the key it sends and which manifests share a key (the outcome of
 // a shared key is not each job's own); for each refund its job and amount.
@@ -123,6 +127,10 @@ limitations under the License.
 //
 //	go test ./internal/campaign -run TestCampaign -rapid.checks=5000 -rapid.steps=100
 //	go test ./internal/campaign -run TestCampaign -rapid.seed=N
+//
+// or, bounded by time (CAMPAIGN_DURATION), make campaign-inprocess
+// DURATION=1h, and make campaign DURATION=1h for the process campaign
+// (test/e2e TestProcessCampaign); SEED=N replays a seed.
 //
 // A history with both managers at once may not replay from its seed (the
 // scheduler interleaves them anew); such a history goes to the regression

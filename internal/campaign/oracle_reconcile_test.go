@@ -269,6 +269,28 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 			allowed[id] = true
 		}
 	}
+	// A person's resolution the provider could not check (its
+	// PaymentProvider reached another account then) stands, recorded as
+	// not verified; one naming a charge no account holds, or not-charged,
+	// is what a reconciliation is for: whatever it reports on the key
+	// (missing at the provider, another manifest's charge of another
+	// amount, money moved under a refused key) is the person's word
+	// against the books.
+	for i := range b.refs {
+		if r := b.refs[i].Status.Resolution; r != nil && !r.Verified {
+			allowed["key:"+b.refs[i].Status.IdempotencyKey] = true
+			allowed[responseID(b.refs[i].Status.ProviderResponse)] = true
+		}
+	}
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		id := responseID(j.Status.ProviderResponse)
+		if r := j.Status.Resolution; r != nil && !r.Verified {
+			if _, held := b.intents[id]; !held || j.Status.Phase == paymentsv1alpha1.PhaseFailed {
+				allowed["key:"+j.Status.IdempotencyKey] = true
+			}
+		}
+	}
 	// The charges a record of the cluster names as moved: the comparison
 	// reads them as ours, whatever is in flight under their key.
 	completedJob := map[string]bool{}
@@ -321,7 +343,7 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 	}
 	for id, key := range m.behind.outside {
 		switch {
-		case inFlight[key], allowed[id]:
+		case inFlight[key], allowed[id], allowed["key:"+key]:
 		case completedJob[id]:
 			// A person resolved a job as this charge: the cluster
 			// records it as the job's.
@@ -333,7 +355,7 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 		}
 	}
 	for charge, dispute := range disputed {
-		if completedJob[charge] && !allowed[charge] {
+		if completedJob[charge] && !allowed[charge] && !allowed["key:"+b.intents[charge].IdempotencyKey] {
 			want = append(want, expected{reconcile.Disputed, charge, "dispute " + dispute})
 		}
 	}
@@ -362,7 +384,7 @@ func (m *model) reconciliationViolations(b books, inFlight map[string]bool, disp
 				explained = true
 			}
 		}
-		if !explained && !slices.ContainsFunc(f.ProviderIDs, func(id string) bool { return allowed[id] }) {
+		if !explained && !allowed["key:"+f.Key] && !slices.ContainsFunc(f.ProviderIDs, func(id string) bool { return allowed[id] }) {
 			v = append(v, fmt.Sprintf("reconciliation-justified: %s %s %s (cluster %q, provider %v): %s; advises: %s",
 				f.Category, f.Kind, f.Key, f.ClusterID, f.ProviderIDs, f.Detail, f.Action))
 		}

@@ -57,17 +57,6 @@ import (
 // the managers (reconcilers of both kinds and their ledger) that work on
 // them. Nothing listens on the network.
 
-// The names of the world.
-const (
-	providerName = "pay"
-	account      = "acct_campaign"
-	// otherAccount is the second account at the provider, which a
-	// PaymentProvider's spec or Secret may be pointed at.
-	otherAccount = "acct_other"
-	endpoint     = "https://sandbox.campaign.invalid"
-	currency     = "usd"
-)
-
 // The credentials Secrets of every namespace: secretName holds a key of
 // account, otherSecretName one of otherAccount; the PaymentProvider names
 // one of them (spec.http.secretKeyRef), and a credential names its

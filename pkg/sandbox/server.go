@@ -71,6 +71,8 @@ type ServerOptions struct {
 //	GET  /http/list                       a page of the charges or refunds of a window (kind, createdFrom,
 //	                                      createdTo, limit, after), newest first
 //	GET  /_sandbox/stats                  the Engine's Stats and account, without auth
+//	GET  /_sandbox/books                  every intent and refund with its idempotency key, and the Stats, read
+//	                                      at one moment (Engine.Books, its Go field names), without auth
 //	GET  /_sandbox/faults                 the random faults, without auth
 //	PUT  /_sandbox/faults                 replace the random faults, without auth
 //	POST /_sandbox/forget-keys            forget every decided key (Engine.ForgetKeys), without auth
@@ -114,6 +116,7 @@ func NewServer(e *Engine, opts ServerOptions) http.Handler {
 	mux.Handle("/http/refunds", methods{http.MethodPost: s.createContractRefund})
 	mux.Handle("/http/list", methods{http.MethodGet: s.listContract})
 	mux.Handle("/_sandbox/stats", methods{http.MethodGet: s.getStats})
+	mux.Handle("/_sandbox/books", methods{http.MethodGet: s.getBooks})
 	mux.Handle("/_sandbox/faults", methods{http.MethodGet: s.getFaults, http.MethodPut: s.putFaults})
 	mux.Handle("/_sandbox/forget-keys", methods{http.MethodPost: s.forgetKeys})
 	mux.Handle("/_sandbox/lookup", methods{http.MethodGet: s.getLookup, http.MethodPut: s.putLookup})

@@ -30,6 +30,7 @@ import (
 // decodes its JSON body into (nil: no body).
 var switchBodies = map[string]any{
 	"/_sandbox/stats":                nil,
+	"/_sandbox/books":                nil,
 	"/_sandbox/faults":               faultsBody{},
 	"/_sandbox/forget-keys":          nil,
 	"/_sandbox/lookup":               lookupBody{},

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // APIKey authenticates the client's own reads of the /v1 routes; the
@@ -151,6 +152,28 @@ func (s *Sandbox) IntentsFor(ctx context.Context, key string) ([]Intent, error) 
 		return nil, fmt.Errorf("more than %d intents for key %s", maxIntents, key)
 	}
 	return page.Data, nil
+}
+
+// Books reads the sandbox's whole books at one moment (GET
+// /_sandbox/books): every intent and refund with its idempotency key, and
+// the counters.
+func (s *Sandbox) Books(ctx context.Context) (sandbox.Books, error) {
+	var b sandbox.Books
+	if err := s.do(ctx, http.MethodGet, "/_sandbox/books", nil, &b); err != nil {
+		return b, fmt.Errorf("cannot read the sandbox's books: %w", err)
+	}
+	return b, nil
+}
+
+// SetFaults replaces the sandbox's random faults (PUT /_sandbox/faults):
+// the chance of an error before and after it commits and of a 429, each
+// in [0, 1]; every other fault, latency included, is zero.
+func (s *Sandbox) SetFaults(ctx context.Context, beforeCommit, afterCommit, rateLimit float64) error {
+	body := map[string]float64{"errorBeforeCommit": beforeCommit, "errorAfterCommit": afterCommit, "rateLimit": rateLimit}
+	if err := s.do(ctx, http.MethodPut, "/_sandbox/faults", body, nil); err != nil {
+		return fmt.Errorf("cannot set the sandbox's faults: %w", err)
+	}
+	return nil
 }
 
 // ForgetKeys makes the sandbox forget every decided idempotency key, as
