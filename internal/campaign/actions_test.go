@@ -24,6 +24,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,9 @@ type campaign struct {
 	w     *world
 	m     *model
 	tally *tally
+	// outcomes are the finished outcomes seen so far, by object UID: an
+	// outcome, once written, is final (oracle_final_test.go).
+	outcomes map[types.UID]outcome
 }
 
 // action is one thing a user or the world can do, and how often.

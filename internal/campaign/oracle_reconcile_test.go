@@ -271,11 +271,10 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 	}
 	// A person's resolution the provider could not check (its
 	// PaymentProvider reached another account then) stands, recorded as
-	// not verified; one naming a charge no account holds, or not-charged,
-	// is what a reconciliation is for: whatever it reports on the key
-	// (missing at the provider, another manifest's charge of another
-	// amount, money moved under a refused key) is the person's word
-	// against the books.
+	// not verified; that is what a reconciliation is for: whatever it
+	// reports on the key or the charge named (missing at the provider,
+	// another manifest's charge of another amount, money moved under a
+	// refused key) is the person's word against the books.
 	for i := range b.refs {
 		if r := b.refs[i].Status.Resolution; r != nil && !r.Verified {
 			allowed["key:"+b.refs[i].Status.IdempotencyKey] = true
@@ -286,9 +285,7 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 		j := &b.jobs[i]
 		id := responseID(j.Status.ProviderResponse)
 		if r := j.Status.Resolution; r != nil && !r.Verified {
-			if _, held := b.intents[id]; !held || j.Status.Phase == paymentsv1alpha1.PhaseFailed {
-				allowed["key:"+j.Status.IdempotencyKey] = true
-			}
+			allowed["key:"+j.Status.IdempotencyKey], allowed[id] = true, id != ""
 		}
 	}
 	// The charges a record of the cluster names as moved: the comparison
