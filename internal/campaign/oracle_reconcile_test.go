@@ -275,6 +275,15 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 	// reports on the key or the charge named (missing at the provider,
 	// another manifest's charge of another amount, money moved under a
 	// refused key) is the person's word against the books.
+	// The ledger keeps a person's resolution without saying whether the
+	// provider checked it: a re-created object finished from it names a
+	// charge no account holds, or a refusal where money moved, only when
+	// the check could not be made.
+	for _, e := range b.ledger {
+		if _, held := b.intents[e.Charge]; e.ResolvedBy != "" && (!held || e.Outcome == paymentsv1alpha1.LedgerFailed) {
+			allowed["key:"+e.Key], allowed[e.Charge] = true, e.Charge != ""
+		}
+	}
 	for i := range b.refs {
 		if r := b.refs[i].Status.Resolution; r != nil && !r.Verified {
 			allowed["key:"+b.refs[i].Status.IdempotencyKey] = true
