@@ -125,6 +125,16 @@ func (m *model) providerViolations(b books) []string {
 // but for a person's resolution the provider could not check.
 func (m *model) jobViolations(b books) []string {
 	var v []string
+	// The keys whose ledger entry a person resolved: the entry does not
+	// keep whether the provider checked the resolution, so an object
+	// finished from it later stands on the person's word too
+	// (docs/reliability.md, Honest limits).
+	resolved := map[string]bool{}
+	for _, e := range b.ledger {
+		if e.ResolvedBy != "" {
+			resolved[e.Key] = true
+		}
+	}
 	for i := range b.jobs {
 		j := &b.jobs[i]
 		name := "PaymentJob " + j.Namespace + "/" + j.Name
@@ -133,6 +143,9 @@ func (m *model) jobViolations(b books) []string {
 			// A person's word the provider could not check (its
 			// PaymentProvider reaches another account now): it stands,
 			// recorded as not verified (engine, providerSpeaks).
+			continue
+		}
+		if st.Resolution == nil && resolved[st.IdempotencyKey] && readyReason(st.Conditions) == paymentsv1alpha1.ReasonFoundInLedger {
 			continue
 		}
 		switch st.Phase {
