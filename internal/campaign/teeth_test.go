@@ -98,11 +98,21 @@ func hunt(checks int) hunted {
 	rec := &recorder{}
 	defer setFlag("rapid.checks", fmt.Sprint(checks))()
 	// Every hunt starts afresh (no fail file of an earlier one replayed
-	// first), and its shrinking is bounded for CI.
+	// first), and its shrinking is bounded for CI unless the command line
+	// bounds it (-rapid.shrinktime=1ms counts histories only).
 	defer setFlag("rapid.nofailfile", "true")()
-	defer setFlag("rapid.shrinktime", "10s")()
+	if !flagSet("rapid.shrinktime") {
+		defer setFlag("rapid.shrinktime", "10s")()
+	}
 	rapid.Check(rec, func(rt *rapid.T) { history(rt, &tl) })
 	return hunted{started: tl.started, firstFailed: tl.firstFailed, report: rec.text()}
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // setFlag sets a flag of the test binary and returns what puts it back.
