@@ -350,6 +350,32 @@ func (c *campaign) pick(t *rapid.T, kind string) ref {
 // pickUnfinished draws an object of kind that is neither Completed nor
 // Failed: where a person's resolution or approval means something.
 func (c *campaign) pickUnfinished(t *rapid.T, kind string) ref {
+	return c.pickIn(t, kind, func(phase paymentsv1alpha1.PaymentJobPhase) bool { return !finished(phase) })
+}
+
+// pickStuck draws a Processing object of kind, where a person resolves
+// (the runbook resolves a payment that may have moved money), or any
+// unfinished one when none is Processing.
+func (c *campaign) pickStuck(t *rapid.T, kind string) ref {
+	if r, ok := c.tryPick(t, kind, func(phase paymentsv1alpha1.PaymentJobPhase) bool {
+		return phase == paymentsv1alpha1.PhaseProcessing
+	}); ok {
+		return r
+	}
+	return c.pickUnfinished(t, kind)
+}
+
+// pickIn draws an object of kind whose phase is in, or skips the step.
+func (c *campaign) pickIn(t *rapid.T, kind string, in func(paymentsv1alpha1.PaymentJobPhase) bool) ref {
+	r, ok := c.tryPick(t, kind, in)
+	if !ok {
+		t.Skip("no object to act on in such a phase")
+	}
+	return r
+}
+
+// tryPick draws an object of kind whose phase is in, if there is one.
+func (c *campaign) tryPick(t *rapid.T, kind string, in func(paymentsv1alpha1.PaymentJobPhase) bool) (ref, bool) {
 	refs, err := c.w.objects(context.Background())
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -363,16 +389,16 @@ func (c *campaign) pickUnfinished(t *rapid.T, kind string) ref {
 		if err := c.w.store.Get(context.Background(), r.key, obj); err != nil {
 			t.Fatalf("cannot read %s: %v", r, err)
 		}
-		if phase := obj.(interface {
+		if in(obj.(interface {
 			GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
-		}).GetPaymentStatus().Phase; phase != paymentsv1alpha1.PhaseCompleted && phase != paymentsv1alpha1.PhaseFailed {
+		}).GetPaymentStatus().Phase) {
 			of = append(of, r)
 		}
 	}
 	if len(of) == 0 {
-		t.Skip("no unfinished object to act on")
+		return ref{}, false
 	}
-	return rapid.SampledFrom(of).Draw(t, "object")
+	return rapid.SampledFrom(of).Draw(t, "object"), true
 }
 
 // staleRead freezes an object for one manager's next cached read of it
@@ -395,7 +421,7 @@ func (c *campaign) staleRead(t *rapid.T) {
 // does not exist (wrong), or not-charged (right only when nothing was
 // charged under its key).
 func (c *campaign) resolve(t *rapid.T) {
-	r := c.pickUnfinished(t, kindJob)
+	r := c.pickStuck(t, kindJob)
 	job := c.m.jobOf(r.key.Namespace, r.key.Name)
 	ids := []string{"pi_doesnotexist"}
 	if in, ok := c.w.sbx.LookupByKey(job.sentKey()); ok {

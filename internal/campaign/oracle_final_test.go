@@ -17,9 +17,12 @@ limitations under the License.
 package campaign
 
 import (
+	"context"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
@@ -66,5 +69,64 @@ func (c *campaign) finalViolations(b books) []string {
 		see("PaymentRefund", rf.Namespace+"/"+rf.Name, rf.UID, rf.GetPaymentStatus(),
 			readyReason(rf.Status.Conditions) == paymentsv1alpha1.ReasonRefundFailedAfterSuccess)
 	}
+	return v
+}
+
+// takenBack notes the managers' status writes that took a finished
+// outcome back, as they happen: a pass may claim a Completed object and
+// finish it again within itself, which no read between two steps sees,
+// but every watch (kubectl wait, a GitOps health check) does.
+type takenBack struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+// keepsOutcome runs a manager's status write of obj and notes it when it
+// turned an outcome the API server held into another phase or id.
+func (w *world) keepsOutcome(ctx context.Context, obj client.Object, write func() error) error {
+	before := w.outcomeOf(ctx, obj)
+	if err := write(); err != nil || !finished(before.phase) {
+		return err
+	}
+	after := w.outcomeOf(ctx, obj)
+	failedLater := false
+	if rf, ok := obj.(*paymentsv1alpha1.PaymentRefund); ok {
+		failedLater = readyReason(rf.Status.Conditions) == paymentsv1alpha1.ReasonRefundFailedAfterSuccess
+	}
+	if after != before && !(failedLater && after.phase == paymentsv1alpha1.PhaseFailed && after.id == before.id) {
+		w.takenBack.mu.Lock()
+		defer w.takenBack.mu.Unlock()
+		w.takenBack.seen = append(w.takenBack.seen, fmt.Sprintf("outcome-final: a status write took %T %s from %s as %q to %q as %q",
+			obj, client.ObjectKeyFromObject(obj), before.phase, before.id, after.phase, after.id))
+	}
+	return nil
+}
+
+// outcomeOf is the outcome the API server holds for obj now, or none.
+func (w *world) outcomeOf(ctx context.Context, obj client.Object) outcome {
+	var st interface {
+		client.Object
+		GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
+	}
+	switch obj.(type) {
+	case *paymentsv1alpha1.PaymentJob:
+		st = &paymentsv1alpha1.PaymentJob{}
+	case *paymentsv1alpha1.PaymentRefund:
+		st = &paymentsv1alpha1.PaymentRefund{}
+	default:
+		return outcome{}
+	}
+	if err := w.store.Get(ctx, client.ObjectKeyFromObject(obj), st); err != nil || st.GetUID() != obj.GetUID() {
+		return outcome{}
+	}
+	return outcome{phase: st.GetPaymentStatus().Phase, id: responseID(st.GetPaymentStatus().ProviderResponse)}
+}
+
+// takenBackViolations are the writes noted since the last step.
+func (w *world) takenBackViolations() []string {
+	w.takenBack.mu.Lock()
+	defer w.takenBack.mu.Unlock()
+	v := w.takenBack.seen
+	w.takenBack.seen = nil
 	return v
 }

@@ -104,6 +104,9 @@ type world struct {
 	// the API server.
 	staleMu sync.Mutex
 	stale   map[staleKey]client.Object
+	// takenBack are the status writes that took an outcome back
+	// (oracle_final_test.go).
+	takenBack takenBack
 	// logger receives the reconcilers' logs; discarded unless debugging.
 	logger logr.Logger
 	// refundsSent are the refund requests the managers sent
@@ -333,13 +336,13 @@ func (w *world) faults(holder string) interceptor.Funcs {
 			if err := conflict(obj); err != nil {
 				return err
 			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
+			return w.keepsOutcome(ctx, obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if err := conflict(obj); err != nil {
 				return err
 			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			return w.keepsOutcome(ctx, obj, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
 		},
 	}
 }

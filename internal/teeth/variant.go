@@ -71,7 +71,8 @@ const (
 	// equal to the object's".
 	RecordIgnoresLedger
 	// ResolutionUnverified accepts a person's resolution the provider
-	// contradicts (engine, resolve.go resolve): charged=<an id the
+	// contradicts, as if the provider had confirmed it (engine, resolve.go
+	// resolve; recorded verified): charged=<an id the
 	// provider does not hold> completes the payment, not-charged while the
 	// provider holds a charge under the key fails it. Caught by "every
 	// Completed object's provider id exists at the provider" and "nothing

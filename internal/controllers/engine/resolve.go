@@ -196,9 +196,13 @@ func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, 
 		r.refuseResolutionAs(ctx, job, fmt.Sprintf("the provider cannot be asked now (%v); trying again", err), "unanswered")
 		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(job))}, true, nil
 	}
-	if why != "" && !teeth.On(teeth.ResolutionUnverified) {
-		r.refuseResolutionAs(ctx, job, why, refusedContradicted)
-		return ctrl.Result{}, false, nil
+	if why != "" {
+		if !teeth.On(teeth.ResolutionUnverified) {
+			r.refuseResolutionAs(ctx, job, why, refusedContradicted)
+			return ctrl.Result{}, false, nil
+		}
+		// The broken variant takes the contradicted word as checked.
+		verified = true
 	}
 	return ctrl.Result{}, true, r.recordResolution(ctx, job, want, verified, outcome)
 }
