@@ -110,7 +110,7 @@ test-installer: build-installer build-plugin ## Render dist/install.yaml and che
 		go test -count=1 -v ./test/manifests/...
 
 .PHONY: test-e2e
-test-e2e: envtest-assets build build-previous-manager ## Chaos suite: real manager and sandbox processes, kill -9, split brain, faults, API server restart, an upgrade and a rollback with claims in flight, the ledger on PostgreSQL (needs Debian's postgresql-15), and two minutes of the process campaign.
+test-e2e: envtest-assets build build-previous-manager ## Chaos suite: real manager and sandbox processes, kill -9, split brain, faults, API server restart, an upgrade and a rollback with claims in flight, the ledger on PostgreSQL (needs Debian's postgresql-15), and 90 seconds of the process campaign.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BIN="$(LOCALBIN)/manager" SANDBOX_BIN="$(LOCALBIN)/sandbox" \
 		PREVIOUS_MANAGER_BIN="$(LOCALBIN)/manager-previous" \
 		go test -tags e2e -count=1 -v -timeout 30m ./test/e2e/...

@@ -102,7 +102,7 @@ func hunt(checks int) hunted {
 	// bounds it (-rapid.shrinktime=1ms counts histories only).
 	defer setFlag("rapid.nofailfile", "true")()
 	if !flagSet("rapid.shrinktime") {
-		defer setFlag("rapid.shrinktime", "10s")()
+		defer setFlag("rapid.shrinktime", "5s")()
 	}
 	rapid.Check(rec, func(rt *rapid.T) { history(rt, &tl) })
 	return hunted{started: tl.started, firstFailed: tl.firstFailed, report: rec.text()}

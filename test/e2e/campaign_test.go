@@ -56,7 +56,7 @@ import (
 // CAMPAIGN_STEPS (rapid.steps, the actions of a history on average), and
 // -rapid.checks (the histories at most).
 const (
-	defaultCampaignDuration = 2 * time.Minute
+	defaultCampaignDuration = 90 * time.Second
 	defaultCampaignSteps    = 15
 	campaignChecks          = 10000
 	// quietTimeout bounds the wait, once every fault is off, for every
