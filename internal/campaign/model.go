@@ -59,6 +59,8 @@ type jobManifest struct {
 	// scope is the key scope of its namespace's PaymentProvider
 	// (spec.keyScope), which the key it sends carries.
 	scope string
+	// ttl is spec.ttlSecondsAfterFinished, nil to keep the job.
+	ttl *int32
 }
 
 // sentKey is the key the job sends to the provider.
@@ -76,7 +78,8 @@ func (j jobManifest) object() *paymentsv1alpha1.PaymentJob {
 		ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: j.ns},
 		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: providerName},
 			Amount: j.amount, Currency: currency, PaymentMethod: "pm_card_visa", IdempotencyKey: j.key,
-			Description: "campaign", BackoffLimit: ptr.To[int32](6), Suspend: ptr.To(j.suspend)},
+			Description: "campaign", BackoffLimit: ptr.To[int32](6), Suspend: ptr.To(j.suspend),
+			TTLSecondsAfterFinished: j.ttl},
 	}
 }
 
@@ -121,6 +124,13 @@ type model struct {
 	// another manifest sending the key is charged again, for a new object
 	// looks in the ledger only.
 	unrecorded map[string]bool
+	// providerForgot are the keys the provider forgot (forgetKeys): an
+	// etcd restore that takes their outcome out of the books makes them
+	// forgotten or unrecorded.
+	providerForgot map[string]bool
+	// restoredAway are the keys charged at the provider that no book
+	// held right after an etcd restore (etcdRestore).
+	restoredAway map[string]bool
 }
 
 // manifestsSending are the job manifests that send key.
