@@ -42,9 +42,6 @@ type campaign struct {
 	// outcomes are the finished outcomes seen so far, by object UID: an
 	// outcome, once written, is final (oracle_final_test.go).
 	outcomes map[types.UID]outcome
-	// snapshot is etcd's last snapshot of the payment objects and the
-	// ledger's pages (etcdSnapshot), nil before one.
-	snapshot []client.Object
 }
 
 // action is one thing a user or the world can do, and how often.

@@ -124,13 +124,9 @@ type model struct {
 	// another manifest sending the key is charged again, for a new object
 	// looks in the ledger only.
 	unrecorded map[string]bool
-	// providerForgot are the keys the provider forgot (forgetKeys): an
-	// etcd restore that takes their outcome out of the books makes them
-	// forgotten or unrecorded.
+	// providerForgot are the keys the provider forgot (forgetKeys), charges'
+	// and refunds'.
 	providerForgot map[string]bool
-	// restoredAway are the keys charged at the provider that no book
-	// held right after an etcd restore (etcdRestore).
-	restoredAway map[string]bool
 }
 
 // manifestsSending are the job manifests that send key.
