@@ -53,7 +53,7 @@ type action struct {
 	do     func(*rapid.T)
 }
 
-// The weights, out of 50. A pass of a controller (reconcile, twoManagers:
+// The weights, out of 51. A pass of a controller (reconcile, twoManagers:
 // 15) is close to a third of the steps: every other action only sets the stage, and
 // with fewer passes histories end before anything reaches the provider.
 // Users create jobs and refunds (7) often enough that most histories hold
@@ -79,7 +79,10 @@ type action struct {
 // new to it), its search lagging, the ledger's pages unavailable for a few
 // requests, a manager restarting while its ledger cannot load, a provider
 // pointed at the other account and back (a person's mistake, then its
-// repair), and a Secret's key rotated.
+// repair), and a Secret's key rotated. So does the TTL collector's sweep
+// a minute on (1): one job in three carries a TTL, and a sweep a few
+// times a history deletes the finished ones, which Git re-creates
+// (gitopsSync 2) to be finished from the ledger.
 func (c *campaign) actions() []action {
 	return []action{
 		{"reconcile", 12, c.reconcileOne},
@@ -109,6 +112,7 @@ func (c *campaign) actions() []action {
 		{"crashLedgerLoading", 1, c.crashLedgerLoading},
 		{"pointAtOtherAccount", 1, c.pointAtOtherAccount},
 		{"rotateSecret", 1, c.rotateSecret},
+		{"ttlExpiry", 1, c.ttlExpiry},
 	}
 }
 
@@ -143,8 +147,14 @@ func (c *campaign) createJob(t *rapid.T) {
 	// campaign draws with too).
 	j := DrawJob(t, namespaces, fmt.Sprintf("job-%d", len(c.m.jobs))).internal()
 	j.scope = c.w.scopes[j.ns]
+	// One job in three is deleted 60 s after it finished (the TTL
+	// collector, ttlExpiry); drawn after DrawJob, whose draws the process
+	// campaign shares.
+	if rapid.IntRange(0, 2).Draw(t, "ttl") == 0 {
+		j.ttl = ptr.To[int32](60)
+	}
 	c.m.jobs = append(c.m.jobs, j)
-	t.Logf("create job %s/%s key=%q amount=%d suspend=%v (sends %s)", j.ns, j.name, j.key, j.amount, j.suspend, j.sentKey())
+	t.Logf("create job %s/%s key=%q amount=%d suspend=%v ttl=%v (sends %s)", j.ns, j.name, j.key, j.amount, j.suspend, ptrString(j.ttl), j.sentKey())
 	c.apply(t, j.object())
 }
 
@@ -215,7 +225,8 @@ func (c *campaign) gitopsSync(t *rapid.T) {
 	t.Logf("gitops sync re-creates %v", synced)
 }
 
-// resync re-creates the jobs whose object is gone, and names them.
+// resync re-creates the jobs whose object is gone, then the refunds (an
+// etcd restore or a recycled namespace takes them too), and names them.
 func (c *campaign) resync(t *rapid.T) []string {
 	var synced []string
 	for _, j := range c.m.jobs {
@@ -225,6 +236,14 @@ func (c *campaign) resync(t *rapid.T) []string {
 		}
 		synced = append(synced, j.ns+"/"+j.name)
 		c.apply(t, j.object())
+	}
+	for _, r := range c.m.refunds {
+		err := c.w.store.Get(context.Background(), objectKey(r.ns, r.name), r.object())
+		if !isNotFound(err) {
+			continue
+		}
+		synced = append(synced, r.ns+"/"+r.name)
+		c.apply(t, r.object())
 	}
 	return synced
 }

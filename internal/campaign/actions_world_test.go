@@ -53,7 +53,26 @@ func (c *campaign) forgetKeys(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("cannot read the books: %v", err)
 	}
-	// The operator's books: the ledger, and the finished objects.
+	if c.m.providerForgot == nil {
+		c.m.providerForgot = map[string]bool{}
+	}
+	for _, in := range b.intents {
+		c.m.providerForgot[in.IdempotencyKey] = true
+	}
+	for _, r := range b.refunds {
+		c.m.providerForgot[r.IdempotencyKey] = true
+	}
+	c.noteForgotten(b)
+	c.w.clock.Step(keyMemory + time.Minute)
+	n := c.w.sbx.ForgetKeys() + c.w.other.ForgetKeys()
+	t.Logf("a day passes and the provider forgets its %d keys", n)
+}
+
+// noteForgotten classes the keys the provider forgot by the operator's
+// books now: a key no book holds (no ledger entry, no finished object) is
+// the model's forgotten one; one only a finished object holds, its
+// unrecorded one.
+func (c *campaign) noteForgotten(b books) {
 	recorded, finishedHold := map[string]bool{}, map[string]bool{}
 	for _, e := range b.ledger {
 		recorded[e.Key] = true
@@ -63,11 +82,16 @@ func (c *campaign) forgetKeys(t *rapid.T) {
 			finishedHold[b.jobs[i].Status.IdempotencyKey] = true
 		}
 	}
+	for i := range b.refs {
+		if finished(b.refs[i].Status.Phase) {
+			finishedHold[b.refs[i].Status.IdempotencyKey] = true
+		}
+	}
 	if c.m.forgotten == nil {
 		c.m.forgotten, c.m.unrecorded = map[string]bool{}, map[string]bool{}
 	}
-	for _, in := range b.intents {
-		switch key := in.IdempotencyKey; {
+	for key := range c.m.providerForgot {
+		switch {
 		case recorded[key]:
 		case finishedHold[key]:
 			c.m.unrecorded[key] = true
@@ -75,9 +99,6 @@ func (c *campaign) forgetKeys(t *rapid.T) {
 			c.m.forgotten[key] = true
 		}
 	}
-	c.w.clock.Step(keyMemory + time.Minute)
-	n := c.w.sbx.ForgetKeys() + c.w.other.ForgetKeys()
-	t.Logf("a day passes and the provider forgets its %d keys", n)
 }
 
 // searchLag makes the provider's search answer what it held some time

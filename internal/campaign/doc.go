@@ -47,8 +47,10 @@ limitations under the License.
 // while no book held its outcome may be charged again by another object,
 // as docs/providers.md (Key retention) says, and the oracle allows it.
 // In one history in three, books' PaymentProvider sends its keys under a
-// key scope (spec.keyScope), and the model's keys follow. Not modelled
-// yet: TTL expiry, namespace recycling and an etcd restore (issue 38).
+// key scope (spec.keyScope), and the model's keys follow. Each manager
+// has the TTL collector of finished jobs (ttl.FinishedJobCollector, no
+// default TTL), swept by an action instead of its ticker. Not modelled
+// yet: namespace recycling and an etcd restore (issue 38).
 //
 // # The model
 //
@@ -78,7 +80,10 @@ limitations under the License.
 // next few reads and writes; a manager restarting while its ledger cannot
 // load (ErrNotLoaded for its next operations); a PaymentProvider pointed
 // at the other account and back, by its spec (secretKeyRef) or its
-// Secret; and a Secret's key rotated (same account). A Secret's change is
+// Secret; a Secret's key rotated (same account); and, a minute on, a
+// sweep of a manager's TTL collector (actions_restore_test.go), which
+// deletes the finished jobs whose spec.ttlSecondsAfterFinished (60 s, one
+// job in three) passed once the ledger holds their outcome. A Secret's change is
 // seen by every manager's provider cache at once, as the PaymentProvider
 // reconciler's watch refreshes it. rapid's t.Repeat draws action names
 // uniformly, so an action of weight n is listed n times (name, name#2,

@@ -59,6 +59,8 @@ type jobManifest struct {
 	// scope is the key scope of its namespace's PaymentProvider
 	// (spec.keyScope), which the key it sends carries.
 	scope string
+	// ttl is spec.ttlSecondsAfterFinished, nil to keep the job.
+	ttl *int32
 }
 
 // sentKey is the key the job sends to the provider.
@@ -76,7 +78,8 @@ func (j jobManifest) object() *paymentsv1alpha1.PaymentJob {
 		ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: j.ns},
 		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: providerName},
 			Amount: j.amount, Currency: currency, PaymentMethod: "pm_card_visa", IdempotencyKey: j.key,
-			Description: "campaign", BackoffLimit: ptr.To[int32](6), Suspend: ptr.To(j.suspend)},
+			Description: "campaign", BackoffLimit: ptr.To[int32](6), Suspend: ptr.To(j.suspend),
+			TTLSecondsAfterFinished: j.ttl},
 	}
 }
 
@@ -121,6 +124,9 @@ type model struct {
 	// another manifest sending the key is charged again, for a new object
 	// looks in the ledger only.
 	unrecorded map[string]bool
+	// providerForgot are the keys the provider forgot (forgetKeys), charges'
+	// and refunds'.
+	providerForgot map[string]bool
 }
 
 // manifestsSending are the job manifests that send key.

@@ -81,20 +81,7 @@ func (m *model) providerViolations(b books) []string {
 			}
 		}
 	}
-	// A refund the provider failed after it succeeded moved no money: a
-	// retry under its key, sent once the provider forgot the key, after
-	// the charge's list showed it failed, is the one refund.
-	moved := map[string]int{}
-	for _, r := range b.refunds {
-		if r.Status != sandbox.RefundStatusFailed {
-			moved[r.IdempotencyKey]++
-		}
-	}
-	for key, n := range b.stats.RefundsByKey {
-		if n > 1 && moved[key] > 1 {
-			v = append(v, fmt.Sprintf("at-most-one-refund: key %s refunded %d times, %d of them not failed", key, n, moved[key]))
-		}
-	}
+	v = append(v, m.refundKeyViolations(b)...)
 	for _, in := range b.intents {
 		if in.Status != sandbox.StatusSucceeded {
 			continue
@@ -115,6 +102,30 @@ func (m *model) providerViolations(b books) []string {
 		}
 		if refunded > in.Amount {
 			v = append(v, fmt.Sprintf("refunds-within-charge: %s of %d refunded %d", in.ID, in.Amount, refunded))
+		}
+	}
+	return v
+}
+
+// refundKeyViolations: at most one refund moved money under a key.
+func (m *model) refundKeyViolations(b books) []string {
+	var v []string
+	// A refund the provider failed after it succeeded moved no money: a
+	// retry under its key, sent once the provider forgot the key, after
+	// the charge's list showed it failed, is the one refund.
+	moved := map[string]int{}
+	for _, r := range b.refunds {
+		if r.Status != sandbox.RefundStatusFailed {
+			moved[r.IdempotencyKey]++
+		}
+	}
+	for key, n := range b.stats.RefundsByKey {
+		// A refund key the provider forgot while no book held it is sent
+		// again by a refund Git re-applies, of the charge its job made
+		// again: a refund of another charge, as docs/reliability.md says
+		// of a job re-created after its key was forgotten.
+		if n > 1 && moved[key] > 1 && !m.forgotten[key] {
+			v = append(v, fmt.Sprintf("at-most-one-refund: key %s refunded %d times, %d of them not failed", key, n, moved[key]))
 		}
 	}
 	return v

@@ -47,6 +47,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
+	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
@@ -128,6 +129,9 @@ type manager struct {
 	// providers is the manager's provider cache, which its PaymentProvider
 	// reconciler refreshes when a Secret changes.
 	providers *providercache.ProviderCache
+	// collector is the manager's TTL collector of finished jobs, swept
+	// by the ttlExpiry action instead of its ticker.
+	collector *ttl.FinishedJobCollector
 	stop      func()
 }
 
@@ -263,6 +267,9 @@ func (w *world) startManager() (*manager, error) {
 		}
 	}
 	m.jobs, m.refs = reconciler(paymentjob.Kind()), reconciler(paymentrefund.Kind())
+	// As pkg/operator wires it, with no default TTL (the flag's default).
+	m.collector = &ttl.FinishedJobCollector{Kinds: []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()},
+		Client: c, Reader: api, Ledger: m.outcomes, DefaultTTL: -1, Clock: w.clock}
 	return m, nil
 }
 

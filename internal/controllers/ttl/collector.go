@@ -191,6 +191,15 @@ func (c *FinishedJobCollector) Start(ctx context.Context) error {
 	}
 }
 
+// SweepOnce runs one sweep now, as Start does when the manager starts and
+// on every SweepInterval: it records the outcomes of finished jobs the
+// ledger lacks, deletes the jobs whose TTL has passed and remembers the
+// others that have one. Start calls it on its own; SweepOnce is for a caller
+// that drives the collector's time itself (a test on a fake clock).
+func (c *FinishedJobCollector) SweepOnce(ctx context.Context) error {
+	return c.sweep(ctx)
+}
+
 // next is when the earliest remembered job comes due.
 func (c *FinishedJobCollector) next() (time.Time, bool) {
 	c.mu.Lock()
