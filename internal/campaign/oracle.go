@@ -150,13 +150,7 @@ func (m *model) jobViolations(b books) []string {
 		j := &b.jobs[i]
 		name := "PaymentJob " + j.Namespace + "/" + j.Name
 		st := j.Status
-		if st.Resolution != nil && !st.Resolution.Verified {
-			// A person's word the provider could not check (its
-			// PaymentProvider reaches another account now): it stands,
-			// recorded as not verified (engine, providerSpeaks).
-			continue
-		}
-		if st.Resolution == nil && resolved[st.IdempotencyKey] && readyReason(st.Conditions) == paymentsv1alpha1.ReasonFoundInLedger {
+		if onPersonsWord(&st.PaymentStatus, resolved) {
 			continue
 		}
 		switch st.Phase {
@@ -187,6 +181,18 @@ func (m *model) jobViolations(b books) []string {
 		}
 	}
 	return v
+}
+
+// onPersonsWord reports whether a job's outcome stands on a person's word
+// the provider could not check: its own resolution recorded as not
+// verified (its PaymentProvider reached another account then: engine,
+// providerSpeaks), or a ledger entry a person resolved that it was
+// finished from.
+func onPersonsWord(st *paymentsv1alpha1.PaymentStatus, resolved map[string]bool) bool {
+	if st.Resolution != nil {
+		return !st.Resolution.Verified
+	}
+	return resolved[st.IdempotencyKey] && readyReason(st.Conditions) == paymentsv1alpha1.ReasonFoundInLedger
 }
 
 // refundViolations: a Completed refund is at the provider under its own

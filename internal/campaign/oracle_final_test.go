@@ -93,7 +93,8 @@ func (w *world) keepsOutcome(ctx context.Context, obj client.Object, write func(
 	if rf, ok := obj.(*paymentsv1alpha1.PaymentRefund); ok {
 		failedLater = readyReason(rf.Status.Conditions) == paymentsv1alpha1.ReasonRefundFailedAfterSuccess
 	}
-	if after != before && !(failedLater && after.phase == paymentsv1alpha1.PhaseFailed && after.id == before.id) {
+	failedLaterAsItWas := failedLater && after.phase == paymentsv1alpha1.PhaseFailed && after.id == before.id
+	if after != before && !failedLaterAsItWas {
 		w.takenBack.mu.Lock()
 		defer w.takenBack.mu.Unlock()
 		w.takenBack.seen = append(w.takenBack.seen, fmt.Sprintf("outcome-final: a status write took %T %s from %s as %q to %q as %q",
