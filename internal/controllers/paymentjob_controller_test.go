@@ -586,9 +586,12 @@ func TestCrashAfterOutcomeBeforeFinalizerRemoval(t *testing.T) {
 }
 
 func TestRateLimitIsSharedAndHoldsNoWorker(t *testing.T) {
-	// The limited provider: 5 requests per second, no burst above one.
+	// The limited provider: 2 requests per second, no burst above one:
+	// its ten jobs take 4.5 s, a window the unlimited job's creation
+	// falls in even on a loaded machine (at 5/s, 1.8 s was too short
+	// beside a busy CI runner).
 	s := newScenario(t, withoutManager(), withProvider(func(pp *paymentsv1alpha1.PaymentProvider) {
-		pp.Spec.RequestsPerSecond = ptr.To[int32](5)
+		pp.Spec.RequestsPerSecond = ptr.To[int32](2)
 		pp.Spec.Burst = ptr.To[int32](1)
 	}))
 	// An unlimited one in the same namespace.
@@ -639,8 +642,8 @@ func TestRateLimitIsSharedAndHoldsNoWorker(t *testing.T) {
 	}
 	s.Expect(limitedCalls).To(HaveLen(jobs), "one call per job")
 	span := limitedCalls[jobs-1].Sub(limitedCalls[0])
-	// 10 calls at 5/s with a burst of 1 need at least 9 intervals of 200ms.
-	s.Expect(span).To(BeNumerically(">=", 1700*time.Millisecond), "calls spread by the token bucket")
+	// 10 calls at 2/s with a burst of 1 need at least 9 intervals of 500ms.
+	s.Expect(span).To(BeNumerically(">=", 4200*time.Millisecond), "calls spread by the token bucket")
 	s.Expect(otherCall).To(BeTemporally("<", limitedCalls[jobs-1]),
 		"the unlimited provider's job was charged while limited jobs still waited")
 	s.expectCharges(jobs + 1)
