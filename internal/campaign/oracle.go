@@ -236,27 +236,11 @@ func stuck(b books) []string {
 				readyReason(rf.Status.Conditions) == paymentsv1alpha1.ReasonPaymentNotCompleted {
 				continue
 			}
-			if knownOpenRefundLookup(rf, job) {
-				continue
-			}
 			why += fmt.Sprintf("; its job %s is %q (Ready reason %q)", job.Name, job.Status.Phase, readyReason(job.Status.Conditions))
 		}
 		s = append(s, fmt.Sprintf("PaymentRefund %s/%s %s", rf.Namespace, rf.Name, why))
 	}
 	return s
-}
-
-// knownOpenRefundLookup is a finding of the campaign not fixed yet, pinned
-// here so that CI stays green while it is open (docs/reliability.md, "What
-// it found"): a refund of a job finished from the ledger waits Pending
-// LookupFailed with every fault off, where it should stall with a reason
-// a person can act on (seen about once in 2,600 histories, after the
-// job's PaymentProvider or Secret moved; it does not replay from its
-// seed). Remove it with the fix.
-func knownOpenRefundLookup(rf *paymentsv1alpha1.PaymentRefund, job *paymentsv1alpha1.PaymentJob) bool {
-	return rf.Status.Phase == paymentsv1alpha1.PhasePending &&
-		readyReason(rf.Status.Conditions) == paymentsv1alpha1.ReasonLookupFailed &&
-		readyReason(job.Status.Conditions) == paymentsv1alpha1.ReasonFoundInLedger
 }
 
 // job is the PaymentJob ns/name of the books, or nil.

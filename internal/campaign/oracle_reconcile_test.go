@@ -277,10 +277,14 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 	// refused key) is the person's word against the books.
 	// The ledger keeps a person's resolution without saying whether the
 	// provider checked it: a re-created object finished from it names a
-	// charge no account holds, or a refusal where money moved, only when
-	// the check could not be made.
+	// charge no account holds, or one held under another key (a job
+	// resolved as another payment's charge while its provider reached the
+	// other account, then deleted), or a refusal where money moved, only
+	// when the check could not be made.
 	for _, e := range b.ledger {
-		if _, held := b.intents[e.Charge]; e.ResolvedBy != "" && (!held || e.Outcome == paymentsv1alpha1.LedgerFailed) {
+		in, held := b.intents[e.Charge]
+		checkable := held && in.IdempotencyKey == e.Key && e.Outcome == paymentsv1alpha1.LedgerCompleted
+		if e.ResolvedBy != "" && !checkable {
 			allowed["key:"+e.Key], allowed[e.Charge] = true, e.Charge != ""
 		}
 	}

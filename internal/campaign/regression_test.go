@@ -18,11 +18,13 @@ package campaign
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
@@ -102,6 +104,84 @@ func resolveAsChargeOf(j, of jobManifest) step {
 	}}
 }
 
+// resolveAs is a person resolving job j with the resolve annotation value.
+func resolveAs(j jobManifest, value string) step {
+	return step{"resolve " + j.ns + "/" + j.name + " as " + value, func(t *testing.T, c *campaign) {
+		job := &paymentsv1alpha1.PaymentJob{}
+		if err := c.w.store.Get(context.Background(), objectKey(j.ns, j.name), job); err != nil {
+			t.Fatal(err)
+		}
+		job.Annotations = map[string]string{paymentsv1alpha1.AnnotationResolve: value,
+			paymentsv1alpha1.AnnotationResolvedBy: "alice@example.com"}
+		if err := c.w.store.Update(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+	}}
+}
+
+func createRefund(r refundManifest) step {
+	return step{"create refund " + r.ns + "/" + r.name, func(t *testing.T, c *campaign) {
+		c.m.refunds = append(c.m.refunds, r)
+		o := r.object()
+		o.UID, o.CreationTimestamp = c.w.uid(), metav1.NewTime(c.w.clock.Now())
+		if err := c.w.store.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}}
+}
+
+func reconcileRefund(r refundManifest, manager int) step {
+	return step{"manager reconciles refund " + r.ns + "/" + r.name, func(t *testing.T, c *campaign) {
+		if _, err := c.w.reconcile(c.w.managers[manager], kindRefund, objectKey(r.ns, r.name)); err != nil {
+			t.Logf("reconcile %s/%s: %v", r.ns, r.name, err)
+		}
+	}}
+}
+
+// settled lets time pass with every fault off, reconciles every object
+// until the books are quiet, and fails on any object left neither
+// finished nor Stalled with a reason (the campaign's liveness check).
+func settled() step {
+	return step{"every fault off, time passes, every object reconciled until quiet", func(t *testing.T, c *campaign) {
+		ctx := context.Background()
+		c.w.faultsOff()
+		for quiet, round := 0, 0; quiet < quietRounds; round++ {
+			if round == maxRounds {
+				t.Fatalf("not quiet after %d rounds", maxRounds)
+			}
+			c.w.clock.Step(quietStep)
+			before, err := c.w.fingerprint(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs, err := c.w.objects(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range refs {
+				if _, err := c.w.reconcile(c.w.managers[0], r.kind, r.key); err != nil {
+					t.Logf("reconcile %s: %v", r, err)
+				}
+			}
+			after, err := c.w.fingerprint(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			quiet++
+			if before != after {
+				quiet = 0
+			}
+		}
+		b, err := c.w.read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := stuck(b); len(s) > 0 {
+			t.Fatalf("liveness: with every fault off and time advanced:\n  %s", strings.Join(s, "\n  "))
+		}
+	}}
+}
+
 // reconciled runs the reconciliation's comparison over the books and
 // fails on any finding the history does not call for.
 func reconciled() step {
@@ -156,6 +236,8 @@ var (
 	cheap = jobManifest{ns: "books", name: "job-1", key: "order-1", amount: 500}
 	dear  = jobManifest{ns: "books", name: "job-2", key: "order-1", amount: 2500}
 	other = jobManifest{ns: "books", name: "job-0", key: "order-2", amount: 2500}
+	// partial gives back part of small's charge.
+	partial = refundManifest{ns: "books", name: "refund-1", job: "job-2", amount: ptr.To[int64](200)}
 )
 
 // corpus is every history the campaign found failing.
@@ -209,6 +291,37 @@ var corpus = []regression{{
 		reconcileJob(small, 0),
 		reconcileJob(small, 0),
 	},
+}, {
+	// A job claimed at the provider's first account, stalled when its
+	// Secret moved to the other (ProviderChanged), is resolved as charged
+	// with an id the provider could not check (recorded unverified), and
+	// is re-created from Git once the Secret is back: it finishes from the
+	// ledger's entry, naming a charge the account does not hold. Its
+	// refund asked the provider for that charge and waited Pending
+	// LookupFailed for ever, retrying a lookup whose answer is final.
+	name: "RefundOfAChargeTheProviderDoesNotHold",
+	found: "TestCampaign (two managers; did not replay from its seed), liveness: a refund of a job finished " +
+		"FoundInLedger waits Pending LookupFailed with every fault off",
+	steps: []step{
+		createJob(small),
+		providerFault(sandbox.FaultBeforeCommit),
+		reconcileJob(small, 0),
+		pointSecretAt(small.ns, otherAccount),
+		advance(time.Minute),
+		reconcileJob(small, 0),
+		resolveAs(small, "charged=pi_doesnotexist"),
+		reconcileJob(small, 0),
+		reconcileJob(small, 0),
+		pruneJob(small),
+		pointSecretAt(small.ns, account),
+		gitopsResync(),
+		reconcileJob(small, 0),
+		reconcileJob(small, 0),
+		createRefund(partial),
+		reconcileRefund(partial, 0),
+		reconcileRefund(partial, 0),
+		settled(),
+	},
 }}
 
 // TestRegressionCorpus replays every history of the corpus and checks the
@@ -229,6 +342,7 @@ func TestRegressionCorpus(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				t.Logf("after %q: %s", s.what, b.summary())
 				if v := c.m.violations(b); len(v) > 0 {
 					seen = v
 					t.Logf("after %q: %s", s.what, strings.Join(v, "; "))
@@ -243,4 +357,18 @@ func TestRegressionCorpus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// summary names each object of the books with its phase and Ready reason.
+func (b books) summary() string {
+	s := make([]string, 0, len(b.jobs)+len(b.refs))
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		s = append(s, fmt.Sprintf("job %s %s/%s", j.Name, j.Status.Phase, readyReason(j.Status.Conditions)))
+	}
+	for i := range b.refs {
+		rf := &b.refs[i]
+		s = append(s, fmt.Sprintf("refund %s %s/%s", rf.Name, rf.Status.Phase, readyReason(rf.Status.Conditions)))
+	}
+	return strings.Join(s, ", ")
 }

@@ -58,15 +58,16 @@ var runbooks = map[string]string{
 	paymentsv1alpha1.ReasonRefundsUnsupported:        "docs/operations.md#a-refund-is-pending-with-refundsunsupported",
 	paymentsv1alpha1.ReasonPaymentNotFound:           "docs/operations.md#a-refund-is-pending-with-paymentnotfound",
 	paymentsv1alpha1.ReasonRefundFailedAfterSuccess:  "docs/operations.md#a-refund-failed-after-it-succeeded",
-	paymentsv1alpha1.ReasonChargeUnverified:          "docs/refunds.md#waiting-pending-no-money-moved",
-	paymentsv1alpha1.ReasonPaymentCreatedAfterRefund: "docs/refunds.md#waiting-pending-no-money-moved",
+	paymentsv1alpha1.ReasonChargeUnverified:          refundWaiting,
+	paymentsv1alpha1.ReasonPaymentCreatedAfterRefund: refundWaiting,
 }
 
 // The runbooks of a job stopped so that nothing is paid twice, and of a
-// refund whose provider changed.
+// refund whose provider changed or that waits unsent.
 const (
 	stalledRunbook        = "docs/operations.md#a-job-is-stalled-with-providerchanged-chargemismatch-keymismatch-requestchanged-or-uncertainrefusal"
 	refundProviderChanged = "docs/operations.md#a-refund-is-stalled-with-providerchanged"
+	refundWaiting         = "docs/refunds.md#waiting-pending-no-money-moved"
 )
 
 // stalledReason is the reason of st's Stalled condition, if it is True.
@@ -158,8 +159,13 @@ func runbookOf(s *Story, st *paymentsv1alpha1.PaymentStatus, stalled string) str
 			reason = c.Reason
 		}
 	}
-	if reason == paymentsv1alpha1.ReasonProviderChanged && s.Kind == string(kindRefund) {
+	switch {
+	case reason == paymentsv1alpha1.ReasonProviderChanged && s.Kind == string(kindRefund):
 		return refundProviderChanged
+	case reason == paymentsv1alpha1.ReasonChargeNotFound && stalled != "":
+		// A refund waiting on a charge its provider does not hold (Failed
+		// ChargeNotFound, the provider's refusal, needs no runbook).
+		return refundWaiting
 	}
 	return runbooks[reason]
 }

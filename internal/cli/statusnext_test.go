@@ -106,6 +106,7 @@ func TestNextStepsOfARefund(t *testing.T) {
 	g := NewWithT(t)
 	for reason, want := range map[string]string{
 		paymentsv1alpha1.ReasonChargeUnverified:          "read docs/refunds.md#waiting-pending-no-money-moved",
+		paymentsv1alpha1.ReasonChargeNotFound:            "read docs/refunds.md#waiting-pending-no-money-moved",
 		paymentsv1alpha1.ReasonPaymentCreatedAfterRefund: "read docs/refunds.md#waiting-pending-no-money-moved",
 		paymentsv1alpha1.ReasonProviderChanged:           "read docs/operations.md#a-refund-is-stalled-with-providerchanged",
 	} {

@@ -83,9 +83,12 @@ type Refunder interface {
 	// metadata entry MetadataKeyIdempotencyKey) to its refunds, newest
 	// first, and Refunded sums the amounts of all of the charge's refunds
 	// that succeeded or may still succeed (pending), ours or not. It has no
-	// search lag: a refund the provider answered is always listed. Any
-	// error means nothing is known, and nothing may be refunded on its
-	// strength.
+	// search lag: a refund the provider answered is always listed. A
+	// charge the provider does not hold at all (an id it never made at
+	// the account its credentials reach) is a Declined refusal with
+	// ReasonChargeNotFound, where the provider can say so for sure; any
+	// other error means nothing is known, and nothing may be refunded on
+	// its strength.
 	LookupRefunds(ctx context.Context, charge string) (RefundBook, error)
 	// SettleRefund reads the refund with id, made under key, until it is
 	// final or ctx is done: its outcome when it succeeded, a Declined

@@ -70,8 +70,9 @@ func (p *Provider) Refund(ctx context.Context, key string, req payment.RefundReq
 
 // LookupRefunds lists the refunds of the PaymentIntent charge, exactly (no
 // search lag), under the keys their metadata carries; Refunded is what the
-// Engine holds refunded on it, succeeded and pending. An unknown charge is
-// a transient error: nothing is known.
+// Engine holds refunded on it, succeeded and pending. A charge the Engine
+// does not hold is refused with payment.ReasonChargeNotFound: the Engine is
+// one account, and it knows every charge it made.
 func (p *Provider) LookupRefunds(ctx context.Context, charge string) (payment.RefundBook, error) {
 	p.lookups.Add(1)
 	if err := ctx.Err(); err != nil {
@@ -79,7 +80,8 @@ func (p *Provider) LookupRefunds(ctx context.Context, charge string) (payment.Re
 	}
 	in, ok := p.engine.GetPaymentIntent(charge)
 	if !ok {
-		return payment.RefundBook{}, payment.Transient(fmt.Errorf("cannot list the refunds of %s: no such payment intent", charge), 0)
+		return payment.RefundBook{}, payment.Declined(payment.ReasonChargeNotFound,
+			fmt.Sprintf("cannot list the refunds of %s: no such payment intent", charge))
 	}
 	book := payment.RefundBook{
 		Charge: payment.Found{Key: in.Metadata[payment.MetadataKeyIdempotencyKey], Outcome: outcome(in, false),

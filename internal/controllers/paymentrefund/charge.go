@@ -165,6 +165,27 @@ func (kind) chargeFromLedger(ctx context.Context, r *engine.Reconciler, rf *paym
 	return &paymentsv1alpha1.RefundedCharge{ID: e.Charge, IdempotencyKey: e.Key}, &books, nil, nil, nil
 }
 
+// chargeNotHeld is the stall of a refund whose charge the provider, asked
+// for it, says it does not hold (a ReasonChargeNotFound refusal of the
+// lookup: an id it never made at the account PaymentProvider provider
+// reaches), or nil for any other answer. It is no uncertainty to retry for
+// ever: the job's record names a charge this account does not have (a
+// resolution the provider could not check, its ledger entry, or a
+// provider pointed at another account since). Nothing is sent; the refund
+// looks again by itself, and goes on once the provider holds the charge.
+func chargeNotHeld(rf *paymentsv1alpha1.PaymentRefund, provider, charge string, err error) *engine.Progress {
+	refusal, ok := payment.IsRefusal(err)
+	if !ok || refusal.Reason != payment.ReasonChargeNotFound {
+		return nil
+	}
+	return &engine.Progress{Reason: ReasonChargeNotFound, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
+		"Not refunding: PaymentProvider %q holds no charge %s, which PaymentJob %q names as its payment (%s); nothing was "+
+			"refunded. The job's charge id may come from a resolution the provider could not verify (status.resolution.verified: "+
+			"false) or its ledger entry, or the charge is at another account: check the id at the provider, point the "+
+			"PaymentProvider at the account that holds it, or delete this PaymentRefund. Checked again by itself",
+		provider, charge, rf.Spec.PaymentJobRef.Name, refusal.Message), engine.MaxMessageLength)}
+}
+
 // phaseOrNew names a phase for a message.
 func phaseOrNew(p paymentsv1alpha1.PaymentJobPhase) string {
 	if p == "" {

@@ -67,6 +67,10 @@ const (
 	// ReasonChargeUnverified: the provider does not hold the refunded
 	// charge under the payment's own key; nothing is sent.
 	ReasonChargeUnverified = paymentsv1alpha1.ReasonChargeUnverified
+	// ReasonChargeNotFound: the provider holds no charge with the refunded
+	// id at the account the refund's PaymentProvider reaches; nothing is
+	// sent.
+	ReasonChargeNotFound = paymentsv1alpha1.ReasonChargeNotFound
 	// ReasonPaymentCreatedAfterRefund: the named PaymentJob is newer than
 	// the refund, which names no key: not the payment its author saw.
 	ReasonPaymentCreatedAfterRefund = paymentsv1alpha1.ReasonPaymentCreatedAfterRefund
@@ -181,6 +185,9 @@ func (k kind) Prepare(ctx context.Context, r *engine.Reconciler, obj engine.Obje
 	if ch.Amount == 0 {
 		// The ledger names the charge, not its amount: the provider does.
 		book, err := lookupBook(ctx, t, ch.ID, true)
+		if stall := chargeNotHeld(rf, name, ch.ID, err); stall != nil {
+			return stall, nil, nil
+		}
 		if err != nil {
 			return &engine.Progress{Reason: engine.ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
 				"Cannot read charge %s at the provider, so not refunding yet: %v", ch.ID, err), engine.MaxMessageLength)}, nil, nil
@@ -236,6 +243,9 @@ func (k kind) Observe(ctx context.Context, r *engine.Reconciler, obj engine.Obje
 	// The charge is read with its refunds: a refund is only sent for a
 	// charge the provider holds under the refunded payment's own key.
 	book, err := lookupBook(ctx, t, ch.ID, true)
+	if stall := chargeNotHeld(rf, rf.Spec.ProviderRef.Name, ch.ID, err); stall != nil {
+		return engine.Observation{Requeue: engine.Jitter(refundRecheck), Wait: stall}, nil
+	}
 	if err != nil {
 		return engine.Observation{Err: err}, nil
 	}

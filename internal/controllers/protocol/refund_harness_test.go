@@ -196,6 +196,10 @@ var (
 	lookupDown book = func(string) (payment.RefundBook, error) {
 		return payment.RefundBook{}, payment.Transient(errors.New("503 Service Unavailable"), 0)
 	}
+	// chargeMissing is the answer of an account that holds no such charge.
+	chargeMissing book = func(charge string) (payment.RefundBook, error) {
+		return payment.RefundBook{}, payment.Declined(payment.ReasonChargeNotFound, "the account holds no payment intent "+charge)
+	}
 )
 
 // chargeIn is a book of a charge in state, with no refund.

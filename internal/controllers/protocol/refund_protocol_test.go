@@ -287,6 +287,16 @@ var refundTable = []refundRow{
 			requeue: jittered(30 * time.Second), events: []string{"ChargeUnverified"}}},
 		final: final{phase: pending, ready: "ChargeUnverified", stalled: true},
 	},
+	{
+		name: "the provider holds no charge with the job's id (a resolution it could not check): ChargeNotFound stall, " +
+			"no refund; once it holds the charge: refunded",
+		refund: newRefund(), job: paidJob(), answers: []answer{refunded}, books: []book{chargeMissing, untouched},
+		steps: []step{{effects: []string{"patch: +finalizer", "lookup", "status: Pending/ChargeNotFound"},
+			requeue: jittered(30 * time.Second), events: []string{"ChargeNotFound"}}, {
+			after: 31 * time.Second, effects: lookAgainAndRefund.then(completeAndFinish...), events: []string{"Succeeded"},
+		}},
+		final: givenBack,
+	},
 	stoppedUnsent("the job was created after the refund, which names no key: PaymentCreatedAfterRefund stall, no call",
 		paidJobCreatedAfterTheRefund(), "PaymentCreatedAfterRefund", noRequeue),
 	{

@@ -130,9 +130,10 @@ limitations under the License.
 // sum of the succeeded, pending and requires_action refunds; the book is
 // always Complete. SettleRefund reads the refund that LookupRefunds found and
 // polls it like Refund; a refund whose metadata does not carry the key it was
-// looked up by is uncertain. Every error of LookupRefunds is uncertain, and
-// so is every error of SettleRefund but the refusal of a refund that failed
-// or was canceled.
+// looked up by is uncertain. Every error of LookupRefunds is uncertain but
+// the read of an intent the account does not hold (404 resource_missing:
+// payment.Declined, reason ChargeNotFound), and so is every error of
+// SettleRefund but the refusal of a refund that failed or was canceled.
 //
 // Every answer becomes an outcome or one of the error classes of package
 // payment. A *payment.Refusal means Stripe definitively did not charge, and

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	stripego "github.com/stripe/stripe-go/v85"
 
@@ -208,7 +209,9 @@ func refundState(status stripego.RefundStatus) payment.ChargeState {
 
 // LookupRefunds reads the PaymentIntent charge, GET
 // /v1/payment_intents/{charge}, then lists its refunds as ListRefunds does:
-// the book's Charge is the intent as it is now. Every error is a
+// the book's Charge is the intent as it is now. An intent the account does
+// not hold (404 resource_missing) is a Declined refusal with
+// payment.ReasonChargeNotFound; every other error is a
 // payment.TransientError.
 func (p *Provider) LookupRefunds(ctx context.Context, charge string) (payment.RefundBook, error) {
 	if err := p.beforeRefundRead(ctx, charge); err != nil {
@@ -216,6 +219,10 @@ func (p *Provider) LookupRefunds(ctx context.Context, charge string) (payment.Re
 	}
 	intent, err := p.retrieve(ctx, charge)
 	if err != nil {
+		if intentMissing(err) {
+			return payment.RefundBook{}, payment.Declined(payment.ReasonChargeNotFound, fmt.Sprintf(
+				"the account holds no payment intent %s", p.clean(charge)))
+		}
 		return payment.RefundBook{}, p.uncertain(fmt.Sprintf("cannot read payment intent %s", p.clean(charge)), err)
 	}
 	if intent.ID != charge {
@@ -228,6 +235,13 @@ func (p *Provider) LookupRefunds(ctx context.Context, charge string) (payment.Re
 	}
 	book.Charge = intentFound(intent)
 	return book, nil
+}
+
+// intentMissing reports whether err is Stripe's answer to the read of an
+// intent the account does not hold: 404 resource_missing.
+func intentMissing(err error) bool {
+	var se *stripego.Error
+	return errors.As(err, &se) && se.HTTPStatusCode == http.StatusNotFound && se.Code == stripego.ErrorCodeResourceMissing
 }
 
 // ListRefunds lists every refund of the PaymentIntent charge, GET

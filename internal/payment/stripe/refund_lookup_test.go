@@ -195,7 +195,6 @@ func TestLookupRefundsErrorsAreUncertain(t *testing.T) {
 		handle   func(w http.ResponseWriter, r *http.Request, n int)
 		contains string
 	}{
-		{name: "no such intent", handle: first(jsonAnswer(http.StatusNotFound, stripeError("invalid_request_error", "resource_missing", "", "No such payment_intent: 'pi_1'"))), contains: "No such payment_intent"},
 		{name: "the read answers another intent", handle: first(jsonAnswer(http.StatusOK, succeeded("pi_2"))), contains: "pi_2"},
 		{name: "the list fails", handle: intentAnd(jsonAnswer(http.StatusInternalServerError, stripeError("api_error", "", "", "oops"))), contains: "cannot list the refunds of payment intent pi_1"},
 		{name: "the list is rate limited", handle: intentAnd(jsonAnswer(http.StatusTooManyRequests, stripeError("rate_limit_error", "", "", "slow down"))), contains: "HTTP 429"},
@@ -218,6 +217,24 @@ func TestLookupRefundsErrorsAreUncertain(t *testing.T) {
 			g.Expect(f.count(http.MethodPost)).To(Equal(0))
 		})
 	}
+}
+
+// An intent the account does not hold (Stripe answers 404
+// resource_missing) is no uncertainty: the refund stalls ChargeNotFound
+// instead of retrying the lookup for ever.
+func TestLookupRefundsOfAnIntentTheAccountDoesNotHold(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeStripe(t, first(jsonAnswer(http.StatusNotFound,
+		stripeError("invalid_request_error", "resource_missing", "intent", "No such payment_intent: 'pi_1'"))))
+	book, err := f.provider(t).LookupRefunds(context.Background(), "pi_1")
+	refusal, ok := payment.IsRefusal(err)
+	g.Expect(ok).To(BeTrue(), "a refusal, not %v", err)
+	g.Expect(refusal.Reason).To(Equal(payment.ReasonChargeNotFound))
+	g.Expect(refusal.Message).To(ContainSubstring("pi_1"))
+	g.Expect(err.Error()).NotTo(ContainSubstring(testAPIKey))
+	g.Expect(book).To(Equal(payment.RefundBook{}))
+	g.Expect(f.count(http.MethodGet)).To(Equal(1))
+	g.Expect(f.count(http.MethodPost)).To(Equal(0))
 }
 
 func TestLookupRefundsRefusesBadInputWithoutSending(t *testing.T) {
