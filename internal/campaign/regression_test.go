@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -135,6 +136,35 @@ func reconcileRefund(r refundManifest, manager int) step {
 		if _, err := c.w.reconcile(c.w.managers[manager], kindRefund, objectKey(r.ns, r.name)); err != nil {
 			t.Logf("reconcile %s/%s: %v", r.ns, r.name, err)
 		}
+	}}
+}
+
+// chargeOutsideUnder is another system charging amount under key at the
+// provider's first account, as chargeOutside does.
+func chargeOutsideUnder(key string, amount int64) step {
+	return step{fmt.Sprintf("another system charges %d under %s", amount, key), func(t *testing.T, c *campaign) {
+		in, _, err := c.w.sbx.CreatePaymentIntent(key, sandbox.PaymentIntentParams{Amount: amount, Currency: currency,
+			PaymentMethod: "pm_card_visa", Description: outsideKeyDescription,
+			Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.m.behind.outside == nil {
+			c.m.behind.outside = map[string]string{}
+		}
+		c.m.behind.outside[in.ID] = key
+	}}
+}
+
+// resolveAsOutsideCharge is a person resolving job j as charged= the
+// charge another system made under key.
+func resolveAsOutsideCharge(j jobManifest, key string) step {
+	return step{"resolve " + j.ns + "/" + j.name + " as the charge under " + key, func(t *testing.T, c *campaign) {
+		in, ok := c.w.sbx.LookupByKey(key)
+		if !ok {
+			t.Fatalf("no charge under %s", key)
+		}
+		resolveAs(j, "charged="+in.ID).do(t, c)
 	}}
 }
 
@@ -321,6 +351,32 @@ var corpus = []regression{{
 		reconcileRefund(partial, 0),
 		reconcileRefund(partial, 0),
 		settled(),
+	},
+}, {
+	// An oracle mistake, kept so that it stays corrected: a job resolved
+	// as another key's charge while its Secret reached the other account
+	// (not verified), then deleted, leaves only its ledger entry, which
+	// does not say whether the provider checked it. The oracle took the
+	// entry for a checked one, as the charge is held, and asked the
+	// reconciliation for an UnknownToCluster row of a charge under the
+	// job's key; the comparison rightly reports the key's two charges
+	// (Duplicate) against the person's word.
+	name:  "ResolvedAsAnotherKeysChargeAndDeletedIsThePersonsWord",
+	found: "TestCampaign -rapid.seed=5183541114182269296 (replays), invariant reconciliation-reports-once",
+	steps: []step{
+		chargeOutsideUnder("shop/job-1", 2500),
+		createJob(small),
+		providerFault(sandbox.FaultBeforeCommit),
+		reconcileJob(small, 0),
+		pointSecretAt(small.ns, otherAccount),
+		advance(time.Minute),
+		reconcileJob(small, 0),
+		resolveAsOutsideCharge(small, "shop/job-1"),
+		pruneJob(small),
+		reconcileJob(small, 0),
+		chargeOutsideUnder(small.sentKey(), 1000),
+		settled(),
+		reconciled(),
 	},
 }}
 
