@@ -151,6 +151,8 @@ func (tl *campaignTally) count(b campaignBooks) {
 	tl.outcomes["charges"] += int(b.sandbox.Stats.Charges)
 	tl.outcomes["refunds"] += int(b.sandbox.Stats.Refunds)
 	tl.outcomes["provider faults"] += int(b.sandbox.Stats.Faults)
+	// The entries the oracle read from the ledger's backend at the end.
+	tl.outcomes["ledger entries"] += len(b.ledger)
 }
 
 // processWorld is one history's world: its namespaces, its sandbox, its
@@ -217,6 +219,9 @@ func runHistory(t *testing.T, rt *rapid.T, dir string, l *campaignLedger, tl *ca
 	}
 	w.logf(rt, "history %d: %s, namespaces %v, sandbox %s (search lag %s, forgets keys %v), logs in %s",
 		n, w.ledger, s.namespaces, sb.URL, lag, forgets, hdir)
+	// rapid prints a history's lines only when it fails: its first line
+	// goes to the test's log too, to tell the histories of a run apart.
+	t.Logf("%s", w.history[0])
 	defer w.close()
 	for i := range w.managers {
 		w.managers[i] = w.startManager()
