@@ -54,7 +54,7 @@ import (
 // reason within quietTimeout (liveness), the books still agreeing.
 
 // The bounds of a run, unless the environment or the command line says
-// otherwise: CAMPAIGN_DURATION (no history starts after it),
+// otherwise: CAMPAIGN_DURATION (no history starts after it but a sub-test's first),
 // CAMPAIGN_STEPS (rapid.steps, the actions of a history on average), and
 // -rapid.checks (the histories at most).
 const (
@@ -71,10 +71,12 @@ const (
 // TestProcessCampaign runs histories until CAMPAIGN_DURATION has passed,
 // in a sub-test per ledger backend that CAMPAIGN_LEDGER selects
 // (campaignShares): crd, then postgres, each until the end of its share
-// of the time. The shares end at fixed times after the start, so a
-// history of crd that runs past its share's end takes from postgres's,
-// and the campaign stays within CAMPAIGN_DURATION plus postgres's set-up
-// and its last history; each sub-test runs one history at least.
+// of the time. The shares end at fixed times after the start: the rest
+// of a history of crd that runs past its share's end, and postgres's
+// set-up (its control plane and server, about 5 s), come out of
+// postgres's share, so the campaign takes CAMPAIGN_DURATION and the rest
+// of its last history, as with one backend. Each sub-test runs one
+// history at least.
 // On a failure rapid prints the seed and the history (each action's
 // t.Logf line), and the processes' logs are kept; -rapid.seed=N draws the
 // same history again (the processes' timing is the world's own, so a
