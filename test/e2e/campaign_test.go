@@ -54,9 +54,9 @@ import (
 // reason within quietTimeout (liveness), the books still agreeing.
 
 // The bounds of a run, unless the environment or the command line says
-// otherwise: CAMPAIGN_DURATION (no history starts after it but a sub-test's first),
-// CAMPAIGN_STEPS (rapid.steps, the actions of a history on average), and
-// -rapid.checks (the histories at most).
+// otherwise: CAMPAIGN_DURATION (no history starts after it but a
+// sub-test's first), CAMPAIGN_STEPS (rapid.steps, the actions of a
+// history on average), and -rapid.checks (the histories at most).
 const (
 	defaultCampaignDuration = 90 * time.Second
 	defaultCampaignSteps    = 15
