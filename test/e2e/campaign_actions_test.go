@@ -147,7 +147,7 @@ func (w *processWorld) refund(t *rapid.T, j campaign.JobManifest, amount *int64,
 
 // apply creates obj as a user would.
 func (w *processWorld) apply(t *rapid.T, obj client.Object) {
-	if err := suite.k8s.Create(context.Background(), obj); err != nil {
+	if err := w.s.cluster.k8s.Create(context.Background(), obj); err != nil {
 		t.Fatalf("cannot apply %s/%s: %v", obj.GetNamespace(), obj.GetName(), err)
 	}
 }
@@ -157,7 +157,7 @@ func (w *processWorld) apply(t *rapid.T, obj client.Object) {
 func (w *processWorld) gitopsPrune(t *rapid.T) {
 	j := w.pickJob(t, func(*paymentsv1alpha1.PaymentJob) bool { return true })
 	w.logf(t, "delete PaymentJob %s/%s (prune) in phase %q", j.Namespace, j.Name, j.Status.Phase)
-	if err := suite.k8s.Delete(context.Background(), j); client.IgnoreNotFound(err) != nil {
+	if err := w.s.cluster.k8s.Delete(context.Background(), j); client.IgnoreNotFound(err) != nil {
 		t.Fatalf("cannot delete %s/%s: %v", j.Namespace, j.Name, err)
 	}
 }
@@ -176,11 +176,11 @@ func (w *processWorld) gitopsSync(t *rapid.T) {
 func (w *processWorld) resync() []string {
 	var synced []string
 	for _, j := range w.m.Jobs() {
-		err := suite.k8s.Get(context.Background(), types.NamespacedName{Namespace: j.Namespace, Name: j.Name}, &paymentsv1alpha1.PaymentJob{})
+		err := w.s.cluster.k8s.Get(context.Background(), types.NamespacedName{Namespace: j.Namespace, Name: j.Name}, &paymentsv1alpha1.PaymentJob{})
 		if !apierrors.IsNotFound(err) {
 			continue
 		}
-		if err := suite.k8s.Create(context.Background(), j.Object()); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := w.s.cluster.k8s.Create(context.Background(), j.Object()); err != nil && !apierrors.IsAlreadyExists(err) {
 			w.rt.Fatalf("cannot re-create %s/%s: %v", j.Namespace, j.Name, err)
 		}
 		synced = append(synced, j.Namespace+"/"+j.Name)
@@ -230,7 +230,7 @@ func (w *processWorld) resolve(t *rapid.T) {
 
 // patch merge-patches the job as a person's kubectl does.
 func (w *processWorld) patch(t *rapid.T, j *paymentsv1alpha1.PaymentJob, patch string) {
-	err := suite.k8s.Patch(context.Background(), j, client.RawPatch(types.MergePatchType, []byte(patch)))
+	err := w.s.cluster.k8s.Patch(context.Background(), j, client.RawPatch(types.MergePatchType, []byte(patch)))
 	if client.IgnoreNotFound(err) != nil {
 		t.Fatalf("cannot patch %s/%s: %v", j.Namespace, j.Name, err)
 	}

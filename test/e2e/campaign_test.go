@@ -41,20 +41,22 @@ import (
 
 // The process campaign: the in-process campaign's generator and oracle
 // (internal/campaign) over real processes. Each history has a world of
-// its own: two fresh namespaces of the suite's control plane, a fresh
+// its own: two fresh namespaces of its sub-test's control plane, a fresh
 // sandbox process (its search lag drawn), and two manager processes
 // without leader election. The actions are what users and the world do
 // (campaign_actions_test.go); the managers work meanwhile, on the wall
 // clock. After every step the oracle reads the three books (the API
-// server's objects, the sandbox's GET /_sandbox/books, the CRD ledger's
-// pages) and checks the safety invariants; at the end every fault is off,
+// server's objects, the sandbox's GET /_sandbox/books, and the ledger
+// where the managers keep it: the CRD ledger's pages, or the history's
+// PostgreSQL database, campaign_postgres_test.go) and checks the safety
+// invariants; at the end every fault is off,
 // Git converges, and every object must become finished or Stalled with a
 // reason within quietTimeout (liveness), the books still agreeing.
 
 // The bounds of a run, unless the environment or the command line says
-// otherwise: CAMPAIGN_DURATION (no history starts after it),
-// CAMPAIGN_STEPS (rapid.steps, the actions of a history on average), and
-// -rapid.checks (the histories at most).
+// otherwise: CAMPAIGN_DURATION (no history starts after it but a
+// sub-test's first), CAMPAIGN_STEPS (rapid.steps, the actions of a
+// history on average), and -rapid.checks (the histories at most).
 const (
 	defaultCampaignDuration = 90 * time.Second
 	defaultCampaignSteps    = 15
@@ -66,7 +68,15 @@ const (
 	campaignAccount = "acct_campaign"
 )
 
-// TestProcessCampaign runs histories until CAMPAIGN_DURATION has passed.
+// TestProcessCampaign runs histories until CAMPAIGN_DURATION has passed,
+// in a sub-test per ledger backend that CAMPAIGN_LEDGER selects
+// (campaignShares): crd, then postgres, each until the end of its share
+// of the time. The shares end at fixed times after the start: the rest
+// of a history of crd that runs past its share's end, and postgres's
+// set-up (its control plane and server, about 5 s), come out of
+// postgres's share, so the campaign takes CAMPAIGN_DURATION and the rest
+// of its last history, as with one backend. Each sub-test runs one
+// history at least.
 // On a failure rapid prints the seed and the history (each action's
 // t.Logf line), and the processes' logs are kept; -rapid.seed=N draws the
 // same history again (the processes' timing is the world's own, so a
@@ -84,24 +94,41 @@ func TestProcessCampaign(t *testing.T) {
 		NewWithT(t).Expect(err).NotTo(HaveOccurred(), "CAMPAIGN_STEPS")
 		steps = n
 	}
+	shares := campaignShares(t)
 	setFlagDefault(t, "rapid.checks", campaignChecks)
 	setFlagDefault(t, "rapid.steps", steps)
-	dir := filepath.Join(suite.artifacts, "campaign")
-	NewWithT(t).Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
 
-	deadline := time.Now().Add(duration)
+	start := time.Now()
+	total, done := 0, 0
+	for _, s := range shares {
+		total += s.weight
+	}
+	for _, s := range shares {
+		done += s.weight
+		deadline := start.Add(duration * time.Duration(done) / time.Duration(total))
+		t.Run(s.backend, func(t *testing.T) { runCampaign(t, s.backend, deadline) })
+	}
+}
+
+// runCampaign runs histories with the managers' ledger on backend until
+// deadline, one at least.
+func runCampaign(t *testing.T, backend string, deadline time.Time) {
+	dir := filepath.Join(suite.artifacts, "campaign", backend)
+	NewWithT(t).Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	l := newCampaignLedger(t, backend, dir)
+	started := time.Now()
 	tl := &campaignTally{}
 	rapid.Check(t, func(rt *rapid.T) {
 		// Past the deadline a history draws nothing and passes, unless
 		// rapid is shrinking a failure.
-		if time.Now().After(deadline) && tl.failed == 0 {
+		if time.Now().After(deadline) && tl.started > 0 && tl.failed == 0 {
 			return
 		}
-		runHistory(t, rt, dir, tl)
+		runHistory(t, rt, dir, l, tl)
 	})
-	t.Logf("process campaign: %d histories in %s, %d actions (%d skipped), %d safety checks; at the end: %v",
-		tl.histories, duration, tl.steps, tl.skipped, tl.checks, tl.outcomes)
-	NewWithT(t).Expect(tl.histories).To(BeNumerically(">", 0), "no history ran within %s", duration)
+	t.Logf("process campaign, ledger %s: %d histories in %s, %d actions (%d skipped), %d safety checks; at the end: %v",
+		backend, tl.histories, time.Since(started).Round(time.Second), tl.steps, tl.skipped, tl.checks, tl.outcomes)
+	NewWithT(t).Expect(tl.histories).To(BeNumerically(">", 0), "no history ran")
 }
 
 // campaignTally counts what the histories of a run did.
@@ -126,6 +153,8 @@ func (tl *campaignTally) count(b campaignBooks) {
 	tl.outcomes["charges"] += int(b.sandbox.Stats.Charges)
 	tl.outcomes["refunds"] += int(b.sandbox.Stats.Refunds)
 	tl.outcomes["provider faults"] += int(b.sandbox.Stats.Faults)
+	// The entries the oracle read from the ledger's backend at the end.
+	tl.outcomes["ledger entries"] += len(b.ledger)
 }
 
 // processWorld is one history's world: its namespaces, its sandbox, its
@@ -137,7 +166,9 @@ type processWorld struct {
 	// managers are the two replicas; a kill replaces one.
 	managers [2]*manager
 	m        campaign.Manifests
-	tally    *campaignTally
+	// ledger is the history's book of the managers' outcome ledger.
+	ledger *historyLedger
+	tally  *campaignTally
 	// dashboard counts the refunds made at the sandbox behind the
 	// operator's back, to key them.
 	dashboard int
@@ -158,7 +189,7 @@ func (w *processWorld) logf(t *rapid.T, format string, args ...any) {
 }
 
 // runHistory is one history: its world, its actions, then quiescence.
-func runHistory(t *testing.T, rt *rapid.T, dir string, tl *campaignTally) {
+func runHistory(t *testing.T, rt *rapid.T, dir string, l *campaignLedger, tl *campaignTally) {
 	tl.started++
 	n := tl.started
 	name := fmt.Sprintf("campaign-%d", n)
@@ -180,58 +211,68 @@ func runHistory(t *testing.T, rt *rapid.T, dir string, tl *campaignTally) {
 	sb := startSandbox(t, hdir, "--account-id="+campaignAccount, "--search-lag="+lag.String(),
 		"--latency-min=10ms", "--latency-max=150ms")
 	defer sb.Proc.Stop(10 * time.Second)
-	s := &scenario{t: t, name: name, dir: hdir, cluster: sharedCluster(), sandbox: sb, started: time.Now(),
+	s := &scenario{t: t, name: name, dir: hdir, cluster: l.cluster, sandbox: sb, started: time.Now(),
 		namespaces: []string{fmt.Sprintf("c%d-shop", n), fmt.Sprintf("c%d-books", n)}}
 	s.setUpNamespaces()
 	s.addProvider(campaign.ProviderName, sb.URL)
-	w := &processWorld{t: t, rt: rt, s: s, tally: tl, forgets: forgets}
+	w := &processWorld{t: t, rt: rt, s: s, tally: tl, forgets: forgets, ledger: l.history(t, n, s.namespaces)}
 	if forgets {
 		w.managerArgs = []string{"--provider-key-retention=1ms"}
 	}
-	w.logf(rt, "history %d: namespaces %v, sandbox %s (search lag %s, forgets keys %v), logs in %s",
-		n, s.namespaces, sb.URL, lag, forgets, hdir)
+	w.logf(rt, "history %d: %s, namespaces %v, sandbox %s (search lag %s, forgets keys %v), logs in %s",
+		n, w.ledger, s.namespaces, sb.URL, lag, forgets, hdir)
+	// rapid prints a history's lines only when it fails: its first line
+	// goes to the test's log too, to tell the histories of a run apart.
+	t.Logf("%s", w.history[0])
+	defer w.close()
 	for i := range w.managers {
 		w.managers[i] = w.startManager()
 	}
-	defer w.close()
 	defer func() {
 		if rt.Failed() {
 			tl.failed++
 			// rapid prints the output of its last run of the seed,
 			// which the processes' timing may have made pass: the
 			// history that failed is printed here, whole.
-			t.Logf("history %d failed; its processes' logs are in %s; what it did:\n  %s",
-				n, hdir, strings.Join(w.history, "\n  "))
+			t.Logf("history %d (ledger %s) failed; its processes' logs are in %s; what it did:\n  %s",
+				n, l.backend, hdir, strings.Join(w.history, "\n  "))
 		}
 	}()
+	w.ledger.ready(rt, w.managers[:])
 	rt.Repeat(w.repeatMap())
 	w.quiesce()
 }
 
-// startManager starts a manager process, without leader election.
+// startManager starts a manager process, without leader election, on
+// the history's ledger.
 func (w *processWorld) startManager() *manager {
-	return w.s.startManager(managerOptions{args: w.managerArgs})
+	return w.s.startManager(w.ledger.managerOptions(managerOptions{args: w.managerArgs}))
 }
 
 // close stops the managers and releases the history's objects (their
-// finalizers removed), so that no later manager works on them.
+// finalizers removed), so that no later manager works on them, and then
+// its ledger.
 func (w *processWorld) close() {
 	for _, m := range w.managers {
-		m.Stop(10 * time.Second)
+		if m != nil {
+			m.Stop(10 * time.Second)
+		}
 	}
+	defer w.ledger.close(w.t)
 	ctx := context.Background()
+	k8s := w.s.cluster.k8s
 	for _, ns := range w.s.namespaces {
 		for _, list := range []client.ObjectList{&paymentsv1alpha1.PaymentJobList{}, &paymentsv1alpha1.PaymentRefundList{}} {
-			if err := suite.k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+			if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
 				w.t.Logf("cannot list the objects of %s: %v", ns, err)
 				continue
 			}
 			for _, obj := range objectsOf(list) {
 				obj.SetFinalizers(nil)
-				if err := suite.k8s.Update(ctx, obj); client.IgnoreNotFound(err) != nil {
+				if err := k8s.Update(ctx, obj); client.IgnoreNotFound(err) != nil {
 					w.t.Logf("cannot release %s/%s: %v", ns, obj.GetName(), err)
 				}
-				_ = client.IgnoreNotFound(suite.k8s.Delete(ctx, obj))
+				_ = client.IgnoreNotFound(k8s.Delete(ctx, obj))
 			}
 		}
 	}
@@ -271,26 +312,18 @@ func (w *processWorld) read() (campaignBooks, error) {
 	var b campaignBooks
 	for _, ns := range w.s.namespaces {
 		var jobs paymentsv1alpha1.PaymentJobList
-		if err := suite.k8s.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		if err := w.s.cluster.k8s.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
 			return b, fmt.Errorf("cannot list jobs: %w", err)
 		}
 		b.jobs = append(b.jobs, jobs.Items...)
 		var refs paymentsv1alpha1.PaymentRefundList
-		if err := suite.k8s.List(ctx, &refs, client.InNamespace(ns)); err != nil {
+		if err := w.s.cluster.k8s.List(ctx, &refs, client.InNamespace(ns)); err != nil {
 			return b, fmt.Errorf("cannot list refunds: %w", err)
 		}
 		b.refs = append(b.refs, refs.Items...)
 	}
-	// The ledger is the cluster's; this history's entries are those of
-	// its namespaces' keys ("<ns>/<key>" and "<ns>.refund/<name>").
-	err := ledger.ReadAll(ctx, suite.k8s, func(e ledger.Entry) error {
-		for _, ns := range w.s.namespaces {
-			if strings.HasPrefix(e.Key, ns+"/") || strings.HasPrefix(e.Key, ns+".") {
-				b.ledger = append(b.ledger, e)
-			}
-		}
-		return nil
-	})
+	var err error
+	b.ledger, err = w.ledger.read(ctx)
 	if err != nil {
 		return b, fmt.Errorf("cannot read the ledger: %w", err)
 	}
