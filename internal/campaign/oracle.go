@@ -240,6 +240,32 @@ func stuck(b books) []string {
 		}
 		s = append(s, fmt.Sprintf("PaymentRefund %s/%s %s", rf.Namespace, rf.Name, why))
 	}
+	return append(s, unrecorded(b)...)
+}
+
+// unrecorded: once the world is quiet, every object that moved money
+// (Completed) has an outcome in the ledger under its key, its own or, for a
+// key several jobs share, the first one recorded. A finished object's
+// finalizer goes only after its Record; a world that never wrote its
+// ledger would pass every rule that compares the two.
+func unrecorded(b books) []string {
+	keys := map[string]bool{}
+	for _, e := range b.ledger {
+		keys[e.Key] = true
+	}
+	var s []string
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		if key := j.Status.IdempotencyKey; j.Status.Phase == paymentsv1alpha1.PhaseCompleted && !keys[key] {
+			s = append(s, fmt.Sprintf("PaymentJob %s/%s is Completed, and the ledger holds nothing under its key %q", j.Namespace, j.Name, key))
+		}
+	}
+	for i := range b.refs {
+		rf := &b.refs[i]
+		if key := rf.Status.IdempotencyKey; rf.Status.Phase == paymentsv1alpha1.PhaseCompleted && !keys[key] {
+			s = append(s, fmt.Sprintf("PaymentRefund %s/%s is Completed, and the ledger holds nothing under its key %q", rf.Namespace, rf.Name, key))
+		}
+	}
 	return s
 }
 
