@@ -42,6 +42,8 @@ type campaign struct {
 	// outcomes are the finished outcomes seen so far, by object UID: an
 	// outcome, once written, is final (oracle_final_test.go).
 	outcomes map[types.UID]outcome
+	// snapshot is etcd's last snapshot (etcdSnapshot), nil before one.
+	snapshot []client.Object
 }
 
 // action is one thing a user or the world can do, and how often.
@@ -113,6 +115,8 @@ func (c *campaign) actions() []action {
 		{"pointAtOtherAccount", 1, c.pointAtOtherAccount},
 		{"rotateSecret", 1, c.rotateSecret},
 		{"ttlExpiry", 1, c.ttlExpiry},
+		{"etcdSnapshot", 1, c.etcdSnapshot},
+		{"etcdRestore", 1, c.etcdRestore},
 	}
 }
 

@@ -85,14 +85,17 @@ func TestCampaign(t *testing.T) {
 		}
 		history(rt, &tally)
 	})
-	t.Logf("%d histories, %d actions (%d skipped), %d quiescence passes; at the end: %v",
-		tally.histories, tally.steps, tally.skipped, tally.passes, tally.outcomes)
+	t.Logf("%d histories, %d actions (%d skipped), %d quiescence passes, %d etcd restores, %d namespaces recycled; at the end: %v",
+		tally.histories, tally.steps, tally.skipped, tally.passes, tally.restores, tally.recycles, tally.outcomes)
 }
 
 // tally counts what the histories of a run reached, to show that they
 // reach the paths worth checking.
 type tally struct {
 	histories, steps, skipped, passes int
+	// restores and recycles count the etcd restores and the namespaces
+	// recycled.
+	restores, recycles int
 	// started counts the histories begun; firstFailed is the number of
 	// the first that failed (0: none), before rapid shrinks it.
 	started, firstFailed int

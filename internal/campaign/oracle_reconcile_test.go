@@ -264,8 +264,14 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 		}
 		at[in.IdempotencyKey][b.accounts[id]] = true
 	}
+	// A charge whose record an etcd restore took out of the books (its
+	// job back to before it, or gone, the ledger's page older) is money
+	// the cluster does not know of until its manifest is applied again
+	// and finished from the provider: UnknownToCluster is the comparison's
+	// right report while it waits (a suspended job waits for a person),
+	// as after a cluster rebuilt without its ledger (docs/reliability.md).
 	for id, in := range b.intents {
-		if key := in.IdempotencyKey; len(at[key]) > 1 || m.forgotten[key] || m.unrecorded[key] {
+		if key := in.IdempotencyKey; len(at[key]) > 1 || m.forgotten[key] || m.unrecorded[key] || m.restoredAway[key] {
 			allowed[id] = true
 		}
 	}
@@ -327,6 +333,12 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 		return ok && (completedJob[charge] || (key != "" && !inFlight[key]))
 	}
 	for _, r := range b.refunds {
+		if m.restoredAway[r.IdempotencyKey] {
+			// A refund an etcd restore took out of the books, as a
+			// charge above.
+			allowed[r.ID] = true
+			continue
+		}
 		if allowed[r.PaymentIntent] {
 			// A refund of a charge whose key the Duplicate row speaks
 			// for may be reported on a row of its own, or not.
