@@ -19,7 +19,7 @@ package campaign
 import (
 	"context"
 	"fmt"
-	"reflect"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,7 +105,7 @@ func (c *campaign) etcdSnapshot(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	c.snapshot = objs
+	c.snapshot, c.snapTerminating = objs, maps.Clone(c.terminating)
 	t.Logf("etcd is snapshotted: %d objects (payments, ledger pages, providers, Secrets)", len(objs))
 }
 
@@ -133,6 +133,8 @@ func (c *campaign) etcdRestore(t *rapid.T) {
 		// snapshot's, and final again once it finishes.
 		delete(c.outcomes, obj.GetUID())
 	}
+	// The namespaces Terminating then are Terminating again.
+	c.terminating = maps.Clone(c.snapTerminating)
 	b, err := c.w.read(context.Background())
 	if err != nil {
 		t.Fatalf("cannot read the books: %v", err)
@@ -168,16 +170,8 @@ func (w *world) putBack(t *rapid.T, obj client.Object) {
 	deleting := obj.GetDeletionTimestamp() != nil
 	obj.SetDeletionTimestamp(nil)
 	obj.SetResourceVersion("")
-	want := obj.DeepCopyObject().(client.Object)
-	if err := w.store.Create(ctx, obj); err != nil {
-		t.Fatalf("cannot restore %T %s: %v", obj, obj.GetName(), err)
-	}
-	if status := reflect.ValueOf(obj).Elem().FieldByName("Status"); status.IsValid() {
-		// The status subresource: a create does not set it.
-		status.Set(reflect.ValueOf(want).Elem().FieldByName("Status"))
-		if err := w.store.Status().Update(ctx, obj); err != nil {
-			t.Fatalf("cannot restore the status of %T %s: %v", obj, obj.GetName(), err)
-		}
+	if err := w.create(obj); err != nil {
+		t.Fatalf("cannot restore: %v", err)
 	}
 	if deleting {
 		if err := w.store.Delete(ctx, obj); err != nil {
