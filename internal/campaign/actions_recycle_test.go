@@ -59,12 +59,12 @@ func (c *campaign) recycleNamespace(t *rapid.T) {
 		jobs paymentsv1alpha1.PaymentJobList
 		refs paymentsv1alpha1.PaymentRefundList
 	)
-	objs := []client.Object{}
 	for _, l := range []client.ObjectList{&jobs, &refs} {
 		if err := c.w.store.List(ctx, l, client.InNamespace(ns)); err != nil {
 			t.Fatalf("cannot list %T in %s: %v", l, ns, err)
 		}
 	}
+	objs := make([]client.Object, 0, len(jobs.Items)+len(refs.Items))
 	for i := range jobs.Items {
 		objs = append(objs, &jobs.Items[i])
 	}

@@ -104,8 +104,9 @@ type action struct {
 // brought back. A namespace recycled (1) is rare in life too, and its
 // worth is in what comes after it: the deletion waits for the passes that
 // finish the payments in flight, and Git's re-sync (gitopsSync 2, and
-// quiesce) applies its manifests again against a new PaymentProvider; one
-// per history on average leaves steps for both.
+// quiesce) applies its manifests again against a new PaymentProvider;
+// drawn 0.7 times in a history of 40 steps, it completes in about one
+// history in two and leaves steps for both.
 func (c *campaign) actions() []action {
 	return []action{
 		{"reconcile", 12, c.reconcileOne},
