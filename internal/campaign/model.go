@@ -135,6 +135,12 @@ type model struct {
 	// no book held right after an etcd restore: money the restored
 	// cluster does not know it moved (oracle_restore_test.go).
 	restoredRefunds map[string]bool
+	// unverified are the keys of the objects a manager finished on a
+	// person's resolution the provider could not check (status.resolution
+	// verified: false): the ledger's entry under such a key may be that
+	// word, and it does not say so (oracle_final_test.go notes them as
+	// they are written).
+	unverified map[string]bool
 }
 
 // manifestsSending are the job manifests that send key.

@@ -68,6 +68,7 @@ func (c *campaign) reconciliationDisagrees(ctx context.Context) ([]string, error
 	}
 	records, inFlight := clusterRecords(b)
 	disputed := c.w.openDisputes()
+	c.m.unverified = c.w.unverifiedKeys()
 	findings := reconcile.Compare(records, lookedUp(records, providerObjects(b, disputed), inFlight))
 	// What the oracle checked shows in the run's tally.
 	if c.tally.outcomes == nil {
@@ -285,8 +286,12 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 	// provider checked it: a re-created object finished from it names a
 	// charge no account holds, or a refusal where money moved, only when
 	// the check could not be made.
+	// An object finished on a person's word the provider could not check
+	// that is gone since (a prune, a TTL, a recycled namespace, a
+	// restore) leaves its entry only: one naming a charge of another
+	// request is that word too (m.unverified).
 	for _, e := range b.ledger {
-		if _, held := b.intents[e.Charge]; e.ResolvedBy != "" && (!held || e.Outcome == paymentsv1alpha1.LedgerFailed) {
+		if _, held := b.intents[e.Charge]; e.ResolvedBy != "" && (!held || e.Outcome == paymentsv1alpha1.LedgerFailed || m.unverified[e.Key]) {
 			allowed["key:"+e.Key], allowed[e.Charge] = true, e.Charge != ""
 		}
 	}
