@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // The world's days that take objects away: the TTL collector, an etcd
@@ -206,8 +207,10 @@ func (c *campaign) noteRestored(b books) {
 	if c.m.restoredAway == nil {
 		c.m.restoredAway = map[string]bool{}
 	}
+	// What was done behind the operator's back was never in its books,
+	// and the reconciliation must still report it, restore or not.
 	for _, in := range b.intents {
-		if !held[in.IdempotencyKey] {
+		if !held[in.IdempotencyKey] && c.m.behind.outside[in.ID] == "" {
 			c.m.restoredAway[in.IdempotencyKey] = true
 		}
 	}
@@ -215,7 +218,7 @@ func (c *campaign) noteRestored(b books) {
 		c.m.restoredRefunds = map[string]bool{}
 	}
 	for _, r := range b.refunds {
-		if !held[r.IdempotencyKey] {
+		if !held[r.IdempotencyKey] && payment.IsRefundKey(r.IdempotencyKey) {
 			c.m.restoredAway[r.IdempotencyKey] = true
 			c.m.restoredRefunds[r.ID] = true
 		}

@@ -77,6 +77,10 @@ func (c *campaign) reconciliationDisagrees(ctx context.Context) ([]string, error
 	for _, f := range findings {
 		if f.Category.Discrepancy() {
 			c.tally.outcomes["reconciliation "+string(f.Category)]++
+			if c.m.restoredAway[f.Key] {
+				// Of which on a key an etcd restore took out of the books.
+				c.tally.outcomes["reconciliation after a restore "+string(f.Category)]++
+			}
 		}
 	}
 	return c.m.reconciliationViolations(b, inFlight, disputed, findings), nil
