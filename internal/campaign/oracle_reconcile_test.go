@@ -269,14 +269,8 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 		}
 		at[in.IdempotencyKey][b.accounts[id]] = true
 	}
-	// A charge whose record an etcd restore took out of the books (its
-	// job back to before it, or gone, the ledger's page older) is money
-	// the cluster does not know of until its manifest is applied again
-	// and finished from the provider: UnknownToCluster is the comparison's
-	// right report while it waits (a suspended job waits for a person),
-	// as after a cluster rebuilt without its ledger (docs/reliability.md).
 	for id, in := range b.intents {
-		if key := in.IdempotencyKey; len(at[key]) > 1 || m.forgotten[key] || m.unrecorded[key] || m.restoredAway[key] {
+		if key := in.IdempotencyKey; len(at[key]) > 1 || m.forgotten[key] || m.unrecorded[key] {
 			allowed[id] = true
 		}
 	}
@@ -342,12 +336,6 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 		return ok && (completedJob[charge] || (key != "" && !inFlight[key]))
 	}
 	for _, r := range b.refunds {
-		if m.restoredAway[r.IdempotencyKey] {
-			// A refund an etcd restore took out of the books, as a
-			// charge above.
-			allowed[r.ID] = true
-			continue
-		}
 		if allowed[r.PaymentIntent] {
 			// A refund of a charge whose key the Duplicate row speaks
 			// for may be reported on a row of its own, or not.
@@ -411,7 +399,17 @@ func (m *model) reconciliationViolations(b books, inFlight map[string]bool, disp
 				explained = true
 			}
 		}
-		if !explained && !allowed["key:"+f.Key] && !slices.ContainsFunc(f.ProviderIDs, func(id string) bool { return allowed[id] }) {
+		// A charge or refund whose record an etcd restore took out of the
+		// books (its object back to before it, or gone, the ledger's page
+		// older) is money the cluster does not know of until its manifest
+		// is applied again and finished from the provider:
+		// UnknownToCluster is the comparison's right report while it
+		// cannot (a suspended job waits for a person, a key another
+		// manifest took stalls), as after a cluster rebuilt without its
+		// ledger (docs/reliability.md), and its advice (apply the
+		// manifest again) moves no money.
+		restored := f.Category == reconcile.UnknownToCluster && m.restoredAway[f.Key]
+		if !explained && !restored && !allowed["key:"+f.Key] && !slices.ContainsFunc(f.ProviderIDs, func(id string) bool { return allowed[id] }) {
 			v = append(v, fmt.Sprintf("reconciliation-justified: %s %s %s (cluster %q, provider %v): %s; advises: %s",
 				f.Category, f.Kind, f.Key, f.ClusterID, f.ProviderIDs, f.Detail, f.Action))
 		}
