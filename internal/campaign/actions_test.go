@@ -42,6 +42,18 @@ type campaign struct {
 	// outcomes are the finished outcomes seen so far, by object UID: an
 	// outcome, once written, is final (oracle_final_test.go).
 	outcomes map[types.UID]outcome
+	// snapshot is etcd's last snapshot (etcdSnapshot), nil before one,
+	// and snapTerminating the namespaces Terminating then.
+	snapshot        []client.Object
+	snapTerminating map[string]bool
+	// terminating are the namespaces deleted whose jobs and refunds are
+	// not all gone yet (recycleNamespace).
+	terminating map[string]bool
+	// recycled are the namespaces recycled so far, and reapplied the jobs
+	// Git applied again in them while the ledger held their key's outcome,
+	// by UID (actions_recycle_test.go).
+	recycled  map[string]bool
+	reapplied map[types.UID]string
 }
 
 // action is one thing a user or the world can do, and how often.
@@ -53,7 +65,7 @@ type action struct {
 	do     func(*rapid.T)
 }
 
-// The weights, out of 51. A pass of a controller (reconcile, twoManagers:
+// The weights, out of 54. A pass of a controller (reconcile, twoManagers:
 // 15) is close to a third of the steps: every other action only sets the stage, and
 // with fewer passes histories end before anything reaches the provider.
 // Users create jobs and refunds (7) often enough that most histories hold
@@ -82,7 +94,19 @@ type action struct {
 // repair), and a Secret's key rotated. So does the TTL collector's sweep
 // a minute on (1): one job in three carries a TTL, and a sweep a few
 // times a history deletes the finished ones, which Git re-creates
-// (gitopsSync 2) to be finished from the ledger.
+// (gitopsSync 2) to be finished from the ledger. An etcd snapshot (1) and
+// a restore of the last one (1) weigh what the world's other rare days
+// do: a restore needs a snapshot before it and something done between the
+// two to take back, so with one of each per history on average about one
+// history in five restores something (a restore before any snapshot is
+// skipped), and the restore, which restarts every manager and may take an
+// outcome back, must not crowd out the passes that finish what it
+// brought back. A namespace recycled (1) is rare in life too, and its
+// worth is in what comes after it: the deletion waits for the passes that
+// finish the payments in flight, and Git's re-sync (gitopsSync 2, and
+// quiesce) applies its manifests again against a new PaymentProvider;
+// drawn 0.7 times in a history of 40 steps, it completes in about one
+// history in two and leaves steps for both.
 func (c *campaign) actions() []action {
 	return []action{
 		{"reconcile", 12, c.reconcileOne},
@@ -113,6 +137,9 @@ func (c *campaign) actions() []action {
 		{"pointAtOtherAccount", 1, c.pointAtOtherAccount},
 		{"rotateSecret", 1, c.rotateSecret},
 		{"ttlExpiry", 1, c.ttlExpiry},
+		{"etcdSnapshot", 1, c.etcdSnapshot},
+		{"etcdRestore", 1, c.etcdRestore},
+		{"recycleNamespace", 1, c.recycleNamespace},
 	}
 }
 
@@ -123,6 +150,9 @@ func (c *campaign) repeatMap() map[string]func(*rapid.T) {
 	m := map[string]func(*rapid.T){"": c.checkSafety}
 	for _, a := range c.actions() {
 		do := func(t *rapid.T) {
+			// A namespace whose objects the last step took away is gone,
+			// and created again, before anything else happens.
+			c.settleNamespaces(t)
 			c.tally.steps++
 			c.tally.skipped++
 			a.do(t)
@@ -162,11 +192,15 @@ func (c *campaign) createJob(t *rapid.T) {
 // creation time.
 func (c *campaign) apply(t *rapid.T, obj client.Object) {
 	t.Helper()
+	if c.refused(t, obj) {
+		return
+	}
 	obj.SetUID(c.w.uid())
 	obj.SetCreationTimestamp(metav1.NewTime(c.w.clock.Now()))
 	if err := c.w.store.Create(context.Background(), obj); err != nil {
 		t.Fatalf("cannot apply %T: %v", obj, err)
 	}
+	c.noteReapplied(t, obj)
 }
 
 // createRefund applies a PaymentRefund of a job applied earlier: part of
@@ -230,6 +264,9 @@ func (c *campaign) gitopsSync(t *rapid.T) {
 func (c *campaign) resync(t *rapid.T) []string {
 	var synced []string
 	for _, j := range c.m.jobs {
+		if c.terminating[j.ns] {
+			continue
+		}
 		err := c.w.store.Get(context.Background(), objectKey(j.ns, j.name), j.object())
 		if !isNotFound(err) {
 			continue
@@ -238,6 +275,9 @@ func (c *campaign) resync(t *rapid.T) []string {
 		c.apply(t, j.object())
 	}
 	for _, r := range c.m.refunds {
+		if c.terminating[r.ns] {
+			continue
+		}
 		err := c.w.store.Get(context.Background(), objectKey(r.ns, r.name), r.object())
 		if !isNotFound(err) {
 			continue
@@ -345,79 +385,6 @@ func (c *campaign) dashboardRefund(t *rapid.T) {
 	key := fmt.Sprintf("dashboard-%d", c.m.dashboard)
 	_, _, err = c.w.sbx.CreateRefund(key, sandbox.RefundParams{PaymentIntent: in.ID, Amount: amount})
 	t.Logf("a person refunds %d of %s (key %s) in the dashboard: %v", amount, in.IdempotencyKey, key, err)
-}
-
-// pick draws an object of kind ("" for either) that the API server holds,
-// or skips the step when there is none.
-func (c *campaign) pick(t *rapid.T, kind string) ref {
-	refs, err := c.w.objects(context.Background())
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	var of []ref
-	for _, r := range refs {
-		if kind == "" || r.kind == kind {
-			of = append(of, r)
-		}
-	}
-	if len(of) == 0 {
-		t.Skip("no object to act on")
-	}
-	return rapid.SampledFrom(of).Draw(t, "object")
-}
-
-// pickUnfinished draws an object of kind that is neither Completed nor
-// Failed: where a person's resolution or approval means something.
-func (c *campaign) pickUnfinished(t *rapid.T, kind string) ref {
-	return c.pickIn(t, kind, func(phase paymentsv1alpha1.PaymentJobPhase) bool { return !finished(phase) })
-}
-
-// pickStuck draws a Processing object of kind, where a person resolves
-// (the runbook resolves a payment that may have moved money), or any
-// unfinished one when none is Processing.
-func (c *campaign) pickStuck(t *rapid.T, kind string) ref {
-	if r, ok := c.tryPick(t, kind, func(phase paymentsv1alpha1.PaymentJobPhase) bool {
-		return phase == paymentsv1alpha1.PhaseProcessing
-	}); ok {
-		return r
-	}
-	return c.pickUnfinished(t, kind)
-}
-
-// pickIn draws an object of kind whose phase is in, or skips the step.
-func (c *campaign) pickIn(t *rapid.T, kind string, in func(paymentsv1alpha1.PaymentJobPhase) bool) ref {
-	r, ok := c.tryPick(t, kind, in)
-	if !ok {
-		t.Skip("no object to act on in such a phase")
-	}
-	return r
-}
-
-// tryPick draws an object of kind whose phase is in, if there is one.
-func (c *campaign) tryPick(t *rapid.T, kind string, in func(paymentsv1alpha1.PaymentJobPhase) bool) (ref, bool) {
-	refs, err := c.w.objects(context.Background())
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	var of []ref
-	for _, r := range refs {
-		if r.kind != kind {
-			continue
-		}
-		obj := c.w.newObject(r.kind)
-		if err := c.w.store.Get(context.Background(), r.key, obj); err != nil {
-			t.Fatalf("cannot read %s: %v", r, err)
-		}
-		if in(obj.(interface {
-			GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
-		}).GetPaymentStatus().Phase) {
-			of = append(of, r)
-		}
-	}
-	if len(of) == 0 {
-		return ref{}, false
-	}
-	return rapid.SampledFrom(of).Draw(t, "object"), true
 }
 
 // staleRead freezes an object for one manager's next cached read of it

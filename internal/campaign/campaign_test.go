@@ -85,14 +85,17 @@ func TestCampaign(t *testing.T) {
 		}
 		history(rt, &tally)
 	})
-	t.Logf("%d histories, %d actions (%d skipped), %d quiescence passes; at the end: %v",
-		tally.histories, tally.steps, tally.skipped, tally.passes, tally.outcomes)
+	t.Logf("%d histories, %d actions (%d skipped), %d quiescence passes, %d etcd restores, %d namespaces recycled; at the end: %v",
+		tally.histories, tally.steps, tally.skipped, tally.passes, tally.restores, tally.recycles, tally.outcomes)
 }
 
 // tally counts what the histories of a run reached, to show that they
 // reach the paths worth checking.
 type tally struct {
 	histories, steps, skipped, passes int
+	// restores and recycles count the etcd restores and the namespaces
+	// recycled.
+	restores, recycles int
 	// started counts the histories begun; firstFailed is the number of
 	// the first that failed (0: none), before rapid shrinks it.
 	started, firstFailed int
@@ -153,7 +156,9 @@ func (c *campaign) quiesce(t *rapid.T) {
 			t.Fatalf("liveness: not quiet after %d rounds of passes; the last round moved %s", maxRounds, moved)
 		}
 		c.w.clock.Step(quietStep)
-		// Git converges: every pruned manifest is applied again.
+		// A namespace whose objects are gone is created again, and Git
+		// converges: every pruned manifest is applied again.
+		c.settleNamespaces(t)
 		c.resync(t)
 		before, err := c.w.fingerprint(ctx)
 		if err != nil {
@@ -183,6 +188,9 @@ func (c *campaign) quiesce(t *rapid.T) {
 	b, err := c.w.read(ctx)
 	if err != nil {
 		t.Fatalf("cannot read the books: %v", err)
+	}
+	if v := c.recycledViolations(b); len(v) > 0 {
+		t.Fatalf("a recycled namespace's manifests, applied again:\n  %s", strings.Join(v, "\n  "))
 	}
 	if s := stuck(b); len(s) > 0 {
 		t.Fatalf("liveness: with every fault off and time advanced:\n  %s", strings.Join(s, "\n  "))

@@ -125,8 +125,22 @@ type model struct {
 	// looks in the ledger only.
 	unrecorded map[string]bool
 	// providerForgot are the keys the provider forgot (forgetKeys), charges'
-	// and refunds'.
+	// and refunds': an etcd restore that takes their outcome out of the
+	// books makes them forgotten or unrecorded.
 	providerForgot map[string]bool
+	// restoredAway are the keys charged or refunded at the provider that
+	// no book held right after an etcd restore (etcdRestore).
+	restoredAway map[string]bool
+	// restoredRefunds are the refunds at the provider, by id, whose key
+	// no book held right after an etcd restore: money the restored
+	// cluster does not know it moved (oracle_restore_test.go).
+	restoredRefunds map[string]bool
+	// unverified are the keys of the objects a manager finished on a
+	// person's resolution the provider could not check (status.resolution
+	// verified: false): the ledger's entry under such a key may be that
+	// word, and it does not say so (oracle_final_test.go notes them as
+	// they are written).
+	unverified map[string]bool
 }
 
 // manifestsSending are the job manifests that send key.
@@ -148,8 +162,14 @@ func (m *model) sharedKey(key string) bool {
 	for _, j := range m.manifestsSending(key) {
 		names[j.ns+"/"+j.name] = true
 	}
-	// A key someone else charged under is shared with them.
-	return len(names) > 1 || m.behind.chargedOutside(key)
+	// A key someone else charged under is shared with them. So is a key
+	// whose charge an etcd restore took out of the books: the restored
+	// cluster knows nothing of it, as of another system's, and its
+	// manifest applied again is charged again where its PaymentProvider
+	// reaches now, if that is another account (the provider's key memory
+	// is per account): docs/reliability.md, "Another account is another
+	// payment, unless the ledger says otherwise".
+	return len(names) > 1 || m.behind.chargedOutside(key) || m.restoredAway[key]
 }
 
 // jobOf is the manifest of the job ns/name.

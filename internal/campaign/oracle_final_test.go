@@ -19,6 +19,7 @@ package campaign
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -79,14 +80,23 @@ func (c *campaign) finalViolations(b books) []string {
 type takenBack struct {
 	mu   sync.Mutex
 	seen []string
+	// unverified are the keys of the objects a manager wrote finished on
+	// a person's resolution the provider could not check (status.resolution
+	// verified: false), seen as it happens: the object may be gone
+	// within the same pass (its finalizer released on deletion).
+	unverified map[string]bool
 }
 
 // keepsOutcome runs a manager's status write of obj and notes it when it
 // turned an outcome the API server held into another phase or id.
 func (w *world) keepsOutcome(ctx context.Context, obj client.Object, write func() error) error {
 	before := w.outcomeOf(ctx, obj)
-	if err := write(); err != nil || !finished(before.phase) {
+	if err := write(); err != nil {
 		return err
+	}
+	w.noteUnverified(obj)
+	if !finished(before.phase) {
+		return nil
 	}
 	after := w.outcomeOf(ctx, obj)
 	failedLater := false
@@ -101,6 +111,34 @@ func (w *world) keepsOutcome(ctx context.Context, obj client.Object, write func(
 			obj, client.ObjectKeyFromObject(obj), before.phase, before.id, after.phase, after.id))
 	}
 	return nil
+}
+
+// noteUnverified notes obj's key when its status, as a manager wrote it,
+// is finished on a person's word the provider could not check.
+func (w *world) noteUnverified(obj client.Object) {
+	o, ok := obj.(interface {
+		GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
+	})
+	if !ok {
+		return
+	}
+	st := o.GetPaymentStatus()
+	if r := st.Resolution; r == nil || r.Verified || !finished(st.Phase) || st.IdempotencyKey == "" {
+		return
+	}
+	w.takenBack.mu.Lock()
+	defer w.takenBack.mu.Unlock()
+	if w.takenBack.unverified == nil {
+		w.takenBack.unverified = map[string]bool{}
+	}
+	w.takenBack.unverified[st.IdempotencyKey] = true
+}
+
+// unverifiedKeys are the keys noteUnverified noted so far.
+func (w *world) unverifiedKeys() map[string]bool {
+	w.takenBack.mu.Lock()
+	defer w.takenBack.mu.Unlock()
+	return maps.Clone(w.takenBack.unverified)
 }
 
 // outcomeOf is the outcome the API server holds for obj now, or none.

@@ -68,6 +68,7 @@ func (c *campaign) reconciliationDisagrees(ctx context.Context) ([]string, error
 	}
 	records, inFlight := clusterRecords(b)
 	disputed := c.w.openDisputes()
+	c.m.unverified = c.w.unverifiedKeys()
 	findings := reconcile.Compare(records, lookedUp(records, providerObjects(b, disputed), inFlight))
 	// What the oracle checked shows in the run's tally.
 	if c.tally.outcomes == nil {
@@ -76,6 +77,10 @@ func (c *campaign) reconciliationDisagrees(ctx context.Context) ([]string, error
 	for _, f := range findings {
 		if f.Category.Discrepancy() {
 			c.tally.outcomes["reconciliation "+string(f.Category)]++
+			if c.m.restoredAway[f.Key] {
+				// Of which on a key an etcd restore took out of the books.
+				c.tally.outcomes["reconciliation after a restore "+string(f.Category)]++
+			}
 		}
 	}
 	return c.m.reconciliationViolations(b, inFlight, disputed, findings), nil
@@ -280,11 +285,14 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 	// charge no account holds, or one held under another key (a job
 	// resolved as another payment's charge while its provider reached the
 	// other account, then deleted), or a refusal where money moved, only
-	// when the check could not be made.
+	// when the check could not be made. An object finished on a person's
+	// word the provider could not check that is gone since (a prune, a
+	// TTL, a recycled namespace, a restore) leaves its entry only: one
+	// naming a charge of another request is that word too (m.unverified).
 	for _, e := range b.ledger {
 		in, held := b.intents[e.Charge]
 		checkable := held && in.IdempotencyKey == e.Key && e.Outcome == paymentsv1alpha1.LedgerCompleted
-		if e.ResolvedBy != "" && !checkable {
+		if e.ResolvedBy != "" && (!checkable || m.unverified[e.Key]) {
 			allowed["key:"+e.Key], allowed[e.Charge] = true, e.Charge != ""
 		}
 	}
@@ -394,7 +402,17 @@ func (m *model) reconciliationViolations(b books, inFlight map[string]bool, disp
 				explained = true
 			}
 		}
-		if !explained && !allowed["key:"+f.Key] && !slices.ContainsFunc(f.ProviderIDs, func(id string) bool { return allowed[id] }) {
+		// A charge or refund whose record an etcd restore took out of the
+		// books (its object back to before it, or gone, the ledger's page
+		// older) is money the cluster does not know of until its manifest
+		// is applied again and finished from the provider:
+		// UnknownToCluster is the comparison's right report while it
+		// cannot (a suspended job waits for a person, a key another
+		// manifest took stalls), as after a cluster rebuilt without its
+		// ledger (docs/reliability.md), and its advice (apply the
+		// manifest again) moves no money.
+		restored := f.Category == reconcile.UnknownToCluster && m.restoredAway[f.Key]
+		if !explained && !restored && !allowed["key:"+f.Key] && !slices.ContainsFunc(f.ProviderIDs, func(id string) bool { return allowed[id] }) {
 			v = append(v, fmt.Sprintf("reconciliation-justified: %s %s %s (cluster %q, provider %v): %s; advises: %s",
 				f.Category, f.Kind, f.Key, f.ClusterID, f.ProviderIDs, f.Detail, f.Action))
 		}
