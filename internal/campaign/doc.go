@@ -49,8 +49,16 @@ limitations under the License.
 // In one history in three, books' PaymentProvider sends its keys under a
 // key scope (spec.keyScope), and the model's keys follow. Each manager
 // has the TTL collector of finished jobs (ttl.FinishedJobCollector, no
-// default TTL), swept by an action instead of its ticker. Not modelled
-// yet: namespace recycling and an etcd restore (issue 38).
+// default TTL), swept by an action instead of its ticker. The API
+// server's store can be snapshotted and restored (actions_restore_test.go):
+// jobs, refunds, ledger pages, PaymentProviders and Secrets, put back
+// with their UIDs, status and finalizers, every manager restarted, the
+// provider keeping everything it had. A namespace can be recycled
+// (actions_recycle_test.go): Terminating until the operator's finalizers
+// let its objects go, then its PaymentProvider created again under a new
+// UID and Git applying its manifests again. Not modelled: a ledger kept
+// outside etcd (PostgreSQL) across a restore; the process campaign runs
+// on PostgreSQL, without restores.
 //
 // # The model
 //
@@ -83,7 +91,9 @@ limitations under the License.
 // Secret; a Secret's key rotated (same account); and, a minute on, a
 // sweep of a manager's TTL collector (actions_restore_test.go), which
 // deletes the finished jobs whose spec.ttlSecondsAfterFinished (60 s, one
-// job in three) passed once the ledger holds their outcome. A Secret's change is
+// job in three) passed once the ledger holds their outcome; a snapshot
+// of the API server's store and a restore to it (every manager
+// restarted); a namespace recycled under its name. A Secret's change is
 // seen by every manager's provider cache at once, as the PaymentProvider
 // reconciler's watch refreshes it. rapid's t.Repeat draws action names
 // uniformly, so an action of weight n is listed n times (name, name#2,
@@ -114,14 +124,21 @@ limitations under the License.
 // over every object until three rounds change nothing (a Stalled object's
 // retries at the longest backoff are no change); then every object must be
 // Completed, Failed, or Stalled with a reason, or a refund waiting for a
-// Stalled job; and the reconciliation's comparison (reconcile.Compare)
+// Stalled job; every Completed object's outcome is in the ledger under
+// its key; every job Git applied again in a recycled namespace while the
+// ledger held its key is finished from it or stalled ProviderChanged or
+// ChargeMismatch; and the reconciliation's comparison (reconcile.Compare)
 // over the quiet books, as a run over a provider that lists its objects
 // reads them, must report exactly what was done behind the operator's
 // back, each once (a dashboard refund of a charge of ours, a dispute of a
 // recorded charge, a charge under one of our keys by another system, a
 // recorded refund failed after it succeeded) and no other discrepancy:
 // any other would advise moving money the books do not justify
-// (oracle_reconcile_test.go).
+// (oracle_reconcile_test.go). What a restore took out of the cluster's
+// books and the provider still holds is the past's, not the objects Git
+// applies again (oracle_refunds.go restoredPast; a key a restore took
+// away is judged as a shared one; the reconciliation may report such a
+// charge UnknownToCluster, which advises no money movement).
 //
 // # Running it
 //
@@ -143,4 +160,6 @@ limitations under the License.
 // TestRegressionCorpus, so that a fixed bug stays fixed. A product bug
 // found and not fixed yet may be pinned there with its bug field (the case
 // passes while the violation is still seen); the corpus holds none now.
+// A mistake of the oracle found by a history is kept there too, so that
+// it stays corrected.
 package campaign
