@@ -102,6 +102,7 @@ func (c *campaign) checkSafety(t *rapid.T) {
 	if v := slices.Concat(c.m.violations(b), c.w.refundsSent.violations(), c.finalViolations(b), c.w.takenBackViolations()); len(v) > 0 {
 		t.Fatalf("the books disagree:\n  %s", strings.Join(v, "\n  "))
 	}
+	c.remember(b)
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

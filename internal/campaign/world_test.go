@@ -91,6 +91,9 @@ type world struct {
 	scopes map[string]string
 	// managers are the operator's processes; a crash replaces one.
 	managers [2]*manager
+	// kills are the manager processes killed in the middle of a pass
+	// (killMidPass): every request of theirs fails from then on.
+	kills kills
 	// conflictNext answers the next write of a payment object by any
 	// manager with a 409.
 	conflictNext atomic.Bool
@@ -299,6 +302,9 @@ func errConflict(obj client.Object) error {
 // unavailable.
 func (w *world) faults(holder string) interceptor.Funcs {
 	conflict := func(obj client.Object) error {
+		if err := w.kills.check(holder); err != nil {
+			return err
+		}
 		if err := w.ledgerFault(obj); err != nil {
 			return err
 		}
@@ -312,6 +318,9 @@ func (w *world) faults(holder string) interceptor.Funcs {
 	}
 	return interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := w.kills.check(holder); err != nil {
+				return err
+			}
 			if err := w.ledgerFault(obj); err != nil {
 				return err
 			}
@@ -322,34 +331,37 @@ func (w *world) faults(holder string) interceptor.Funcs {
 			return c.Get(ctx, key, obj, opts...)
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := w.kills.check(holder); err != nil {
+				return err
+			}
 			if err := w.ledgerFault(obj); err != nil {
 				return err
 			}
-			return c.Create(ctx, obj, opts...)
+			return w.kills.wrote(holder, c.Create(ctx, obj, opts...))
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			if err := conflict(obj); err != nil {
 				return err
 			}
-			return c.Update(ctx, obj, opts...)
+			return w.kills.wrote(holder, c.Update(ctx, obj, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if err := conflict(obj); err != nil {
 				return err
 			}
-			return c.Patch(ctx, obj, patch, opts...)
+			return w.kills.wrote(holder, c.Patch(ctx, obj, patch, opts...))
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			if err := conflict(obj); err != nil {
 				return err
 			}
-			return w.keepsOutcome(ctx, obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
+			return w.kills.wrote(holder, w.keepsOutcome(ctx, obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) }))
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if err := conflict(obj); err != nil {
 				return err
 			}
-			return w.keepsOutcome(ctx, obj, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
+			return w.kills.wrote(holder, w.keepsOutcome(ctx, obj, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) }))
 		},
 	}
 }
