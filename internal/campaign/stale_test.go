@@ -17,6 +17,8 @@ limitations under the License.
 package campaign
 
 import (
+	"reflect"
+
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -64,4 +66,32 @@ func (c *campaign) pastOf(r ref, uid types.UID) []client.Object {
 		}
 	}
 	return of
+}
+
+// takeStale returns, once, the older copy of key that the next cached
+// read of obj's type by holder answers, or nil.
+func (w *world) takeStale(holder string, key client.ObjectKey, obj client.Object) client.Object {
+	if holder == "" {
+		return nil
+	}
+	w.staleMu.Lock()
+	defer w.staleMu.Unlock()
+	k := staleKey{holder, key}
+	old, ok := w.stale[k]
+	if !ok || reflect.TypeOf(old) != reflect.TypeOf(obj) {
+		return nil
+	}
+	delete(w.stale, k)
+	return old
+}
+
+// freeze makes the next cached read of obj by manager i answer obj as
+// it is now.
+func (w *world) freeze(i int, obj client.Object) {
+	w.staleMu.Lock()
+	defer w.staleMu.Unlock()
+	if w.stale == nil {
+		w.stale = map[staleKey]client.Object{}
+	}
+	w.stale[staleKey{w.managers[i].holder, client.ObjectKeyFromObject(obj)}] = obj
 }
