@@ -75,10 +75,13 @@ limitations under the License.
 // creating a job (two namespaces, keys shared between names, three
 // amounts) or a refund (part, all, all again after others, two racing for
 // the last of a charge); a prune and a GitOps re-sync from the same
-// manifest; a crash (a new manager: every in-memory state lost); a 409 on
+// manifest; a crash (a new manager: every in-memory state lost), or a
+// kill in the middle of a pass (after one to three of its writes, none of
+// its requests lands, and a new manager starts); a 409 on
 // the next write; an answer lost after the provider committed; a 429 or a
 // 500 before it committed; a stale read (one manager's next cached read
-// of an object answers an older copy, as a lagging informer, while its
+// of an object answers it as it was after one of the last four steps that
+// changed it, as a lagging informer, while its
 // writes and reads past the cache reach the API server); a person's
 // resolution, right or wrong (charged= the key's charge, another charge,
 // one that does not exist; not-charged); a dashboard refund at the
