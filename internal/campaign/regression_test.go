@@ -25,6 +25,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
@@ -60,18 +61,29 @@ type regression struct {
 func createJob(j jobManifest) step {
 	return step{"create job " + j.ns + "/" + j.name, func(t *testing.T, c *campaign) {
 		c.m.jobs = append(c.m.jobs, j)
-		o := j.object()
-		o.UID, o.CreationTimestamp = c.w.uid(), metav1.NewTime(c.w.clock.Now())
-		if err := c.w.store.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
+		create(t, c, j.object())
 	}}
 }
 
+// create applies obj as a user does, with a fresh UID and the clock's
+// creation time.
+func create(t *testing.T, c *campaign, obj client.Object) {
+	obj.SetUID(c.w.uid())
+	obj.SetCreationTimestamp(metav1.NewTime(c.w.clock.Now()))
+	if err := c.w.store.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func reconcileJob(j jobManifest, manager int) step {
-	return step{"manager reconciles job " + j.ns + "/" + j.name, func(t *testing.T, c *campaign) {
-		if _, err := c.w.reconcile(c.w.managers[manager], kindJob, objectKey(j.ns, j.name)); err != nil {
-			t.Logf("reconcile %s/%s: %v", j.ns, j.name, err)
+	return reconcileStep(kindJob, j.ns, j.name, manager)
+}
+
+// reconcileStep is a pass of manager on the object of kind ns/name.
+func reconcileStep(kind, ns, name string, manager int) step {
+	return step{"manager reconciles " + kind + " " + ns + "/" + name, func(t *testing.T, c *campaign) {
+		if _, err := c.w.reconcile(c.w.managers[manager], kind, objectKey(ns, name)); err != nil {
+			t.Logf("reconcile %s/%s: %v", ns, name, err)
 		}
 	}}
 }
@@ -123,20 +135,12 @@ func resolveAs(j jobManifest, value string) step {
 func createRefund(r refundManifest) step {
 	return step{"create refund " + r.ns + "/" + r.name, func(t *testing.T, c *campaign) {
 		c.m.refunds = append(c.m.refunds, r)
-		o := r.object()
-		o.UID, o.CreationTimestamp = c.w.uid(), metav1.NewTime(c.w.clock.Now())
-		if err := c.w.store.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
+		create(t, c, r.object())
 	}}
 }
 
 func reconcileRefund(r refundManifest, manager int) step {
-	return step{"manager reconciles refund " + r.ns + "/" + r.name, func(t *testing.T, c *campaign) {
-		if _, err := c.w.reconcile(c.w.managers[manager], kindRefund, objectKey(r.ns, r.name)); err != nil {
-			t.Logf("reconcile %s/%s: %v", r.ns, r.name, err)
-		}
-	}}
+	return reconcileStep(kindRefund, r.ns, r.name, manager)
 }
 
 // chargeOutsideUnder is another system charging amount under key at the
@@ -240,11 +244,7 @@ func gitopsResync() step {
 			if err := c.w.store.Get(context.Background(), objectKey(j.ns, j.name), j.object()); !isNotFound(err) {
 				continue
 			}
-			o := j.object()
-			o.UID, o.CreationTimestamp = c.w.uid(), metav1.NewTime(c.w.clock.Now())
-			if err := c.w.store.Create(context.Background(), o); err != nil {
-				t.Fatal(err)
-			}
+			create(t, c, j.object())
 		}
 	}}
 }
