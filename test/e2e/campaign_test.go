@@ -350,9 +350,9 @@ func (w *processWorld) checkSafety(rt *rapid.T) {
 	}
 }
 
-// quiesce switches every fault off, re-applies Git's manifests, and waits
-// until every object is finished or Stalled with a reason; then the books
-// must still agree.
+// quiesce switches every fault off, re-applies Git's manifests (again
+// while it waits), and waits until every object is finished or Stalled
+// with a reason; then the books must still agree.
 func (w *processWorld) quiesce() {
 	rt := w.rt
 	NewWithT(w.t).Expect(w.s.sandbox.SetFaults(context.Background(), 0, 0, 0)).To(Succeed())
@@ -368,6 +368,14 @@ func (w *processWorld) quiesce() {
 	var b campaignBooks
 	started := time.Now()
 	g.Eventually(func() ([]string, error) {
+		// Git keeps converging: a job pruned while it was still being
+		// deleted (its finalizer held it until its payment finished) is
+		// gone only later, and applied again then, as the in-process
+		// campaign's every round of passes does. Without it, a refund
+		// naming such a job by name waits PaymentNotFound for ever.
+		if synced := w.resync(); len(synced) > 0 {
+			w.logf(rt, "gitops sync re-creates %v", synced)
+		}
 		var err error
 		b, err = w.read()
 		if err != nil {
