@@ -253,7 +253,7 @@ func (w *world) startManager() (*manager, error) {
 		},
 	}
 	m.providers = providers
-	reconciler := func(k engine.Kind) *engine.Reconciler {
+	reconciler := func(k engine.AnyKind) *engine.Reconciler {
 		return &engine.Reconciler{
 			Kind:            k,
 			Client:          c,
@@ -269,9 +269,10 @@ func (w *world) startManager() (*manager, error) {
 			Ledger:          m.outcomes,
 		}
 	}
-	m.jobs, m.refs = reconciler(paymentjob.Kind()), reconciler(paymentrefund.Kind())
+	refunds := paymentrefund.Kind(paymentrefund.Deps{Client: c, APIReader: api, Ledger: m.outcomes})
+	m.jobs, m.refs = reconciler(paymentjob.Kind()), reconciler(refunds)
 	// As pkg/operator wires it, with no default TTL (the flag's default).
-	m.collector = &ttl.FinishedJobCollector{Kinds: []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()},
+	m.collector = &ttl.FinishedJobCollector{Kinds: []engine.AnyKind{paymentjob.Kind(), refunds},
 		Client: c, Reader: api, Ledger: m.outcomes, DefaultTTL: -1, Clock: w.clock}
 	return m, nil
 }

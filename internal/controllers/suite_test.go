@@ -301,7 +301,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	adapters := &providercache.ProviderCache{SecretReader: mgr.GetClient(), Build: build}
 	g.Expect(mgr.Add(adapters)).To(Succeed())
 	g.Expect((&paymentprovider.Reconciler{
-		Kinds:              []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()},
+		Kinds:              []engine.AnyKind{paymentjob.Kind(), paymentrefund.Kind(paymentrefund.Deps{})},
 		Client:             mgr.GetClient(),
 		SecretReader:       mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
@@ -328,7 +328,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 			defaultTTL = cfg.ttl
 		}
 		c := &ttl.FinishedJobCollector{
-			Kinds:  []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()},
+			Kinds:  []engine.AnyKind{paymentjob.Kind(), paymentrefund.Kind(paymentrefund.Deps{})},
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
 			DefaultTTL: defaultTTL, SweepInterval: cfg.sweep, Clock: clock.RealClock{}, Namespaces: cfg.namespaces,
 		}
@@ -336,7 +336,8 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		g.Expect(mgr.Add(c)).To(Succeed())
 	}
 	// The manager runs both kinds on the engine, as pkg/operator does.
-	for _, kind := range []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()} {
+	refunds := paymentrefund.Kind(paymentrefund.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: outcomes})
+	for _, kind := range []engine.AnyKind{paymentjob.Kind(), refunds} {
 		r := &engine.Reconciler{
 			Kind: kind,
 			// The manager's own check of the resolve-attribution policy; the
@@ -357,7 +358,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 			MaxConcurrentReconciles: cfg.concurrency,
 		}
 		g.Expect(r.SetupWithManager(mgr)).To(Succeed())
-		if kind == paymentrefund.Kind() && cfg.refundRecheck > 0 {
+		if kind.Name() == refunds.Name() && cfg.refundRecheck > 0 {
 			g.Expect(mgr.Add(&paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: cfg.refundRecheck,
 				Namespaces: cfg.namespaces})).To(Succeed())
 		}

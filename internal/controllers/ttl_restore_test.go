@@ -78,7 +78,7 @@ func TestCollectorLeavesAJobThatIsNoLongerFinished(t *testing.T) {
 	}).Build()
 	clock := clocktesting.NewFakeClock(now)
 	outcomes := &emptyLedger{}
-	collector := &ttl.FinishedJobCollector{Kinds: []engine.Kind{paymentjob.Kind()}, Client: c, Reader: c,
+	collector := &ttl.FinishedJobCollector{Kinds: []engine.AnyKind{paymentjob.Kind()}, Client: c, Reader: c,
 		Ledger: outcomes, DefaultTTL: -1, Clock: clock}
 
 	// What the collector remembered when the job finished, before the

@@ -171,7 +171,34 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(adapters); err != nil {
 		return fmt.Errorf("cannot add the provider cache: %w", err)
 	}
-	kinds := []engine.Kind{paymentjob.Kind(), paymentrefund.Kind()}
+	var (
+		outcomes engine.OutcomeLedger
+		// An interface: nil without the ledger, never a nil pointer in it.
+		collector engine.Scheduler
+	)
+	if !opts.DisableLedger {
+		if outcomes, err = setupLedger(mgr, opts, restores.Rewound); err != nil {
+			return err
+		}
+	}
+	jobs := paymentjob.Kind()
+	refunds := paymentrefund.Kind(paymentrefund.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: outcomes})
+	kinds := []engine.AnyKind{jobs, refunds}
+	if outcomes != nil {
+		defaultTTL := time.Duration(-1)
+		if opts.TTLAfterFinished != nil {
+			defaultTTL = *opts.TTLAfterFinished
+		}
+		c := &ttl.FinishedJobCollector{
+			Kinds:  kinds,
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: outcomes,
+			DefaultTTL: defaultTTL, Clock: clock.RealClock{}, Namespaces: opts.Namespaces,
+		}
+		collector = c
+		if err := mgr.Add(c); err != nil {
+			return fmt.Errorf("cannot add the collector of finished jobs: %w", err)
+		}
+	}
 	if err := (&paymentprovider.Reconciler{
 		Kinds:        kinds,
 		Client:       mgr.GetClient(),
@@ -184,31 +211,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("cannot set up the PaymentProvider controller: %w", err)
 	}
 
-	var (
-		outcomes engine.OutcomeLedger
-		// An interface: nil without the ledger, never a nil pointer in it.
-		collector engine.Scheduler
-	)
-	if !opts.DisableLedger {
-		l, err := setupLedger(mgr, opts, restores.Rewound)
-		if err != nil {
-			return err
-		}
-		outcomes = l
-		defaultTTL := time.Duration(-1)
-		if opts.TTLAfterFinished != nil {
-			defaultTTL = *opts.TTLAfterFinished
-		}
-		c := &ttl.FinishedJobCollector{
-			Kinds:  kinds,
-			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Ledger: l,
-			DefaultTTL: defaultTTL, Clock: clock.RealClock{}, Namespaces: opts.Namespaces,
-		}
-		collector = c
-		if err := mgr.Add(c); err != nil {
-			return fmt.Errorf("cannot add the collector of finished jobs: %w", err)
-		}
-	}
 	auditor := &audit.Auditor{
 		Reader:     mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("paymentjob-audit"),
@@ -217,9 +219,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	// One engine, two kinds: charges and refunds share every setting.
 	for _, kind := range []struct {
-		kind     engine.Kind
+		kind     engine.AnyKind
 		recorder string
-	}{{paymentjob.Kind(), "paymentjob-controller"}, {paymentrefund.Kind(), "paymentrefund-controller"}} {
+	}{{jobs, "paymentjob-controller"}, {refunds, "paymentrefund-controller"}} {
 		r := &engine.Reconciler{
 			Kind:                    kind.kind,
 			Attribution:             auditor,
@@ -240,7 +242,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("cannot set up the %s controller: %w", kind.kind.Name(), err)
 		}
-		if kind.kind == paymentrefund.Kind() {
+		if kind.kind.Name() == refunds.Name() {
 			watch := &paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: opts.RefundRecheckInterval,
 				Period: opts.RefundWatchPeriod, Namespaces: opts.Namespaces}
 			if err := mgr.Add(watch); err != nil {

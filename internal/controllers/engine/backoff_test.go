@@ -56,17 +56,17 @@ func TestJitterAddsAtMostTwentyPercent(t *testing.T) {
 	g.Expect(Jitter(0)).To(BeZero())
 }
 
-// backoffKind is a Kind whose objects all have the backoffLimit limit: the
-// only term the engine's retry delays read.
+// backoffKind is a kind of PaymentJobs whose objects all have the
+// backoffLimit limit: the only term the engine's retry delays read.
 type backoffKind struct {
-	Kind
+	jobsKind
 	limit *int32
 }
 
-func (k backoffKind) Terms(Object) Terms { return Terms{BackoffLimit: k.limit} }
+func (k backoffKind) Terms(*paymentsv1alpha1.PaymentJob) Terms { return Terms{BackoffLimit: k.limit} }
 
 func TestRetryDelayUsesTheMaximumOnceExhausted(t *testing.T) {
-	r := &Reconciler{Kind: backoffKind{limit: ptr.To[int32](2)}, Backoff: Backoff{Initial: time.Second, Max: time.Minute}}
+	r := &Reconciler{Kind: NewKind[*paymentsv1alpha1.PaymentJob](backoffKind{limit: ptr.To[int32](2)}), Backoff: Backoff{Initial: time.Second, Max: time.Minute}}
 	job := &paymentsv1alpha1.PaymentJob{Spec: paymentsv1alpha1.PaymentJobSpec{BackoffLimit: ptr.To[int32](2)}}
 	tests := []struct {
 		attempts      int32

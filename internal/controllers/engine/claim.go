@@ -135,15 +135,18 @@ func (r *Reconciler) send(ctx context.Context, job Object, t *Target, c Request)
 // settle reads the charge the provider holds for this job until it is
 // final, under the claim just written; it never creates another.
 func (r *Reconciler) settle(ctx context.Context, job Object, t *Target, key, id string) (ctrl.Result, error) {
-	calls := r.Kind.Calls(t, job)
-	if !calls.CanFind() {
-		return r.recordUncertain(ctx, job, fmt.Errorf("%s %s is not final and PaymentProvider %q cannot read it",
-			r.Kind.Words().Noun, id, r.terms(job).Provider))
+	calls, err := r.connect(ctx, job, t)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	log.FromContext(ctx).V(1).Info("Settling payment", "attempt", job.GetPaymentStatus().Attempts, "charge", id)
+	log.FromContext(ctx).V(1).Info("Settling payment", "attempt", job.GetPaymentStatus().Attempts, "id", id)
 	callCtx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	o, err := calls.Settle(callCtx, key, id)
+	if errors.Is(err, ErrCannotFind) {
+		return r.recordUncertain(ctx, job, fmt.Errorf("%s %s is not final and PaymentProvider %q cannot read it",
+			r.Kind.Words().Noun, id, r.terms(job).Provider))
+	}
 	if err == nil {
 		o.Replayed = true
 	}
@@ -158,7 +161,7 @@ func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome paym
 		return ctrl.Result{}, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: payment.CleanMessage("Not charging: "+err.Error(), MaxMessageLength)})
 	}
 	if err == nil {
-		counters := r.Kind.Counters()
+		counters := r.Kind.counters()
 		counters.Calls.WithLabelValues(outcomeSucceeded).Inc()
 		if outcome.Replayed {
 			counters.Replays.Inc()
@@ -166,7 +169,7 @@ func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome paym
 		return ctrl.Result{}, r.recordSuccess(ctx, job, outcome, found)
 	}
 	if refusal, ok := payment.IsRefusal(err); ok {
-		r.Kind.Counters().Calls.WithLabelValues(refusalOutcome(refusal)).Inc()
+		r.Kind.counters().Calls.WithLabelValues(refusalOutcome(refusal)).Inc()
 		if job.GetPaymentStatus().Attempts > 1 && !errors.Is(refusal, payment.ErrDeclined) {
 			// An earlier attempt had no answer and may have moved the
 			// money; this refusal speaks for this request only. Never
@@ -180,7 +183,7 @@ func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome paym
 		}
 		return ctrl.Result{}, r.recordRefusal(ctx, job, refusal)
 	}
-	r.Kind.Counters().Calls.WithLabelValues(outcomeTransient).Inc()
+	r.Kind.counters().Calls.WithLabelValues(outcomeTransient).Inc()
 	return r.recordUncertain(ctx, job, err)
 }
 
@@ -194,31 +197,50 @@ var errChargeMismatch = errors.New("charge made for another request")
 // when the outcome comes from the lookup.
 func (r *Reconciler) chargeOrFind(ctx context.Context, job Object, t *Target, c Request) (payment.Outcome, bool, error) {
 	started := job.GetPaymentStatus().StartedAt
-	calls := r.Kind.Calls(t, job)
-	if calls.CanFind() && r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
-		found, err := calls.Find(ctx, c.Key)
-		if err != nil {
-			// Unsure whether it charged: never charge on a failed lookup.
-			return payment.Outcome{}, false, payment.Transient(fmt.Errorf("cannot look the charge up by its key: %w", err), payment.RetryAfter(err))
-		}
-		verdict := payment.Decide(found, c.Fingerprint, c.match())
-		switch verdict.Action {
-		case payment.ActionRecord:
-			log.FromContext(ctx).Info("Found the charge of a job older than the provider's key memory", "charge", verdict.Charge.ID)
-			o := verdict.Charge.Outcome
-			o.Replayed = true
-			return o, true, nil
-		case payment.ActionSettle:
-			o, err := calls.Settle(ctx, c.Key, verdict.Charge.ID)
-			o.Replayed = err == nil
-			return o, true, err
-		case payment.ActionStall:
-			logChargeMismatch(ctx, "provider", verdict.Charge.ID, verdict.Charge.Amount, verdict.Charge.Currency)
-			return payment.Outcome{}, false, fmt.Errorf("%w: %s", errChargeMismatch, verdict.Reason)
+	calls, err := r.connect(ctx, job, t)
+	if err != nil {
+		return payment.Outcome{}, false, err
+	}
+	if r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention {
+		if o, found, looked, err := r.findBeforeSending(ctx, calls, c); looked {
+			return o, found, err
 		}
 	}
 	o, err := calls.Send(ctx, c.Key)
 	return o, false, err
+}
+
+// findBeforeSending looks c's key up before an object older than the
+// provider's key memory is sent again; looked is false when the provider
+// holds nothing under it (send), or cannot look (the key is all there is).
+func (r *Reconciler) findBeforeSending(ctx context.Context, calls Client, c Request) (o payment.Outcome, found, looked bool, err error) {
+	held, err := calls.Find(ctx, c.Key)
+	switch {
+	case errors.Is(err, ErrCannotFind):
+		return payment.Outcome{}, false, false, nil
+	case err != nil:
+		// Unsure whether it was made: never send on a failed lookup.
+		return payment.Outcome{}, false, true, payment.Transient(fmt.Errorf("cannot look the %s up by its key: %w",
+			r.Kind.Words().Noun, err), payment.RetryAfter(err))
+	}
+	{
+		verdict := payment.Decide(held, c.Fingerprint, c.match())
+		switch verdict.Action {
+		case payment.ActionRecord:
+			log.FromContext(ctx).Info("Found the payment of an object older than the provider's key memory", "id", verdict.Charge.ID)
+			o := verdict.Charge.Outcome
+			o.Replayed = true
+			return o, true, true, nil
+		case payment.ActionSettle:
+			o, err := calls.Settle(ctx, c.Key, verdict.Charge.ID)
+			o.Replayed = err == nil
+			return o, true, true, err
+		case payment.ActionStall:
+			logChargeMismatch(ctx, "provider", verdict.Charge.ID, verdict.Charge.Amount, verdict.Charge.Currency)
+			return payment.Outcome{}, false, true, fmt.Errorf("%w: %s", errChargeMismatch, verdict.Reason)
+		}
+	}
+	return payment.Outcome{}, false, false, nil
 }
 
 // nextClaim is the reason of the next claim of a Processing job and the

@@ -17,14 +17,9 @@ limitations under the License.
 package engine
 
 import (
-	"context"
-	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
@@ -110,81 +105,10 @@ func (q Request) match() payment.ChargeRequest {
 	return payment.ChargeRequest{Amount: q.Amount, Currency: q.Currency}
 }
 
-// Kind is what one kind of payment supplies to the engine. The engine has no
-// default: Reconciler.Kind must be set.
-type Kind interface {
-	// Name is the kind, as users see it (PaymentJob).
-	Name() string
-	// Noun and Verb word the kind's messages: "charge", "charged".
-	Words() Words
-	// New returns an empty object of the kind.
-	New() Object
-	// NewList returns an empty list of the kind.
-	NewList() client.ObjectList
-	// Terms reads the fields of obj's spec the engine needs.
-	Terms(obj Object) Terms
-	// Key is the key obj sends through a provider with key scope scope.
-	Key(obj Object, scope string) string
-	// Request is what obj sends under key. It reads only obj (its spec,
-	// and what Prepare recorded in its status), never the API.
-	Request(obj Object, key string) Request
-	// Prepare runs before an unclaimed object is looked up in the ledger
-	// and claimed: it records in obj's status, in memory, what Request
-	// needs (the refunded charge), or says why obj must wait or stall
-	// (wait), or fail without a provider call (refuse). The claim write
-	// persists what it recorded.
-	Prepare(ctx context.Context, r *Reconciler, obj Object) (wait *Progress, refuse *payment.Refusal, err error)
-	// Calls is the provider's side of obj through t.
-	Calls(t *Target, obj Object) Calls
-	// Observe is the look at the provider before the first claim: what it
-	// holds under req's key, and whether req may still be sent. wait is
-	// set when the answer is not there yet (the kind wakes obj).
-	Observe(ctx context.Context, r *Reconciler, obj Object, t *Target, req Request) (Observation, error)
-	// SearchLag is how long after an attempt the provider's lookup may
-	// still miss what it made.
-	SearchLag(ctx context.Context, r *Reconciler, obj Object, t *Target) time.Duration
-	// Watch adds the kind's watches beyond its own objects and the
-	// PaymentProviders they use.
-	Watch(r *Reconciler, b *builder.Builder) *builder.Builder
-	// Counters are the kind's provider-call metrics.
-	Counters() Counters
-}
-
-// LedgerPreparer is implemented by a Kind whose Request needs what Prepare
-// records (a refund: the charge it refunds). PrepareFromLedger records the
-// same from the ledger's entry under obj's own key, so that a re-created
-// object is finished from its own entry before Prepare reads anything else
-// (a refund whose PaymentJob is gone); it returns false when the entry
-// holds too little (recorded before the ledger kept it), and the object is
-// then prepared first and compared with the entry after.
-type LedgerPreparer interface {
-	PrepareFromLedger(obj Object, e ledger.Entry) bool
-}
-
-// ExactFind is implemented by a Kind whose provider answers Find from an
-// exact list, with no search lag (a charge's refunds). A not-charged
-// resolution of such an object is only recorded once that list, read at
-// the account the object was sent to, holds nothing under its key: never
-// on a person's word alone.
-type ExactFind interface {
-	ExactFind() bool
-}
-
-// Objects implements a Kind's New and NewList for a kind whose objects are
-// *O, listed in *L: the PaymentJob kind embeds
-// Objects[paymentsv1alpha1.PaymentJob, paymentsv1alpha1.PaymentJobList].
-type Objects[O, L any] struct{}
-
-// New returns a new, empty *O.
-func (Objects[O, L]) New() Object { return any(new(O)).(Object) }
-
-// NewList returns a new, empty *L.
-func (Objects[O, L]) NewList() client.ObjectList { return any(new(L)).(client.ObjectList) }
-
 // Scheduler deletes finished objects after their TTL (the TTL collector).
 type Scheduler interface {
 	// Schedule takes obj of kind k, just finished, into account.
-	Schedule(k Kind, obj Object)
+	Schedule(k AnyKind, obj Object)
 }
 
 // Words word a kind's messages and events.
@@ -201,33 +125,4 @@ type Words struct {
 	// Unmoved says that a refusal moved no money: nothing was charged, no
 	// money went back.
 	Unmoved string
-}
-
-// Observation is what a kind found at the provider before the first claim.
-type Observation struct {
-	// Waiting: the answer is not there yet; come back after Requeue.
-	Waiting bool
-	Requeue time.Duration
-	// Err: the provider could not be asked; nothing may be sent on its
-	// strength.
-	Err error
-	// Found is what the provider holds under the key.
-	Found []payment.Found
-	// Refuse, when set, ends the object Failed without a provider call.
-	Refuse *payment.Refusal
-	// Wait, when set, keeps the object Pending (or stalls it) for the
-	// reason, without a provider call, and looks again after Requeue.
-	Wait *Progress
-}
-
-// Calls is what the engine asks of a kind's provider for one object.
-type Calls interface {
-	// Send makes the request under key (the charge, the refund).
-	Send(ctx context.Context, key string) (payment.Outcome, error)
-	// CanFind reports whether Find and Settle work.
-	CanFind() bool
-	// Find returns what the provider holds under key now.
-	Find(ctx context.Context, key string) ([]payment.Found, error)
-	// Settle reads id, made under key, until it is final.
-	Settle(ctx context.Context, key, id string) (payment.Outcome, error)
 }

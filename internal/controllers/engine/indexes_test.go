@@ -18,6 +18,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -29,11 +30,21 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 )
 
-// jobsKind is a Kind of PaymentJobs of which only the lists matter: the
-// engine maps a provider to the unfinished objects of its kind.
-type jobsKind struct{ Kind }
+// jobsKind is a kind of PaymentJobs of which only the objects and lists
+// matter: the engine maps a provider to the unfinished objects of its kind.
+type jobsKind struct{}
 
-func (jobsKind) NewList() client.ObjectList { return &paymentsv1alpha1.PaymentJobList{} }
+func (jobsKind) Describe() Description[*paymentsv1alpha1.PaymentJob] {
+	return Description[*paymentsv1alpha1.PaymentJob]{Name: "PaymentJob",
+		New:     func() *paymentsv1alpha1.PaymentJob { return &paymentsv1alpha1.PaymentJob{} },
+		NewList: func() client.ObjectList { return &paymentsv1alpha1.PaymentJobList{} }}
+}
+func (jobsKind) Terms(*paymentsv1alpha1.PaymentJob) Terms             { return Terms{} }
+func (jobsKind) Key(*paymentsv1alpha1.PaymentJob, string) string      { return "" }
+func (jobsKind) Request(*paymentsv1alpha1.PaymentJob, string) Request { return Request{} }
+func (jobsKind) Connect(context.Context, *paymentsv1alpha1.PaymentJob, *Target) (Client, error) {
+	return nil, errors.New("a kind of lists only")
+}
 
 func TestUsersOfMapsByIndexAndFilter(t *testing.T) {
 	g := NewWithT(t)
@@ -53,7 +64,7 @@ func TestUsersOfMapsByIndexAndFilter(t *testing.T) {
 	c := b.WithObjects(job("waiting", "stripe", paymentsv1alpha1.PhasePending), job("charging", "stripe", paymentsv1alpha1.PhaseProcessing),
 		job("paid", "stripe", paymentsv1alpha1.PhaseCompleted), job("elsewhere", "other", paymentsv1alpha1.PhasePending)).
 		Build()
-	r := &Reconciler{Kind: jobsKind{}, Client: c}
+	r := &Reconciler{Kind: NewKind[*paymentsv1alpha1.PaymentJob](jobsKind{}), Client: c}
 	provider := &paymentsv1alpha1.PaymentProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: "stripe"}}
 
 	reqs := r.waitingFor(context.Background(), provider)

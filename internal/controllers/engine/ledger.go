@@ -263,12 +263,13 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 	case !found:
 		return ctrl.Result{}, false, searched, nil
 	}
-	if p, ok := r.Kind.(LedgerPreparer); ok && !prepared {
-		if !p.PrepareFromLedger(job, e) {
+	if !prepared {
+		if done, implemented := r.Kind.prepareFromLedger(job, e); implemented && !done {
 			searched.unprepared = true
 			return ctrl.Result{}, false, searched, nil
+		} else if implemented {
+			c = r.Kind.Request(job, c.Key)
 		}
-		c = r.Kind.Request(job, c.Key)
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")

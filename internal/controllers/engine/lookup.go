@@ -19,6 +19,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -49,29 +52,24 @@ func (r *Reconciler) wake(job Object) func() {
 	}
 }
 
-// admitAfterLookup asks the provider, through the kind, what it holds
-// under the key of an object that was never claimed, before its first
+// admitAfterLookup asks the provider, through the kind's client, what it
+// holds under the key of an object that was never claimed, before its first
 // call: the cluster may not remember this payment (a manifest re-created
 // from Git, a rebuilt cluster) and the provider may have forgotten its key.
 // It claims the object and calls the provider, records what the lookup
 // found, or fails the object when the kind refuses the request unsent.
 func (r *Reconciler) admitAfterLookup(ctx context.Context, job Object, target *Target) (ctrl.Result, error) {
 	c := r.Kind.Request(job, r.Kind.Key(job, target.ID.KeyScope))
-	seen, err := r.Kind.Observe(ctx, r, job, target, c)
-	switch {
-	case err != nil:
+	calls, err := r.connect(ctx, job, target)
+	if err != nil {
 		return ctrl.Result{}, err
-	case seen.Waiting:
-		return ctrl.Result{RequeueAfter: seen.Requeue}, nil
-	case seen.Err != nil:
-		// Unsure whether it happened: never call on a failed lookup.
-		return ctrl.Result{RequeueAfter: Jitter(max(seen.Requeue, providercache.LookupFailureTTL))},
-			r.setPending(ctx, job, Progress{Reason: ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
-				"Cannot look the idempotency key up at the provider, so not sending yet: %v", seen.Err), MaxMessageLength)})
-	case seen.Refuse != nil:
-		return ctrl.Result{}, r.refuseUnsent(ctx, job, target, c, seen.Refuse)
-	case seen.Wait != nil:
-		return r.waitUnsent(ctx, job, *seen.Wait, seen.Requeue)
+	}
+	seen, err := calls.Observe(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if res, done, err := r.unsent(ctx, job, target, c, seen); done || err != nil {
+		return res, err
 	}
 	verdict := payment.Decide(seen.Found, c.Fingerprint, c.match())
 	if verdict.Action == payment.ActionStall {
@@ -82,22 +80,65 @@ func (r *Reconciler) admitAfterLookup(ctx context.Context, job Object, target *T
 	return r.claimAndAct(ctx, job, target, ReasonClaimed, verdict)
 }
 
-// ObserveBatched is a job's look before its first charge (the PaymentJob
-// kind's Observe): its key, batched with other jobs' keys at the provider's
-// lookup endpoint (providercache.LookupBatcher), where the PaymentProvider
-// looks keys up first. The job is woken when the answer is there, and holds
-// no worker meanwhile.
-func (r *Reconciler) ObserveBatched(job Object, target *Target, c Request) Observation {
-	if !target.LookupFirst() {
-		return Observation{}
+// unsent acts on what a kind decided about an object before its first
+// claim: it fails it without a provider call, keeps it waiting, or lets it
+// go on (done false). t and c, when known, record where and what it would
+// have sent.
+func (r *Reconciler) unsent(ctx context.Context, job Object, t *Target, c Request, decided Result) (res ctrl.Result, done bool, err error) {
+	switch {
+	case decided.Refuse != nil:
+		return ctrl.Result{}, true, r.refuseUnsent(ctx, job, t, c, decided.Refuse)
+	case decided.Wait != nil:
+		res, err := r.waitUnsent(ctx, job, *decided.Wait, decided.Requeue)
+		return res, true, err
+	case decided.Requeue > 0:
+		// Waiting quietly: a batched lookup wakes the object.
+		return ctrl.Result{RequeueAfter: decided.Requeue}, true, nil
 	}
-	found, ok := target.Lookups().Result(c.Key, job.GetUID())
+	return ctrl.Result{}, false, nil
+}
+
+// connect opens obj's client at t through its kind; t's batched lookup
+// wakes obj.
+func (r *Reconciler) connect(ctx context.Context, obj Object, t *Target) (Client, error) {
+	t.asker = asker{uid: obj.GetUID(), wake: r.wake(obj), now: r.Clock.Now}
+	return r.Kind.connect(ctx, obj, t)
+}
+
+// LookupFailed is the Result of a lookup before the first call that the
+// provider did not answer: the object waits (LookupFailed) and looks again
+// after requeue, at the soonest after providercache.LookupFailureTTL.
+// Nothing is sent on the strength of a failed lookup.
+func LookupFailed(err error, requeue time.Duration) Result {
+	return Wait(Progress{Reason: ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
+		"Cannot look the idempotency key up at the provider, so not sending yet: %v", err), MaxMessageLength)},
+		Jitter(max(requeue, providercache.LookupFailureTTL)))
+}
+
+// asker is the object a Target's batched lookup asks for.
+type asker struct {
+	uid  types.UID
+	wake func()
+	now  func() time.Time
+}
+
+// LookupBatched is the look before a first call of a kind whose provider
+// searches by key (the PaymentJob kind's Observe): the key, batched with
+// other objects' keys at the provider's lookup endpoint
+// (providercache.LookupBatcher), where the PaymentProvider looks keys up
+// first. The object is woken when the answer is there, and holds no worker
+// meanwhile.
+func (t *Target) LookupBatched(req Request) Result {
+	if !t.LookupFirst() {
+		return Proceed()
+	}
+	found, ok := t.Lookups().Result(req.Key, t.asker.uid)
 	if !ok {
-		target.Lookups().Submit(c.Key, job.GetUID(), r.wake(job))
-		return Observation{Waiting: true, Requeue: lookupWakeBackstop}
+		t.Lookups().Submit(req.Key, t.asker.uid, t.asker.wake)
+		return Result{Requeue: lookupWakeBackstop}
 	}
 	if found.Err != nil {
-		return Observation{Err: found.Err, Requeue: found.Expires.Sub(r.Clock.Now())}
+		return LookupFailed(found.Err, found.Expires.Sub(t.asker.now()))
 	}
-	return Observation{Found: found.Found}
+	return Proceed(found.Found...)
 }

@@ -57,6 +57,10 @@ type Counters struct {
 	// Replays counts the calls the provider answered with the saved outcome
 	// of an earlier request with the same key.
 	Replays prometheus.Counter
+	// FailedAfterSuccess counts the Completed objects found failed at the
+	// provider later (Reconciler.FailAfterSuccess); nil for a kind whose
+	// payments never fail after success.
+	FailedAfterSuccess prometheus.Counter
 }
 
 // NewCounters makes the Counters of a kind from the names and help of its

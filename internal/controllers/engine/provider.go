@@ -53,6 +53,9 @@ type Target struct {
 	// PaymentProvider is the object; nil for a kept adapter whose object is
 	// gone.
 	PaymentProvider *paymentsv1alpha1.PaymentProvider
+
+	// asker is the object LookupBatched asks for (set by connect).
+	asker asker
 }
 
 // ProviderResolver turns a ready PaymentProvider into the payment.Provider

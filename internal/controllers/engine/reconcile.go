@@ -46,7 +46,7 @@ import (
 type Reconciler struct {
 	// Kind is what the payments are (paymentjob.Kind, paymentrefund.Kind);
 	// required.
-	Kind Kind
+	Kind AnyKind
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// Recorder emits the events users see in kubectl describe.
@@ -173,7 +173,6 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 	if done || err != nil {
 		return res, err
 	}
-	prepared := job.GetResourceVersion()
 	if err := r.ensureFinalizer(ctx, job); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -211,13 +210,6 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 	if err := r.guardProvider(ctx, target); err != nil {
 		return ctrl.Result{}, err
 	}
-	if job.GetResourceVersion() != prepared {
-		// Again: a write since the first time (the finalizer) returned
-		// the object as stored, without what Prepare recorded in memory.
-		if res, done, err := r.prepare(ctx, job); done || err != nil {
-			return res, err
-		}
-	}
 	return r.admitAfterLookup(ctx, job, target)
 }
 
@@ -245,17 +237,13 @@ func (r *Reconciler) ledgerThenPrepare(ctx context.Context, job Object) (res ctr
 // lookup and claim; done reports that the pass ends here (waiting,
 // stalled, or failed without a provider call).
 func (r *Reconciler) prepare(ctx context.Context, job Object) (res ctrl.Result, done bool, err error) {
-	wait, refuse, err := r.Kind.Prepare(ctx, r, job)
-	switch {
-	case err != nil:
+	decided, err := r.Kind.prepare(ctx, job, func(ctx context.Context) (*Target, *Progress, error) {
+		return r.ResolveProvider(ctx, job)
+	})
+	if err != nil {
 		return ctrl.Result{}, true, err
-	case refuse != nil:
-		return ctrl.Result{}, true, r.refuseUnsent(ctx, job, nil, Request{}, refuse)
-	case wait != nil:
-		res, err := r.waitUnsent(ctx, job, *wait, 0)
-		return res, true, err
 	}
-	return ctrl.Result{}, false, nil
+	return r.unsent(ctx, job, nil, Request{}, decided)
 }
 
 // resume handles a Processing job: the charge may already have happened. It
@@ -356,7 +344,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(k.New()).
 		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{})).
 		Watches(&paymentsv1alpha1.PaymentProvider{}, handler.EnqueueRequestsFromMapFunc(r.waitingFor))
-	return k.Watch(r, b).
+	return k.watch(b).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		Named(strings.ToLower(k.Name())).
 		Complete(r)

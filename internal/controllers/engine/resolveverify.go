@@ -23,6 +23,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
@@ -47,12 +50,12 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 		// younger than the provider's search lag (Stripe's: usually under
 		// a minute, up to an hour in incidents): "nothing found" says
 		// nothing about it yet, verified or not.
-		lag := r.Kind.SearchLag(ctx, r, job, target)
+		lag := r.searchLag(ctx, job, target)
 		if at := lastAttempt(job).Add(lag); r.Clock.Now().Before(at) {
 			return false, o, "", &searchLagWait{at: at, lag: lag}
 		}
 	}
-	calls, speaks, err := r.providerSpeaks(job, want, target, waiting)
+	calls, speaks, err := r.providerSpeaks(ctx, job, want, target, waiting)
 	if !speaks {
 		return false, o, "", err
 	}
@@ -63,6 +66,9 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 		got, err := calls.Settle(callCtx, key, want.id)
 		var refusal *payment.Refusal
 		switch {
+		case errors.Is(err, ErrCannotFind):
+			// The person's word stands, recorded as not verified.
+			return false, o, "", nil
 		case err == nil && !sameRequest(got, req):
 			// Under a key two manifests share, another request's charge:
 			// it is not this job's, whatever its key says.
@@ -92,6 +98,10 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 			want.id, err), MaxMessageLength), nil
 	}
 	found, err := calls.Find(callCtx, key)
+	if errors.Is(err, ErrCannotFind) {
+		_, _, err = r.unverified(r.Kind.exactFind(), "PaymentProvider %q cannot list what it holds", r.terms(job).Provider)
+		return false, o, "", err
+	}
 	if err != nil {
 		return false, o, "", err
 	}
@@ -118,23 +128,10 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 // verified; but where the provider keeps an exact list (ExactFind: a
 // charge's refunds), "not made" is its word, never a person's alone, and
 // err (an *exactListWait) says what is missing.
-func (r *Reconciler) providerSpeaks(job Object, want resolution, target *Target, waiting *Progress) (Calls, bool, error) {
-	exact := false
-	if k, ok := r.Kind.(ExactFind); ok && !want.charged {
-		exact = k.ExactFind()
-	}
-	unverified := func(why string, args ...any) (Calls, bool, error) {
-		if exact {
-			return nil, false, &exactListWait{why: fmt.Sprintf(why, args...)}
-		}
-		return nil, false, nil
-	}
+func (r *Reconciler) providerSpeaks(ctx context.Context, job Object, want resolution, target *Target, waiting *Progress) (Client, bool, error) {
+	exact := r.Kind.exactFind() && !want.charged
 	if waiting != nil {
-		return unverified("PaymentProvider %q cannot be read now (%s: %s)", r.terms(job).Provider, waiting.Reason, waiting.Message)
-	}
-	calls := r.Kind.Calls(target, job)
-	if !calls.CanFind() {
-		return unverified("PaymentProvider %q cannot list what it holds", r.terms(job).Provider)
+		return r.unverified(exact, "PaymentProvider %q cannot be read now (%s: %s)", r.terms(job).Provider, waiting.Reason, waiting.Message)
 	}
 	if recorded := job.GetPaymentStatus().Provider; recorded != nil {
 		if same, _ := providercache.SameProvider(*recorded, target.ID, target.AccountsOnly()); !same {
@@ -145,12 +142,53 @@ func (r *Reconciler) providerSpeaks(job Object, want resolution, target *Target,
 			}
 			// The account's list speaks for it, whatever object reaches it.
 			if books, why := providercache.SameBooks(*recorded, target.ID, target.AccountsOnly()); !books {
-				return unverified("PaymentProvider %q does not reach %s, where this %s was sent (%s)",
+				return r.unverified(exact, "PaymentProvider %q does not reach %s, where this %s was sent (%s)",
 					r.terms(job).Provider, providercache.DescribeBooks(*recorded), r.Kind.Words().Noun, why)
 			}
 		}
 	}
+	calls, err := r.connect(ctx, job, target)
+	if err != nil {
+		return nil, false, err
+	}
 	return calls, true, nil
+}
+
+// unverified is providerSpeaks' answer when the provider cannot check a
+// resolution: the person's word stands, unless the provider keeps an exact
+// list (exact), which is then waited for.
+func (r *Reconciler) unverified(exact bool, why string, args ...any) (Client, bool, error) {
+	if exact {
+		return nil, false, &exactListWait{why: fmt.Sprintf(why, args...)}
+	}
+	return nil, false, nil
+}
+
+// searchLag is how long a payment may take to show at obj's provider: none
+// for a kind whose provider lists exactly (Description.ExactFind), else its
+// PaymentProvider's spec.lookup.searchLagSeconds, or the default of its
+// type. A provider that cannot be read (gone) gets Stripe's, the longer one.
+func (r *Reconciler) searchLag(ctx context.Context, obj Object, t *Target) time.Duration {
+	if r.Kind.exactFind() {
+		return 0
+	}
+	var pp *paymentsv1alpha1.PaymentProvider
+	if t != nil {
+		pp = t.PaymentProvider
+	}
+	if pp == nil {
+		var current paymentsv1alpha1.PaymentProvider
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: r.terms(obj).Provider}, &current); err == nil {
+			pp = &current
+		}
+	}
+	switch {
+	case pp != nil && pp.Spec.Lookup != nil && pp.Spec.Lookup.SearchLagSeconds != nil:
+		return time.Duration(*pp.Spec.Lookup.SearchLagSeconds) * time.Second
+	case pp != nil && pp.Spec.HTTP != nil:
+		return DefaultHTTPSearchLag
+	}
+	return DefaultStripeSearchLag
 }
 
 // exactListWait says a not-charged resolution of an ExactFind object waits

@@ -42,7 +42,7 @@ func (r *Reconciler) sentKey(obj Object) string { return KeyOf(r.Kind, obj) }
 
 // KeyOf is the key obj of kind k sends: the one its namespace, its spec
 // and the key scope it was claimed with derive.
-func KeyOf(k Kind, obj Object) string { return k.Key(obj, claimedScope(obj)) }
+func KeyOf(k AnyKind, obj Object) string { return k.Key(obj, claimedScope(obj)) }
 
 // requestOf is what obj sends under its key.
 func (r *Reconciler) requestOf(obj Object) Request { return r.Kind.Request(obj, r.sentKey(obj)) }

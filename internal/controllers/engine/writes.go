@@ -86,6 +86,37 @@ func (r *Reconciler) recordRefusal(ctx context.Context, job Object, refusal *pay
 	return r.recordAndFinish(ctx, job)
 }
 
+// FailAfterSuccess records that obj, Completed, failed at the provider
+// after it succeeded (f: a refund the customer's bank returned): Failed with
+// reason and message, the provider's status, Stalled, a Warning event and
+// the kind's FailedAfterSuccess count. The object is finished already (out
+// of the cache, no finalizer): only its status changes. The outcome ledger
+// keeps the first outcome, Completed: it is the record of what the provider
+// answered under the key, and the key is spent there (sending it again
+// replays the failed refund, never moves money); the money reconciliation
+// reports such an entry as RefundFailedAfterSuccess against the provider's
+// list, as it reports the object.
+func (r *Reconciler) FailAfterSuccess(ctx context.Context, obj Object, f payment.Found, reason, message string) error {
+	now := metav1.NewTime(r.Clock.Now())
+	st := obj.GetPaymentStatus()
+	st.Phase = paymentsv1alpha1.PhaseFailed
+	st.Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: message}
+	if st.ProviderResponse != nil {
+		st.ProviderResponse.Status = payment.Bound(f.Status, MaxShortLength)
+	}
+	st.CompletedAt = &now
+	SetConditions(obj, Progress{Reason: reason, Message: message, Stalled: true})
+	if err := r.Client.Status().Update(ctx, obj); err != nil {
+		return fmt.Errorf("cannot record that %s %s failed: %w", r.Kind.Words().Noun, f.ID, err)
+	}
+	if c := r.Kind.counters().FailedAfterSuccess; c != nil {
+		c.Inc()
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, r.Kind.Words().Action, "%s", message)
+	log.FromContext(ctx).Info("Failed at the provider after it succeeded", "kind", r.Kind.Name(), "id", f.ID)
+	return nil
+}
+
 // refuseUnsent fails an object that was never claimed because its kind
 // refuses the request before any provider call (a refund beyond what is
 // left of its charge). Nothing was sent, so nothing is recorded in the
@@ -235,16 +266,24 @@ func (r *Reconciler) updateStatusIfChanged(ctx context.Context, job Object, p Pr
 	return true, nil
 }
 
-// ensureFinalizer adds the outcome guard before the job can be claimed.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, job Object) error {
-	if controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
+// ensureFinalizer adds the outcome guard before the object can be claimed.
+// The patch is made on a copy: the object keeps what this pass set on it in
+// memory (what the kind's Prepare recorded in its status) for the claim
+// write, so Prepare runs once per admission, and takes only the stored
+// resourceVersion and finalizers. The patch carries the resourceVersion, so
+// nothing else changed in between.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, obj Object) error {
+	if controllerutil.ContainsFinalizer(obj, paymentsv1alpha1.Finalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(job.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
-	if err := r.Client.Patch(ctx, job, patch); err != nil {
-		return fmt.Errorf("cannot add finalizer: %w", err)
+	stored := obj.DeepCopyObject().(client.Object)
+	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(stored, paymentsv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, stored, patch); err != nil {
+		return fmt.Errorf("cannot add the finalizer to %s %s: %w", r.Kind.Name(), obj.GetName(), err)
 	}
+	obj.SetFinalizers(stored.GetFinalizers())
+	obj.SetResourceVersion(stored.GetResourceVersion())
 	return nil
 }
 

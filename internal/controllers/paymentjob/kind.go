@@ -18,13 +18,9 @@ package paymentjob
 
 import (
 	"context"
-	"fmt"
-	"time"
-
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -38,76 +34,43 @@ import (
 
 // Kind is the PaymentJob: a charge. The engine's Reconciler with this kind
 // charges each PaymentJob at its provider exactly once.
-func Kind() engine.Kind { return kind{} }
+func Kind() engine.AnyKind { return engine.NewKind(kind{}) }
 
-// kind is the PaymentJob kind.
-type kind struct {
-	engine.Objects[paymentsv1alpha1.PaymentJob, paymentsv1alpha1.PaymentJobList]
-}
+// kind is the PaymentJob kind: a charge needs nothing beyond its spec and
+// its provider, so it implements none of the engine's optional hooks.
+type kind struct{}
 
-func (kind) Name() string { return "PaymentJob" }
+// Words word the engine's messages on a PaymentJob.
+var words = engine.Words{Action: "Charge", Noun: "charge", Done: "Charged",
+	Request: "payment", Unmoved: "nothing was charged"}
 
-func (kind) Words() engine.Words {
-	return engine.Words{Action: "Charge", Noun: "charge", Done: "Charged",
-		Request: "payment", Unmoved: "nothing was charged"}
-}
-
-// Counters are the charge calls by outcome and the replays.
-func (kind) Counters() engine.Counters { return counters }
-
-func (kind) Terms(obj engine.Object) engine.Terms {
-	s := obj.(*paymentsv1alpha1.PaymentJob).Spec
-	return engine.SpecTerms(obj, s.ProviderRef, s.IdempotencyKey, s.Suspend, s.BackoffLimit, s.ActiveDeadlineSeconds, s.TTLSecondsAfterFinished)
-}
-
-func (k kind) Key(obj engine.Object, scope string) string {
-	return payment.ScopedKey(scope, obj.GetNamespace(), k.Terms(obj).Key)
-}
-
-func (kind) Request(obj engine.Object, key string) engine.Request {
-	return chargeWithKey(obj.(*paymentsv1alpha1.PaymentJob), key).request()
-}
-
-// Prepare: a charge needs nothing beyond its spec.
-func (kind) Prepare(context.Context, *engine.Reconciler, engine.Object) (*engine.Progress, *payment.Refusal, error) {
-	return nil, nil, nil
-}
-
-func (kind) Calls(t *engine.Target, obj engine.Object) engine.Calls {
-	return chargeCalls{t: t, req: chargeRequest(obj.(*paymentsv1alpha1.PaymentJob))}
-}
-
-// Observe looks the job's key up at the provider, batched with other
-// jobs' keys, where the PaymentProvider looks keys up first.
-func (kind) Observe(_ context.Context, r *engine.Reconciler, obj engine.Object, t *engine.Target, req engine.Request) (engine.Observation, error) {
-	return r.ObserveBatched(obj, t, req), nil
-}
-
-// SearchLag is how long a charge may take to show at the job's provider:
-// its PaymentProvider's spec.lookup.searchLagSeconds, or the default of its
-// kind. A provider that cannot be read (gone) gets Stripe's, the longer one.
-func (k kind) SearchLag(ctx context.Context, r *engine.Reconciler, obj engine.Object, t *engine.Target) time.Duration {
-	var pp *paymentsv1alpha1.PaymentProvider
-	if t != nil {
-		pp = t.PaymentProvider
+func (kind) Describe() engine.Description[*paymentsv1alpha1.PaymentJob] {
+	return engine.Description[*paymentsv1alpha1.PaymentJob]{
+		Name:     "PaymentJob",
+		New:      func() *paymentsv1alpha1.PaymentJob { return &paymentsv1alpha1.PaymentJob{} },
+		NewList:  func() client.ObjectList { return &paymentsv1alpha1.PaymentJobList{} },
+		Words:    words,
+		Counters: counters,
 	}
-	if pp == nil {
-		var current paymentsv1alpha1.PaymentProvider
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: k.Terms(obj).Provider}, &current); err == nil {
-			pp = &current
-		}
-	}
-	switch {
-	case pp != nil && pp.Spec.Lookup != nil && pp.Spec.Lookup.SearchLagSeconds != nil:
-		return time.Duration(*pp.Spec.Lookup.SearchLagSeconds) * time.Second
-	case pp != nil && pp.Spec.HTTP != nil:
-		return engine.DefaultHTTPSearchLag
-	}
-	return engine.DefaultStripeSearchLag
 }
 
-// Watch: a charge watches nothing beyond its jobs and their providers.
-func (kind) Watch(_ *engine.Reconciler, b *builder.Builder) *builder.Builder { return b }
+func (kind) Terms(job *paymentsv1alpha1.PaymentJob) engine.Terms {
+	s := job.Spec
+	return engine.SpecTerms(job, s.ProviderRef, s.IdempotencyKey, s.Suspend, s.BackoffLimit, s.ActiveDeadlineSeconds, s.TTLSecondsAfterFinished)
+}
+
+func (k kind) Key(job *paymentsv1alpha1.PaymentJob, scope string) string {
+	return payment.ScopedKey(scope, job.Namespace, k.Terms(job).Key)
+}
+
+func (kind) Request(job *paymentsv1alpha1.PaymentJob, key string) engine.Request {
+	return chargeWithKey(job, key).request()
+}
+
+// Connect opens the job's charge calls at t.
+func (kind) Connect(_ context.Context, job *paymentsv1alpha1.PaymentJob, t *engine.Target) (engine.Client, error) {
+	return chargeCalls{t: t, req: chargeRequest(job)}, nil
+}
 
 // counters are the charge calls by outcome and the replays, which the
 // engine counts.
@@ -143,7 +106,7 @@ func (c Charge) request() engine.Request {
 // ChargeOf derives the charge job sends through the provider it was claimed
 // for (status.provider).
 func ChargeOf(job *paymentsv1alpha1.PaymentJob) Charge {
-	return chargeWithKey(job, engine.KeyOf(kind{}, job))
+	return chargeWithKey(job, engine.KeyOf(Kind(), job))
 }
 
 // chargeWithKey is the charge job sends under key.
@@ -164,29 +127,32 @@ func chargeRequest(job *paymentsv1alpha1.PaymentJob) payment.ChargeRequest {
 	}
 }
 
-// chargeCalls are a job's provider calls: Charge, and the Looker's Lookup
-// (within the lookup rate limit) and Settle.
+// chargeCalls are a job's provider calls: the lookup of its key before the
+// first charge (batched, where the PaymentProvider looks keys up first),
+// Charge, and the Looker's Lookup (within the lookup rate limit) and
+// Settle.
 type chargeCalls struct {
 	t   *engine.Target
 	req payment.ChargeRequest
+}
+
+// Observe looks the job's key up at the provider, batched with other jobs'
+// keys, where the PaymentProvider looks keys up first.
+func (c chargeCalls) Observe(_ context.Context, req engine.Request) (engine.Result, error) {
+	return c.t.LookupBatched(req), nil
 }
 
 func (c chargeCalls) Send(ctx context.Context, key string) (payment.Outcome, error) {
 	return c.t.Provider.Charge(ctx, key, c.req)
 }
 
-func (c chargeCalls) CanFind() bool {
-	_, ok := c.t.Provider.(payment.Looker)
-	return ok
-}
-
 func (c chargeCalls) Find(ctx context.Context, key string) ([]payment.Found, error) {
-	if lookups := c.t.Lookups(); lookups != nil {
-		return lookups.LookupNow(ctx, key)
-	}
 	looker, ok := c.t.Provider.(payment.Looker)
 	if !ok {
-		return nil, fmt.Errorf("the provider cannot look charges up")
+		return nil, engine.ErrCannotFind
+	}
+	if lookups := c.t.Lookups(); lookups != nil {
+		return lookups.LookupNow(ctx, key)
 	}
 	found, err := looker.Lookup(ctx, []string{key})
 	return found[key], err
@@ -195,7 +161,7 @@ func (c chargeCalls) Find(ctx context.Context, key string) ([]payment.Found, err
 func (c chargeCalls) Settle(ctx context.Context, key, id string) (payment.Outcome, error) {
 	looker, ok := c.t.Provider.(payment.Looker)
 	if !ok {
-		return payment.Outcome{}, fmt.Errorf("the provider cannot read charge %s", id)
+		return payment.Outcome{}, engine.ErrCannotFind
 	}
 	return looker.Settle(ctx, key, id)
 }

@@ -43,7 +43,7 @@ func ClaimStatus(job *paymentsv1alpha1.PaymentJob, c Charge, holder string, now 
 // lookup or a settle) rather than answered to a charge request. It returns
 // the reason and the message of the job's event.
 func CompletedStatus(job *paymentsv1alpha1.PaymentJob, o payment.Outcome, found bool, now time.Time) (reason, message string) {
-	return engine.CompletedStatus(job, kind{}.Words(), o, found, now)
+	return engine.CompletedStatus(job, words, o, found, now)
 }
 
 // LedgerEntry is the ledger's record of a finished job; now dates it when

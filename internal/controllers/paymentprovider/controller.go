@@ -68,7 +68,7 @@ type Reconciler struct {
 	// Kinds are the kinds of payments that use providers (PaymentJob,
 	// PaymentRefund): a provider keeps its finalizer while an unfinished
 	// object of one of them uses it.
-	Kinds []engine.Kind
+	Kinds []engine.AnyKind
 	// Client reads PaymentProviders and PaymentJobs from the cache and
 	// writes providers and their status.
 	Client client.Client

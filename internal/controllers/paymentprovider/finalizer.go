@@ -87,7 +87,7 @@ func (r *Reconciler) patchFinalizer(ctx context.Context, pp *paymentsv1alpha1.Pa
 // jobsUsing counts the unfinished payments (jobs and refunds) in the
 // provider's namespace that reference it and that hold reports, read with
 // reader: the cache, or the API server in pages.
-func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, kinds []engine.Kind,
+func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, kinds []engine.AnyKind,
 	hold func(engine.Object) bool, paged bool, opts ...client.ListOption) (int, error) {
 	n := 0
 	for _, k := range kinds {
@@ -101,7 +101,7 @@ func jobsUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.P
 }
 
 // kindUsing is jobsUsing for one kind.
-func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, k engine.Kind,
+func kindUsing(ctx context.Context, reader client.Reader, pp *paymentsv1alpha1.PaymentProvider, k engine.AnyKind,
 	hold func(engine.Object) bool, paged bool, opts ...client.ListOption) (int, error) {
 	opts = append(opts, client.InNamespace(pp.Namespace))
 	if paged {
@@ -139,7 +139,7 @@ const usageSettle = time.Second
 // enqueueProviderOf enqueues the PaymentProvider an object of kind k uses,
 // usageSettle after the event; events meanwhile add nothing (the queue keeps
 // one entry per provider).
-func enqueueProviderOf(k engine.Kind) handler.EventHandler {
+func enqueueProviderOf(k engine.AnyKind) handler.EventHandler {
 	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range providerOf(k)(context.Background(), o) {
 			q.AddAfter(req, usageSettle)
@@ -159,7 +159,7 @@ func enqueueProviderOf(k engine.Kind) handler.EventHandler {
 }
 
 // providerOf maps an object of kind k to the PaymentProvider it uses.
-func providerOf(k engine.Kind) handler.MapFunc {
+func providerOf(k engine.AnyKind) handler.MapFunc {
 	return func(_ context.Context, o client.Object) []reconcile.Request {
 		obj, ok := o.(engine.Object)
 		if !ok {

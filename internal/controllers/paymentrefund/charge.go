@@ -37,69 +37,69 @@ import (
 
 // findCharge finds the refunded charge and where it was made (books, nil
 // when unknown), or says why the refund waits or fails.
-func (kind) findCharge(ctx context.Context, r *engine.Reconciler, rf *paymentsv1alpha1.PaymentRefund) (
-	ch *paymentsv1alpha1.RefundedCharge, books *paymentsv1alpha1.ProviderIdentity, wait *engine.Progress, refuse *payment.Refusal, err error) {
+func (k kind) findCharge(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund) (
+	ch *paymentsv1alpha1.RefundedCharge, books *paymentsv1alpha1.ProviderIdentity, decided engine.Result, err error) {
 	ref := rf.Spec.PaymentJobRef
-	reader := r.APIReader
+	reader := k.APIReader
 	if reader == nil {
-		reader = r.Client
+		reader = k.Client
 	}
 	job, err := readJob(ctx, reader, types.NamespacedName{Namespace: rf.Namespace, Name: ref.Name})
 	switch {
 	case apierrors.IsNotFound(err):
-		return kind{}.chargeFromLedger(ctx, r, rf)
+		return k.chargeFromLedger(ctx, rf)
 	case err != nil:
-		return nil, nil, nil, nil, fmt.Errorf("cannot get PaymentJob %q: %w", ref.Name, err)
+		return nil, nil, engine.Result{}, fmt.Errorf("cannot get PaymentJob %q: %w", ref.Name, err)
 	}
 	if ref.IdempotencyKey != "" && ref.IdempotencyKey != payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey) {
-		return nil, nil, &engine.Progress{Reason: ReasonPaymentMismatch, Stalled: true, Message: fmt.Sprintf(
+		return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentMismatch, Stalled: true, Message: fmt.Sprintf(
 			"spec.paymentJobRef.idempotencyKey %q is not the key of PaymentJob %q; not refunding another payment",
-			ref.IdempotencyKey, ref.Name)}, nil, nil
+			ref.IdempotencyKey, ref.Name)}, 0), nil
 	}
 	switch job.Status.Phase {
 	case paymentsv1alpha1.PhaseFailed:
-		return nil, nil, nil, &payment.Refusal{Class: payment.ErrInvalid, Reason: ReasonPaymentFailed,
-			Message: fmt.Sprintf("PaymentJob %q failed: nothing was charged, so nothing is refunded", ref.Name)}, nil
+		return nil, nil, engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: ReasonPaymentFailed,
+			Message: fmt.Sprintf("PaymentJob %q failed: nothing was charged, so nothing is refunded", ref.Name)}), nil
 	case paymentsv1alpha1.PhaseCompleted:
 	default:
-		return nil, nil, &engine.Progress{Reason: ReasonPaymentNotCompleted, Message: fmt.Sprintf(
-			"Waiting for PaymentJob %q to be Completed (it is %s)", ref.Name, phaseOrNew(job.Status.Phase))}, nil, nil
+		return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentNotCompleted, Message: fmt.Sprintf(
+			"Waiting for PaymentJob %q to be Completed (it is %s)", ref.Name, phaseOrNew(job.Status.Phase))}, 0), nil
 	}
 	resp := job.Status.ProviderResponse
 	if resp == nil || resp.ID == "" {
-		return nil, nil, &engine.Progress{Reason: ReasonPaymentNotCompleted, Stalled: true, Message: fmt.Sprintf(
-			"PaymentJob %q is Completed without a charge id; the refund cannot name the charge", ref.Name)}, nil, nil
+		return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentNotCompleted, Stalled: true, Message: fmt.Sprintf(
+			"PaymentJob %q is Completed without a charge id; the refund cannot name the charge", ref.Name)}, 0), nil
 	}
 	if ref.IdempotencyKey == "" && job.CreationTimestamp.After(rf.CreationTimestamp.Add(RefundBindWindow)) {
-		seen, err := paidBefore(ctx, r, rf, job)
+		seen, err := k.paidBefore(ctx, rf, job)
 		switch {
 		case err != nil:
 			p := engine.LedgerUnanswered(ctx, err, fmt.Sprintf("asked whether PaymentJob %q was paid before this refund was written", ref.Name))
-			return nil, nil, &p, nil, nil
+			return nil, nil, engine.Wait(p, 0), nil
 		case !seen:
-			return nil, nil, &engine.Progress{Reason: ReasonPaymentCreatedAfterRefund, Stalled: true, Message: fmt.Sprintf(
+			return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentCreatedAfterRefund, Stalled: true, Message: fmt.Sprintf(
 				"Not refunding: PaymentJob %q was created at %s, more than %s after this refund (%s), and spec.paymentJobRef "+
 					"names no idempotencyKey, so this refund was not written for it. Create a new PaymentRefund that names the "+
 					"payment's key in spec.paymentJobRef.idempotencyKey (kubectl payments refund writes it)", ref.Name,
-				job.CreationTimestamp.UTC().Format(time.RFC3339), RefundBindWindow, rf.CreationTimestamp.UTC().Format(time.RFC3339))}, nil, nil
+				job.CreationTimestamp.UTC().Format(time.RFC3339), RefundBindWindow, rf.CreationTimestamp.UTC().Format(time.RFC3339))}, 0), nil
 		}
 	}
 	ch = &paymentsv1alpha1.RefundedCharge{ID: resp.ID, IdempotencyKey: job.Status.IdempotencyKey, Amount: resp.Amount, Currency: resp.Currency}
 	if ch.Amount == 0 {
 		ch.Amount, ch.Currency = job.Spec.Amount, job.Spec.Currency
 	}
-	return ch, job.Status.Provider, nil, nil, nil
+	return ch, job.Status.Provider, engine.Proceed(), nil
 }
 
 // paidBefore reports whether job, created after rf, is a re-creation of a
 // payment made before rf was written: the ledger recorded its charge, under
 // its key, before rf's creation. That payment is the one rf's author could
 // see, although its object is newer.
-func paidBefore(ctx context.Context, r *engine.Reconciler, rf *paymentsv1alpha1.PaymentRefund, job *paymentsv1alpha1.PaymentJob) (bool, error) {
-	if r.Ledger == nil || job.Status.IdempotencyKey == "" {
+func (k kind) paidBefore(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund, job *paymentsv1alpha1.PaymentJob) (bool, error) {
+	if k.Ledger == nil || job.Status.IdempotencyKey == "" {
 		return false, nil
 	}
-	e, found, err := r.Ledger.Find(ctx, job.Status.IdempotencyKey)
+	e, found, err := k.Ledger.Find(ctx, job.Status.IdempotencyKey)
 	if err != nil || !found {
 		return false, err
 	}
@@ -129,40 +129,40 @@ func readJob(ctx context.Context, reader client.Reader, key types.NamespacedName
 // chargeFromLedger finds the charge of a PaymentJob that is gone in the
 // ledger, under the key the job sent: spec.paymentJobRef.idempotencyKey or
 // its name, scoped like the job's by the provider's key scope.
-func (kind) chargeFromLedger(ctx context.Context, r *engine.Reconciler, rf *paymentsv1alpha1.PaymentRefund) (
-	*paymentsv1alpha1.RefundedCharge, *paymentsv1alpha1.ProviderIdentity, *engine.Progress, *payment.Refusal, error) {
+func (k kind) chargeFromLedger(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund) (
+	*paymentsv1alpha1.RefundedCharge, *paymentsv1alpha1.ProviderIdentity, engine.Result, error) {
 	ref := rf.Spec.PaymentJobRef
-	missing := &engine.Progress{Reason: ReasonPaymentNotFound, Message: fmt.Sprintf(
+	missing := engine.Wait(engine.Progress{Reason: ReasonPaymentNotFound, Message: fmt.Sprintf(
 		"PaymentJob %q does not exist and the operator's ledger holds no payment under its key; "+
-			"waiting for it (if it is gone, set spec.paymentJobRef.idempotencyKey to its key)", ref.Name)}
-	if r.Ledger == nil {
-		return nil, nil, missing, nil, nil
+			"waiting for it (if it is gone, set spec.paymentJobRef.idempotencyKey to its key)", ref.Name)}, 0)
+	if k.Ledger == nil {
+		return nil, nil, missing, nil
 	}
 	var pp paymentsv1alpha1.PaymentProvider
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: rf.Namespace, Name: rf.Spec.ProviderRef.Name}, &pp); err != nil {
+	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: rf.Namespace, Name: rf.Spec.ProviderRef.Name}, &pp); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, &engine.Progress{Reason: engine.ReasonProviderNotFound, Message: fmt.Sprintf(
-				"PaymentProvider %q not found in namespace %q", rf.Spec.ProviderRef.Name, rf.Namespace)}, nil, nil
+			return nil, nil, engine.Wait(engine.Progress{Reason: engine.ReasonProviderNotFound, Message: fmt.Sprintf(
+				"PaymentProvider %q not found in namespace %q", rf.Spec.ProviderRef.Name, rf.Namespace)}, 0), nil
 		}
-		return nil, nil, nil, nil, err
+		return nil, nil, engine.Result{}, err
 	}
 	key := payment.ScopedKey(pp.Spec.KeyScope, rf.Namespace, payment.EffectiveKey(ref.Name, ref.IdempotencyKey))
-	e, found, err := r.Ledger.Find(ctx, key)
+	e, found, err := k.Ledger.Find(ctx, key)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return nil, nil, nil, nil, err
+		return nil, nil, engine.Result{}, err
 	case err != nil:
 		// Not a charge the ledger lacks: one it could not say.
 		p := engine.LedgerUnanswered(ctx, err, fmt.Sprintf("asked for the charge of PaymentJob %q, which is gone", ref.Name))
-		return nil, nil, &p, nil, nil
+		return nil, nil, engine.Wait(p, 0), nil
 	case !found:
-		return nil, nil, missing, nil, nil
+		return nil, nil, missing, nil
 	case e.Outcome != paymentsv1alpha1.LedgerCompleted:
-		return nil, nil, nil, &payment.Refusal{Class: payment.ErrInvalid, Reason: ReasonPaymentFailed,
-			Message: fmt.Sprintf("the operator's ledger records that PaymentJob %q failed: nothing to refund", ref.Name)}, nil
+		return nil, nil, engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: ReasonPaymentFailed,
+			Message: fmt.Sprintf("the operator's ledger records that PaymentJob %q failed: nothing to refund", ref.Name)}), nil
 	}
 	books := e.Provider
-	return &paymentsv1alpha1.RefundedCharge{ID: e.Charge, IdempotencyKey: e.Key}, &books, nil, nil, nil
+	return &paymentsv1alpha1.RefundedCharge{ID: e.Charge, IdempotencyKey: e.Key}, &books, engine.Proceed(), nil
 }
 
 // chargeNotHeld is the stall of a refund whose charge the provider, asked

@@ -41,11 +41,41 @@ import (
 
 // Kind is the PaymentRefund: money given back from a PaymentJob's charge, at
 // the account that holds the charge, never more than is left.
-func Kind() engine.Kind { return kind{} }
+func Kind(d Deps) engine.AnyKind { return engine.NewKind(kind{d}) }
+
+// Deps are what the PaymentRefund kind reads besides its own objects.
+type Deps struct {
+	// Client reads from the manager's cache: PaymentProviders, and the
+	// refunds of a PaymentJob (engine.PaymentJobRefIndex).
+	Client client.Reader
+	// APIReader reads a refund's PaymentJob from the API server (a finished
+	// job is out of the cache); Client when nil.
+	APIReader client.Reader
+	// Ledger finds the charge of a PaymentJob that is gone; nil without a
+	// ledger.
+	Ledger engine.OutcomeLedger
+}
 
 // kind is the PaymentRefund kind.
 type kind struct {
-	engine.Objects[paymentsv1alpha1.PaymentRefund, paymentsv1alpha1.PaymentRefundList]
+	Deps
+}
+
+// words word the engine's messages on a PaymentRefund.
+var words = engine.Words{Action: "Refund", Noun: "refund", Done: "Refunded",
+	Request: "refund", Unmoved: "no money went back"}
+
+func (kind) Describe() engine.Description[*paymentsv1alpha1.PaymentRefund] {
+	return engine.Description[*paymentsv1alpha1.PaymentRefund]{
+		Name:     "PaymentRefund",
+		New:      func() *paymentsv1alpha1.PaymentRefund { return &paymentsv1alpha1.PaymentRefund{} },
+		NewList:  func() client.ObjectList { return &paymentsv1alpha1.PaymentRefundList{} },
+		Words:    words,
+		Counters: counters,
+		// A charge's refunds are listed exactly, so a refund is only
+		// resolved as not made on the provider's list.
+		ExactFind: true,
+	}
 }
 
 // Reasons of a PaymentRefund's conditions and events, beyond the engine's.
@@ -92,15 +122,8 @@ const RefundBindWindow = 5 * time.Minute
 // other refunds of the same charge in flight, looks again without an event.
 const refundRecheck = 30 * time.Second
 
-func (kind) Name() string { return "PaymentRefund" }
-
-func (kind) Words() engine.Words {
-	return engine.Words{Action: "Refund", Noun: "refund", Done: "Refunded",
-		Request: "refund", Unmoved: "no money went back"}
-}
-
-func (kind) Request(obj engine.Object, key string) engine.Request {
-	req := refundRequest(obj.(*paymentsv1alpha1.PaymentRefund))
+func (kind) Request(rf *paymentsv1alpha1.PaymentRefund, key string) engine.Request {
+	req := refundRequest(rf)
 	return engine.Request{Key: key, Fingerprint: payment.RefundHash(key, req), Amount: req.Amount, Currency: req.Currency,
 		Refunds: req.Charge}
 }
@@ -110,11 +133,10 @@ func (kind) Request(obj engine.Object, key string) engine.Request {
 // its entry (and finished from it) without looking for its PaymentJob,
 // which may be long gone. An entry recorded before the ledger kept the
 // refunded charge is compared after Prepare.
-func (kind) PrepareFromLedger(obj engine.Object, e ledger.Entry) bool {
+func (kind) PrepareFromLedger(rf *paymentsv1alpha1.PaymentRefund, e ledger.Entry) bool {
 	if e.RefundedCharge == "" {
 		return false
 	}
-	rf := obj.(*paymentsv1alpha1.PaymentRefund)
 	ch := &paymentsv1alpha1.RefundedCharge{ID: e.RefundedCharge, Currency: e.Currency}
 	if rf.Spec.Amount == nil {
 		// A refund of the whole charge sent the charge's amount.
@@ -123,10 +145,6 @@ func (kind) PrepareFromLedger(obj engine.Object, e ledger.Entry) bool {
 	rf.Status.Charge = ch
 	return true
 }
-
-// ExactFind: a charge's refunds are listed exactly, so a refund is only
-// resolved as not made on the provider's list.
-func (kind) ExactFind() bool { return true }
 
 // refundRequest is what the refund sends: spec.amount, or the whole charge
 // recorded in status.charge, never "whatever is left", so that every
@@ -142,13 +160,13 @@ func refundRequest(rf *paymentsv1alpha1.PaymentRefund) payment.RefundRequest {
 	return req
 }
 
-func (kind) Terms(obj engine.Object) engine.Terms {
-	s := obj.(*paymentsv1alpha1.PaymentRefund).Spec
-	return engine.SpecTerms(obj, s.ProviderRef, s.IdempotencyKey, s.Suspend, s.BackoffLimit, s.ActiveDeadlineSeconds, s.TTLSecondsAfterFinished)
+func (kind) Terms(rf *paymentsv1alpha1.PaymentRefund) engine.Terms {
+	s := rf.Spec
+	return engine.SpecTerms(rf, s.ProviderRef, s.IdempotencyKey, s.Suspend, s.BackoffLimit, s.ActiveDeadlineSeconds, s.TTLSecondsAfterFinished)
 }
 
-func (k kind) Key(obj engine.Object, scope string) string {
-	return payment.RefundKey(scope, obj.GetNamespace(), k.Terms(obj).Key)
+func (k kind) Key(rf *paymentsv1alpha1.PaymentRefund, scope string) string {
+	return payment.RefundKey(scope, rf.Namespace, k.Terms(rf).Key)
 }
 
 // Prepare finds the charge the refund gives money back from: the
@@ -158,48 +176,55 @@ func (k kind) Key(obj engine.Object, scope string) string {
 // not Completed, fails a refund of a job that failed or of more than was
 // charged, and stalls one whose charge was made at another account than
 // the refund's provider reaches.
-func (k kind) Prepare(ctx context.Context, r *engine.Reconciler, obj engine.Object) (*engine.Progress, *payment.Refusal, error) {
-	rf := obj.(*paymentsv1alpha1.PaymentRefund)
+func (k kind) Prepare(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund, provider engine.ProviderFunc) (engine.Result, error) {
 	ref := rf.Spec.PaymentJobRef
-	ch, books, wait, refuse, err := k.findCharge(ctx, r, rf)
-	if err != nil || wait != nil || refuse != nil {
-		return wait, refuse, err
+	ch, books, decided, err := k.findCharge(ctx, rf)
+	if err != nil || ch == nil {
+		return decided, err
 	}
-	t, waiting, err := r.ResolveProvider(ctx, obj)
+	t, waiting, err := provider(ctx)
 	if err != nil || waiting != nil {
-		return waiting, nil, err
+		return waitFor(waiting), err
 	}
 	name := rf.Spec.ProviderRef.Name
 	if _, ok := t.Provider.(payment.Refunder); !ok || !refundsConfigured(t) {
-		return &engine.Progress{Reason: ReasonRefundsUnsupported, Stalled: true, Message: fmt.Sprintf(
-			"PaymentProvider %q cannot refund: an http provider needs spec.http.refundURL and spec.http.lookupURL", name)}, nil, nil
+		return engine.Wait(engine.Progress{Reason: ReasonRefundsUnsupported, Stalled: true, Message: fmt.Sprintf(
+			"PaymentProvider %q cannot refund: an http provider needs spec.http.refundURL and spec.http.lookupURL", name)}, 0), nil
 	}
 	if books != nil {
 		if same, why := providercache.SameBooks(*books, t.ID, t.AccountsOnly()); !same {
-			return &engine.Progress{Reason: engine.ReasonProviderChanged, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
+			return engine.Wait(engine.Progress{Reason: engine.ReasonProviderChanged, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 				"Not refunding: PaymentJob %q was charged at %s, and PaymentProvider %q reaches %s: %s. A refund is only "+
 					"sent to the account that holds the charge", ref.Name, providercache.DescribeBooks(*books), name, providercache.DescribeBooks(t.ID), why),
-				engine.MaxMessageLength)}, nil, nil
+				engine.MaxMessageLength)}, 0), nil
 		}
 	}
 	if ch.Amount == 0 {
 		// The ledger names the charge, not its amount: the provider does.
 		book, err := lookupBook(ctx, t, ch.ID, true)
 		if stall := chargeNotHeld(rf, name, ch.ID, err); stall != nil {
-			return stall, nil, nil
+			return waitFor(stall), nil
 		}
 		if err != nil {
-			return &engine.Progress{Reason: engine.ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
-				"Cannot read charge %s at the provider, so not refunding yet: %v", ch.ID, err), engine.MaxMessageLength)}, nil, nil
+			return engine.Wait(engine.Progress{Reason: engine.ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
+				"Cannot read charge %s at the provider, so not refunding yet: %v", ch.ID, err), engine.MaxMessageLength)}, 0), nil
 		}
 		ch.Amount, ch.Currency = book.Charge.Amount, book.Charge.Currency
 	}
 	rf.Status.Charge = ch
 	if req := refundRequest(rf); req.Amount > ch.Amount {
-		return nil, &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonRefundExceedsCharge, Message: fmt.Sprintf(
-			"spec.amount %d is more than charge %s of PaymentJob %q (%d %s)", req.Amount, ch.ID, ref.Name, ch.Amount, ch.Currency)}, nil
+		return engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonRefundExceedsCharge, Message: fmt.Sprintf(
+			"spec.amount %d is more than charge %s of PaymentJob %q (%d %s)", req.Amount, ch.ID, ref.Name, ch.Amount, ch.Currency)}), nil
 	}
-	return nil, nil, nil
+	return engine.Proceed(), nil
+}
+
+// waitFor is the Result that waits for p, or proceeds when p is nil.
+func waitFor(p *engine.Progress) engine.Result {
+	if p == nil {
+		return engine.Proceed()
+	}
+	return engine.Wait(*p, 0)
 }
 
 // refundsConfigured reports whether t's PaymentProvider has what refunds
@@ -225,63 +250,65 @@ func lookupBook(ctx context.Context, t *engine.Target, charge string, withCharge
 	return payment.ListRefunds(callCtx, refunder, charge)
 }
 
-func (kind) Calls(t *engine.Target, obj engine.Object) engine.Calls {
+// Connect opens the refund's calls at t: a refund is sent only by a
+// provider that can refund (Prepare stalled the others).
+func (k kind) Connect(_ context.Context, rf *paymentsv1alpha1.PaymentRefund, t *engine.Target) (engine.Client, error) {
 	refunder, _ := t.Provider.(payment.Refunder)
-	return refundCalls{refunder: refunder, req: refundRequest(obj.(*paymentsv1alpha1.PaymentRefund))}
+	return refundCalls{kind: k, rf: rf, t: t, refunder: refunder, req: refundRequest(rf)}, nil
 }
 
 // Observe reads the charge's refunds at the provider (an exact list, no
 // search lag): what it holds under the refund's key, and whether the amount
 // still fits in what is left of the charge, counting the refunds of other
 // keys at the provider and the sibling PaymentRefunds in flight.
-func (k kind) Observe(ctx context.Context, r *engine.Reconciler, obj engine.Object, t *engine.Target, req engine.Request) (engine.Observation, error) {
-	rf := obj.(*paymentsv1alpha1.PaymentRefund)
+func (c refundCalls) Observe(ctx context.Context, req engine.Request) (engine.Result, error) {
+	rf := c.rf
 	ch := rf.Status.Charge
 	if ch == nil {
-		return engine.Observation{}, errors.New("the refunded charge is not known yet")
+		return engine.Result{}, errors.New("the refunded charge is not known yet")
 	}
 	// The charge is read with its refunds: a refund is only sent for a
 	// charge the provider holds under the refunded payment's own key.
-	book, err := lookupBook(ctx, t, ch.ID, true)
+	book, err := lookupBook(ctx, c.t, ch.ID, true)
 	if stall := chargeNotHeld(rf, rf.Spec.ProviderRef.Name, ch.ID, err); stall != nil {
-		return engine.Observation{Requeue: engine.Jitter(refundRecheck), Wait: stall}, nil
+		return engine.Wait(*stall, engine.Jitter(refundRecheck)), nil
 	}
 	if err != nil {
-		return engine.Observation{Err: err}, nil
+		return engine.LookupFailed(err, 0), nil
 	}
 	mine := book.Refunds[req.Key]
 	for _, f := range mine {
 		if f.State != payment.StateNotCharged {
 			// Made already: recorded or settled, never sent again.
-			return engine.Observation{Found: mine}, nil
+			return engine.Proceed(mine...), nil
 		}
 	}
 	if wait := unverifiedCharge(rf, book.Charge); wait != nil {
-		return engine.Observation{Requeue: engine.Jitter(refundRecheck), Wait: wait}, nil
+		return engine.Wait(*wait, engine.Jitter(refundRecheck)), nil
 	}
 	if book.Charge.State != "" && book.Charge.State != payment.StateSucceeded {
-		return engine.Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonChargeNotRefundable,
-			Message: fmt.Sprintf("charge %s is %s at the provider; only a succeeded charge is refunded", ch.ID, book.Charge.Status)}}, nil
+		return engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonChargeNotRefundable,
+			Message: fmt.Sprintf("charge %s is %s at the provider; only a succeeded charge is refunded", ch.ID, book.Charge.Status)}), nil
 	}
 	if teeth.On(teeth.RefundWithoutLookup) {
 		book.Refunded = 0
 	}
 	left := ch.Amount - book.Refunded
 	if req.Amount > left {
-		return engine.Observation{Refuse: &payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonRefundExceedsCharge,
+		return engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: payment.ReasonRefundExceedsCharge,
 			Message: fmt.Sprintf("%d %s is more than what is left of charge %s: %d of %d (the provider holds %d in refunds)",
-				req.Amount, req.Currency, ch.ID, max(left, 0), ch.Amount, book.Refunded)}}, nil
+				req.Amount, req.Currency, ch.ID, max(left, 0), ch.Amount, book.Refunded)}), nil
 	}
-	inFlight, names, err := k.inFlight(ctx, r, rf, book)
+	inFlight, names, err := c.kind.inFlight(ctx, rf, book)
 	if err != nil {
-		return engine.Observation{}, err
+		return engine.Result{}, err
 	}
 	if req.Amount > left-inFlight {
-		return engine.Observation{Requeue: engine.Jitter(refundRecheck), Wait: &engine.Progress{Reason: ReasonRefundsInFlight,
+		return engine.Wait(engine.Progress{Reason: ReasonRefundsInFlight,
 			Message: fmt.Sprintf("%d %s fits in what is left of charge %s (%d) only if the refunds in flight (%s: %d) fail; "+
-				"waiting for them", req.Amount, req.Currency, ch.ID, left, names, inFlight)}}, nil
+				"waiting for them", req.Amount, req.Currency, ch.ID, left, names, inFlight)}, engine.Jitter(refundRecheck)), nil
 	}
-	return engine.Observation{Found: mine}, nil
+	return engine.Proceed(mine...), nil
 }
 
 // unverifiedCharge says why the refunded charge, as the provider holds it,
@@ -317,9 +344,9 @@ func outcomeUnknown(st paymentsv1alpha1.PaymentRefundStatus) bool {
 // inFlight sums the sibling PaymentRefunds of the same PaymentJob whose
 // outcome is unknown (outcomeUnknown: money may move, or may have moved)
 // and that the provider does not list yet.
-func (kind) inFlight(ctx context.Context, r *engine.Reconciler, rf *paymentsv1alpha1.PaymentRefund, book payment.RefundBook) (int64, string, error) {
+func (k kind) inFlight(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund, book payment.RefundBook) (int64, string, error) {
 	var siblings paymentsv1alpha1.PaymentRefundList
-	if err := r.Client.List(ctx, &siblings, client.InNamespace(rf.Namespace),
+	if err := k.Client.List(ctx, &siblings, client.InNamespace(rf.Namespace),
 		client.MatchingFields{engine.PaymentJobRefIndex: rf.Spec.PaymentJobRef.Name}); err != nil {
 		return 0, "", fmt.Errorf("cannot list the refunds of PaymentJob %q: %w", rf.Spec.PaymentJobRef.Name, err)
 	}
@@ -343,38 +370,41 @@ func (kind) inFlight(ctx context.Context, r *engine.Reconciler, rf *paymentsv1al
 	return sum, names, nil
 }
 
-func (kind) SearchLag(context.Context, *engine.Reconciler, engine.Object, *engine.Target) time.Duration {
-	// A charge's refunds are listed exactly, with no search index.
-	return 0
-}
-
 // Watch brings a refund back when the PaymentJob it refunds changes (it
 // waits for the job to be Completed).
-func (kind) Watch(r *engine.Reconciler, b *builder.Builder) *builder.Builder {
+func (k kind) Watch(b *builder.Builder) *builder.Builder {
 	return b.Watches(&paymentsv1alpha1.PaymentJob{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return engine.UsersOf(ctx, r.Client, &paymentsv1alpha1.PaymentRefundList{}, engine.PaymentJobRefIndex, o, engine.Unfinished)
+		return engine.UsersOf(ctx, k.Client, &paymentsv1alpha1.PaymentRefundList{}, engine.PaymentJobRefIndex, o, engine.Unfinished)
 	}))
 }
 
-func (kind) Counters() engine.Counters { return counters }
-
 // refundCalls are a refund's provider calls.
 type refundCalls struct {
+	kind     kind
+	rf       *paymentsv1alpha1.PaymentRefund
+	t        *engine.Target
 	refunder payment.Refunder
 	req      payment.RefundRequest
 }
 
 func (c refundCalls) Send(ctx context.Context, key string) (payment.Outcome, error) {
+	if c.refunder == nil {
+		return payment.Outcome{}, fmt.Errorf("PaymentProvider %q cannot refund", c.rf.Spec.ProviderRef.Name)
+	}
 	return c.refunder.Refund(ctx, key, c.req)
 }
 
-func (c refundCalls) CanFind() bool { return c.refunder != nil }
-
 func (c refundCalls) Find(ctx context.Context, key string) ([]payment.Found, error) {
+	if c.refunder == nil {
+		return nil, engine.ErrCannotFind
+	}
 	book, err := payment.ListRefunds(ctx, c.refunder, c.req.Charge)
 	return book.Refunds[key], err
 }
 
 func (c refundCalls) Settle(ctx context.Context, key, id string) (payment.Outcome, error) {
+	if c.refunder == nil {
+		return payment.Outcome{}, engine.ErrCannotFind
+	}
 	return c.refunder.SettleRefund(ctx, key, id)
 }

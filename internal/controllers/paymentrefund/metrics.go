@@ -24,21 +24,23 @@ import (
 )
 
 // The refund calls by outcome and the replays, which the engine counts, and
-// the refunds the refund watch finds failed after they succeeded.
-var (
-	counters = engine.NewCounters(
+// the refunds the refund watch finds failed after they succeeded, which the
+// engine counts too (Reconciler.FailAfterSuccess).
+var counters = func() engine.Counters {
+	c := engine.NewCounters(
 		"paymentjob_refunds_total", "Provider refund calls by outcome: succeeded (including replays), declined (the refund failed, or the provider refused it: beyond what is left, unknown or not refundable charge), invalid (a malformed request), key_reused, transient.",
 		"paymentjob_refund_replays_total", "Refund calls that the provider answered with the saved outcome of an earlier request with the same key.")
-	refundsFailedAfterSuccessTotal = prometheus.NewCounter(prometheus.CounterOpts{
+	c.FailedAfterSuccess = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "paymentjob_refunds_failed_after_success_total",
 		Help: "Completed PaymentRefunds that the provider later reported failed or canceled: the money did not go back. Each is set Failed (RefundFailedAfterSuccess) with a Warning event.",
 	})
-)
+	return c
+}()
 
 // Collectors returns every collector this package registers in
 // controller-runtime's metrics registry.
 func Collectors() []prometheus.Collector {
-	return append(counters.Collectors(), refundsFailedAfterSuccessTotal)
+	return append(counters.Collectors(), counters.FailedAfterSuccess)
 }
 
 func init() {

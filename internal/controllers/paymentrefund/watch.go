@@ -22,8 +22,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -180,22 +178,8 @@ func (w *RefundWatch) check(ctx context.Context, rf *paymentsv1alpha1.PaymentRef
 // failed sets rf Failed: its refund f failed at the provider after it
 // succeeded.
 func (w *RefundWatch) failed(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund, f payment.Found) error {
-	r := w.Refunds
 	msg := payment.CleanMessage(fmt.Sprintf("The provider reports refund %s %s after it succeeded: the %d %s did not go back "+
 		"to the customer. Check it at the provider; refund again with a new PaymentRefund if it is still owed",
 		f.ID, f.Status, f.Amount, f.Currency), engine.MaxMessageLength)
-	now := metav1.NewTime(r.Clock.Now())
-	st := &rf.Status.PaymentStatus
-	st.Phase = paymentsv1alpha1.PhaseFailed
-	st.Failure = &paymentsv1alpha1.Failure{Reason: ReasonRefundFailedAfterSuccess, Message: msg}
-	st.ProviderResponse.Status = payment.Bound(f.Status, engine.MaxShortLength)
-	st.CompletedAt = &now
-	engine.SetConditions(rf, engine.Progress{Reason: ReasonRefundFailedAfterSuccess, Message: msg, Stalled: true})
-	if err := r.Client.Status().Update(ctx, rf); err != nil {
-		return fmt.Errorf("cannot record that refund %s failed: %w", f.ID, err)
-	}
-	refundsFailedAfterSuccessTotal.Inc()
-	r.Recorder.Eventf(rf, nil, corev1.EventTypeWarning, ReasonRefundFailedAfterSuccess, "Refund", "%s", msg)
-	log.FromContext(ctx).Info("A refund failed at the provider after it succeeded", "refund", client.ObjectKeyFromObject(rf), "id", f.ID)
-	return nil
+	return w.Refunds.FailAfterSuccess(ctx, rf, f, ReasonRefundFailedAfterSuccess, msg)
 }

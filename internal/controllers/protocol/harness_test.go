@@ -320,7 +320,7 @@ type world struct {
 	provider *fakeProvider
 	r        *engine.Reconciler
 	// kind and key are the object the reconciler is asked about.
-	kind engine.Kind
+	kind engine.AnyKind
 	key  types.NamespacedName
 	// guarded are the provider calls that must follow a claim write.
 	guarded []string
@@ -332,7 +332,9 @@ type world struct {
 
 // setup is what a world is made of.
 type setup struct {
-	kind engine.Kind
+	// kind makes the kind, given the world's client and ledger (nil
+	// without one).
+	kind func(c client.Client, l engine.OutcomeLedger) engine.AnyKind
 	key  types.NamespacedName
 	// objects are in the API server before the first pass.
 	objects []client.Object
@@ -350,7 +352,7 @@ func newWorld(t *testing.T, tt row) *world {
 	if pp := newProvider(tt.provider); pp != nil {
 		objs = append(objs, pp)
 	}
-	return build(t, setup{kind: paymentjob.Kind(), key: jobKey, objects: objs, ledger: tt.ledger,
+	return build(t, setup{kind: func(client.Client, engine.OutcomeLedger) engine.AnyKind { return paymentjob.Kind() }, key: jobKey, objects: objs, ledger: tt.ledger,
 		answers: tt.answers, settle: tt.settle, guarded: []string{"charge", "settle"},
 		adapter: func(p *fakeProvider) payment.Provider {
 			if tt.looker {
@@ -374,7 +376,6 @@ func build(t *testing.T, s setup) *world {
 	w := &world{
 		clock:    clocktesting.NewFakeClock(start),
 		recorder: events.NewFakeRecorder(100),
-		kind:     s.kind,
 		key:      s.key,
 		guarded:  s.guarded,
 	}
@@ -397,9 +398,15 @@ func build(t *testing.T, s setup) *world {
 			return s.adapter(w.provider), nil
 		},
 	}
+	c := interceptor.NewClient(w.store, w.interceptors())
+	var outcomes engine.OutcomeLedger
+	if s.ledger != nil {
+		outcomes = &fakeLedger{state: *s.ledger, note: w.note}
+	}
 	w.r = &engine.Reconciler{
-		Kind:            s.kind,
-		Client:          interceptor.NewClient(w.store, w.interceptors()),
+		Kind:            s.kind(c, outcomes),
+		Client:          c,
+		Ledger:          outcomes,
 		Recorder:        w.recorder,
 		Providers:       providers,
 		Clock:           w.clock,
@@ -408,9 +415,7 @@ func build(t *testing.T, s setup) *world {
 		ProviderTimeout: providerTimeout,
 		Backoff:         backoff,
 	}
-	if s.ledger != nil {
-		w.r.Ledger = &fakeLedger{state: *s.ledger, note: w.note}
-	}
+	w.kind = w.r.Kind
 	return w
 }
 

@@ -286,7 +286,7 @@ func newRefundWorld(t *testing.T, tt refundRow) *world {
 	for _, s := range tt.siblings {
 		objs = append(objs, s.DeepCopy())
 	}
-	w := build(t, setup{kind: paymentrefund.Kind(), key: refundKey, objects: objs, ledger: tt.ledger,
+	w := build(t, setup{kind: refundKind, key: refundKey, objects: objs, ledger: tt.ledger,
 		answers: tt.answers, settle: tt.settle, guarded: []string{"refund"},
 		adapter: func(p *fakeProvider) payment.Provider { return refundingProvider{fakeProvider: p, books: tt.books} }})
 	w.r.APIReader = w.r.Client
@@ -339,9 +339,15 @@ func stalledByAnotherManager(rf *paymentsv1alpha1.PaymentRefund) {
 	rf.Status.Charge = &paymentsv1alpha1.RefundedCharge{ID: chargeID, IdempotencyKey: paymentjob.ChargeOf(newJob()).Key,
 		Amount: amount, Currency: currency}
 	rf.Status.Provider = sentTo()
-	k := paymentrefund.Kind()
+	k := paymentrefund.Kind(paymentrefund.Deps{})
 	engine.ClaimStatus(rf, k.Request(rf, sentKey()), other, start.Add(-2*time.Minute), lease, engine.ReasonClaimed)
 	engine.SetConditions(rf, engine.Progress{Reason: engine.ReasonRetriesExhausted, Stalled: true, Message: "no answer"})
+}
+
+// refundKind is the PaymentRefund kind reading through the world's client
+// and ledger, as the manager wires it.
+func refundKind(c client.Client, l engine.OutcomeLedger) engine.AnyKind {
+	return paymentrefund.Kind(paymentrefund.Deps{Client: c, Ledger: l})
 }
 
 // refundLedgerEntryOf is refundLedgerEntry as the ledger records it now:

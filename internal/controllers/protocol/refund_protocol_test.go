@@ -252,7 +252,9 @@ var refundTable = []refundRow{
 		steps: []step{
 			{effects: []string{"status: Pending/LedgerUnavailable"}, requeue: jittered(time.Second), events: []string{"LedgerUnavailable"}},
 			{after: time.Second, requeue: jittered(time.Second)},
-			{after: time.Second, before: ledgerBack, effects: []string{"lookup", "patch: +finalizer", "lookup", "lookup",
+			// Prepare reads the charge's amount once (the finalizer keeps
+			// what it recorded), then Observe reads its refunds.
+			{after: time.Second, before: ledgerBack, effects: []string{"lookup", "patch: +finalizer", "lookup",
 				"status: Processing/Claimed", "refund", "status: Completed/Succeeded", "ledger: Completed", finish},
 				events: []string{"Succeeded"}},
 		},
@@ -262,7 +264,7 @@ var refundTable = []refundRow{
 		name:   "job gone, the ledger holds its charge: the amount read at the provider, refunded once",
 		refund: newRefund(), answers: []answer{refunded}, charge: ledgerChargeID,
 		ledger: &ledgerState{entries: []ledger.Entry{ledgerEntry("")}},
-		steps: []step{{effects: []string{"lookup", "patch: +finalizer", "lookup", "lookup", "status: Processing/Claimed", "refund",
+		steps: []step{{effects: []string{"lookup", "patch: +finalizer", "lookup", "status: Processing/Claimed", "refund",
 			"status: Completed/Succeeded", "ledger: Completed", finish},
 			events: []string{"Succeeded"}}},
 		final: givenBack,

@@ -62,7 +62,7 @@ import (
 type FinishedJobCollector struct {
 	// Kinds are the kinds whose finished objects are swept (PaymentJob,
 	// PaymentRefund).
-	Kinds []engine.Kind
+	Kinds []engine.AnyKind
 	// Client deletes jobs.
 	Client client.Client
 	// Reader lists finished jobs from the API server: they are not cached.
@@ -90,14 +90,14 @@ type FinishedJobCollector struct {
 type dueJob struct {
 	name types.NamespacedName
 	uid  types.UID
-	kind engine.Kind
+	kind engine.AnyKind
 	key  string
 	at   time.Time
 }
 
 // ttlOf is how long after it finished the job is kept, and false if it is
 // kept for good.
-func (c *FinishedJobCollector) ttlOf(k engine.Kind, job engine.Object) (time.Duration, bool) {
+func (c *FinishedJobCollector) ttlOf(k engine.AnyKind, job engine.Object) (time.Duration, bool) {
 	if job.GetPaymentStatus().CompletedAt == nil || engine.FromLedger(job) || engine.LedgerConflicted(job) {
 		return 0, false
 	}
@@ -108,7 +108,7 @@ func (c *FinishedJobCollector) ttlOf(k engine.Kind, job engine.Object) (time.Dur
 }
 
 // Schedule remembers a job that was just finished, if it has a TTL.
-func (c *FinishedJobCollector) Schedule(k engine.Kind, job engine.Object) {
+func (c *FinishedJobCollector) Schedule(k engine.AnyKind, job engine.Object) {
 	ttl, ok := c.ttlOf(k, job)
 	if !ok {
 		return
@@ -268,7 +268,7 @@ func (c *FinishedJobCollector) delete(ctx context.Context, d dueJob) error {
 }
 
 // record stores a finished job's outcome in the ledger unless it is there.
-func (c *FinishedJobCollector) record(ctx context.Context, k engine.Kind, job engine.Object) error {
+func (c *FinishedJobCollector) record(ctx context.Context, k engine.AnyKind, job engine.Object) error {
 	if c.Ledger == nil {
 		return errors.New("no outcome ledger: finished jobs are kept")
 	}
@@ -318,7 +318,7 @@ func (c *FinishedJobCollector) sweepNamespace(ctx context.Context, ns string) er
 }
 
 // sweepKind is sweepNamespace for the objects of one kind.
-func (c *FinishedJobCollector) sweepKind(ctx context.Context, ns string, k engine.Kind) error {
+func (c *FinishedJobCollector) sweepKind(ctx context.Context, ns string, k engine.AnyKind) error {
 	cont := ""
 	for {
 		list := k.NewList()

@@ -104,7 +104,7 @@ func refundEntry(ns, name, jobName, charge, refund string, amount *int64, at tim
 	}
 	rf.Status.PaymentStatus = finished(refund, at)
 	rf.Status.Charge = &paymentsv1alpha1.RefundedCharge{ID: charge, Amount: chargeAmount, Currency: chargeCurrency}
-	e := recorded(paymentrefund.Kind(), rf)
+	e := recorded(paymentrefund.Kind(paymentrefund.Deps{}), rf)
 	// What a refund's entry names of its charge, whoever fills it in.
 	e.RefundedCharge = charge
 	return e
@@ -126,7 +126,7 @@ func finished(id string, at time.Time) paymentsv1alpha1.PaymentStatus {
 
 // recorded is the entry the engine records for obj of kind k: keyed and
 // fingerprinted by the kind, as the reconciler records it.
-func recorded(k engine.Kind, obj engine.Object) ledger.Entry {
+func recorded(k engine.AnyKind, obj engine.Object) ledger.Entry {
 	key := engine.KeyOf(k, obj)
 	return engine.LedgerEntry(obj, k.Request(obj, key), time.Now())
 }
