@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -97,16 +98,41 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := 1
-	k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "cannot create a client: %v\n", err)
+	watcher, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err == nil {
+		k8sClient = watcher
+		code = runCheckingRefundWords(m, watcher)
 	} else {
-		code = m.Run()
+		fmt.Fprintf(os.Stderr, "cannot create a client: %v\n", err)
 	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "cannot stop the control plane: %v\n", err)
 	}
 	os.Exit(code)
+}
+
+// runCheckingRefundWords runs the suite and then checks that no condition
+// or event the managers wrote on a PaymentRefund speaks of charging
+// (refundWords); a run that wrote none on refunds fails too, unless -run
+// chose tests that make no refund.
+func runCheckingRefundWords(m *testing.M, c client.WithWatch) int {
+	words := watchRefundWords(c)
+	code := m.Run()
+	bad, seen, err := words.check(context.Background(), c)
+	switch {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "FAIL: the refunds' words: %v\n", err)
+		return 1
+	case seen == 0 && flag.Lookup("test.run").Value.String() == "":
+		fmt.Fprintln(os.Stderr, "FAIL: the refunds' words: the suite wrote no condition or event on a PaymentRefund")
+		return 1
+	case len(bad) > 0:
+		fmt.Fprintf(os.Stderr, "FAIL: %d of the %d conditions and events written on PaymentRefunds speak of charging:\n  %s\n",
+			len(bad), seen, strings.Join(bad, "\n  "))
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "The refunds' words: none of the %d conditions and events written on PaymentRefunds speaks of charging\n", seen)
+	return code
 }
 
 // zapLevel keeps the manager logs to errors unless PAYMENTJOB_TEST_VERBOSE

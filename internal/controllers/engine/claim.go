@@ -71,7 +71,7 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, rea
 		// a changed key would charge again. Never charge; ask for attention.
 		return ctrl.Result{}, r.stall(ctx, job, Progress{
 			Reason:  ReasonRequestChanged,
-			Message: "The request no longer matches the one recorded at the first claim; not charging again",
+			Message: fmt.Sprintf("The request no longer matches the one recorded at the first claim; not %s again", r.Kind.Words().Doing),
 		})
 	}
 
@@ -87,7 +87,7 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, rea
 		if apierrors.IsConflict(err) {
 			claimConflictsTotal.Inc()
 		}
-		return ctrl.Result{}, fmt.Errorf("cannot claim payment job: %w", err)
+		return ctrl.Result{}, fmt.Errorf("cannot claim %s %s: %w", r.Kind.Name(), job.GetName(), err)
 	}
 	if unclaimed.Phase != paymentsv1alpha1.PhaseProcessing {
 		if why := r.providerWithdrawn(ctx, t); why != "" {
@@ -96,7 +96,8 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, rea
 			*job.GetPaymentStatus() = *unclaimed
 			return ctrl.Result{RequeueAfter: Jitter(r.Backoff.Max)}, r.setPending(ctx, job, Progress{
 				Reason: ReasonProviderDeleted, Message: fmt.Sprintf(
-					"PaymentProvider %q %s; a job that was not charged is never charged through it", r.terms(job).Provider, why)})
+					"PaymentProvider %q %s; a %s that was not %s is never %s through it", r.terms(job).Provider, why,
+					r.Kind.Words().Object, r.Kind.Words().done(), r.Kind.Words().done())})
 		}
 	}
 	if reason == ReasonClaimTakenOver || job.GetPaymentStatus().Attempts > 1 {
@@ -112,7 +113,7 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, rea
 		// the provider is the memory.
 		o := verdict.Charge.Outcome
 		o.Replayed = true
-		log.FromContext(ctx).Info("Found the charge by its idempotency key before charging", "charge", o.ID)
+		log.FromContext(ctx).Info("Found the payment by its idempotency key before sending", "id", o.ID)
 		return r.recordOutcome(ctx, job, o, true, nil)
 	case payment.ActionSettle:
 		return r.settle(ctx, job, t, c.Key, verdict.Charge.ID)
@@ -158,7 +159,7 @@ func (r *Reconciler) settle(ctx context.Context, job Object, t *Target, key, id 
 // retry. found marks an outcome that no charge of this pass produced.
 func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome payment.Outcome, found bool, err error) (ctrl.Result, error) {
 	if errors.Is(err, errChargeMismatch) {
-		return ctrl.Result{}, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: payment.CleanMessage("Not charging: "+err.Error(), MaxMessageLength)})
+		return ctrl.Result{}, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: payment.CleanMessage(r.Kind.Words().not()+": "+err.Error(), MaxMessageLength)})
 	}
 	if err == nil {
 		counters := r.Kind.counters()

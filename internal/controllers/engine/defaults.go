@@ -127,9 +127,9 @@ func (r *Reconciler) checkSettings() error {
 	case r.Kind == nil:
 		return errors.New("payment reconciler needs a kind: what it pays (paymentjob.Kind, paymentrefund.Kind)")
 	case r.Client == nil, r.Recorder == nil, r.Providers == nil, r.Clock == nil:
-		return errors.New("payment job reconciler needs a client, an event recorder, a provider resolver and a clock")
+		return errors.New("payment reconciler needs a client, an event recorder, a provider resolver and a clock")
 	case r.Holder == "":
-		return errors.New("payment job reconciler needs a claim holder identity")
+		return errors.New("payment reconciler needs a claim holder identity")
 	case r.ProviderTimeout <= 0 || r.ClaimLease <= r.ProviderTimeout:
 		return fmt.Errorf("the claim lease (%s) must be longer than the provider timeout (%s)", r.ClaimLease, r.ProviderTimeout)
 	case r.Backoff.Initial <= 0 || r.Backoff.Max < r.Backoff.Initial:

@@ -17,6 +17,8 @@ limitations under the License.
 package engine
 
 import (
+	"strings"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -111,7 +113,8 @@ type Scheduler interface {
 	Schedule(k AnyKind, obj Object)
 }
 
-// Words word a kind's messages and events.
+// Words word every message, event action and error the engine writes on
+// an object of a kind, so that a refund never reads of charging.
 type Words struct {
 	// Action is the event action of the provider call: Charge, Refund.
 	Action string
@@ -119,6 +122,10 @@ type Words struct {
 	Noun string
 	// Done says it happened: Charged, Refunded.
 	Done string
+	// Doing says it is being done: charging, refunding.
+	Doing string
+	// Object is how messages name one object of the kind: job, refund.
+	Object string
 	// Request names what was asked of the provider, as users say it:
 	// payment, refund.
 	Request string
@@ -126,3 +133,9 @@ type Words struct {
 	// money went back.
 	Unmoved string
 }
+
+// not says the engine does not do it: Not charging, Not refunding.
+func (w Words) not() string { return "Not " + w.Doing }
+
+// done says it was done, in a sentence: charged, refunded.
+func (w Words) done() string { return strings.ToLower(w.Done) }

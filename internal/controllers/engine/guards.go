@@ -46,8 +46,8 @@ func (r *Reconciler) checkRecordedKey(job Object) *Progress {
 		return nil
 	}
 	return &Progress{Reason: ReasonKeyMismatch, Message: payment.CleanMessage(fmt.Sprintf(
-		"Not charging: status.idempotencyKey %q is not the key derived from the namespace and spec (%q); "+
-			"something other than the operator wrote it", recorded, derived), MaxMessageLength)}
+		"%s: status.idempotencyKey %q is not the key derived from the namespace and spec (%q); "+
+			"something other than the operator wrote it", r.Kind.Words().not(), recorded, derived), MaxMessageLength)}
 }
 
 // logChargeMismatch tells the cluster admin, in the manager's log only,
@@ -87,7 +87,7 @@ func (r *Reconciler) stall(ctx context.Context, job Object, p Progress) error {
 	}
 	if previous != p.Reason {
 		stalledTotal.WithLabelValues(p.Reason).Inc()
-		log.FromContext(ctx).Info("Stopping payment job without charging", "reason", p.Reason, "phase", job.GetPaymentStatus().Phase)
+		log.FromContext(ctx).Info("Stopping without a provider call", "kind", r.Kind.Name(), "reason", p.Reason, "phase", job.GetPaymentStatus().Phase)
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Stall", "%s", p.Message)
 	}
 	return nil
@@ -106,13 +106,13 @@ func readyReason(job Object) string {
 // Suspended while spec.suspend is true, or DeadlineExceeded (stalled, for
 // good) once activeDeadlineSeconds have passed since its creation. left is
 // the time until that deadline, zero without one.
-func heldBack(job Object, terms Terms, now time.Time) (left time.Duration, held *Progress) {
+func heldBack(job Object, terms Terms, words Words, now time.Time) (left time.Duration, held *Progress) {
 	if d := terms.ActiveDeadlineSeconds; d != nil {
 		deadline := job.GetCreationTimestamp().Add(time.Duration(*d) * time.Second)
 		if !now.Before(deadline) {
 			return 0, &Progress{
 				Reason:  ReasonDeadlineExceeded,
-				Message: fmt.Sprintf("Not claimed within activeDeadlineSeconds (%ds); it will not be charged", *d),
+				Message: fmt.Sprintf("Not claimed within activeDeadlineSeconds (%ds); it will not be %s", *d, words.done()),
 				Stalled: true,
 			}
 		}
@@ -137,7 +137,7 @@ func (r *Reconciler) providerMoved(job Object, t *Target) *Progress {
 		return nil
 	}
 	return &Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
-		"Not charging: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
-			"Point the provider back at the first account, or resolve the payment there by hand",
+		"%s: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
+			"Point the provider back at the first account, or resolve the payment there by hand", r.Kind.Words().not(),
 		describeIdentity(*recorded), r.terms(job).Provider, describeIdentity(t.ID), why), MaxMessageLength)}
 }

@@ -273,9 +273,9 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
-		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: "Not charging: " +
-			"the operator's ledger records a payment under this idempotency key for another request; the operator's log " +
-			"names it (ChargeMismatch). Delete this job, or use another idempotency key"})
+		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: fmt.Sprintf("%s: "+
+			"the operator's ledger records a payment under this idempotency key for another request; the operator's log "+
+			"names it (ChargeMismatch). Delete this %s, or use another idempotency key", r.Kind.Words().not(), r.Kind.Words().Object)})
 	}
 	// Where was it made? Only the provider can say where this job would
 	// be charged now.
@@ -293,10 +293,10 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 	}
 	if same, why := providercache.SameBooks(e.Provider, t.ID, t.AccountsOnly()); !same {
 		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
-			"Not charging: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s. "+
-				"Point the provider back at the account that holds it, or, to charge it at the new account, set spec.keyScope "+
-				"on the PaymentProvider (a new key space: every job claimed through it is a new payment there)",
-			providercache.DescribeBooks(e.Provider), r.terms(job).Provider, providercache.DescribeBooks(t.ID), why), MaxMessageLength)})
+			"%s: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s. "+
+				"Point the provider back at the account that holds it, or, to %s it at the new account, set spec.keyScope "+
+				"on the PaymentProvider (a new key space: every %s claimed through it is a new payment there)",
+			r.Kind.Words().not(), providercache.DescribeBooks(e.Provider), r.terms(job).Provider, providercache.DescribeBooks(t.ID), why, strings.ToLower(r.Kind.Words().Action), r.Kind.Words().Object), MaxMessageLength)})
 	}
 	return ctrl.Result{}, true, searched, r.recordFromLedger(ctx, job, t, c, e)
 }

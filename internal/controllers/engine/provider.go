@@ -90,7 +90,8 @@ func (r *Reconciler) ResolveProvider(ctx context.Context, job Object) (*Target, 
 	deleting := !pp.DeletionTimestamp.IsZero()
 	if deleting && !processing {
 		return nil, &Progress{Reason: ReasonProviderDeleted, Message: fmt.Sprintf(
-			"PaymentProvider %q is being deleted; a job that was not claimed is never charged through it", name)}, nil
+			"PaymentProvider %q is being deleted; a %s that was not claimed is never %s through it", name,
+			r.Kind.Words().Object, r.Kind.Words().done())}, nil
 	}
 	t, waiting := r.usableProvider(ctx, &pp)
 	if waiting == nil || !processing {
@@ -176,8 +177,8 @@ func (r *Reconciler) keptProvider(job Object, what string) (*Target, *Progress, 
 	return nil, &Progress{Reason: ReasonProviderDeleted, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 		"PaymentProvider %q %s while this payment was in flight, and this process holds no adapter for it "+
 			"(the operator restarted since): the payment may have happened under idempotency key %q. "+
-			"Check the charge at the provider and set the annotation %s to charged=<charge id> or not-charged",
-		r.terms(job).Provider, what, job.GetPaymentStatus().IdempotencyKey, paymentsv1alpha1.AnnotationResolve), MaxMessageLength)}, nil
+			"Check the %s at the provider and set the annotation %s to charged=<%s id> or not-charged",
+		r.terms(job).Provider, what, job.GetPaymentStatus().IdempotencyKey, r.Kind.Words().Noun, paymentsv1alpha1.AnnotationResolve, r.Kind.Words().Noun), MaxMessageLength)}, nil
 }
 
 // guardProvider makes sure the job's PaymentProvider carries

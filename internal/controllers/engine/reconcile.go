@@ -177,12 +177,13 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 		return ctrl.Result{}, err
 	}
 	if _, ok := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok {
-		r.refuseResolution(ctx, job, "the job has not been claimed, so nothing was sent to the provider; "+
-			"set spec.suspend to true, or delete the job, to keep it from being charged")
+		w := r.Kind.Words()
+		r.refuseResolution(ctx, job, fmt.Sprintf("the %s has not been claimed, so nothing was sent to the provider; "+
+			"set spec.suspend to true, or delete the %s, to keep it from being %s", w.Object, w.Object, w.done()))
 	}
 
 	now := r.Clock.Now()
-	wait, held := heldBack(job, r.terms(job), now)
+	wait, held := heldBack(job, r.terms(job), r.Kind.Words(), now)
 	if held != nil {
 		if held.Stalled {
 			// Past its deadline: it will never be charged.
@@ -312,7 +313,7 @@ func (r *Reconciler) resume(ctx context.Context, job Object) (ctrl.Result, error
 // new generation. It never calls the provider.
 func (r *Reconciler) finishTerminal(ctx context.Context, job Object) error {
 	if v, ok := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok && (job.GetPaymentStatus().Resolution == nil || job.GetPaymentStatus().Resolution.Value != v) {
-		r.refuseResolution(ctx, job, fmt.Sprintf("the job is already %s; its outcome is final", job.GetPaymentStatus().Phase))
+		r.refuseResolution(ctx, job, fmt.Sprintf("the %s is already %s; its outcome is final", r.Kind.Words().Object, job.GetPaymentStatus().Phase))
 	}
 	if job.GetPaymentStatus().ObservedGeneration != job.GetGeneration() {
 		// Only spec.suspend can change after the outcome (and only until the

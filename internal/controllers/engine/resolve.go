@@ -146,8 +146,8 @@ func (r *Reconciler) refuseResolutionAs(ctx context.Context, job Object, why, ki
 func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, handled bool, err error) {
 	stalled := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
 	if stalled == nil || stalled.Status != metav1.ConditionTrue {
-		r.refuseResolution(ctx, job, "the job is not Stalled; only a Processing job whose outcome the operator cannot settle "+
-			"(Stalled=True) can be resolved by hand. It is still being retried with the same idempotency key")
+		r.refuseResolution(ctx, job, fmt.Sprintf("the %s is not Stalled; only a Processing %s whose outcome the operator cannot settle "+
+			"(Stalled=True) can be resolved by hand. It is still being retried with the same idempotency key", r.Kind.Words().Object, r.Kind.Words().Object))
 		return ctrl.Result{}, false, nil
 	}
 	want, err := parseResolution(job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve])
@@ -227,10 +227,10 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
 		job.GetPaymentStatus().ProviderResponse = responseOf(o)
 		job.GetPaymentStatus().Failure = nil
-		msg = fmt.Sprintf("Resolved by %s as charged (%s, %s); not charged again", by, o.ID, checked)
+		msg = fmt.Sprintf("Resolved by %s as %s (%s, %s); not %s again", by, r.Kind.Words().done(), o.ID, checked, r.Kind.Words().done())
 	} else {
 		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
-		msg = fmt.Sprintf("Resolved by %s as not charged (%s); it will not be charged", by, checked)
+		msg = fmt.Sprintf("Resolved by %s as not %s (%s); it will not be %s", by, r.Kind.Words().done(), checked, r.Kind.Words().done())
 	}
 	if by == unattributed {
 		msg += fmt.Sprintf(". Who resolved it is not known: the resolve-attribution admission policy is not enforced, so the %s "+

@@ -38,7 +38,7 @@ import (
 // why says why the provider contradicts the resolution; err that it could
 // not be asked. verified is false when the provider cannot look charges up.
 func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want resolution) (verified bool, o payment.Outcome, why string, err error) {
-	req := r.requestOf(job)
+	req, w := r.requestOf(job), r.Kind.Words()
 	o = payment.Outcome{ID: want.id, Status: "succeeded", Amount: req.Amount, Currency: req.Currency}
 	target, waiting, err := r.ResolveProvider(ctx, job)
 	if err != nil {
@@ -52,7 +52,7 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 		// nothing about it yet, verified or not.
 		lag := r.searchLag(ctx, job, target)
 		if at := lastAttempt(job).Add(lag); r.Clock.Now().Before(at) {
-			return false, o, "", &searchLagWait{at: at, lag: lag}
+			return false, o, "", &searchLagWait{at: at, lag: lag, noun: w.Noun}
 		}
 	}
 	calls, speaks, err := r.providerSpeaks(ctx, job, want, target, waiting)
@@ -73,14 +73,14 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 			// Under a key two manifests share, another request's charge:
 			// it is not this job's, whatever its key says.
 			logChargeMismatch(ctx, "provider", got.ID, got.Amount, got.Currency)
-			return false, o, payment.CleanMessage(fmt.Sprintf("charge %s under this job's idempotency key is %d %s, and this "+
-				"job asks %d %s: it was made for another request, not this job", got.ID, got.Amount, got.Currency,
-				req.Amount, req.Currency), MaxMessageLength), nil
+			return false, o, payment.CleanMessage(fmt.Sprintf("%s %s under this %s's idempotency key is %d %s, and this "+
+				"%s asks %d %s: it was made for another request, not this %s", w.Noun, got.ID, w.Object, got.Amount, got.Currency,
+				w.Object, req.Amount, req.Currency, w.Object), MaxMessageLength), nil
 		case err == nil:
 			return true, got, "", nil
 		case errors.As(err, &refusal):
-			return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not hold a succeeded charge %s under this job's idempotency key: %s",
-				want.id, refusal.Message), MaxMessageLength), nil
+			return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not hold a succeeded %s %s under this %s's idempotency key: %s",
+				w.Noun, want.id, w.Object, refusal.Message), MaxMessageLength), nil
 		}
 		// No answer about the charge: an unknown id, one made under
 		// another key, or no provider at all. If the provider answers a
@@ -94,8 +94,8 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 				return false, o, "", err
 			}
 		}
-		return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not know a charge %s under this job's idempotency key (%v)",
-			want.id, err), MaxMessageLength), nil
+		return false, o, payment.CleanMessage(fmt.Sprintf("the provider does not know a %s %s under this %s's idempotency key (%v)",
+			w.Noun, want.id, w.Object, err), MaxMessageLength), nil
 	}
 	found, err := calls.Find(callCtx, key)
 	if errors.Is(err, ErrCannotFind) {
@@ -112,11 +112,11 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 		}
 		if f.Fingerprint != "" && f.Fingerprint != fingerprint {
 			logChargeMismatch(ctx, "provider", f.ID, f.Amount, f.Currency)
-			return false, o, "a payment under this job's idempotency key for another request exists at the provider " +
-				"(the operator's log names it); it is not this job's, and this job is not resolved as not charged", nil
+			return false, o, fmt.Sprintf("a payment under this %s's idempotency key for another request exists at the provider "+
+				"(the operator's log names it); it is not this %s's, and this %s is not resolved as not %s", w.Object, w.Object, w.Object, w.done()), nil
 		}
-		return false, o, fmt.Sprintf("the provider holds charge %s under this job's idempotency key (%s); "+
-			"resolve it as %s%s instead", f.ID, f.Status, resolveChargedPrefix, f.ID), nil
+		return false, o, fmt.Sprintf("the provider holds %s %s under this %s's idempotency key (%s); "+
+			"resolve it as %s%s instead", w.Noun, f.ID, w.Object, f.Status, resolveChargedPrefix, f.ID), nil
 	}
 	return true, o, "", nil
 }
@@ -205,14 +205,15 @@ func (w *exactListWait) Error() string {
 // searchLagWait says when a not-charged resolution can be checked: once
 // the last attempt is older than the provider's search lag.
 type searchLagWait struct {
-	at  time.Time
-	lag time.Duration
+	at   time.Time
+	lag  time.Duration
+	noun string
 }
 
 func (w *searchLagWait) Error() string {
 	return fmt.Sprintf("the last attempt was made less than %s ago (the PaymentProvider's spec.lookup.searchLagSeconds), "+
-		"and a charge it made may not show in the provider's lookup yet; no new attempt is made meanwhile, and the "+
-		"resolution is checked at %s", w.lag, w.at.UTC().Format(time.RFC3339))
+		"and a %s it made may not show in the provider's lookup yet; no new attempt is made meanwhile, and the "+
+		"resolution is checked at %s", w.lag, w.noun, w.at.UTC().Format(time.RFC3339))
 }
 
 // lastAttempt is when the job's last claim was written: its provider call

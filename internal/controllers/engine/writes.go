@@ -54,7 +54,7 @@ func (r *Reconciler) recordSuccess(ctx context.Context, job Object, o payment.Ou
 		eventReason, msg = CompletedStatus(j, r.Kind.Words(), o, found, now)
 	})
 	if err != nil {
-		return fmt.Errorf("cannot record the charge outcome: %w", err)
+		return fmt.Errorf("cannot record the %s outcome: %w", r.Kind.Words().Noun, err)
 	}
 	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, eventReason, r.Kind.Words().Action, "%s", msg)
 	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", job.GetPaymentStatus().Attempts)
@@ -222,7 +222,7 @@ func (r *Reconciler) recordUncertain(ctx context.Context, job Object, callErr er
 	}
 	log.FromContext(ctx).Info("Provider call failed, will retry", "attempt", job.GetPaymentStatus().Attempts,
 		"retryAfter", delay, "error", callErr.Error())
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Charge", "%s", msg)
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, r.Kind.Words().Action, "%s", msg)
 	if err := r.writeProgress(ctx, job, p); err != nil && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, err
 	}
@@ -261,7 +261,7 @@ func (r *Reconciler) updateStatusIfChanged(ctx context.Context, job Object, p Pr
 		return false, nil
 	}
 	if err := r.Client.Status().Update(ctx, job); err != nil {
-		return false, fmt.Errorf("cannot update payment job status: %w", err)
+		return false, fmt.Errorf("cannot update the status of %s %s: %w", r.Kind.Name(), job.GetName(), err)
 	}
 	return true, nil
 }
@@ -317,7 +317,7 @@ func (r *Reconciler) finish(ctx context.Context, job Object) error {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("cannot mark the payment job finished: %w", err)
+		return fmt.Errorf("cannot mark %s %s finished: %w", r.Kind.Name(), job.GetName(), err)
 	}
 	if r.Collector != nil {
 		r.Collector.Schedule(r.Kind, job)

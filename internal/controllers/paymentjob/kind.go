@@ -41,8 +41,8 @@ func Kind() engine.AnyKind { return engine.NewKind(kind{}) }
 type kind struct{}
 
 // Words word the engine's messages on a PaymentJob.
-var words = engine.Words{Action: "Charge", Noun: "charge", Done: "Charged",
-	Request: "payment", Unmoved: "nothing was charged"}
+var words = engine.Words{Action: "Charge", Noun: "charge", Done: "Charged", Doing: "charging",
+	Object: "job", Request: "payment", Unmoved: "nothing was charged"}
 
 func (kind) Describe() engine.Description[*paymentsv1alpha1.PaymentJob] {
 	return engine.Description[*paymentsv1alpha1.PaymentJob]{

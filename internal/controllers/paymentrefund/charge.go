@@ -59,7 +59,7 @@ func (k kind) findCharge(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund
 	switch job.Status.Phase {
 	case paymentsv1alpha1.PhaseFailed:
 		return nil, nil, engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: ReasonPaymentFailed,
-			Message: fmt.Sprintf("PaymentJob %q failed: nothing was charged, so nothing is refunded", ref.Name)}), nil
+			Message: fmt.Sprintf("PaymentJob %q failed: it moved no money, so nothing is refunded", ref.Name)}), nil
 	case paymentsv1alpha1.PhaseCompleted:
 	default:
 		return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentNotCompleted, Message: fmt.Sprintf(

@@ -62,8 +62,8 @@ type kind struct {
 }
 
 // words word the engine's messages on a PaymentRefund.
-var words = engine.Words{Action: "Refund", Noun: "refund", Done: "Refunded",
-	Request: "refund", Unmoved: "no money went back"}
+var words = engine.Words{Action: "Refund", Noun: "refund", Done: "Refunded", Doing: "refunding",
+	Object: "refund", Request: "refund", Unmoved: "no money went back"}
 
 func (kind) Describe() engine.Description[*paymentsv1alpha1.PaymentRefund] {
 	return engine.Description[*paymentsv1alpha1.PaymentRefund]{
@@ -194,7 +194,7 @@ func (k kind) Prepare(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund, p
 	if books != nil {
 		if same, why := providercache.SameBooks(*books, t.ID, t.AccountsOnly()); !same {
 			return engine.Wait(engine.Progress{Reason: engine.ReasonProviderChanged, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
-				"Not refunding: PaymentJob %q was charged at %s, and PaymentProvider %q reaches %s: %s. A refund is only "+
+				"Not refunding: the charge of PaymentJob %q is at %s, and PaymentProvider %q reaches %s: %s. A refund is only "+
 					"sent to the account that holds the charge", ref.Name, providercache.DescribeBooks(*books), name, providercache.DescribeBooks(t.ID), why),
 				engine.MaxMessageLength)}, 0), nil
 		}
