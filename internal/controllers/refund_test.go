@@ -137,6 +137,14 @@ func TestRefundOfTheWholeCharge(t *testing.T) {
 		g.Expect(rf.Labels).To(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
 	}).WithTimeout(30*time.Second).Should(Succeed(), "finished: its outcome in the ledger, its finalizer off")
 	s.Expect(s.manager.recorded(s, s.ns+".refund", "all").Charge).To(Equal(rf.Status.ProviderResponse.ID))
+	// The engine's metrics say which kind a pass was of: the refund's
+	// passes are not counted as a job's.
+	for _, kind := range []string{"PaymentJob", "PaymentRefund"} {
+		_, series := metricValue(t, "paymentjob_reconcile_duration_seconds", map[string]string{"kind": kind})
+		s.Expect(series).To(BeNumerically(">", 0), "passes of %ss", kind)
+	}
+	succeeded, _ := metricValue(t, "paymentjob_refunds_total", map[string]string{"outcome": "succeeded"})
+	s.Expect(succeeded).To(BeNumerically(">=", 1))
 }
 
 func TestRefundWaitsForItsPayment(t *testing.T) {

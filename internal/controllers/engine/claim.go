@@ -85,7 +85,7 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, rea
 	}
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		if apierrors.IsConflict(err) {
-			claimConflictsTotal.Inc()
+			claimConflictsTotal.WithLabelValues(r.Kind.Name()).Inc()
 		}
 		return ctrl.Result{}, fmt.Errorf("cannot claim %s %s: %w", r.Kind.Name(), job.GetName(), err)
 	}
@@ -283,7 +283,7 @@ func (r *Reconciler) waitForToken(ctx context.Context, job Object, t *Target) (t
 		return 0, nil
 	}
 	reservation.CancelAt(now)
-	rateLimitedTotal.Inc()
+	rateLimitedTotal.WithLabelValues(r.Kind.Name()).Inc()
 	since, ok := r.rateWaits.get(job)
 	if !ok {
 		since = now

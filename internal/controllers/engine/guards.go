@@ -86,7 +86,7 @@ func (r *Reconciler) stall(ctx context.Context, job Object, p Progress) error {
 		return err
 	}
 	if previous != p.Reason {
-		stalledTotal.WithLabelValues(p.Reason).Inc()
+		stalledTotal.WithLabelValues(r.Kind.Name(), p.Reason).Inc()
 		log.FromContext(ctx).Info("Stopping without a provider call", "kind", r.Kind.Name(), "reason", p.Reason, "phase", job.GetPaymentStatus().Phase)
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Stall", "%s", p.Message)
 	}

@@ -135,7 +135,7 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		return fmt.Errorf("cannot record the outcome found in the ledger: %w", err)
 	}
-	ledgerHitsTotal.Inc()
+	ledgerHitsTotal.WithLabelValues(r.Kind.Name()).Inc()
 	r.Recorder.Eventf(job, nil, eventType, ReasonFoundInLedger, r.Kind.Words().Action, "%s", msg)
 	log.FromContext(ctx).Info("Found the outcome in the ledger; not calling the provider", "charge", e.Charge, "outcome", e.Outcome)
 	return r.finish(ctx, job)
@@ -166,13 +166,13 @@ func (r *Reconciler) recordInLedger(ctx context.Context, job Object) (recorded b
 	var conflict *ledger.ConflictError
 	switch {
 	case err == nil:
-		r.conflicts.set(client.ObjectKeyFromObject(job), false, ledgerConflictsGauge)
+		r.conflicts.set(client.ObjectKeyFromObject(job), false, ledgerConflictsGauge.WithLabelValues(r.Kind.Name()))
 		return true, nil
 	case errors.As(err, &conflict):
 		return false, r.stallOnLedgerConflict(ctx, job, conflict.Held)
 	}
 	if ctx.Err() == nil {
-		ledgerErrorsTotal.WithLabelValues("record").Inc()
+		ledgerErrorsTotal.WithLabelValues(r.Kind.Name(), "record").Inc()
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonLedgerUnavailable, r.Kind.Words().Action, "%s",
 			"The outcome is not in the operator's ledger yet: "+LedgerUnavailableMessage+
 				". The finalizer stays until it is recorded; retried by itself; "+LedgerCauseInLog)
@@ -307,7 +307,7 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 // job whose payment the provider no longer remembers). It is asked again
 // with backoff, and the job goes on once it answers.
 func (r *Reconciler) waitForLedger(ctx context.Context, job Object, cause error) (ctrl.Result, bool, ledgerSearch, error) {
-	p := LedgerUnanswered(ctx, cause, "asked whether this payment was made before")
+	p := LedgerUnanswered(ctx, r.Kind.Name(), cause, "asked whether this payment was made before")
 	return ctrl.Result{RequeueAfter: r.pendingRecheck(job, ReasonLedgerUnavailable, 0)}, true, ledgerSearch{}, r.setPending(ctx, job, p)
 }
 
@@ -324,10 +324,10 @@ const (
 // LedgerUnanswered is the progress of an object that waits, unsent, because
 // a Find in the ledger failed with cause (what is the question asked, for
 // the message): Pending, LedgerUnavailable. It counts and logs the failure;
-// the message does not hold the cause.
-// A kind's Prepare returns it for the ledger reads of its own.
-func LedgerUnanswered(ctx context.Context, cause error, what string) Progress {
-	ledgerErrorsTotal.WithLabelValues("find").Inc()
+// the message does not hold the cause. A kind's Prepare returns it for the
+// ledger reads of its own, naming itself (kind) for the count.
+func LedgerUnanswered(ctx context.Context, kind string, cause error, what string) Progress {
+	ledgerErrorsTotal.WithLabelValues(kind, "find").Inc()
 	log.FromContext(ctx).Error(cause, "The outcome ledger did not answer; not sending until it does")
 	return Progress{Reason: ReasonLedgerUnavailable, Message: payment.CleanMessage("Nothing is sent yet: "+LedgerUnavailableMessage+
 		" (it was to be "+what+"). Retried by itself until it answers; "+LedgerCauseInLog, MaxMessageLength)}

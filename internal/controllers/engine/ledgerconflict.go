@@ -41,7 +41,7 @@ import (
 // holds goes to the manager's log only: it may be another tenant's
 // payment. Every later pass asks the ledger again and writes nothing new.
 func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held ledger.Entry) error {
-	r.conflicts.set(client.ObjectKeyFromObject(job), true, ledgerConflictsGauge)
+	r.conflicts.set(client.ObjectKeyFromObject(job), true, ledgerConflictsGauge.WithLabelValues(r.Kind.Name()))
 	log.FromContext(ctx).Info("Keeping a finished job: the outcome ledger holds another outcome under its key",
 		"key", held.Key, "outcome", job.GetPaymentStatus().Phase, "heldOutcome", held.Outcome, "heldCharge", held.Charge,
 		"heldFingerprint", held.Fingerprint, "heldAt", held.At, "heldAccount", held.Provider.Account,

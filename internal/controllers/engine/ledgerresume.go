@@ -74,7 +74,7 @@ func (r *Reconciler) resumeFromLedger(ctx context.Context, job Object, t *Target
 	case err != nil && ctx.Err() != nil:
 		return ctrl.Result{}, true, err
 	case err != nil:
-		p := LedgerUnanswered(ctx, err, "asked whether this payment was finished before it is sent again")
+		p := LedgerUnanswered(ctx, r.Kind.Name(), err, "asked whether this payment was finished before it is sent again")
 		previous := readyReason(job)
 		if err := r.writeProgress(ctx, job, p); err != nil {
 			return ctrl.Result{}, true, err

@@ -74,8 +74,8 @@ func (c Counters) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{c.Calls, c.Replays}
 }
 
-// newCounter, newCounterVec and newGauge make the collectors below from
-// their name and help (and label).
+// newCounter and newCounterVec make a kind's Counters from their name and
+// help (and label).
 func newCounter(name, help string) prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 }
@@ -84,40 +84,53 @@ func newCounterVec(name, label, help string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
 }
 
-func newGauge(name, help string) prometheus.Gauge {
-	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+
+// The engine's metrics carry the kind of the object (kindLabel:
+// PaymentJob, PaymentRefund) as their first label, so that a refund's pass
+// is never counted as a job's. Their names are the ones of the release
+// before the label came: a query without it sums every kind, as it did.
+const kindLabel = "kind"
+
+// newKindCounter and newKindGauge make the collectors below from their
+// name, help and labels beyond the kind.
+func newKindCounter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append([]string{kindLabel}, labels...))
+}
+
+func newKindGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{kindLabel})
 }
 
 // The writes around the claim.
 var (
-	claimConflictsTotal = newCounter("paymentjob_claim_conflicts_total", "Claim writes refused with a resourceVersion conflict (stale cache or another replica); each was requeued and charged nothing.")
-	writeConflictsTotal = newCounter("paymentjob_write_conflicts_total", "Writes of any kind (claims, finalizers, outcomes, progress) refused with a resourceVersion conflict; each was requeued.")
-	claimLostTotal      = newCounter("paymentjob_claim_lost_total", "Outcomes not written because another process took the claim over during the provider call; the new holder replays the outcome.")
+	claimConflictsTotal = newKindCounter("paymentjob_claim_conflicts_total", "Claim writes refused with a resourceVersion conflict (stale cache or another replica), by kind; each was requeued and sent nothing.")
+	writeConflictsTotal = newKindCounter("paymentjob_write_conflicts_total", "Writes of any kind (claims, finalizers, outcomes, progress) refused with a resourceVersion conflict, by kind; each was requeued.")
+	claimLostTotal      = newKindCounter("paymentjob_claim_lost_total", "Outcomes not written because another process took the claim over during the provider call, by kind; the new holder replays the outcome.")
 )
 
-// Jobs held back: stalls, stale cache copies, finished jobs, deleted providers, rate limits.
+// Objects held back: stalls, stale cache copies, finished objects, deleted providers, rate limits.
 var (
-	stalledTotal         = newCounterVec("paymentjob_stalled_total", "reason", "Jobs stopped without a charge because charging could pay twice, by reason: ProviderChanged, ChargeMismatch, KeyMismatch, RequestChanged, UncertainRefusal.")
-	staleSkipsTotal      = newCounter("paymentjob_stale_cache_skips_total", "Reconciles skipped because the cached job was older than this process's own last write of it.")
-	skippedTerminalTotal = newCounter("paymentjob_skipped_terminal_total", "Reconciles of Completed or Failed jobs that returned without a provider call.")
-	ledgerConflictsGauge = newGauge("paymentjob_ledger_conflicts", "Finished jobs whose outcome is not the one the outcome ledger holds under their key "+
-		"(another object with the same key was recorded first); each is Stalled (LedgerConflict), keeps its finalizer and is never deleted by its TTL until a person settles it.")
-	strandedJobsGauge = newGauge("paymentjob_jobs_waiting_for_deleted_provider", "Processing jobs whose PaymentProvider was deleted (or is being deleted) while this process holds no adapter for it; each is Stalled (ProviderDeleted) until a person resolves it.")
-	rateLimitedTotal  = newCounter("paymentjob_rate_limited_total", "Charges put off to wait for a token of their provider's client-side rate limit.")
+	stalledTotal         = newKindCounter("paymentjob_stalled_total", "Objects stopped without a provider call because calling could move money twice, by kind and reason: ProviderChanged, ChargeMismatch, KeyMismatch, RequestChanged, UncertainRefusal, ...", "reason")
+	staleSkipsTotal      = newKindCounter("paymentjob_stale_cache_skips_total", "Reconciles skipped because the cached object was older than this process's own last write of it, by kind.")
+	skippedTerminalTotal = newKindCounter("paymentjob_skipped_terminal_total", "Reconciles of Completed or Failed objects that returned without a provider call, by kind.")
+	ledgerConflictsGauge = newKindGauge("paymentjob_ledger_conflicts", "Finished objects whose outcome is not the one the outcome ledger holds under their key "+
+		"(another object with the same key was recorded first), by kind; each is Stalled (LedgerConflict), keeps its finalizer and is never deleted by its TTL until a person settles it.")
+	strandedJobsGauge = newKindGauge("paymentjob_jobs_waiting_for_deleted_provider", "Processing objects whose PaymentProvider was deleted (or is being deleted) while this process holds no adapter for it, by kind; each is Stalled (ProviderDeleted) until a person resolves it.")
+	rateLimitedTotal  = newKindCounter("paymentjob_rate_limited_total", "Provider calls put off to wait for a token of their provider's client-side rate limit, by kind.")
 )
 
 // The outcome ledger and resolutions by hand.
 var (
-	ledgerHitsTotal   = newCounter("paymentjob_ledger_hits_total", "Jobs finished from the outcome ledger, with no provider call (re-created jobs whose payment was already made or refused).")
-	resolutionsTotal  = newCounterVec("paymentjob_resolutions_total", "result", "Resolve annotations by result: charged, not_charged, refused.")
-	ledgerErrorsTotal = newCounterVec("paymentjob_ledger_errors_total", "operation", "Requests to the outcome ledger that got no answer, by operation: "+
-		"find (a job not claimed yet waits, Pending LedgerUnavailable, and nothing is charged), record (a finished job keeps its finalizer and is retried).")
+	ledgerHitsTotal   = newKindCounter("paymentjob_ledger_hits_total", "Objects finished from the outcome ledger, with no provider call (re-created objects whose payment was already made or refused), by kind.")
+	resolutionsTotal  = newKindCounter("paymentjob_resolutions_total", "Resolve annotations by kind and result: charged, not_charged, refused.", "result")
+	ledgerErrorsTotal = newKindCounter("paymentjob_ledger_errors_total", "Requests to the outcome ledger that got no answer, by kind and operation: "+
+		"find (an object not claimed yet waits, Pending LedgerUnavailable, and nothing is sent), record (a finished object keeps its finalizer and is retried).", "operation")
 )
 
 // How long a reconcile takes.
 var (
-	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "paymentjob_reconcile_duration_seconds", Help: "Duration of PaymentJob reconciles, by the phase the job was in when the reconcile started.",
-		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"phase"})
+	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "paymentjob_reconcile_duration_seconds", Help: "Duration of reconciles of PaymentJobs and PaymentRefunds, by kind and by the phase the object was in when the reconcile started.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{kindLabel, "phase"})
 )
 
 // PhaseLabel is the phase label of paymentjob_reconcile_duration_seconds,

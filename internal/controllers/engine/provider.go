@@ -236,8 +236,8 @@ func (r *Reconciler) waitingFor(ctx context.Context, o client.Object) []reconcil
 // or finished and so out of the cache).
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.written.forget(key)
-	r.stranded.set(key, false, strandedJobsGauge)
-	r.conflicts.set(key, false, ledgerConflictsGauge)
+	r.stranded.set(key, false, strandedJobsGauge.WithLabelValues(r.Kind.Name()))
+	r.conflicts.set(key, false, ledgerConflictsGauge.WithLabelValues(r.Kind.Name()))
 	r.rateWaits.forget(key)
 	r.retries.forget(key)
 }

@@ -122,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// older copy would only cost a refused write. The requeue is a
 		// backstop for resourceVersions that went backwards (an etcd
 		// restore): by then the entry has expired.
-		staleSkipsTotal.Inc()
+		staleSkipsTotal.WithLabelValues(r.Kind.Name()).Inc()
 		return ctrl.Result{RequeueAfter: writtenVersionTTL + time.Second}, nil
 	}
 	seen := job.GetResourceVersion()
@@ -133,14 +133,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}()
 	phase := job.GetPaymentStatus().Phase
 	defer func() {
-		reconcileDuration.WithLabelValues(PhaseLabel(phase)).Observe(time.Since(start).Seconds())
+		reconcileDuration.WithLabelValues(r.Kind.Name(), PhaseLabel(phase)).Observe(time.Since(start).Seconds())
 	}()
 
 	var res ctrl.Result
 	var err error
 	switch phase {
 	case paymentsv1alpha1.PhaseCompleted, paymentsv1alpha1.PhaseFailed:
-		skippedTerminalTotal.Inc()
+		skippedTerminalTotal.WithLabelValues(r.Kind.Name()).Inc()
 		err = r.finishTerminal(ctx, job)
 	case paymentsv1alpha1.PhaseProcessing:
 		res, err = r.resume(ctx, job)
@@ -153,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// claim over during the provider call: its call replays the outcome,
 		// which it writes). Nothing was charged on the strength of the stale
 		// copy; look again.
-		writeConflictsTotal.Inc()
+		writeConflictsTotal.WithLabelValues(r.Kind.Name()).Inc()
 		log.FromContext(ctx).V(1).Info("Write conflict, requeueing", "phase", phase, "claimLost", errors.Is(err, errClaimLost))
 		return ctrl.Result{RequeueAfter: Jitter(conflictRequeue)}, nil
 	}
@@ -281,7 +281,7 @@ func (r *Reconciler) resume(ctx context.Context, job Object) (ctrl.Result, error
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.Reason == ReasonProviderDeleted, strandedJobsGauge)
+	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.Reason == ReasonProviderDeleted, strandedJobsGauge.WithLabelValues(r.Kind.Name()))
 	if waiting != nil {
 		// Money may have moved: stay Processing and come back.
 		delay := r.retryDelay(job)

@@ -134,7 +134,7 @@ func (r *Reconciler) refuseResolutionAs(ctx context.Context, job Object, why, ki
 	if !r.refused.first(job.GetUID(), value+"\x00"+kind) {
 		return
 	}
-	resolutionsTotal.WithLabelValues("refused").Inc()
+	resolutionsTotal.WithLabelValues(r.Kind.Name(), "refused").Inc()
 	log.FromContext(ctx).Info("Refusing a resolution", "value", value, "why", why)
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonResolutionRefused, "Resolve",
 		"%s", payment.CleanMessage(fmt.Sprintf("Not honouring %s=%q: %s", paymentsv1alpha1.AnnotationResolve, value, why), MaxMessageLength))
@@ -248,7 +248,7 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 	if want.charged {
 		result = "charged"
 	}
-	resolutionsTotal.WithLabelValues(result).Inc()
+	resolutionsTotal.WithLabelValues(r.Kind.Name(), result).Inc()
 	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolved, "Resolve", "%s", payment.CleanMessage(msg, MaxMessageLength))
 	log.FromContext(ctx).Info("Payment resolved by hand", "value", want.value, "by", by, "verified", verified)
 	return r.recordAndFinish(ctx, job)

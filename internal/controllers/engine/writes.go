@@ -196,7 +196,7 @@ func (r *Reconciler) writeOutcome(ctx context.Context, job Object, apply func(Ob
 		return r.Client.Status().Update(ctx, current)
 	})
 	if errors.Is(err, errClaimLost) {
-		claimLostTotal.Inc()
+		claimLostTotal.WithLabelValues(r.Kind.Name()).Inc()
 	}
 	if err != nil {
 		return err

@@ -74,7 +74,7 @@ func (k kind) findCharge(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund
 		seen, err := k.paidBefore(ctx, rf, job)
 		switch {
 		case err != nil:
-			p := engine.LedgerUnanswered(ctx, err, fmt.Sprintf("asked whether PaymentJob %q was paid before this refund was written", ref.Name))
+			p := engine.LedgerUnanswered(ctx, kindName, err, fmt.Sprintf("asked whether PaymentJob %q was paid before this refund was written", ref.Name))
 			return nil, nil, engine.Wait(p, 0), nil
 		case !seen:
 			return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentCreatedAfterRefund, Stalled: true, Message: fmt.Sprintf(
@@ -153,7 +153,7 @@ func (k kind) chargeFromLedger(ctx context.Context, rf *paymentsv1alpha1.Payment
 		return nil, nil, engine.Result{}, err
 	case err != nil:
 		// Not a charge the ledger lacks: one it could not say.
-		p := engine.LedgerUnanswered(ctx, err, fmt.Sprintf("asked for the charge of PaymentJob %q, which is gone", ref.Name))
+		p := engine.LedgerUnanswered(ctx, kindName, err, fmt.Sprintf("asked for the charge of PaymentJob %q, which is gone", ref.Name))
 		return nil, nil, engine.Wait(p, 0), nil
 	case !found:
 		return nil, nil, missing, nil

@@ -61,13 +61,16 @@ type kind struct {
 	Deps
 }
 
+// kindName is the kind, as users see it.
+const kindName = "PaymentRefund"
+
 // words word the engine's messages on a PaymentRefund.
 var words = engine.Words{Action: "Refund", Noun: "refund", Done: "Refunded", Doing: "refunding",
 	Object: "refund", Request: "refund", Unmoved: "no money went back"}
 
 func (kind) Describe() engine.Description[*paymentsv1alpha1.PaymentRefund] {
 	return engine.Description[*paymentsv1alpha1.PaymentRefund]{
-		Name:     "PaymentRefund",
+		Name:     kindName,
 		New:      func() *paymentsv1alpha1.PaymentRefund { return &paymentsv1alpha1.PaymentRefund{} },
 		NewList:  func() client.ObjectList { return &paymentsv1alpha1.PaymentRefundList{} },
 		Words:    words,
