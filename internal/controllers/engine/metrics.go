@@ -84,7 +84,6 @@ func newCounterVec(name, label, help string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
 }
 
-
 // The engine's metrics carry the kind of the object (kindLabel:
 // PaymentJob, PaymentRefund) as their first label, so that a refund's pass
 // is never counted as a job's. Their names are the ones of the release
