@@ -196,7 +196,9 @@ const (
 	// ReasonAuthenticationRequired says the payment needed the customer's
 	// authentication (3-D Secure), which no customer is present to give.
 	// The customer must pay on-session, or the card be set up for
-	// off-session use. The value is Stripe's code, in lower case.
+	// off-session use. The value is Stripe's code, in lower case: the one
+	// reason not in CamelCase, kept as it is because reason values do not
+	// change within v1alpha1 (a v1 names it AuthenticationRequired).
 	ReasonAuthenticationRequired = "authentication_required"
 	// ReasonPaymentRefused stands for a provider's refusal whose own reason
 	// is not a valid condition reason; the message has the provider's words.

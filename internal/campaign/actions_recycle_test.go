@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
 // A namespace recycled under the same name: deleted with everything in it,
@@ -253,7 +252,7 @@ func (c *campaign) recycledViolations(b books) []string {
 		c.tally.outcomes["recycled job applied again, its key in the ledger"]++
 		switch {
 		case finished(j.Status.Phase) && reason == paymentsv1alpha1.ReasonFoundInLedger:
-		case isStalled(j.Status.Conditions) && (reason == engine.ReasonProviderChanged || reason == engine.ReasonChargeMismatch):
+		case isStalled(j.Status.Conditions) && (reason == paymentsv1alpha1.ReasonProviderChanged || reason == paymentsv1alpha1.ReasonChargeMismatch):
 		default:
 			v = append(v, fmt.Sprintf("recycled-found-in-ledger: PaymentJob %s/%s, applied again in its recycled namespace while the ledger held %s, is %s (%s)",
 				j.Namespace, j.Name, key, j.Status.Phase, reason))

@@ -44,7 +44,6 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
@@ -212,7 +211,7 @@ func newProvider(ns string, uid types.UID, scope string) *paymentsv1alpha1.Payme
 			// fake clock cannot wait for: the campaign does not reach it.
 			Lookup: &paymentsv1alpha1.ProviderLookup{Policy: paymentsv1alpha1.LookupNever}},
 		Status: paymentsv1alpha1.PaymentProviderStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{
-			Type: paymentsv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: paymentprovider.ReasonReady,
+			Type: paymentsv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: paymentsv1alpha1.ReasonReady,
 			Message: "Ready", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(start.Add(-time.Hour)),
 		}}},
 	}

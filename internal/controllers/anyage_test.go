@@ -33,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -90,7 +89,7 @@ func TestRecreatedJobAfterKeysAreForgottenIsNotChargedAgain(t *testing.T) {
 				s.Expect(r.again.Status.ProviderResponse.ID).To(Equal(r.first.Status.ProviderResponse.ID))
 				s.Expect(r.again.Status.ProviderResponse.Replayed).To(BeTrue())
 				s.Expect(r.again.Status.Attempts).To(Equal(int32(1)))
-				s.expectEvent("invoice", engine.ReasonFoundAtProvider)
+				s.expectEvent("invoice", paymentsv1alpha1.ReasonFoundAtProvider)
 			} else {
 				s.Expect(r.again.Status.ProviderResponse.ID).NotTo(Equal(r.first.Status.ProviderResponse.ID))
 				s.Expect(s.sandbox.Lookups()).To(BeZero(), "policy Never looks nothing up")
@@ -174,13 +173,13 @@ func TestLookupFindsChargesOfEveryState(t *testing.T) {
 		other := s.engine.PutIntent(historicIntent(s.ns, "reused", "succeeded", "sha256:another-request"))
 
 		s.create("reused")
-		job := s.waitForStall("reused", engine.ReasonChargeMismatch)
+		job := s.waitForStall("reused", paymentsv1alpha1.ReasonChargeMismatch)
 		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
 		message := readyCondition(s, s.ns, "reused").Message
 		s.Expect(message).To(ContainSubstring("another request"))
 		s.Expect(message).NotTo(ContainSubstring(other.ID), "another request's charge may be another tenant's")
 		s.Expect(s.engine.Stats().Requests).To(BeZero(), "never charged")
-		s.expectEvent("reused", engine.ReasonChargeMismatch)
+		s.expectEvent("reused", paymentsv1alpha1.ReasonChargeMismatch)
 	})
 
 	t.Run("canceled and declined charges let the first charge go", func(t *testing.T) {
@@ -213,7 +212,7 @@ func TestFailedLookupNeverCharges(t *testing.T) {
 	s.create("blind")
 	s.Eventually(func(g Gomega) {
 		c := readyCondition(g, s.ns, "blind")
-		g.Expect(c.Reason).To(Equal(engine.ReasonLookupFailed))
+		g.Expect(c.Reason).To(Equal(paymentsv1alpha1.ReasonLookupFailed))
 		g.Expect(provider.lookups.Load()).To(BeNumerically(">=", 3), "the lookup is retried")
 	}, timeout, 20*time.Millisecond).Should(Succeed())
 	s.Expect(s.job("blind").Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
@@ -267,7 +266,7 @@ func uncertainFirstAttempt(s *scenario, build *switchingBuild) *sandbox.Gate {
 		job := s.get(g, "moving")
 		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
 		g.Expect(readyCondition(g, s.ns, "moving").Reason).To(BeElementOf(
-			engine.ReasonTransientError, engine.ReasonRetriesExhausted))
+			paymentsv1alpha1.ReasonTransientError, paymentsv1alpha1.ReasonRetriesExhausted))
 	}, timeout, 20*time.Millisecond).Should(Succeed())
 	return gate
 }
@@ -331,10 +330,10 @@ func TestProviderIdentityIsPartOfThePayment(t *testing.T) {
 			gate := uncertainFirstAttempt(s, build)
 
 			tt.change(s, s.ns)
-			job := s.waitForStall("moving", engine.ReasonProviderChanged)
+			job := s.waitForStall("moving", paymentsv1alpha1.ReasonProviderChanged)
 			s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing), "money may have moved at the first account")
 			s.Expect(readyCondition(s, s.ns, "moving").Message).To(ContainSubstring(job.Status.Provider.Endpoint))
-			s.expectEvent("moving", engine.ReasonProviderChanged)
+			s.expectEvent("moving", paymentsv1alpha1.ReasonProviderChanged)
 			s.Expect(engineB.Stats().Requests).To(BeZero(), "nothing is sent to the new account")
 			gate.Release()
 			s.Expect(s.engine.Stats().Charges).To(BeNumerically("<=", 1))
@@ -397,14 +396,14 @@ func TestRefusalAfterAnUncertainAttempt(t *testing.T) {
 			s.create("second")
 
 			if tt.wantStall {
-				job := s.waitForStall("second", engine.ReasonUncertainRefusal)
+				job := s.waitForStall("second", paymentsv1alpha1.ReasonUncertainRefusal)
 				s.Expect(job.Status.Phase).To(Equal(tt.wantPhase))
 				s.Expect(job.Status.Attempts).To(BeNumerically(">=", 2))
 				s.Expect(job.Status.Failure).To(BeNil())
 				return
 			}
 			job := s.waitForPhase("second", tt.wantPhase)
-			s.Expect(job.Status.Failure.Reason).To(Equal(engine.ReasonCardDeclined))
+			s.Expect(job.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonCardDeclined))
 		})
 	}
 }
@@ -418,9 +417,9 @@ func TestTamperedStatusStallsWithoutCharging(t *testing.T) {
 		tamper     func(*paymentsv1alpha1.PaymentJobStatus)
 		wantReason string
 	}{
-		{name: "idempotency key", wantReason: engine.ReasonKeyMismatch,
+		{name: "idempotency key", wantReason: paymentsv1alpha1.ReasonKeyMismatch,
 			tamper: func(s *paymentsv1alpha1.PaymentJobStatus) { s.IdempotencyKey = "other-team/invoice-1" }},
-		{name: "request hash", wantReason: engine.ReasonRequestChanged,
+		{name: "request hash", wantReason: paymentsv1alpha1.ReasonRequestChanged,
 			tamper: func(s *paymentsv1alpha1.PaymentJobStatus) { s.RequestHash = "sha256:0000" }},
 	}
 	for _, tt := range tests {
@@ -430,7 +429,7 @@ func TestTamperedStatusStallsWithoutCharging(t *testing.T) {
 			m := s.start(managerConfig{provider: first})
 			s.create("tampered")
 			s.Eventually(func(g Gomega) {
-				g.Expect(readyCondition(g, s.ns, "tampered").Reason).To(Equal(engine.ReasonTransientError))
+				g.Expect(readyCondition(g, s.ns, "tampered").Reason).To(Equal(paymentsv1alpha1.ReasonTransientError))
 			}, timeout, 20*time.Millisecond).Should(Succeed())
 			m.stop()
 
@@ -451,7 +450,7 @@ func TestTamperedStatusStallsWithoutCharging(t *testing.T) {
 		s := newScenario(t)
 		s.create("pending", suspended)
 		s.Eventually(func(g Gomega) {
-			g.Expect(readyCondition(g, s.ns, "pending").Reason).To(Equal(engine.ReasonSuspended))
+			g.Expect(readyCondition(g, s.ns, "pending").Reason).To(Equal(paymentsv1alpha1.ReasonSuspended))
 		}, timeout, 20*time.Millisecond).Should(Succeed())
 
 		s.updateStatus("pending", func(job *paymentsv1alpha1.PaymentJob) {
@@ -459,7 +458,7 @@ func TestTamperedStatusStallsWithoutCharging(t *testing.T) {
 		})
 		s.update("pending", func(job *paymentsv1alpha1.PaymentJob) { job.Spec.Suspend = ptr.To(false) })
 
-		s.waitForStall("pending", engine.ReasonKeyMismatch)
+		s.waitForStall("pending", paymentsv1alpha1.ReasonKeyMismatch)
 		s.Expect(s.sandbox.Calls()).To(BeZero())
 		s.Expect(s.sandbox.Lookups()).To(BeZero())
 	})

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
 // TestOutcomeIsNotWrittenOnALostClaim: another process takes the claim over
@@ -61,5 +60,5 @@ func TestOutcomeIsNotWrittenOnALostClaim(t *testing.T) {
 	s.Expect(job.Status.Attempts).To(Equal(int32(3)), "the claim was taken over from the intruder after it expired")
 	s.Expect(job.Status.ProviderResponse.Replayed).To(BeTrue(), "the outcome came from the provider's replay")
 	s.Expect(counterValue(t, "paymentjob_claim_lost_total") - lostBefore).To(Equal(1.0))
-	s.expectEvent("contested", engine.ReasonClaimTakenOver)
+	s.expectEvent("contested", paymentsv1alpha1.ReasonClaimTakenOver)
 }

@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 )
 
 // providerOf is the namespace's PaymentProvider, by name.
@@ -118,7 +117,7 @@ func TestProviderDeletedWhileProcessingStallsWithoutKeptAdapter(t *testing.T) {
 	gate.Release() // the charge the dead process asked for goes through
 
 	s.start(fast)
-	job := s.waitForStall("orphan", engine.ReasonProviderDeleted)
+	job := s.waitForStall("orphan", paymentsv1alpha1.ReasonProviderDeleted)
 	s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
 	s.Expect(readyCondition(s, s.ns, "orphan").Message).To(ContainSubstring(paymentsv1alpha1.AnnotationResolve))
 	s.Expect(gaugeValue(t, "paymentjob_jobs_waiting_for_deleted_provider")).To(BeNumerically(">=", 1))
@@ -165,8 +164,8 @@ func TestProviderDeletedBetweenTheLookAndTheClaimChargesNothing(t *testing.T) {
 		g.Expect(job.Status.Claim).To(BeNil())
 		// Then it waits for a provider of that name, like any job.
 		g.Expect(readyCondition(g, s.ns, "late-claim").Reason).To(BeElementOf(
-			engine.ReasonProviderDeleted, engine.ReasonProviderNotFound))
-		g.Expect(eventReasons(g, s.ns, "late-claim")).To(ContainElement(engine.ReasonProviderDeleted))
+			paymentsv1alpha1.ReasonProviderDeleted, paymentsv1alpha1.ReasonProviderNotFound))
+		g.Expect(eventReasons(g, s.ns, "late-claim")).To(ContainElement(paymentsv1alpha1.ReasonProviderDeleted))
 	}, timeout, 50*time.Millisecond).Should(Succeed())
 	s.Consistently(func() int64 { return s.engine.Stats().Requests }, time.Second, 100*time.Millisecond).Should(BeZero())
 }

@@ -42,7 +42,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -204,7 +203,7 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 		{
 			name: "completed", ns: s.ns, job: "paid",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
-				return isTrue(job, paymentsv1alpha1.ConditionReady, engine.ReasonSucceeded)
+				return isTrue(job, paymentsv1alpha1.ConditionReady, paymentsv1alpha1.ReasonSucceeded)
 			},
 			wantStatus: "Healthy",
 			wantMessage: func(job *paymentsv1alpha1.PaymentJob) types.GomegaMatcher {
@@ -228,14 +227,14 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 			},
 			wantStatus: "Degraded",
 			wantMessage: func(job *paymentsv1alpha1.PaymentJob) types.GomegaMatcher {
-				return Equal(engine.ReasonCardDeclined + ": " + job.Status.Failure.Message)
+				return Equal(paymentsv1alpha1.ReasonCardDeclined + ": " + job.Status.Failure.Message)
 			},
 		},
 		{
 			name: "suspended", ns: s.ns, job: "held",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
 				c := condition(job, paymentsv1alpha1.ConditionReady)
-				return job.Status.Phase == paymentsv1alpha1.PhasePending && c != nil && c.Reason == engine.ReasonSuspended
+				return job.Status.Phase == paymentsv1alpha1.PhasePending && c != nil && c.Reason == paymentsv1alpha1.ReasonSuspended
 			},
 			wantStatus: "Suspended",
 			wantMessage: func(job *paymentsv1alpha1.PaymentJob) types.GomegaMatcher {
@@ -246,13 +245,13 @@ func TestArgoCDHealthOnRealStatuses(t *testing.T) {
 			name: "retries exhausted", ns: stuck.ns, job: "stuck",
 			reached: func(job *paymentsv1alpha1.PaymentJob) bool {
 				return job.Status.Phase == paymentsv1alpha1.PhaseProcessing &&
-					isTrue(job, paymentsv1alpha1.ConditionStalled, engine.ReasonRetriesExhausted)
+					isTrue(job, paymentsv1alpha1.ConditionStalled, paymentsv1alpha1.ReasonRetriesExhausted)
 			},
 			wantStatus: "Degraded",
 			wantMessage: func(*paymentsv1alpha1.PaymentJob) types.GomegaMatcher {
 				// Money may have moved: the job is never reported as failed.
 				return And(ContainSubstring("may have been charged"), ContainSubstring("still being retried"),
-					ContainSubstring(engine.ReasonRetriesExhausted), Not(ContainSubstring("Failed")))
+					ContainSubstring(paymentsv1alpha1.ReasonRetriesExhausted), Not(ContainSubstring("Failed")))
 			},
 		},
 	}
@@ -629,7 +628,7 @@ func TestKubectlWaitForReady(t *testing.T) {
 
 	s.create("invoice-9", suspended)
 	s.Eventually(func(g Gomega) {
-		g.Expect(readyCondition(g, ns, "invoice-9")).To(HaveField("Reason", engine.ReasonSuspended))
+		g.Expect(readyCondition(g, ns, "invoice-9")).To(HaveField("Reason", paymentsv1alpha1.ReasonSuspended))
 	}, timeout).Should(Succeed())
 
 	waitCtx, cancel := context.WithCancel(ctx)

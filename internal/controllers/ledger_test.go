@@ -35,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
@@ -76,12 +75,12 @@ func ledgerEntry(g Gomega, key string) paymentsv1alpha1.LedgerEntry {
 // ledger as the first job's outcome, with no provider call.
 func expectFoundInLedger(g Gomega, r recreation) {
 	g.Expect(r.again.Status.Phase).To(Equal(r.first.Status.Phase))
-	g.Expect(condition(r.again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonFoundInLedger))
+	g.Expect(condition(r.again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(paymentsv1alpha1.ReasonFoundInLedger))
 	g.Expect(r.again.Status.Attempts).To(BeZero(), "no claim, no provider call")
 	g.Expect(r.again.Status.IdempotencyKey).To(Equal(r.first.Status.IdempotencyKey))
 	g.Expect(r.calls).To(BeZero(), "no provider call for the re-created job")
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, r.again.Namespace, r.again.Name) }, timeout).
-		Should(ContainElement(engine.ReasonFoundInLedger))
+		Should(ContainElement(paymentsv1alpha1.ReasonFoundInLedger))
 }
 
 // (a) A Completed job, deleted and created again after the provider forgot
@@ -119,7 +118,7 @@ func TestRecreatedRefusedJobFailsFromTheLedger(t *testing.T) {
 	s.create("other", keyed("invoice-7"))
 	s.waitForFinished("other")
 	s.create("other-amount", keyed("invoice-7"), func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.Amount = 999 })
-	s.waitForStall("other-amount", engine.ReasonChargeMismatch)
+	s.waitForStall("other-amount", paymentsv1alpha1.ReasonChargeMismatch)
 	s.expectCharges(1)
 }
 
@@ -193,7 +192,7 @@ func TestTTLDeletesFinishedJobsAndSelfHealingDoesNotBounce(t *testing.T) {
 	defer func() { close(stop); <-stopped }()
 
 	again := s.waitForFinished("invoice")
-	s.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonFoundInLedger))
+	s.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(paymentsv1alpha1.ReasonFoundInLedger))
 	// The outcome and the finish, counted once the manager's client has
 	// its answers (the test may read the job before that).
 	s.Eventually(func() int64 { return m.counter.writes.Load() - before }, timeout).Should(Equal(int64(2)),
@@ -268,8 +267,8 @@ func TestResolvingAStalledJob(t *testing.T) {
 		s.Expect(job.Status.Resolution.Value).To(Equal("charged=" + intent.ID))
 		s.Expect(job.Status.Resolution.Verified).To(BeTrue())
 		s.Expect(job.Status.Resolution.By).NotTo(BeEmpty())
-		s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonResolved))
-		s.expectEvent("lost", engine.ReasonResolved)
+		s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(paymentsv1alpha1.ReasonResolved))
+		s.expectEvent("lost", paymentsv1alpha1.ReasonResolved)
 		e := s.manager.recorded(s, s.ns, "lost")
 		s.Expect(e.Charge).To(Equal(intent.ID))
 		s.Expect(e.ResolvedBy).To(Equal(job.Status.Resolution.By))
@@ -286,7 +285,7 @@ func TestResolvingAStalledJob(t *testing.T) {
 		s.resolve("never", "not-charged")
 		job := s.waitForFinished("never")
 		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseFailed))
-		s.Expect(job.Status.Failure.Reason).To(Equal(engine.ReasonResolved))
+		s.Expect(job.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonResolved))
 		s.Expect(job.Status.Resolution.Verified).To(BeTrue())
 		s.Expect(s.manager.recorded(s, s.ns, "never").Outcome).To(Equal(paymentsv1alpha1.LedgerFailed))
 		s.expectCharges(0)
@@ -436,7 +435,7 @@ func TestJobWhoseOutcomeIsNotTheLedgersStallsAndIsKept(t *testing.T) {
 		"B's outcome is the ledger's: the TTL deletes it")
 	close(gated.gate)
 
-	a := s.waitForStall("a", engine.ReasonLedgerConflict)
+	a := s.waitForStall("a", paymentsv1alpha1.ReasonLedgerConflict)
 	s.Expect(a.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted), "A was charged, and says so")
 	s.Expect(condition(a, paymentsv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 	s.Expect(a.Finalizers).To(ContainElement(paymentsv1alpha1.Finalizer))
@@ -455,7 +454,7 @@ func TestJobWhoseOutcomeIsNotTheLedgersStallsAndIsKept(t *testing.T) {
 	conflictEvents := func(g Gomega) int {
 		n := 0
 		for _, r := range eventReasons(g, s.ns, "a") {
-			if r == engine.ReasonLedgerConflict {
+			if r == paymentsv1alpha1.ReasonLedgerConflict {
 				n++
 			}
 		}
@@ -473,6 +472,6 @@ func TestJobWhoseOutcomeIsNotTheLedgersStallsAndIsKept(t *testing.T) {
 		Should(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
 	s.Consistently(func(g Gomega) {
 		a := s.get(g, "a")
-		expectStalled(g, a, engine.ReasonLedgerConflict)
+		expectStalled(g, a, paymentsv1alpha1.ReasonLedgerConflict)
 	}, 2*time.Second, 100*time.Millisecond).Should(Succeed(), "the TTL keeps a job whose outcome is not the ledger's")
 }

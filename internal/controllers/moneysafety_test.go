@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -55,7 +54,7 @@ func searchLag(seconds int32) func(*paymentsv1alpha1.PaymentProvider) {
 // names the provider's search lag.
 func (s *scenario) expectWaiting(name string) {
 	s.t.Helper()
-	s.Eventually(func(g Gomega) []string { return notes(g, s.ns, name, engine.ReasonResolutionWaiting) }, timeout).
+	s.Eventually(func(g Gomega) []string { return notes(g, s.ns, name, paymentsv1alpha1.ReasonResolutionWaiting) }, timeout).
 		Should(ContainElement(ContainSubstring("spec.lookup.searchLagSeconds")))
 }
 
@@ -86,12 +85,12 @@ func TestNotChargedWaitsOutTheSearchLag(t *testing.T) {
 		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing), "never Failed while the customer was charged")
 		s.Expect(job.Status.Resolution).To(BeNil())
 		for _, e := range eventsAbout(s, s.ns, "lost") {
-			if e.Reason == engine.ReasonResolutionRefused && strings.Contains(e.Note, "the provider holds charge") {
+			if e.Reason == paymentsv1alpha1.ReasonResolutionRefused && strings.Contains(e.Note, "the provider holds charge") {
 				s.Expect(e.EventTime.Sub(waiting.Status.Claim.AcquiredAt.Time)).To(BeNumerically(">=", lag),
 					"checked only once the attempt is older than the lag")
 			}
 		}
-		s.Expect(eventReasons(s, s.ns, "lost")).NotTo(ContainElement(engine.ReasonResolved))
+		s.Expect(eventReasons(s, s.ns, "lost")).NotTo(ContainElement(paymentsv1alpha1.ReasonResolved))
 
 		// The answers come back: the retry replays the charge.
 		s.engine.FailNextAny(sandbox.FaultAfterCommit, 0)
@@ -124,7 +123,7 @@ func TestNotChargedWaitsOutTheSearchLag(t *testing.T) {
 		s.engine.FailNextAny(sandbox.FaultBeforeCommit, 1_000_000)
 		s.stall("default")
 		s.resolve("default", "not-charged")
-		s.Eventually(func(g Gomega) []string { return notes(g, s.ns, "default", engine.ReasonResolutionWaiting) }, timeout).
+		s.Eventually(func(g Gomega) []string { return notes(g, s.ns, "default", paymentsv1alpha1.ReasonResolutionWaiting) }, timeout).
 			Should(ContainElement(ContainSubstring("less than 15m0s ago")))
 		s.Expect(s.job("default").Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
 	})
@@ -191,7 +190,7 @@ func TestLedgerHitAtAnotherAccountIsNeverTaken(t *testing.T) {
 			before := there.Stats()
 
 			s.create("invoice")
-			job := s.waitForStall("invoice", engine.ReasonProviderChanged)
+			job := s.waitForStall("invoice", paymentsv1alpha1.ReasonProviderChanged)
 			s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending), "never Completed with another account's charge")
 			s.Expect(job.Status.ProviderResponse).To(BeNil())
 			message := readyCondition(s, s.ns, "invoice").Message
@@ -199,7 +198,7 @@ func TestLedgerHitAtAnotherAccountIsNeverTaken(t *testing.T) {
 				s.Expect(message).To(ContainSubstring(w))
 			}
 			s.Expect(message).To(ContainSubstring("spec.keyScope"), "the way out is named")
-			s.expectEvent("invoice", engine.ReasonProviderChanged)
+			s.expectEvent("invoice", paymentsv1alpha1.ReasonProviderChanged)
 			s.Expect(there.Stats().Requests).To(Equal(before.Requests), "nothing is sent to the new account")
 
 			// The documented opt-in: a key scope for the new account.
@@ -214,7 +213,7 @@ func TestLedgerHitAtAnotherAccountIsNeverTaken(t *testing.T) {
 			deleteJob(t, job)
 			s.create("invoice")
 			again := s.waitForFinished("invoice")
-			s.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonFoundInLedger))
+			s.Expect(condition(again, paymentsv1alpha1.ConditionReady).Reason).To(Equal(paymentsv1alpha1.ReasonFoundInLedger))
 			s.Expect(again.Status.ProviderResponse.ID).To(Equal(job.Status.ProviderResponse.ID))
 			s.Expect(there.Stats().Charges).To(Equal(before.Charges + 1))
 		})
@@ -270,7 +269,7 @@ func TestRecycledNamespaceNeverShowsTheOldTenantsPayment(t *testing.T) {
 		s := newScenario(t, withEngine(sandbox.WithAccount("acct_OLD")))
 		old := leaves(s)
 		s.create("invoice-9", newTenant)
-		s.waitForStall("invoice-9", engine.ReasonChargeMismatch)
+		s.waitForStall("invoice-9", paymentsv1alpha1.ReasonChargeMismatch)
 		expectNothingOfTheOldPayment(s, old)
 		s.expectCharges(1)
 	})
@@ -280,7 +279,7 @@ func TestRecycledNamespaceNeverShowsTheOldTenantsPayment(t *testing.T) {
 		s.start(managerConfig{noLedger: true})
 		old := leaves(s)
 		s.create("invoice-9", newTenant)
-		s.waitForStall("invoice-9", engine.ReasonChargeMismatch)
+		s.waitForStall("invoice-9", paymentsv1alpha1.ReasonChargeMismatch)
 		expectNothingOfTheOldPayment(s, old)
 		s.expectCharges(1)
 	})
@@ -295,7 +294,7 @@ func TestRecycledNamespaceNeverShowsTheOldTenantsPayment(t *testing.T) {
 		job := s.run("invoice-9", paymentsv1alpha1.PhaseCompleted, oldTenant)
 		s.Expect(job.Status.IdempotencyKey).To(Equal("tenant-2:" + s.ns + "/invoice-9"))
 		s.Expect(job.Status.ProviderResponse.ID).NotTo(Equal(old.Status.ProviderResponse.ID))
-		s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonSucceeded))
+		s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(paymentsv1alpha1.ReasonSucceeded))
 		_, sent := s.engine.LookupByKey("tenant-2:" + s.ns + "/invoice-9")
 		s.Expect(sent).To(BeTrue(), "the scoped key is the one sent")
 		s.expectCharges(2)
@@ -355,7 +354,7 @@ func TestForgedAttributionIsNeverRecorded(t *testing.T) {
 	// Recorded in the ledger right after the status write.
 	s.Eventually(func(g Gomega) string { return s.manager.recorded(g, s.ns, "lost").ResolvedBy }, timeout).
 		Should(Equal(job.Status.Resolution.By))
-	resolved := notes(s, s.ns, "lost", engine.ReasonResolved)
+	resolved := notes(s, s.ns, "lost", paymentsv1alpha1.ReasonResolved)
 	s.Expect(resolved).To(ContainElement(ContainSubstring("resolve-attribution admission policy is not enforced")))
 	for _, m := range append(resolved, condition(job, paymentsv1alpha1.ConditionReady).Message) {
 		s.Expect(strings.Contains(m, "mallory")).To(BeFalse(), fmt.Sprintf("the forged name is shown: %q", m))

@@ -35,7 +35,6 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -66,7 +65,7 @@ func TestHappyPath(t *testing.T) {
 
 	// kstatus conditions.
 	s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonSucceeded))
+	s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(paymentsv1alpha1.ReasonSucceeded))
 	s.Expect(condition(job, paymentsv1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionFalse))
 	s.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
 	for _, c := range job.Status.Conditions {
@@ -83,7 +82,7 @@ func TestHappyPath(t *testing.T) {
 	// may also have waited for its provider); a first claim has no event.
 	s.Eventually(func(g Gomega) []string {
 		return eventReasons(g, ns, "invoice-42")
-	}, timeout).Should(And(ContainElement(engine.ReasonSucceeded), Not(ContainElement(engine.ReasonClaimed))))
+	}, timeout).Should(And(ContainElement(paymentsv1alpha1.ReasonSucceeded), Not(ContainElement(paymentsv1alpha1.ReasonClaimed))))
 
 	// The metrics are served from controller-runtime's registry.
 	succeeded, _ := metricValue(t, "paymentjob_charges_total", map[string]string{"outcome": "succeeded"})
@@ -231,7 +230,7 @@ func TestCrashWindows(t *testing.T) {
 			s.Expect(job.Status.ProviderResponse.ID).To(Equal(intent.ID))
 			s.Expect(job.Status.CompletedAt.Time).To(BeTemporally(">=", job.Status.StartedAt.Add(lease)),
 				"the takeover waited for the claim to expire")
-			s.expectEvent("crash", engine.ReasonClaimTakenOver)
+			s.expectEvent("crash", paymentsv1alpha1.ReasonClaimTakenOver)
 		})
 	}
 
@@ -364,16 +363,16 @@ func TestDefinitiveRefusalsFail(t *testing.T) {
 		s := newScenario(t)
 		job := s.run("declined", paymentsv1alpha1.PhaseFailed, declinedCard)
 
-		s.Expect(job.Status.Failure.Reason).To(Equal(engine.ReasonCardDeclined))
+		s.Expect(job.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonCardDeclined))
 		s.Expect(job.Status.Failure.Message).To(ContainSubstring("generic_decline"))
 		s.Expect(job.Status.ProviderResponse).To(BeNil())
 		s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 		s.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionTrue))
-		s.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Reason).To(Equal(engine.ReasonCardDeclined))
+		s.Expect(condition(job, paymentsv1alpha1.ConditionStalled).Reason).To(Equal(paymentsv1alpha1.ReasonCardDeclined))
 		s.expectCharges(0)
 		// No retry: the one call that was refused is the only one.
 		s.Consistently(s.sandbox.Calls, time.Second, 50*time.Millisecond).Should(Equal(int64(1)))
-		s.expectEvent("declined", engine.ReasonCardDeclined)
+		s.expectEvent("declined", paymentsv1alpha1.ReasonCardDeclined)
 	})
 
 	// The lookup before the first charge finds the first job's charge under
@@ -382,7 +381,7 @@ func TestDefinitiveRefusalsFail(t *testing.T) {
 	t.Run("key reused with another amount", func(t *testing.T) {
 		s := newScenario(t)
 		chargeTwiceUnderOneKey(s)
-		job := s.waitForStall("second", engine.ReasonChargeMismatch)
+		job := s.waitForStall("second", paymentsv1alpha1.ReasonChargeMismatch)
 
 		s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
 		s.expectCharges(1, "only the first job charged")
@@ -397,7 +396,7 @@ func TestDefinitiveRefusalsFail(t *testing.T) {
 		chargeTwiceUnderOneKey(s)
 		job := s.waitForPhase("second", paymentsv1alpha1.PhaseFailed)
 
-		s.Expect(job.Status.Failure.Reason).To(Equal(engine.ReasonKeyReused))
+		s.Expect(job.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonIdempotencyKeyReused))
 		s.expectCharges(1, "only the first job charged")
 	})
 
@@ -425,7 +424,7 @@ func TestTransientErrors(t *testing.T) {
 		s.Expect(job.Status.Attempts).To(Equal(int32(6)), "five failed attempts and the one that charged")
 		s.expectCharges(1)
 		s.Expect(s.engine.Stats().Faults).To(Equal(int64(5)))
-		s.expectEvent("flaky", engine.ReasonTransientError)
+		s.expectEvent("flaky", paymentsv1alpha1.ReasonTransientError)
 	})
 
 	t.Run("beyond backoffLimit: stalled, never failed, still retrying", func(t *testing.T) {
@@ -437,7 +436,7 @@ func TestTransientErrors(t *testing.T) {
 		s.create("stuck", backoffLimit(2))
 		waitForJob(t, s.ns, "stuck", "ran out of retries", func(g Gomega, job *paymentsv1alpha1.PaymentJob) {
 			g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
-			expectStalled(g, job, engine.ReasonRetriesExhausted)
+			expectStalled(g, job, paymentsv1alpha1.ReasonRetriesExhausted)
 			g.Expect(job.Status.Attempts).To(BeNumerically(">=", 3))
 		})
 
@@ -461,7 +460,7 @@ func TestSuspend(t *testing.T) {
 	s := newScenario(t)
 
 	job := s.run("held", paymentsv1alpha1.PhasePending, suspended)
-	s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(engine.ReasonSuspended))
+	s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Reason).To(Equal(paymentsv1alpha1.ReasonSuspended))
 	s.Consistently(s.sandbox.Calls, time.Second, 50*time.Millisecond).Should(BeZero())
 
 	s.update("held", func(j *paymentsv1alpha1.PaymentJob) { j.Spec.Suspend = ptr.To(false) })
@@ -474,7 +473,7 @@ func TestActiveDeadlineStopsUnclaimedWork(t *testing.T) {
 	s := newScenario(t)
 
 	s.create("late", suspended, func(spec *paymentsv1alpha1.PaymentJobSpec) { spec.ActiveDeadlineSeconds = ptr.To[int64](1) })
-	job := s.waitForStall("late", engine.ReasonDeadlineExceeded)
+	job := s.waitForStall("late", paymentsv1alpha1.ReasonDeadlineExceeded)
 	s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
 
 	s.update("late", func(j *paymentsv1alpha1.PaymentJob) { j.Spec.Suspend = ptr.To(false) })
@@ -504,7 +503,7 @@ func TestDeletion(t *testing.T) {
 		gate.Release()
 		waitForGone(s, job, "the job goes once its outcome is recorded")
 		s.expectCharges(1)
-		s.expectEvent("inflight", engine.ReasonSucceeded)
+		s.expectEvent("inflight", paymentsv1alpha1.ReasonSucceeded)
 	})
 
 	t.Run("a Completed job is not blocked", func(t *testing.T) {
@@ -547,12 +546,12 @@ func TestJobWaitsForItsProvider(t *testing.T) {
 		job := s.get(g, "waiting")
 		g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhasePending))
 		ready := condition(job, paymentsv1alpha1.ConditionReady)
-		g.Expect(ready.Reason).To(Equal(engine.ReasonProviderNotReady))
-		g.Expect(ready.Message).To(ContainSubstring(paymentprovider.ReasonSecretNotFound))
+		g.Expect(ready.Reason).To(Equal(paymentsv1alpha1.ReasonProviderNotReady))
+		g.Expect(ready.Message).To(ContainSubstring(paymentsv1alpha1.ReasonSecretNotFound))
 		g.Expect(condition(job, paymentsv1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
 	s.Expect(s.sandbox.Calls()).To(BeZero())
-	s.Expect(providerReady(s, s.ns).Reason).To(Equal(paymentprovider.ReasonSecretNotFound))
+	s.Expect(providerReady(s, s.ns).Reason).To(Equal(paymentsv1alpha1.ReasonSecretNotFound))
 
 	createSecret(t, s.ns)
 	job := s.waitForPhase("waiting", paymentsv1alpha1.PhaseCompleted)
@@ -690,7 +689,7 @@ func TestHostileProviderAnswersStayBounded(t *testing.T) {
 	s.Expect(len(ok.Status.ProviderResponse.ID)).To(BeNumerically("<=", 255+3))
 	s.Expect(ok.Status.ProviderResponse.ID).To(HavePrefix("pi_xxx"))
 	s.Expect(len(ok.Status.ProviderResponse.Status)).To(BeNumerically("<=", 64+3))
-	s.Expect(failed.Status.Failure.Reason).To(Equal(engine.ReasonPaymentRefused))
+	s.Expect(failed.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonPaymentRefused))
 	s.Expect(len(failed.Status.Failure.Message)).To(BeNumerically("<=", 1024+3))
 	for _, j := range []*paymentsv1alpha1.PaymentJob{ok, failed} {
 		for _, c := range j.Status.Conditions {

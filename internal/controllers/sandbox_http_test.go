@@ -32,7 +32,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -134,7 +133,7 @@ func TestStripeAdapterThroughSandboxHTTP(t *testing.T) {
 	s.Expect(paid.Status.ProviderResponse.ID).To(Equal(intent.ID))
 	s.Expect(paid.Status.ProviderResponse.Replayed).To(BeFalse())
 	s.Expect(intent.Metadata).To(HaveKeyWithValue("invoice", "42"))
-	s.Expect(declined.Status.Failure.Reason).To(Equal(engine.ReasonCardDeclined))
+	s.Expect(declined.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonCardDeclined))
 	s.Expect(declined.Status.Failure.Message).To(ContainSubstring("generic_decline"))
 
 	// A response lost after the charge: the retry is a replay.

@@ -38,7 +38,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
@@ -54,7 +53,7 @@ import (
 //	job := s.run("invoice", PhaseCompleted)    // create the job, wait for the phase
 //	s.Expect(job.Status.Attempts).To(Equal(int32(1)))
 //	s.expectCharges(1)
-//	s.expectEvent("invoice", engine.ReasonSucceeded)
+//	s.expectEvent("invoice", paymentsv1alpha1.ReasonSucceeded)
 type scenario struct {
 	*WithT
 	t *testing.T
@@ -320,7 +319,7 @@ func (s *scenario) leftBehind(name string, claimed time.Time, finalizer bool, o 
 		controllerutil.AddFinalizer(job, paymentsv1alpha1.Finalizer)
 		s.Expect(k8sClient.Update(ctx, job)).To(Succeed())
 	}
-	paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), deadHolder, claimed, time.Minute, engine.ReasonClaimed)
+	paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), deadHolder, claimed, time.Minute, paymentsv1alpha1.ReasonClaimed)
 	if o != nil {
 		paymentjob.CompletedStatus(job, *o, false, claimed)
 	}
@@ -524,7 +523,7 @@ func notes(g Gomega, ns, name, reason string) []string {
 
 // refusals lists the messages of the job's ResolutionRefused events.
 func refusals(g Gomega, ns, name string) []string {
-	return notes(g, ns, name, engine.ReasonResolutionRefused)
+	return notes(g, ns, name, paymentsv1alpha1.ReasonResolutionRefused)
 }
 
 // metricValue reads the metric name on the manager's shared registry: the

@@ -34,8 +34,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 )
@@ -95,13 +93,13 @@ func TestUnlabelledSecretIsNeverRead(t *testing.T) {
 	s.Eventually(func(g Gomega) {
 		ready := providerReady(g, s.ns)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Reason).To(Equal(paymentprovider.ReasonSecretNotFound))
+		g.Expect(ready.Reason).To(Equal(paymentsv1alpha1.ReasonSecretNotFound))
 		g.Expect(ready.Message).To(ContainSubstring(`Secret "sandbox-credentials"`))
 		g.Expect(ready.Message).To(ContainSubstring(`payments.idempotency.dev/credentials: "true"`))
 	}, timeout, 50*time.Millisecond).Should(Succeed())
 	s.create("waits")
 	s.Eventually(func(g Gomega) {
-		g.Expect(readyCondition(g, s.ns, "waits").Reason).To(Equal(engine.ReasonProviderNotReady))
+		g.Expect(readyCondition(g, s.ns, "waits").Reason).To(Equal(paymentsv1alpha1.ReasonProviderNotReady))
 	}, timeout, 50*time.Millisecond).Should(Succeed())
 	expectOnlyLabelledSecretRequests(s, requests)
 
@@ -154,7 +152,7 @@ func TestPlainHTTPOnlyToListedHosts(t *testing.T) {
 				ready := providerReady(g, s.ns)
 				g.Expect(ready.Status).To(Equal(tt.wantReady), "%s: %s", ready.Reason, ready.Message)
 				if tt.wantReady == metav1.ConditionFalse {
-					g.Expect(ready.Reason).To(Equal(paymentprovider.ReasonEndpointRefused))
+					g.Expect(ready.Reason).To(Equal(paymentsv1alpha1.ReasonEndpointRefused))
 					for _, s := range tt.wantIn {
 						g.Expect(ready.Message).To(ContainSubstring(s))
 					}
@@ -205,7 +203,7 @@ func TestForbiddenAddressesRefusedAtDialTime(t *testing.T) {
 			m := s.start(managerConfig{egress: checked, build: providercache.NewAdapterFactory(checked)})
 			s.Eventually(func(g Gomega) {
 				ready := providerReady(g, s.ns)
-				g.Expect(ready.Reason).To(Equal(paymentprovider.ReasonEndpointRefused), ready.Message)
+				g.Expect(ready.Reason).To(Equal(paymentsv1alpha1.ReasonEndpointRefused), ready.Message)
 				g.Expect(ready.Message).To(ContainSubstring(addr))
 			}, timeout, 50*time.Millisecond).Should(Succeed())
 			m.stop()
@@ -217,7 +215,7 @@ func TestForbiddenAddressesRefusedAtDialTime(t *testing.T) {
 			s.create("rebound")
 			s.Eventually(func(g Gomega) {
 				ready := readyCondition(g, s.ns, "rebound")
-				g.Expect(ready.Reason).To(Equal(engine.ReasonProviderNotReady), ready.Message)
+				g.Expect(ready.Reason).To(Equal(paymentsv1alpha1.ReasonProviderNotReady), ready.Message)
 				g.Expect(ready.Message).To(ContainSubstring("refused"))
 				g.Expect(ready.Message).To(ContainSubstring(addr))
 			}, timeout, 50*time.Millisecond).Should(Succeed())

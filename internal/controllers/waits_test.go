@@ -30,8 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
 )
 
 // The waits on something outside a job are bounded and say so: nothing
@@ -53,7 +51,7 @@ func TestSecretReadErrorsAreRetriedAndReported(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		}}})
 	s.create("after-errors")
-	s.expectEvent(providerName, paymentprovider.ReasonSecretReadFailed)
+	s.expectEvent(providerName, paymentsv1alpha1.ReasonSecretReadFailed)
 	s.waitForPhase("after-errors", paymentsv1alpha1.PhaseCompleted)
 	s.Expect(failures.Load()).To(BeNumerically("<", 0), "every injected error was hit and retried")
 	s.expectCharges(1)
@@ -74,7 +72,7 @@ func TestLongRateLimitWaitsAreReported(t *testing.T) {
 	s.Eventually(func(g Gomega) {
 		reported := 0
 		for _, name := range names {
-			if c := readyCondition(g, s.ns, name); c.Reason == engine.ReasonRateLimited {
+			if c := readyCondition(g, s.ns, name); c.Reason == paymentsv1alpha1.ReasonRateLimited {
 				g.Expect(c.Message).To(ContainSubstring(providerName))
 				reported++
 			}
@@ -92,5 +90,5 @@ func TestLongRateLimitWaitsAreReported(t *testing.T) {
 			reasons = append(reasons, eventReasons(g, s.ns, name)...)
 		}
 		return reasons
-	}, timeout).Should(ContainElement(engine.ReasonRateLimited))
+	}, timeout).Should(ContainElement(paymentsv1alpha1.ReasonRateLimited))
 }

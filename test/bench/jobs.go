@@ -86,7 +86,7 @@ func newJob(ns string, i int) *paymentsv1alpha1.PaymentJob {
 // returns the conditions' message.
 func claim(job *paymentsv1alpha1.PaymentJob, provider paymentsv1alpha1.ProviderIdentity, holder string, now time.Time) string {
 	job.Status.Provider = &provider
-	return paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), holder, now, claimLease, engine.ReasonClaimed)
+	return paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), holder, now, claimLease, paymentsv1alpha1.ReasonClaimed)
 }
 
 // complete sets what the operator's outcome write sets when the sandbox

@@ -53,7 +53,7 @@ func TestClaimAndCompleteWriteWhatTheOperatorWrites(t *testing.T) {
 	// writes set the status, for a first attempt answered by the sandbox.
 	want := job.DeepCopy()
 	want.Status.Provider = &provider
-	wantNote := paymentjob.ClaimStatus(want, paymentjob.ChargeOf(want), "holder/1", claimed, engine.DefaultClaimLease, engine.ReasonClaimed)
+	wantNote := paymentjob.ClaimStatus(want, paymentjob.ChargeOf(want), "holder/1", claimed, engine.DefaultClaimLease, paymentsv1alpha1.ReasonClaimed)
 	wantClaimed := *want.Status.DeepCopy()
 	wantReason, wantMsg := paymentjob.CompletedStatus(want, sandboxAnswer(job, now), false, now)
 
@@ -67,7 +67,7 @@ func TestClaimAndCompleteWriteWhatTheOperatorWrites(t *testing.T) {
 	g.Expect(untimed(job.Status)).To(Equal(untimed(want.Status)))
 	g.Expect(reason).To(Equal(wantReason))
 	g.Expect(msg).To(Equal(wantMsg))
-	g.Expect(reason).To(Equal(engine.ReasonSucceeded), "a charge answered, not found or replayed")
+	g.Expect(reason).To(Equal(paymentsv1alpha1.ReasonSucceeded), "a charge answered, not found or replayed")
 	g.Expect(msg).To(Equal("Charged 107 usd as pi_bench0b0e7a6e9c1d4a538f2"))
 	g.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted))
 	g.Expect(job.Status.Claim).To(BeNil())
@@ -137,7 +137,7 @@ func TestTheBaselineEventComesFromTheManagersRecorder(t *testing.T) {
 	for _, job := range []*paymentsv1alpha1.PaymentJob{newJob("ns", 1), newJob("ns", 2)} {
 		job.UID = "uid-1"
 		job.ResourceVersion = "41"
-		rec.Eventf(job, nil, corev1.EventTypeNormal, engine.ReasonSucceeded, chargeAction, "%s", "Charged "+job.Name)
+		rec.Eventf(job, nil, corev1.EventTypeNormal, paymentsv1alpha1.ReasonSucceeded, chargeAction, "%s", "Charged "+job.Name)
 	}
 	g.Expect(rec.waitSent(context.Background(), 2, 10*time.Second)).To(Succeed())
 	g.Expect(rec.waitSent(context.Background(), 3, 50*time.Millisecond)).To(MatchError("2 of 3 events sent within 50ms"))
@@ -151,7 +151,7 @@ func TestTheBaselineEventComesFromTheManagersRecorder(t *testing.T) {
 	g.Expect(e.ReportingController).To(Equal("paymentjob-controller"))
 	g.Expect(e.ReportingInstance).To(HavePrefix("paymentjob-controller-"), "the controller and the host name, as in the manager")
 	g.Expect(e.Action).To(Equal("Charge"))
-	g.Expect(e.Reason).To(Equal(engine.ReasonSucceeded))
+	g.Expect(e.Reason).To(Equal(paymentsv1alpha1.ReasonSucceeded))
 	g.Expect(e.Type).To(Equal(corev1.EventTypeNormal))
 	g.Expect(e.Note).To(Equal("Charged job-000001"))
 	g.Expect(e.Regarding).To(Equal(corev1.ObjectReference{
@@ -169,6 +169,6 @@ func TestARefusedEventFailsTheWait(t *testing.T) {
 	rec, err := newEventRecorder(context.Background(), &fakeSink{err: apierrors.NewForbidden(eventsv1.Resource("events"), "", errors.New("not allowed"))}, scheme)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(rec.stop)
-	rec.Eventf(newJob("ns", 1), nil, corev1.EventTypeNormal, engine.ReasonSucceeded, chargeAction, "%s", "Charged")
+	rec.Eventf(newJob("ns", 1), nil, corev1.EventTypeNormal, paymentsv1alpha1.ReasonSucceeded, chargeAction, "%s", "Charged")
 	g.Expect(rec.waitSent(context.Background(), 1, 10*time.Second)).To(MatchError(ContainSubstring("not allowed")))
 }

@@ -107,16 +107,16 @@ func TestPendingRecheckBacksOffWithoutAnEvent(t *testing.T) {
 		atLeast  time.Duration
 	}{
 		{"new job", &paymentsv1alpha1.PaymentJob{}, 0, time.Second},
-		{"just started waiting", waiting(ReasonProviderNotReady, 0), 0, time.Second},
-		{"waited 40s", waiting(ReasonProviderNotReady, 40*time.Second), 0, 40 * time.Second},
-		{"waited a day", waiting(ReasonProviderNotReady, 24*time.Hour), 0, 5 * time.Minute},
-		{"waited for something else", waiting(ReasonSuspended, time.Hour), 0, time.Second},
-		{"deadline first", waiting(ReasonProviderNotReady, time.Hour), 7 * time.Second, 7 * time.Second},
+		{"just started waiting", waiting(paymentsv1alpha1.ReasonProviderNotReady, 0), 0, time.Second},
+		{"waited 40s", waiting(paymentsv1alpha1.ReasonProviderNotReady, 40*time.Second), 0, 40 * time.Second},
+		{"waited a day", waiting(paymentsv1alpha1.ReasonProviderNotReady, 24*time.Hour), 0, 5 * time.Minute},
+		{"waited for something else", waiting(paymentsv1alpha1.ReasonSuspended, time.Hour), 0, time.Second},
+		{"deadline first", waiting(paymentsv1alpha1.ReasonProviderNotReady, time.Hour), 7 * time.Second, 7 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := r.pendingRecheck(tt.job, ReasonProviderNotReady, tt.deadline)
+			d := r.pendingRecheck(tt.job, paymentsv1alpha1.ReasonProviderNotReady, tt.deadline)
 			g.Expect(d).To(BeNumerically(">=", tt.atLeast))
 			g.Expect(d).To(BeNumerically("<=", tt.atLeast*6/5))
 		})

@@ -70,7 +70,7 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, rea
 		// The provider would refuse another request under this key, or worse,
 		// a changed key would charge again. Never charge; ask for attention.
 		return ctrl.Result{}, r.stall(ctx, job, Progress{
-			Reason:  ReasonRequestChanged,
+			Reason:  paymentsv1alpha1.ReasonRequestChanged,
 			Message: fmt.Sprintf("The request no longer matches the one recorded at the first claim; not %s again", r.Kind.Words().Doing),
 		})
 	}
@@ -95,12 +95,12 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, rea
 			// sent, so the claim is taken back and nothing is charged.
 			*job.GetPaymentStatus() = *unclaimed
 			return ctrl.Result{RequeueAfter: Jitter(r.Backoff.Max)}, r.setPending(ctx, job, Progress{
-				Reason: ReasonProviderDeleted, Message: fmt.Sprintf(
+				Reason: paymentsv1alpha1.ReasonProviderDeleted, Message: fmt.Sprintf(
 					"PaymentProvider %q %s; a %s that was not %s is never %s through it", r.terms(job).Provider, why,
 					r.Kind.Words().Object, r.Kind.Words().done(), r.Kind.Words().done())})
 		}
 	}
-	if reason == ReasonClaimTakenOver || job.GetPaymentStatus().Attempts > 1 {
+	if reason == paymentsv1alpha1.ReasonClaimTakenOver || job.GetPaymentStatus().Attempts > 1 {
 		// A first claim is announced by the outcome's event a few
 		// milliseconds later: one event per job in the happy path. Retries
 		// and takeovers get an event of their own.
@@ -159,7 +159,7 @@ func (r *Reconciler) settle(ctx context.Context, job Object, t *Target, key, id 
 // retry. found marks an outcome that no charge of this pass produced.
 func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome payment.Outcome, found bool, err error) (ctrl.Result, error) {
 	if errors.Is(err, errChargeMismatch) {
-		return ctrl.Result{}, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: payment.CleanMessage(r.Kind.Words().not()+": "+err.Error(), MaxMessageLength)})
+		return ctrl.Result{}, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch, Message: payment.CleanMessage(r.Kind.Words().not()+": "+err.Error(), MaxMessageLength)})
 	}
 	if err == nil {
 		counters := r.Kind.counters()
@@ -177,7 +177,7 @@ func (r *Reconciler) recordOutcome(ctx context.Context, job Object, outcome paym
 			// write Failed.
 			words := r.Kind.Words()
 			return r.retryIn(job, Jitter(r.Backoff.Max)), r.stall(ctx, job, Progress{
-				Reason: ReasonUncertainRefusal, Message: payment.CleanMessage(fmt.Sprintf(
+				Reason: paymentsv1alpha1.ReasonUncertainRefusal, Message: payment.CleanMessage(fmt.Sprintf(
 					"The provider refused attempt %d (%s: %s), but an earlier attempt had no answer and may have %s; "+
 						"not failing the %s. Check it at the provider", job.GetPaymentStatus().Attempts, refusal.Reason, refusal.Message,
 					strings.ToLower(words.Done), words.Request), MaxMessageLength)})
@@ -252,7 +252,7 @@ func (r *Reconciler) findBeforeSending(ctx context.Context, calls Client, c Requ
 func (r *Reconciler) nextClaim(job Object) (reason string, notBefore time.Time) {
 	c := job.GetPaymentStatus().Claim
 	if c == nil {
-		return ReasonClaimed, time.Time{}
+		return paymentsv1alpha1.ReasonClaimed, time.Time{}
 	}
 	notBefore = c.AcquiredAt.Add(r.retryDelay(job))
 	if at, ok := r.retries.get(job); ok && at.After(notBefore) {
@@ -260,12 +260,12 @@ func (r *Reconciler) nextClaim(job Object) (reason string, notBefore time.Time) 
 		notBefore = at
 	}
 	if c.Holder == r.Holder {
-		return ReasonClaimed, notBefore
+		return paymentsv1alpha1.ReasonClaimed, notBefore
 	}
 	if c.ExpiresAt.After(notBefore) {
 		notBefore = c.ExpiresAt.Time
 	}
-	return ReasonClaimTakenOver, notBefore
+	return paymentsv1alpha1.ReasonClaimTakenOver, notBefore
 }
 
 // waitForToken takes a token of the provider's client-side rate limit for
@@ -290,10 +290,10 @@ func (r *Reconciler) waitForToken(ctx context.Context, job Object, t *Target) (t
 		r.rateWaits.set(job, now)
 	}
 	waited := now.Sub(since)
-	if waited < rateLimitNotice || readyReason(job) == ReasonRateLimited {
+	if waited < rateLimitNotice || readyReason(job) == paymentsv1alpha1.ReasonRateLimited {
 		return delay, nil
 	}
-	p := Progress{Reason: ReasonRateLimited, Message: fmt.Sprintf(
+	p := Progress{Reason: paymentsv1alpha1.ReasonRateLimited, Message: fmt.Sprintf(
 		"Waiting for the rate limit of PaymentProvider %q (requestsPerSecond) for %s", r.terms(job).Provider, waited.Round(time.Second))}
 	if job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing {
 		return delay, r.writeProgress(ctx, job, p)

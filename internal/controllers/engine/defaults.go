@@ -93,7 +93,7 @@ const LeaderElectionID = "paymentjob-operator.payments.idempotency.dev"
 const lookupWakeBackstop = 10 * time.Second
 
 // rateLimitNotice is how long a job waits in all for its provider's rate
-// limit before its status says so (ReasonRateLimited); shorter waits only
+// limit before its status says so (paymentsv1alpha1.ReasonRateLimited); shorter waits only
 // requeue.
 const rateLimitNotice = 5 * time.Second
 

@@ -45,7 +45,7 @@ func (r *Reconciler) checkRecordedKey(job Object) *Progress {
 	if recorded == "" || recorded == derived {
 		return nil
 	}
-	return &Progress{Reason: ReasonKeyMismatch, Message: payment.CleanMessage(fmt.Sprintf(
+	return &Progress{Reason: paymentsv1alpha1.ReasonKeyMismatch, Message: payment.CleanMessage(fmt.Sprintf(
 		"%s: status.idempotencyKey %q is not the key derived from the namespace and spec (%q); "+
 			"something other than the operator wrote it", r.Kind.Words().not(), recorded, derived), MaxMessageLength)}
 }
@@ -111,7 +111,7 @@ func heldBack(job Object, terms Terms, words Words, now time.Time) (left time.Du
 		deadline := job.GetCreationTimestamp().Add(time.Duration(*d) * time.Second)
 		if !now.Before(deadline) {
 			return 0, &Progress{
-				Reason:  ReasonDeadlineExceeded,
+				Reason:  paymentsv1alpha1.ReasonDeadlineExceeded,
 				Message: fmt.Sprintf("Not claimed within activeDeadlineSeconds (%ds); it will not be %s", *d, words.done()),
 				Stalled: true,
 			}
@@ -119,7 +119,7 @@ func heldBack(job Object, terms Terms, words Words, now time.Time) (left time.Du
 		left = deadline.Sub(now)
 	}
 	if terms.Suspend {
-		return left, &Progress{Reason: ReasonSuspended, Message: "spec.suspend is true; set it to false to send it"}
+		return left, &Progress{Reason: paymentsv1alpha1.ReasonSuspended, Message: "spec.suspend is true; set it to false to send it"}
 	}
 	return left, nil
 }
@@ -136,7 +136,7 @@ func (r *Reconciler) providerMoved(job Object, t *Target) *Progress {
 	if same || teeth.On(teeth.NoAccountFence) {
 		return nil
 	}
-	return &Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
+	return &Progress{Reason: paymentsv1alpha1.ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
 		"%s: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
 			"Point the provider back at the first account, or resolve the payment there by hand", r.Kind.Words().not(),
 		describeIdentity(*recorded), r.terms(job).Provider, describeIdentity(t.ID), why), MaxMessageLength)}

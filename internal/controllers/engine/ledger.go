@@ -85,7 +85,7 @@ type OutcomeLedger interface {
 // than by a provider answer in its own lifetime.
 func FromLedger(job Object) bool {
 	c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
-	return c != nil && c.Reason == ReasonFoundInLedger
+	return c != nil && c.Reason == paymentsv1alpha1.ReasonFoundInLedger
 }
 
 // recordFromLedger finishes a job whose key the ledger holds, with the
@@ -123,7 +123,7 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target
 	} else {
 		reason := e.Reason
 		if !payment.ValidReason(reason) {
-			reason = ReasonPaymentRefused
+			reason = paymentsv1alpha1.ReasonPaymentRefused
 		}
 		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
 		msg = fmt.Sprintf("Not %s: the operator's ledger records that this payment failed on %s (%s)%s; no provider call",
@@ -131,12 +131,12 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target
 		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 		eventType = corev1.EventTypeWarning
 	}
-	SetConditions(job, Progress{Reason: ReasonFoundInLedger, Message: msg})
+	SetConditions(job, Progress{Reason: paymentsv1alpha1.ReasonFoundInLedger, Message: msg})
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		return fmt.Errorf("cannot record the outcome found in the ledger: %w", err)
 	}
 	ledgerHitsTotal.WithLabelValues(r.Kind.Name()).Inc()
-	r.Recorder.Eventf(job, nil, eventType, ReasonFoundInLedger, r.Kind.Words().Action, "%s", msg)
+	r.Recorder.Eventf(job, nil, eventType, paymentsv1alpha1.ReasonFoundInLedger, r.Kind.Words().Action, "%s", msg)
 	log.FromContext(ctx).Info("Found the outcome in the ledger; not calling the provider", "charge", e.Charge, "outcome", e.Outcome)
 	return r.finish(ctx, job)
 }
@@ -173,7 +173,7 @@ func (r *Reconciler) recordInLedger(ctx context.Context, job Object) (recorded b
 	}
 	if ctx.Err() == nil {
 		ledgerErrorsTotal.WithLabelValues(r.Kind.Name(), "record").Inc()
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonLedgerUnavailable, r.Kind.Words().Action, "%s",
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonLedgerUnavailable, r.Kind.Words().Action, "%s",
 			"The outcome is not in the operator's ledger yet: "+LedgerUnavailableMessage+
 				". The finalizer stays until it is recorded; retried by itself; "+LedgerCauseInLog)
 	}
@@ -210,7 +210,7 @@ func LedgerEntry(job Object, c Request, now time.Time) ledger.Entry {
 		}
 	}
 	if res := job.GetPaymentStatus().Resolution; res != nil {
-		e.Reason = ReasonResolved
+		e.Reason = paymentsv1alpha1.ReasonResolved
 		e.ResolvedBy = res.By
 		if e.ResolvedBy == "" {
 			e.ResolvedBy = unknownResolver
@@ -273,7 +273,7 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
-		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: fmt.Sprintf("%s: "+
+		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch, Message: fmt.Sprintf("%s: "+
 			"the operator's ledger records a payment under this idempotency key for another request; the operator's log "+
 			"names it (ChargeMismatch). Delete this %s, or use another idempotency key", r.Kind.Words().not(), r.Kind.Words().Object)})
 	}
@@ -292,7 +292,7 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 		return ctrl.Result{RequeueAfter: Jitter(conflictRequeue)}, true, searched, nil
 	}
 	if same, why := providercache.SameBooks(e.Provider, t.ID, t.AccountsOnly()); !same {
-		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
+		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
 			"%s: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s. "+
 				"Point the provider back at the account that holds it, or, to %s it at the new account, set spec.keyScope "+
 				"on the PaymentProvider (a new key space: every %s claimed through it is a new payment there)",
@@ -308,7 +308,7 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 // with backoff, and the job goes on once it answers.
 func (r *Reconciler) waitForLedger(ctx context.Context, job Object, cause error) (ctrl.Result, bool, ledgerSearch, error) {
 	p := LedgerUnanswered(ctx, r.Kind.Name(), cause, "asked whether this payment was made before")
-	return ctrl.Result{RequeueAfter: r.pendingRecheck(job, ReasonLedgerUnavailable, 0)}, true, ledgerSearch{}, r.setPending(ctx, job, p)
+	return ctrl.Result{RequeueAfter: r.pendingRecheck(job, paymentsv1alpha1.ReasonLedgerUnavailable, 0)}, true, ledgerSearch{}, r.setPending(ctx, job, p)
 }
 
 // What a tenant reads of a ledger that did not answer. The cause (a
@@ -329,7 +329,7 @@ const (
 func LedgerUnanswered(ctx context.Context, kind string, cause error, what string) Progress {
 	ledgerErrorsTotal.WithLabelValues(kind, "find").Inc()
 	log.FromContext(ctx).Error(cause, "The outcome ledger did not answer; not sending until it does")
-	return Progress{Reason: ReasonLedgerUnavailable, Message: payment.CleanMessage("Nothing is sent yet: "+LedgerUnavailableMessage+
+	return Progress{Reason: paymentsv1alpha1.ReasonLedgerUnavailable, Message: payment.CleanMessage("Nothing is sent yet: "+LedgerUnavailableMessage+
 		" (it was to be "+what+"). Retried by itself until it answers; "+LedgerCauseInLog, MaxMessageLength)}
 }
 

@@ -56,12 +56,12 @@ func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held
 		"provider holds under the key (the operator's log names the ledger's entry), settle the money, then remove the "+
 		"finalizer by hand (docs/operations.md, PaymentJobLedgerConflict)",
 		r.Kind.Name(), own, held.Key), MaxMessageLength)
-	changed, err := r.updateStatusIfChanged(ctx, job, Progress{Reason: ReasonLedgerConflict, Message: msg, Stalled: true})
+	changed, err := r.updateStatusIfChanged(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonLedgerConflict, Message: msg, Stalled: true})
 	if err != nil {
 		return err
 	}
 	if changed {
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonLedgerConflict, r.Kind.Words().Action, "%s", msg)
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonLedgerConflict, r.Kind.Words().Action, "%s", msg)
 	}
 	return nil
 }
@@ -71,5 +71,5 @@ func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held
 // and no TTL deletes it.
 func LedgerConflicted(job Object) bool {
 	c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonLedgerConflict
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == paymentsv1alpha1.ReasonLedgerConflict
 }

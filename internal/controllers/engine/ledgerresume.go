@@ -20,6 +20,8 @@ import (
 	"context"
 	"fmt"
 
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -88,12 +90,12 @@ func (r *Reconciler) resumeFromLedger(ctx context.Context, job Object, t *Target
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
-		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch, Message: "Not sending again: " +
+		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch, Message: "Not sending again: " +
 			"the operator's ledger records a payment under this idempotency key for another request; the operator's log " +
 			"names it (ChargeMismatch)"})
 	}
 	if same, why := providercache.SameBooks(e.Provider, t.ID, t.AccountsOnly()); !same {
-		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
+		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
 			"Not sending again: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s",
 			providercache.DescribeBooks(e.Provider), r.terms(job).Provider, providercache.DescribeBooks(t.ID), why), MaxMessageLength)})
 	}

@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"time"
 
+	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,10 +76,10 @@ func (r *Reconciler) admitAfterLookup(ctx context.Context, job Object, target *T
 	verdict := payment.Decide(seen.Found, c.Fingerprint, c.match())
 	if verdict.Action == payment.ActionStall {
 		logChargeMismatch(ctx, "provider", verdict.Charge.ID, verdict.Charge.Amount, verdict.Charge.Currency)
-		return ctrl.Result{}, r.stall(ctx, job, Progress{Reason: ReasonChargeMismatch,
+		return ctrl.Result{}, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch,
 			Message: "Not sending: " + verdict.Reason + "; delete this object, or use another idempotency key"})
 	}
-	return r.claimAndAct(ctx, job, target, ReasonClaimed, verdict)
+	return r.claimAndAct(ctx, job, target, paymentsv1alpha1.ReasonClaimed, verdict)
 }
 
 // unsent acts on what a kind decided about an object before its first
@@ -110,7 +112,7 @@ func (r *Reconciler) connect(ctx context.Context, obj Object, t *Target) (Client
 // after requeue, at the soonest after providercache.LookupFailureTTL.
 // Nothing is sent on the strength of a failed lookup.
 func LookupFailed(err error, requeue time.Duration) Result {
-	return Wait(Progress{Reason: ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
+	return Wait(Progress{Reason: paymentsv1alpha1.ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
 		"Cannot look the idempotency key up at the provider, so not sending yet: %v", err), MaxMessageLength)},
 		Jitter(max(requeue, providercache.LookupFailureTTL)))
 }

@@ -40,7 +40,7 @@ import (
 // Processing job may have charged already: when its provider is gone, being
 // deleted or no longer Ready (its Secret deleted with the namespace), it
 // goes on with the adapter this process kept for the provider it was first
-// sent to, and stalls with ReasonProviderDeleted when there is none.
+// sent to, and stalls with paymentsv1alpha1.ReasonProviderDeleted when there is none.
 
 // Target is the provider an object is sent through, resolved for one pass.
 type Target struct {
@@ -84,12 +84,12 @@ func (r *Reconciler) ResolveProvider(ctx context.Context, job Object) (*Target, 
 		if processing {
 			return r.keptProvider(job, "was deleted")
 		}
-		return nil, &Progress{Reason: ReasonProviderNotFound,
+		return nil, &Progress{Reason: paymentsv1alpha1.ReasonProviderNotFound,
 			Message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.GetNamespace())}, nil
 	}
 	deleting := !pp.DeletionTimestamp.IsZero()
 	if deleting && !processing {
-		return nil, &Progress{Reason: ReasonProviderDeleted, Message: fmt.Sprintf(
+		return nil, &Progress{Reason: paymentsv1alpha1.ReasonProviderDeleted, Message: fmt.Sprintf(
 			"PaymentProvider %q is being deleted; a %s that was not claimed is never %s through it", name,
 			r.Kind.Words().Object, r.Kind.Words().done())}, nil
 	}
@@ -119,12 +119,12 @@ func (r *Reconciler) usableProvider(ctx context.Context, pp *paymentsv1alpha1.Pa
 		if ready != nil && ready.ObservedGeneration == pp.Generation {
 			why = fmt.Sprintf("%s: %s", ready.Reason, ready.Message)
 		}
-		return nil, &Progress{Reason: ReasonProviderNotReady,
+		return nil, &Progress{Reason: paymentsv1alpha1.ReasonProviderNotReady,
 			Message: fmt.Sprintf("PaymentProvider %q is not ready: %s", pp.Name, why)}
 	}
 	resolved, err := r.Providers.Resolve(ctx, pp)
 	if err != nil {
-		return nil, &Progress{Reason: ReasonProviderNotReady,
+		return nil, &Progress{Reason: paymentsv1alpha1.ReasonProviderNotReady,
 			Message: fmt.Sprintf("PaymentProvider %q cannot be used: %v", pp.Name, err)}
 	}
 	t, waiting := r.newTarget(ctx, pp.Name, resolved)
@@ -147,7 +147,7 @@ func (r *Reconciler) newTarget(ctx context.Context, name string, resolved provid
 	// Asked once per provider configuration, then remembered.
 	id, err := resolved.IdentityWithin(ctx, timeout)
 	if err != nil {
-		return nil, &Progress{Reason: ReasonProviderNotReady, Message: payment.CleanMessage(
+		return nil, &Progress{Reason: paymentsv1alpha1.ReasonProviderNotReady, Message: payment.CleanMessage(
 			fmt.Sprintf("PaymentProvider %q cannot be used yet: %v", name, err), MaxMessageLength)}
 	}
 	return &Target{Resolved: resolved, ID: id, Timeout: timeout}, nil
@@ -174,7 +174,7 @@ func (r *Reconciler) keptProvider(job Object, what string) (*Target, *Progress, 
 	if t, ok := r.kept(job); ok {
 		return t, nil, nil
 	}
-	return nil, &Progress{Reason: ReasonProviderDeleted, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
+	return nil, &Progress{Reason: paymentsv1alpha1.ReasonProviderDeleted, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 		"PaymentProvider %q %s while this payment was in flight, and this process holds no adapter for it "+
 			"(the operator restarted since): the payment may have happened under idempotency key %q. "+
 			"Check the %s at the provider and set the annotation %s to charged=<%s id> or not-charged",

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package engine_test
+package engine
 
 import (
 	"testing"
@@ -26,24 +26,25 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
 )
 
-// TestAdapterReasonsAreTheAPIs keeps the reasons that the provider adapters
-// put in a refusal, and the operator copies into status.failure.reason, equal
-// to the API's constants. Package payment knows nothing of the API (the
-// import rules of CONTRIBUTING.md), so it declares its own; the controllers'
-// reasons are the API's constants themselves.
-func TestAdapterReasonsAreTheAPIs(t *testing.T) {
+// TestRefusalsGetTheAPIsReasons: the refusal codes of package payment
+// (which knows nothing of the API) reach status.failure.reason as the API's
+// reasons, through the one mapping (refusalReasons); a provider's own valid
+// code (Stripe's) passes as it is, and an invalid one is PaymentRefused.
+func TestRefusalsGetTheAPIsReasons(t *testing.T) {
 	g := NewWithT(t)
-	for _, p := range [][2]string{
-		{payment.ReasonCardDeclined, paymentsv1alpha1.ReasonCardDeclined},
-		{payment.ReasonInvalidRequest, paymentsv1alpha1.ReasonInvalidRequest},
-		{payment.ReasonKeyReused, paymentsv1alpha1.ReasonIdempotencyKeyReused},
-		{payment.ReasonRefundExceedsCharge, paymentsv1alpha1.ReasonRefundExceedsCharge},
-		{payment.ReasonChargeNotFound, paymentsv1alpha1.ReasonChargeNotFound},
-		{payment.ReasonChargeNotRefundable, paymentsv1alpha1.ReasonChargeNotRefundable},
-		{payment.ReasonRefundFailed, paymentsv1alpha1.ReasonRefundFailed},
-		{stripe.ReasonPaymentCanceled, paymentsv1alpha1.ReasonPaymentCanceled},
-		{stripe.ReasonAuthenticationRequired, paymentsv1alpha1.ReasonAuthenticationRequired},
+	for code, want := range map[string]string{
+		payment.ReasonCardDeclined:          paymentsv1alpha1.ReasonCardDeclined,
+		payment.ReasonInvalidRequest:        paymentsv1alpha1.ReasonInvalidRequest,
+		payment.ReasonKeyReused:             paymentsv1alpha1.ReasonIdempotencyKeyReused,
+		payment.ReasonRefundExceedsCharge:   paymentsv1alpha1.ReasonRefundExceedsCharge,
+		payment.ReasonChargeNotFound:        paymentsv1alpha1.ReasonChargeNotFound,
+		payment.ReasonChargeNotRefundable:   paymentsv1alpha1.ReasonChargeNotRefundable,
+		payment.ReasonRefundFailed:          paymentsv1alpha1.ReasonRefundFailed,
+		stripe.ReasonPaymentCanceled:        paymentsv1alpha1.ReasonPaymentCanceled,
+		stripe.ReasonAuthenticationRequired: paymentsv1alpha1.ReasonAuthenticationRequired,
+		"insufficient funds!":               paymentsv1alpha1.ReasonPaymentRefused,
 	} {
-		g.Expect(p[0]).To(Equal(p[1]))
+		g.Expect(refusalReason(&payment.Refusal{Reason: code})).To(Equal(want), "code %q", code)
 	}
+	g.Expect(refusalReasons).To(HaveLen(7), "every code package payment declares is mapped")
 }

@@ -281,7 +281,7 @@ func (r *Reconciler) resume(ctx context.Context, job Object) (ctrl.Result, error
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.Reason == ReasonProviderDeleted, strandedJobsGauge.WithLabelValues(r.Kind.Name()))
+	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.Reason == paymentsv1alpha1.ReasonProviderDeleted, strandedJobsGauge.WithLabelValues(r.Kind.Name()))
 	if waiting != nil {
 		// Money may have moved: stay Processing and come back.
 		delay := r.retryDelay(job)
@@ -321,7 +321,7 @@ func (r *Reconciler) finishTerminal(ctx context.Context, job Object) error {
 		// observedGeneration as "in progress". Written before the label,
 		// which takes the job out of the cache.
 		ready := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
-		p := Progress{Reason: ReasonSucceeded}
+		p := Progress{Reason: paymentsv1alpha1.ReasonSucceeded}
 		if ready != nil {
 			p = Progress{Reason: ready.Reason, Message: ready.Message}
 		}

@@ -117,7 +117,7 @@ func (r *Reconciler) announceWait(ctx context.Context, job Object, w *searchLagW
 		return
 	}
 	log.FromContext(ctx).Info("Waiting out the provider's search lag before checking a resolution", "value", value, "at", w.at)
-	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolutionWaiting, "Resolve",
+	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, paymentsv1alpha1.ReasonResolutionWaiting, "Resolve",
 		"%s", payment.CleanMessage(fmt.Sprintf("Not resolving %s=%q yet: %s", paymentsv1alpha1.AnnotationResolve, value, w), MaxMessageLength))
 }
 
@@ -136,7 +136,7 @@ func (r *Reconciler) refuseResolutionAs(ctx context.Context, job Object, why, ki
 	}
 	resolutionsTotal.WithLabelValues(r.Kind.Name(), "refused").Inc()
 	log.FromContext(ctx).Info("Refusing a resolution", "value", value, "why", why)
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonResolutionRefused, "Resolve",
+	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonResolutionRefused, "Resolve",
 		"%s", payment.CleanMessage(fmt.Sprintf("Not honouring %s=%q: %s", paymentsv1alpha1.AnnotationResolve, value, why), MaxMessageLength))
 }
 
@@ -173,7 +173,7 @@ func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, 
 	if errors.As(err, &unlisted) {
 		// Only the provider's exact list can say nothing was made; until
 		// it can be read, nothing is resolved and nothing is sent.
-		p := Progress{Reason: ReasonResolutionWaiting, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
+		p := Progress{Reason: paymentsv1alpha1.ReasonResolutionWaiting, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 			"Not resolving %s=%q yet: %s", paymentsv1alpha1.AnnotationResolve, want.value, unlisted), MaxMessageLength)}
 		previous := readyReason(job)
 		if err := r.writeProgress(ctx, job, p); err != nil {
@@ -238,9 +238,9 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 	}
 	msg = payment.CleanMessage(msg, MaxMessageLength)
 	if !want.charged {
-		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: ReasonResolved, Message: msg}
+		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: paymentsv1alpha1.ReasonResolved, Message: msg}
 	}
-	SetConditions(job, Progress{Reason: ReasonResolved, Message: msg})
+	SetConditions(job, Progress{Reason: paymentsv1alpha1.ReasonResolved, Message: msg})
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		return fmt.Errorf("cannot record the resolution: %w", err)
 	}
@@ -249,7 +249,7 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 		result = "charged"
 	}
 	resolutionsTotal.WithLabelValues(r.Kind.Name(), result).Inc()
-	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, ReasonResolved, "Resolve", "%s", payment.CleanMessage(msg, MaxMessageLength))
+	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, paymentsv1alpha1.ReasonResolved, "Resolve", "%s", payment.CleanMessage(msg, MaxMessageLength))
 	log.FromContext(ctx).Info("Payment resolved by hand", "value", want.value, "by", by, "verified", verified)
 	return r.recordAndFinish(ctx, job)
 }

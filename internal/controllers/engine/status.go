@@ -98,14 +98,14 @@ func ClaimStatus(job Object, c Request, holder string, now time.Time, lease time
 func CompletedStatus(job Object, words Words, o payment.Outcome, found bool, now time.Time) (reason, message string) {
 	resp := responseOf(o)
 	message = fmt.Sprintf("%s %d %s as %s", words.Done, resp.Amount, resp.Currency, resp.ID)
-	reason = ReasonSucceeded
+	reason = paymentsv1alpha1.ReasonSucceeded
 	switch {
 	case found:
 		message += " (found at the provider under its idempotency key; no money moved again)"
-		reason = ReasonFoundAtProvider
+		reason = paymentsv1alpha1.ReasonFoundAtProvider
 	case o.Replayed:
 		message += " (the provider replayed the outcome of an earlier attempt; no money moved again)"
-		reason = ReasonReplayed
+		reason = paymentsv1alpha1.ReasonReplayed
 	}
 	completed := metav1.NewTime(now)
 	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
@@ -113,7 +113,7 @@ func CompletedStatus(job Object, words Words, o payment.Outcome, found bool, now
 	job.GetPaymentStatus().Failure = nil
 	job.GetPaymentStatus().Claim = nil
 	job.GetPaymentStatus().CompletedAt = &completed
-	SetConditions(job, Progress{Reason: ReasonSucceeded, Message: message})
+	SetConditions(job, Progress{Reason: paymentsv1alpha1.ReasonSucceeded, Message: message})
 	return reason, message
 }
 

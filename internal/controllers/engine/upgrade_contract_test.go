@@ -235,7 +235,7 @@ func TestClaimIsReadBackAcrossVersions(t *testing.T) {
 		UID: "9d2f1c7e-0b3a-4e5f-8a6b-1c2d3e4f5a6b", Endpoint: "https://api.stripe.com", Account: "acct_1Nv0FGQ9RKHgCVdK",
 	}
 	job.Status.ProviderResponse = engine.ResponseOf(payment.Outcome{ID: "pi_3Q0aZk2eZvKYlo2C1x8yT0aB", Status: "processing"})
-	paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), contractHolder, contractTime, time.Minute, engine.ReasonClaimed)
+	paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), contractHolder, contractTime, time.Minute, paymentsv1alpha1.ReasonClaimed)
 
 	written, err := json.Marshal(job.Status)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -258,7 +258,7 @@ func TestClaimIsReadBackAcrossVersions(t *testing.T) {
 
 	next := &engine.Reconciler{Kind: paymentjob.Kind(), Holder: "paymentjob-operator-controller-manager-5d8f9c7b4-q2w3e/9b1c2d3e", Backoff: engine.DefaultBackoff}
 	reason, notBefore := next.NextClaim(before)
-	g.Expect(reason).To(Equal(engine.ReasonClaimTakenOver), "another process's claim is taken over, never treated as its own")
+	g.Expect(reason).To(Equal(paymentsv1alpha1.ReasonClaimTakenOver), "another process's claim is taken over, never treated as its own")
 	g.Expect(notBefore).To(BeTemporally("==", before.Status.Claim.ExpiresAt.Time), "not before the old claim expires")
 }
 
@@ -282,7 +282,7 @@ func TestTakeoverOfAJobWithoutItsProviderRecord(t *testing.T) {
 
 	job := contractJob("billing", "invoice-2026-0042", "")
 	job.Finalizers = []string{paymentsv1alpha1.Finalizer}
-	paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), contractHolder, contractTime, time.Minute, engine.ReasonClaimed)
+	paymentjob.ClaimStatus(job, paymentjob.ChargeOf(job), contractHolder, contractTime, time.Minute, paymentsv1alpha1.ReasonClaimed)
 	g.Expect(job.Status.Provider).To(BeNil())
 	store := fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&paymentsv1alpha1.PaymentJob{}).WithObjects(job).Build()
@@ -298,7 +298,7 @@ func TestTakeoverOfAJobWithoutItsProviderRecord(t *testing.T) {
 	r := &engine.Reconciler{Kind: paymentjob.Kind(), Client: store, Recorder: events.NewFakeRecorder(10), Clock: clock,
 		Holder: "paymentjob-operator-controller-manager-5d8f9c7b4-q2w3e/9b1c2d3e", ClaimLease: time.Minute, Backoff: engine.DefaultBackoff}
 	reason, notBefore := r.NextClaim(job)
-	g.Expect(reason).To(Equal(engine.ReasonClaimTakenOver))
+	g.Expect(reason).To(Equal(paymentsv1alpha1.ReasonClaimTakenOver))
 	g.Expect(clock.Now()).To(BeTemporally(">", notBefore), "the old claim has expired")
 
 	id := paymentsv1alpha1.ProviderIdentity{

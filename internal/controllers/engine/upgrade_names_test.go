@@ -193,7 +193,7 @@ func TestWireNamesAreStable(t *testing.T) {
 		{"condition Reconciling", paymentsv1alpha1.ConditionReconciling, "Reconciling", "kstatus readers"},
 		{"condition Stalled", paymentsv1alpha1.ConditionStalled, "Stalled",
 			"a resolution is honoured only on Stalled=True; kstatus readers"},
-		{"reason FoundInLedger", engine.ReasonFoundInLedger, "FoundInLedger",
+		{"reason FoundInLedger", paymentsv1alpha1.ReasonFoundInLedger, "FoundInLedger",
 			"a job finished from the ledger is told apart from one charged in its own lifetime by it"},
 		{"phase Pending", string(paymentsv1alpha1.PhasePending), "Pending", "the CRD's enum and the state machine"},
 		{"phase Processing", string(paymentsv1alpha1.PhaseProcessing), "Processing",

@@ -158,14 +158,31 @@ func (r *Reconciler) waitUnsent(ctx context.Context, job Object, p Progress, req
 	return ctrl.Result{RequeueAfter: requeue}, r.setPending(ctx, job, p)
 }
 
-// refusalReason is the refusal's reason if the API accepts it as a
-// condition reason, so that a provider's odd answer cannot make the outcome
-// write fail forever.
+// refusalReasons maps the refusal codes of package payment, which knows
+// nothing of the API, to the API's reasons: the one place they meet.
+var refusalReasons = map[string]string{
+	payment.ReasonCardDeclined:        paymentsv1alpha1.ReasonCardDeclined,
+	payment.ReasonInvalidRequest:      paymentsv1alpha1.ReasonInvalidRequest,
+	payment.ReasonKeyReused:           paymentsv1alpha1.ReasonIdempotencyKeyReused,
+	payment.ReasonRefundExceedsCharge: paymentsv1alpha1.ReasonRefundExceedsCharge,
+	payment.ReasonChargeNotFound:      paymentsv1alpha1.ReasonChargeNotFound,
+	payment.ReasonChargeNotRefundable: paymentsv1alpha1.ReasonChargeNotRefundable,
+	payment.ReasonRefundFailed:        paymentsv1alpha1.ReasonRefundFailed,
+}
+
+// refusalReason is the API's reason for a refusal: its code's
+// (refusalReasons), or a provider's own code (a Stripe decline code, a
+// reason of the HTTP contract) if the API accepts it as a condition reason,
+// or PaymentRefused, so that a provider's odd answer cannot make the
+// outcome write fail forever.
 func refusalReason(r *payment.Refusal) string {
+	if reason, ok := refusalReasons[r.Reason]; ok {
+		return reason
+	}
 	if payment.ValidReason(r.Reason) {
 		return r.Reason
 	}
-	return ReasonPaymentRefused
+	return paymentsv1alpha1.ReasonPaymentRefused
 }
 
 // writeOutcome writes a final outcome to the job's status. A conflict means
@@ -216,9 +233,9 @@ func (r *Reconciler) recordUncertain(ctx context.Context, job Object, callErr er
 	delay := max(r.retryDelay(job), payment.RetryAfter(callErr))
 	msg := payment.CleanMessage(fmt.Sprintf("Attempt %d had an uncertain outcome (%v); retrying in %s with the same idempotency key",
 		job.GetPaymentStatus().Attempts, callErr, delay.Round(time.Millisecond)), MaxMessageLength)
-	p := Progress{Reason: ReasonTransientError, Message: msg}
+	p := Progress{Reason: paymentsv1alpha1.ReasonTransientError, Message: msg}
 	if r.exhausted(job) {
-		p = Progress{Reason: ReasonRetriesExhausted, Message: msg, Stalled: true}
+		p = Progress{Reason: paymentsv1alpha1.ReasonRetriesExhausted, Message: msg, Stalled: true}
 	}
 	log.FromContext(ctx).Info("Provider call failed, will retry", "attempt", job.GetPaymentStatus().Attempts,
 		"retryAfter", delay, "error", callErr.Error())
@@ -239,7 +256,7 @@ func (r *Reconciler) setPending(ctx context.Context, job Object, p Progress) err
 	}
 	if previous != p.Reason {
 		eventType := corev1.EventTypeNormal
-		if p.Stalled || p.Reason == ReasonProviderNotFound || p.Reason == ReasonProviderNotReady || p.Reason == ReasonLedgerUnavailable {
+		if p.Stalled || p.Reason == paymentsv1alpha1.ReasonProviderNotFound || p.Reason == paymentsv1alpha1.ReasonProviderNotReady || p.Reason == paymentsv1alpha1.ReasonLedgerUnavailable {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(job, nil, eventType, p.Reason, "Wait", "%s", p.Message)

@@ -93,7 +93,7 @@ func BenchmarkSetConditions(b *testing.B) {
 		paymentsv1alpha1.PhasePending, paymentsv1alpha1.PhaseProcessing,
 		paymentsv1alpha1.PhaseCompleted, paymentsv1alpha1.PhaseFailed,
 	}
-	p := Progress{Reason: ReasonSucceeded, Message: "Charged 2000 usd as pi_3Qx"}
+	p := Progress{Reason: paymentsv1alpha1.ReasonSucceeded, Message: "Charged 2000 usd as pi_3Qx"}
 	for _, phase := range phases {
 		b.Run(string(phase)+"/fresh", func(b *testing.B) {
 			job := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Generation: 1}}

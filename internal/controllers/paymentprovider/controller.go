@@ -120,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ready, err := r.checkCredentials(ctx, &pp)
 	if err != nil {
 		// The requeue with the workqueue's backoff retries the read.
-		r.Recorder.Eventf(&pp, nil, corev1.EventTypeWarning, ReasonSecretReadFailed, "ReadSecret", "%s", err.Error())
+		r.Recorder.Eventf(&pp, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonSecretReadFailed, "ReadSecret", "%s", err.Error())
 		return ctrl.Result{}, err
 	}
 	if ready.Status != metav1.ConditionTrue {
@@ -151,10 +151,10 @@ func (r *Reconciler) checkCredentials(ctx context.Context, pp *paymentsv1alpha1.
 	if err := providercache.CheckKind(pp.Spec); err != nil {
 		// The CRD requires exactly one kind; this is an object written
 		// around the schema.
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonInvalidConfiguration, Message: err.Error()}, nil
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: paymentsv1alpha1.ReasonInvalidConfiguration, Message: err.Error()}, nil
 	}
 	if refused := r.checkEndpoints(ctx, pp); refused != nil {
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonEndpointRefused,
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: paymentsv1alpha1.ReasonEndpointRefused,
 			Message: payment.CleanMessage(refused.Error(), engine.MaxMessageLength)}, nil
 	}
 	ref := providercache.SecretRef(pp)
@@ -165,12 +165,12 @@ func (r *Reconciler) checkCredentials(ctx context.Context, pp *paymentsv1alpha1.
 	credential, err := providercache.ReadCredential(ctx, r.SecretReader, pp)
 	switch {
 	case errors.Is(err, providercache.ErrNoCredentials):
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretNotFound, Message: fmt.Sprintf(
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: paymentsv1alpha1.ReasonSecretNotFound, Message: fmt.Sprintf(
 			"Secret %q in namespace %q is not among the Secrets the operator may use: it does not exist, or it lacks the label %s: \"true\" "+
 				"(kubectl label secret %s -n %s %s=true)",
 			ref.Name, pp.Namespace, paymentsv1alpha1.LabelCredentials, ref.Name, pp.Namespace, paymentsv1alpha1.LabelCredentials)}, nil
 	case errors.Is(err, providercache.ErrCredentialKeyMissing):
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSecretKeyMissing,
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: paymentsv1alpha1.ReasonSecretKeyMissing,
 			Message: fmt.Sprintf("Secret %q has no non-empty key %q", ref.Name, ref.Key)}, nil
 	case err != nil:
 		return metav1.Condition{}, err
@@ -208,13 +208,13 @@ func (r *Reconciler) checkEndpoints(ctx context.Context, pp *paymentsv1alpha1.Pa
 // could be built.
 func (r *Reconciler) refresh(pp *paymentsv1alpha1.PaymentProvider, credential string, ready string) (metav1.Condition, error) {
 	if _, err := r.Adapters.Refresh(pp, credential); err != nil {
-		reason := ReasonInvalidConfiguration
+		reason := paymentsv1alpha1.ReasonInvalidConfiguration
 		if errors.Is(err, providercache.ErrEndpointRefused) {
-			reason = ReasonEndpointRefused
+			reason = paymentsv1alpha1.ReasonEndpointRefused
 		}
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: payment.CleanMessage(err.Error(), engine.MaxMessageLength)}, nil
 	}
-	return metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonReady, Message: ready}, nil
+	return metav1.Condition{Status: metav1.ConditionTrue, Reason: paymentsv1alpha1.ReasonReady, Message: ready}, nil
 }
 
 // SetupWithManager registers the reconciler; IndexFields must have run.

@@ -52,22 +52,22 @@ func (k kind) findCharge(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund
 		return nil, nil, engine.Result{}, fmt.Errorf("cannot get PaymentJob %q: %w", ref.Name, err)
 	}
 	if ref.IdempotencyKey != "" && ref.IdempotencyKey != payment.EffectiveKey(job.Name, job.Spec.IdempotencyKey) {
-		return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentMismatch, Stalled: true, Message: fmt.Sprintf(
+		return nil, nil, engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonPaymentMismatch, Stalled: true, Message: fmt.Sprintf(
 			"spec.paymentJobRef.idempotencyKey %q is not the key of PaymentJob %q; not refunding another payment",
 			ref.IdempotencyKey, ref.Name)}, 0), nil
 	}
 	switch job.Status.Phase {
 	case paymentsv1alpha1.PhaseFailed:
-		return nil, nil, engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: ReasonPaymentFailed,
+		return nil, nil, engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: paymentsv1alpha1.ReasonPaymentFailed,
 			Message: fmt.Sprintf("PaymentJob %q failed: it moved no money, so nothing is refunded", ref.Name)}), nil
 	case paymentsv1alpha1.PhaseCompleted:
 	default:
-		return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentNotCompleted, Message: fmt.Sprintf(
+		return nil, nil, engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonPaymentNotCompleted, Message: fmt.Sprintf(
 			"Waiting for PaymentJob %q to be Completed (it is %s)", ref.Name, phaseOrNew(job.Status.Phase))}, 0), nil
 	}
 	resp := job.Status.ProviderResponse
 	if resp == nil || resp.ID == "" {
-		return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentNotCompleted, Stalled: true, Message: fmt.Sprintf(
+		return nil, nil, engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonPaymentNotCompleted, Stalled: true, Message: fmt.Sprintf(
 			"PaymentJob %q is Completed without a charge id; the refund cannot name the charge", ref.Name)}, 0), nil
 	}
 	if ref.IdempotencyKey == "" && job.CreationTimestamp.After(rf.CreationTimestamp.Add(RefundBindWindow)) {
@@ -77,7 +77,7 @@ func (k kind) findCharge(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund
 			p := engine.LedgerUnanswered(ctx, kindName, err, fmt.Sprintf("asked whether PaymentJob %q was paid before this refund was written", ref.Name))
 			return nil, nil, engine.Wait(p, 0), nil
 		case !seen:
-			return nil, nil, engine.Wait(engine.Progress{Reason: ReasonPaymentCreatedAfterRefund, Stalled: true, Message: fmt.Sprintf(
+			return nil, nil, engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonPaymentCreatedAfterRefund, Stalled: true, Message: fmt.Sprintf(
 				"Not refunding: PaymentJob %q was created at %s, more than %s after this refund (%s), and spec.paymentJobRef "+
 					"names no idempotencyKey, so this refund was not written for it. Create a new PaymentRefund that names the "+
 					"payment's key in spec.paymentJobRef.idempotencyKey (kubectl payments refund writes it)", ref.Name,
@@ -132,7 +132,7 @@ func readJob(ctx context.Context, reader client.Reader, key types.NamespacedName
 func (k kind) chargeFromLedger(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund) (
 	*paymentsv1alpha1.RefundedCharge, *paymentsv1alpha1.ProviderIdentity, engine.Result, error) {
 	ref := rf.Spec.PaymentJobRef
-	missing := engine.Wait(engine.Progress{Reason: ReasonPaymentNotFound, Message: fmt.Sprintf(
+	missing := engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonPaymentNotFound, Message: fmt.Sprintf(
 		"PaymentJob %q does not exist and the operator's ledger holds no payment under its key; "+
 			"waiting for it (if it is gone, set spec.paymentJobRef.idempotencyKey to its key)", ref.Name)}, 0)
 	if k.Ledger == nil {
@@ -141,7 +141,7 @@ func (k kind) chargeFromLedger(ctx context.Context, rf *paymentsv1alpha1.Payment
 	var pp paymentsv1alpha1.PaymentProvider
 	if err := k.Client.Get(ctx, types.NamespacedName{Namespace: rf.Namespace, Name: rf.Spec.ProviderRef.Name}, &pp); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, engine.Wait(engine.Progress{Reason: engine.ReasonProviderNotFound, Message: fmt.Sprintf(
+			return nil, nil, engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonProviderNotFound, Message: fmt.Sprintf(
 				"PaymentProvider %q not found in namespace %q", rf.Spec.ProviderRef.Name, rf.Namespace)}, 0), nil
 		}
 		return nil, nil, engine.Result{}, err
@@ -158,7 +158,7 @@ func (k kind) chargeFromLedger(ctx context.Context, rf *paymentsv1alpha1.Payment
 	case !found:
 		return nil, nil, missing, nil
 	case e.Outcome != paymentsv1alpha1.LedgerCompleted:
-		return nil, nil, engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: ReasonPaymentFailed,
+		return nil, nil, engine.Refuse(&payment.Refusal{Class: payment.ErrInvalid, Reason: paymentsv1alpha1.ReasonPaymentFailed,
 			Message: fmt.Sprintf("the operator's ledger records that PaymentJob %q failed: nothing to refund", ref.Name)}), nil
 	}
 	books := e.Provider
@@ -166,7 +166,7 @@ func (k kind) chargeFromLedger(ctx context.Context, rf *paymentsv1alpha1.Payment
 }
 
 // chargeNotHeld is the stall of a refund whose charge the provider, asked
-// for it, says it does not hold (a ReasonChargeNotFound refusal of the
+// for it, says it does not hold (a paymentsv1alpha1.ReasonChargeNotFound refusal of the
 // lookup: an id it never made at the account PaymentProvider provider
 // reaches), or nil for any other answer. It is no uncertainty to retry for
 // ever: the job's record names a charge this account does not have (a
@@ -178,7 +178,7 @@ func chargeNotHeld(rf *paymentsv1alpha1.PaymentRefund, provider, charge string, 
 	if !ok || refusal.Reason != payment.ReasonChargeNotFound {
 		return nil
 	}
-	return &engine.Progress{Reason: ReasonChargeNotFound, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
+	return &engine.Progress{Reason: paymentsv1alpha1.ReasonChargeNotFound, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 		"Not refunding: PaymentProvider %q holds no charge %s, which PaymentJob %q names as its payment (%s); nothing was "+
 			"refunded. The job's charge id may come from a resolution the provider could not verify (status.resolution.verified: "+
 			"false) or its ledger entry, or the charge is at another account: check the id at the provider, point the "+

@@ -81,37 +81,6 @@ func (kind) Describe() engine.Description[*paymentsv1alpha1.PaymentRefund] {
 	}
 }
 
-// Reasons of a PaymentRefund's conditions and events, beyond the engine's.
-const (
-	// ReasonRefundsUnsupported: the refund's PaymentProvider cannot refund
-	// (an http provider without spec.http.refundURL and lookupURL).
-	ReasonRefundsUnsupported = paymentsv1alpha1.ReasonRefundsUnsupported
-	// ReasonPaymentNotCompleted: the refunded PaymentJob is not Completed
-	// yet; the refund waits for it.
-	ReasonPaymentNotCompleted = paymentsv1alpha1.ReasonPaymentNotCompleted
-	// ReasonPaymentFailed: the refunded PaymentJob failed; nothing to refund.
-	ReasonPaymentFailed = paymentsv1alpha1.ReasonPaymentFailed
-	// ReasonPaymentNotFound: no such PaymentJob, and the ledger holds no
-	// payment under its key.
-	ReasonPaymentNotFound = paymentsv1alpha1.ReasonPaymentNotFound
-	// ReasonPaymentMismatch: spec.paymentJobRef.idempotencyKey is not the
-	// named PaymentJob's key.
-	ReasonPaymentMismatch = paymentsv1alpha1.ReasonPaymentMismatch
-	// ReasonChargeUnverified: the provider does not hold the refunded
-	// charge under the payment's own key; nothing is sent.
-	ReasonChargeUnverified = paymentsv1alpha1.ReasonChargeUnverified
-	// ReasonChargeNotFound: the provider holds no charge with the refunded
-	// id at the account the refund's PaymentProvider reaches; nothing is
-	// sent.
-	ReasonChargeNotFound = paymentsv1alpha1.ReasonChargeNotFound
-	// ReasonPaymentCreatedAfterRefund: the named PaymentJob is newer than
-	// the refund, which names no key: not the payment its author saw.
-	ReasonPaymentCreatedAfterRefund = paymentsv1alpha1.ReasonPaymentCreatedAfterRefund
-	// ReasonRefundsInFlight: the refund fits in what is left of the charge
-	// only if other refunds in flight fail; it waits for them.
-	ReasonRefundsInFlight = paymentsv1alpha1.ReasonRefundsInFlight
-)
-
 // RefundBindWindow is how long after a refund that names no
 // spec.paymentJobRef.idempotencyKey its PaymentJob may be created and still
 // be the payment the refund was written for: manifests applied together
@@ -191,12 +160,12 @@ func (k kind) Prepare(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund, p
 	}
 	name := rf.Spec.ProviderRef.Name
 	if _, ok := t.Provider.(payment.Refunder); !ok || !refundsConfigured(t) {
-		return engine.Wait(engine.Progress{Reason: ReasonRefundsUnsupported, Stalled: true, Message: fmt.Sprintf(
+		return engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonRefundsUnsupported, Stalled: true, Message: fmt.Sprintf(
 			"PaymentProvider %q cannot refund: an http provider needs spec.http.refundURL and spec.http.lookupURL", name)}, 0), nil
 	}
 	if books != nil {
 		if same, why := providercache.SameBooks(*books, t.ID, t.AccountsOnly()); !same {
-			return engine.Wait(engine.Progress{Reason: engine.ReasonProviderChanged, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
+			return engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonProviderChanged, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 				"Not refunding: the charge of PaymentJob %q is at %s, and PaymentProvider %q reaches %s: %s. A refund is only "+
 					"sent to the account that holds the charge", ref.Name, providercache.DescribeBooks(*books), name, providercache.DescribeBooks(t.ID), why),
 				engine.MaxMessageLength)}, 0), nil
@@ -209,7 +178,7 @@ func (k kind) Prepare(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund, p
 			return waitFor(stall), nil
 		}
 		if err != nil {
-			return engine.Wait(engine.Progress{Reason: engine.ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
+			return engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonLookupFailed, Message: payment.CleanMessage(fmt.Sprintf(
 				"Cannot read charge %s at the provider, so not refunding yet: %v", ch.ID, err), engine.MaxMessageLength)}, 0), nil
 		}
 		ch.Amount, ch.Currency = book.Charge.Amount, book.Charge.Currency
@@ -307,7 +276,7 @@ func (c refundCalls) Observe(ctx context.Context, req engine.Request) (engine.Re
 		return engine.Result{}, err
 	}
 	if req.Amount > left-inFlight {
-		return engine.Wait(engine.Progress{Reason: ReasonRefundsInFlight,
+		return engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonRefundsInFlight,
 			Message: fmt.Sprintf("%d %s fits in what is left of charge %s (%d) only if the refunds in flight (%s: %d) fail; "+
 				"waiting for them", req.Amount, req.Currency, ch.ID, left, names, inFlight)}, engine.Jitter(refundRecheck)), nil
 	}
@@ -327,7 +296,7 @@ func unverifiedCharge(rf *paymentsv1alpha1.PaymentRefund, held payment.Found) *e
 	if held.Key != "" {
 		what = "carries the idempotency key of another payment"
 	}
-	return &engine.Progress{Reason: ReasonChargeUnverified, Stalled: true, Message: fmt.Sprintf(
+	return &engine.Progress{Reason: paymentsv1alpha1.ReasonChargeUnverified, Stalled: true, Message: fmt.Sprintf(
 		"Not refunding: charge %s %s at the provider, not the key of PaymentJob %q, so it is not shown to be that payment's "+
 			"charge (it may have been named by a resolution the provider could not check). A refund is only sent for a charge "+
 			"the provider holds under the payment's own key; it goes on by itself once the provider's record of the charge "+

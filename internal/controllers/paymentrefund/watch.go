@@ -43,11 +43,6 @@ const (
 	DefaultRefundWatchPeriod = 30 * 24 * time.Hour
 )
 
-// ReasonRefundFailedAfterSuccess is the reason of a refund the provider
-// reported succeeded that later failed there; the money did not go back.
-// The PaymentRefund is set Failed with this reason.
-const ReasonRefundFailedAfterSuccess = paymentsv1alpha1.ReasonRefundFailedAfterSuccess
-
 // RefundWatch reads the Completed PaymentRefunds again at their providers,
 // every Interval for Period after they completed, and sets Failed
 // (RefundFailedAfterSuccess, a Warning event, a metric) a refund that the
@@ -181,5 +176,5 @@ func (w *RefundWatch) failed(ctx context.Context, rf *paymentsv1alpha1.PaymentRe
 	msg := payment.CleanMessage(fmt.Sprintf("The provider reports refund %s %s after it succeeded: the %d %s did not go back "+
 		"to the customer. Check it at the provider; refund again with a new PaymentRefund if it is still owed",
 		f.ID, f.Status, f.Amount, f.Currency), engine.MaxMessageLength)
-	return w.Refunds.FailAfterSuccess(ctx, rf, f, ReasonRefundFailedAfterSuccess, msg)
+	return w.Refunds.FailAfterSuccess(ctx, rf, f, paymentsv1alpha1.ReasonRefundFailedAfterSuccess, msg)
 }

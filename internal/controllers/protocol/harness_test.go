@@ -47,7 +47,6 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
@@ -241,7 +240,7 @@ func claimed(holder string, ago time.Duration) func(*paymentsv1alpha1.PaymentJob
 	return func(j *paymentsv1alpha1.PaymentJob) {
 		withFinalizer(j)
 		j.Status.Provider = sentTo()
-		paymentjob.ClaimStatus(j, paymentjob.ChargeOf(j), holder, start.Add(-ago), lease, engine.ReasonClaimed)
+		paymentjob.ClaimStatus(j, paymentjob.ChargeOf(j), holder, start.Add(-ago), lease, paymentsv1alpha1.ReasonClaimed)
 	}
 }
 
@@ -292,7 +291,7 @@ func newProvider(s providerState) *paymentsv1alpha1.PaymentProvider {
 			Finalizers: []string{paymentsv1alpha1.ProviderFinalizer}},
 		Spec: paymentsv1alpha1.PaymentProviderSpec{HTTP: &paymentsv1alpha1.HTTPProvider{URL: endpoint}},
 		Status: paymentsv1alpha1.PaymentProviderStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{
-			Type: paymentsv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: paymentprovider.ReasonReady,
+			Type: paymentsv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: paymentsv1alpha1.ReasonReady,
 			Message: "Ready", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(start.Add(-time.Hour)),
 		}}},
 	}
@@ -301,7 +300,7 @@ func newProvider(s providerState) *paymentsv1alpha1.PaymentProvider {
 		pp.Finalizers = nil
 	case providerNotReady:
 		pp.Status.Conditions[0].Status = metav1.ConditionFalse
-		pp.Status.Conditions[0].Reason = paymentprovider.ReasonSecretNotFound
+		pp.Status.Conditions[0].Reason = paymentsv1alpha1.ReasonSecretNotFound
 		pp.Status.Conditions[0].Message = `Secret "payments-token" not found`
 	case providerDeleting:
 		pp.DeletionTimestamp = ptr.To(metav1.NewTime(start.Add(-time.Second)))

@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
@@ -234,7 +233,7 @@ var theTable = []row{
 	{
 		name: "claim race lost to another replica: no charge; then its claim is waited out",
 		job:  newJob(), answers: []answer{succeeded},
-		steps: []step{claimConflict(claimedBy(other, engine.ReasonClaimed)), waitOutClaim},
+		steps: []step{claimConflict(claimedBy(other, paymentsv1alpha1.ReasonClaimed)), waitOutClaim},
 		final: final{phase: processing, ready: "Claimed"},
 	},
 	{
@@ -603,7 +602,7 @@ func claimConflict(meanwhile func(*world)) step {
 // that follows the provider's answer (write) with a conflict, and nothing
 // more is written; a quiet requeue, no error.
 func claimTakenOverBefore(write string) step {
-	return step{faults: []fault{{on: write, err: conflict, meanwhile: claimedBy(other, engine.ReasonClaimTakenOver)}},
+	return step{faults: []fault{{on: write, err: conflict, meanwhile: claimedBy(other, paymentsv1alpha1.ReasonClaimTakenOver)}},
 		effects: claimAndCharge.then(write + " (conflict)"), requeue: afterConflict}
 }
 
@@ -718,7 +717,7 @@ func checkInvariants(g Gomega, w *world, tt row) {
 	if err := w.store.Get(context.Background(), jobKey, job); err != nil || job.Status.Phase != failed {
 		return
 	}
-	if readyReason(job) == engine.ReasonResolved {
+	if readyReason(job) == paymentsv1alpha1.ReasonResolved {
 		// A person's word, not a provider answer.
 		return
 	}

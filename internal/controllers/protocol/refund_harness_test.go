@@ -340,8 +340,8 @@ func stalledByAnotherManager(rf *paymentsv1alpha1.PaymentRefund) {
 		Amount: amount, Currency: currency}
 	rf.Status.Provider = sentTo()
 	k := paymentrefund.Kind(paymentrefund.Deps{})
-	engine.ClaimStatus(rf, k.Request(rf, sentKey()), other, start.Add(-2*time.Minute), lease, engine.ReasonClaimed)
-	engine.SetConditions(rf, engine.Progress{Reason: engine.ReasonRetriesExhausted, Stalled: true, Message: "no answer"})
+	engine.ClaimStatus(rf, k.Request(rf, sentKey()), other, start.Add(-2*time.Minute), lease, paymentsv1alpha1.ReasonClaimed)
+	engine.SetConditions(rf, engine.Progress{Reason: paymentsv1alpha1.ReasonRetriesExhausted, Stalled: true, Message: "no answer"})
 }
 
 // refundKind is the PaymentRefund kind reading through the world's client

@@ -28,9 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
@@ -508,7 +506,7 @@ func TestRefundProtocol(t *testing.T) {
 
 // refusedUnsent are the reasons the refund kind fails a refund with before
 // any provider call, on what it read.
-var refusedUnsent = []string{payment.ReasonRefundExceedsCharge, payment.ReasonChargeNotRefundable, paymentrefund.ReasonPaymentFailed}
+var refusedUnsent = []string{payment.ReasonRefundExceedsCharge, payment.ReasonChargeNotRefundable, paymentsv1alpha1.ReasonPaymentFailed}
 
 // checkRefundInvariants checks what holds for every refund row: each call
 // sends the refund's key and request for the refunded charge, the claimed
@@ -535,12 +533,12 @@ func checkRefundInvariants(g Gomega, w *world, tt refundRow) {
 			ID: charge, IdempotencyKey: paymentjob.ChargeOf(newJob()).Key, Amount: amount, Currency: currency,
 		}), "status.charge, recorded with the claim")
 	}
-	if readyReason(rf) == engine.ReasonUncertainRefusal {
+	if readyReason(rf) == paymentsv1alpha1.ReasonUncertainRefusal {
 		c := meta.FindStatusCondition(st.Conditions, paymentsv1alpha1.ConditionReady)
 		g.Expect(c.Message).To(And(ContainSubstring("may have refunded"), ContainSubstring("not failing the refund")),
 			"the Ready condition of a refund stalled on an uncertain refusal")
 	}
-	if st.Phase != failed || readyReason(rf) == engine.ReasonResolved {
+	if st.Phase != failed || readyReason(rf) == paymentsv1alpha1.ReasonResolved {
 		return
 	}
 	sent := w.provider.callsNamed("refund", "settle")
