@@ -24,7 +24,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -83,11 +82,8 @@ func (r *Reconciler) claimAndAct(ctx context.Context, job Object, t *Target, rea
 	if teeth.On(teeth.UnguardedClaim) {
 		job.SetResourceVersion(r.storedVersion(ctx, job))
 	}
-	if err := r.Client.Status().Update(ctx, job); err != nil {
-		if apierrors.IsConflict(err) {
-			claimConflictsTotal.WithLabelValues(r.Kind.Name()).Inc()
-		}
-		return ctrl.Result{}, fmt.Errorf("cannot claim %s %s: %w", r.Kind.Name(), job.GetName(), err)
+	if err := r.writeClaim(ctx, job); err != nil {
+		return ctrl.Result{}, err
 	}
 	if unclaimed.Phase != paymentsv1alpha1.PhaseProcessing {
 		if why := r.providerWithdrawn(ctx, t); why != "" {

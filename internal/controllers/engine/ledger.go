@@ -132,8 +132,8 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target
 		eventType = corev1.EventTypeWarning
 	}
 	SetConditions(job, Progress{Reason: paymentsv1alpha1.ReasonFoundInLedger, Message: msg})
-	if err := r.Client.Status().Update(ctx, job); err != nil {
-		return fmt.Errorf("cannot record the outcome found in the ledger: %w", err)
+	if err := r.writeFound(ctx, job, "the outcome found in the ledger"); err != nil {
+		return err
 	}
 	ledgerHitsTotal.WithLabelValues(r.Kind.Name()).Inc()
 	r.Recorder.Eventf(job, nil, eventType, paymentsv1alpha1.ReasonFoundInLedger, r.Kind.Words().Action, "%s", msg)

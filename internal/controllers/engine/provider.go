@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -179,23 +178,6 @@ func (r *Reconciler) keptProvider(job Object, what string) (*Target, *Progress, 
 			"(the operator restarted since): the payment may have happened under idempotency key %q. "+
 			"Check the %s at the provider and set the annotation %s to charged=<%s id> or not-charged",
 		r.terms(job).Provider, what, job.GetPaymentStatus().IdempotencyKey, r.Kind.Words().Noun, paymentsv1alpha1.AnnotationResolve, r.Kind.Words().Noun), MaxMessageLength)}, nil
-}
-
-// guardProvider makes sure the job's PaymentProvider carries
-// ProviderFinalizer before the job's first claim, so the provider cannot
-// disappear while the charge may be in flight. A provider being deleted
-// takes no new claims (ResolveProvider), and no new finalizer.
-func (r *Reconciler) guardProvider(ctx context.Context, t *Target) error {
-	pp := t.PaymentProvider
-	if pp == nil || controllerutil.ContainsFinalizer(pp, paymentsv1alpha1.ProviderFinalizer) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(pp.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(pp, paymentsv1alpha1.ProviderFinalizer)
-	if err := r.Client.Patch(ctx, pp, patch); err != nil {
-		return fmt.Errorf("cannot add the finalizer to PaymentProvider %q: %w", pp.Name, err)
-	}
-	return nil
 }
 
 // providerWithdrawn says why the provider a first claim was made for may

@@ -241,8 +241,8 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: paymentsv1alpha1.ReasonResolved, Message: msg}
 	}
 	SetConditions(job, Progress{Reason: paymentsv1alpha1.ReasonResolved, Message: msg})
-	if err := r.Client.Status().Update(ctx, job); err != nil {
-		return fmt.Errorf("cannot record the resolution: %w", err)
+	if err := r.writeFound(ctx, job, "the resolution"); err != nil {
+		return err
 	}
 	result := "not_charged"
 	if want.charged {

@@ -37,12 +37,59 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// Every API write of a PaymentJob. The rule, once: each write carries the
-// resourceVersion the decision was made on (Status().Update with the object
-// as read, finalizer and label changes as merge patches with
-// MergeFromWithOptimisticLock), so a stale cache or another replica gets a
-// 409 Conflict and the pass ends quietly. The only write that retries a
-// conflict is the outcome, and only while the claim is still this attempt's.
+// Every API write of the engine, of every kind, and the finalizer it puts on
+// a PaymentProvider: nothing else in the engine, and nothing in a kind,
+// writes. The rule, once: each write carries the resourceVersion the
+// decision was made on (Status().Update with the object as read, finalizer
+// and label changes as merge patches with MergeFromWithOptimisticLock), so
+// a stale cache or another replica gets a 409 Conflict and the pass ends
+// quietly. The two writes that guard money are the claim (writeClaim),
+// written before the one provider call it allows, and the outcome
+// (writeOutcome after a provider call; writeFound for an outcome found in
+// the ledger or given by a person; refuseUnsent; FailAfterSuccess). The
+// only write that retries a conflict is the outcome of a provider call, and
+// only while the claim is still this attempt's.
+
+// writeClaim writes the claim set on obj (ClaimStatus) on the
+// resourceVersion the pass decided on; only if it succeeds may the
+// provider be called.
+func (r *Reconciler) writeClaim(ctx context.Context, obj Object) error {
+	if err := r.Client.Status().Update(ctx, obj); err != nil {
+		if apierrors.IsConflict(err) {
+			claimConflictsTotal.WithLabelValues(r.Kind.Name()).Inc()
+		}
+		return fmt.Errorf("cannot claim %s %s: %w", r.Kind.Name(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// writeFound writes a final outcome set on obj that no provider call of
+// this pass answered (what: found in the ledger, a person's resolution),
+// on the resourceVersion the pass decided on: a conflict ends the pass, and
+// the next one looks again.
+func (r *Reconciler) writeFound(ctx context.Context, obj Object, what string) error {
+	if err := r.Client.Status().Update(ctx, obj); err != nil {
+		return fmt.Errorf("cannot record %s of %s %s: %w", what, r.Kind.Name(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// guardProvider makes sure the job's PaymentProvider carries
+// ProviderFinalizer before the job's first claim, so the provider cannot
+// disappear while the charge may be in flight. A provider being deleted
+// takes no new claims (ResolveProvider), and no new finalizer.
+func (r *Reconciler) guardProvider(ctx context.Context, t *Target) error {
+	pp := t.PaymentProvider
+	if pp == nil || controllerutil.ContainsFinalizer(pp, paymentsv1alpha1.ProviderFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pp.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(pp, paymentsv1alpha1.ProviderFinalizer)
+	if err := r.Client.Patch(ctx, pp, patch); err != nil {
+		return fmt.Errorf("cannot add the finalizer to PaymentProvider %q: %w", pp.Name, err)
+	}
+	return nil
+}
 
 // recordSuccess writes Completed with the provider's response, then removes
 // the finalizer. found marks a charge found at the provider (by a lookup or
