@@ -118,10 +118,7 @@ func (m *model) refundViolations(b books) []string {
 // finalizer has not passed its Record yet (a crash, a 409) or is stalled
 // on the conflict, and is not judged.
 func (m *model) sharedLedgerViolations(b books) []string {
-	entries := map[string]ledger.Entry{}
-	for _, e := range b.ledger {
-		entries[e.Key] = e
-	}
+	entries := b.ledgerByKey()
 	var v []string
 	for i := range b.jobs {
 		j := &b.jobs[i]
@@ -144,6 +141,16 @@ func (m *model) sharedLedgerViolations(b books) []string {
 	return v
 }
 
+// ledgerByKey is the ledger's entries by key; of a key recorded twice
+// (ledgerViolations reports it), the last.
+func (b books) ledgerByKey() map[string]ledger.Entry {
+	entries := make(map[string]ledger.Entry, len(b.ledger))
+	for _, e := range b.ledger {
+		entries[e.Key] = e
+	}
+	return entries
+}
+
 // failedAfterSuccess reports whether the refund watch set rf Failed: the
 // provider failed its refund after it succeeded.
 func failedAfterSuccess(rf *paymentsv1alpha1.PaymentRefund) bool {
@@ -157,10 +164,7 @@ func failedAfterSuccess(rf *paymentsv1alpha1.PaymentRefund) bool {
 // refund, or holds nothing yet (docs/operations.md: the ledger still
 // records that refund as Completed).
 func failedAfterSuccessViolations(b books) []string {
-	entries := map[string]ledger.Entry{}
-	for _, e := range b.ledger {
-		entries[e.Key] = e
-	}
+	entries := b.ledgerByKey()
 	var v []string
 	for i := range b.refs {
 		rf := &b.refs[i]

@@ -34,36 +34,26 @@ type approveOptions struct {
 
 func newApproveCommand(r *Root) *cobra.Command {
 	o := &approveOptions{root: r}
-	cmd := &cobra.Command{
+	cmd := targetCommand(r, &cobra.Command{
 		Use:   "approve pj/NAME | prefund/NAME [--dry-run]",
 		Short: "Approve a suspended payment or refund: set spec.suspend to false so the operator sends it",
 		Long: `Approve a payment or a refund held by spec.suspend (an approval gate): the operator
 sends it once spec.suspend is false. A payment that is not suspended is left as it is.
 When Git manages the object, change spec.suspend there too, or the next sync
 suspends it again before it is sent.`,
-		Example:           `  kubectl payments approve pj/invoice-2026-0042 -n billing`,
-		ValidArgsFunction: completeObjects(r, kindJob, kindRefund),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := parseTarget(args, kindJob, kindRefund)
-			if err != nil {
-				return err
-			}
-			if err := checkDryRun(o.dryRun); err != nil {
-				return err
-			}
-			return o.run(ctxOf(cmd), t)
-		},
-	}
+		Example: `  kubectl payments approve pj/invoice-2026-0042 -n billing`,
+	}, []kind{kindJob, kindRefund}, func(cmd *cobra.Command, t target) error {
+		if err := checkDryRun(o.dryRun); err != nil {
+			return err
+		}
+		return o.run(ctxOf(cmd), t)
+	})
 	addDryRun(cmd, &o.dryRun)
 	return cmd
 }
 
 func (o *approveOptions) run(ctx context.Context, t target) error {
-	c, ns, err := o.root.ClientIn()
-	if err != nil {
-		return err
-	}
-	obj, err := getPayment(ctx, c, ns, t)
+	c, ns, obj, err := getPayment(ctx, o.root, t)
 	if err != nil {
 		return err
 	}

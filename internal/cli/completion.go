@@ -17,9 +17,11 @@ limitations under the License.
 package cli
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
@@ -29,98 +31,90 @@ import (
 // in the namespace of -n (cobra's __complete, which the shell scripts of
 // `kubectl payments completion` and kubectl's plugin completion call).
 func completeObjects(r *Root, kinds ...kind) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c, err := r.Client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
+	return completeFirst(r, true, func(ctx context.Context, c client.Client) ([]string, error) {
 		ns, err := r.Namespace()
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
+			return nil, err
 		}
-		var out []cobra.Completion
+		var out []string
 		for _, k := range kinds {
 			prefix, list := "pj/", client.ObjectList(&paymentsv1alpha1.PaymentJobList{})
 			if k == kindRefund {
 				prefix, list = "prefund/", &paymentsv1alpha1.PaymentRefundList{}
 			}
-			if err := c.List(ctxOf(cmd), list, client.InNamespace(ns)); err != nil {
-				return nil, cobra.ShellCompDirectiveError
+			if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return nil, err
 			}
 			for _, name := range names(list) {
-				if strings.HasPrefix(prefix+name, toComplete) {
-					out = append(out, prefix+name)
-				}
+				out = append(out, prefix+name)
 			}
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
+		return out, nil
+	})
 }
 
 // completeProviders completes --provider with the PaymentProviders of the
 // namespace of -n.
 func completeProviders(r *Root) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		c, err := r.Client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
+	return completeFirst(r, false, func(ctx context.Context, c client.Client) ([]string, error) {
 		ns, err := r.Namespace()
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
+			return nil, err
 		}
 		var list paymentsv1alpha1.PaymentProviderList
-		if err := c.List(ctxOf(cmd), &list, client.InNamespace(ns)); err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		var out []cobra.Completion
-		for _, pp := range list.Items {
-			if strings.HasPrefix(pp.Name, toComplete) {
-				out = append(out, pp.Name)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-func names(list client.ObjectList) []string {
-	var out []string
-	switch l := list.(type) {
-	case *paymentsv1alpha1.PaymentJobList:
-		for _, o := range l.Items {
-			out = append(out, o.Name)
-		}
-	case *paymentsv1alpha1.PaymentRefundList:
-		for _, o := range l.Items {
-			out = append(out, o.Name)
-		}
-	}
-	return out
+		err = c.List(ctx, &list, client.InNamespace(ns))
+		return names(&list), err
+	})
 }
 
 // completeReconciliations completes the names of PaymentReconciliations.
 func completeReconciliations(r *Root) cobra.CompletionFunc {
+	return completeFirst(r, true, func(ctx context.Context, c client.Client) ([]string, error) {
+		var list paymentsv1alpha1.PaymentReconciliationList
+		err := c.List(ctx, &list)
+		return names(&list), err
+	})
+}
+
+// completeFirst completes with the candidates that start with what was
+// typed: the first argument only when firstOnly (later ones get nothing),
+// a flag's value otherwise. A client that cannot be made, or an error of
+// candidates, ends the completion with cobra.ShellCompDirectiveError.
+func completeFirst(r *Root, firstOnly bool, candidates func(ctx context.Context, c client.Client) ([]string, error)) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if len(args) > 0 {
+		if firstOnly && len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		c, err := r.Client()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		var list paymentsv1alpha1.PaymentReconciliationList
-		if err := c.List(ctxOf(cmd), &list); err != nil {
+		all, err := candidates(ctxOf(cmd), c)
+		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var out []cobra.Completion
-		for _, pr := range list.Items {
-			if strings.HasPrefix(pr.Name, toComplete) {
-				out = append(out, pr.Name)
+		for _, name := range all {
+			if strings.HasPrefix(name, toComplete) {
+				out = append(out, name)
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// names are the names of the objects of list, in its order.
+func names(list client.ObjectList) []string {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		// Only a list without Items fails; every list here has them.
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	for _, o := range items {
+		if obj, ok := o.(client.Object); ok {
+			out = append(out, obj.GetName())
+		}
+	}
+	return out
 }

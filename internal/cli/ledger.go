@@ -31,7 +31,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/ledger"
 )
 
@@ -219,13 +218,7 @@ func (o *ledgerFindOptions) keyOf(ctx context.Context, c client.Client, ns, arg 
 	case !isObject:
 		return arg, nil
 	}
-	var obj interface {
-		client.Object
-		GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
-	} = &paymentsv1alpha1.PaymentJob{}
-	if k == kindRefund {
-		obj = &paymentsv1alpha1.PaymentRefund{}
-	}
+	obj := newPayment(k)
 	t := target{Kind: k, Name: name}
 	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 	switch {

@@ -53,22 +53,20 @@ func checkDryRun(v string) error {
 }
 
 type refundOptions struct {
-	root          *Root
-	amount        int64
-	reason        string
-	name          string
-	provider      string
-	paymentKey    string
-	dryRun        string
-	output        string
-	checkProvider bool
-	insecureHosts []string
-	ledger        ledgerFlags
+	root       *Root
+	amount     int64
+	reason     string
+	name       string
+	provider   string
+	paymentKey string
+	dryRun     string
+	output     string
+	bookFlags
 }
 
 func newRefundCommand(r *Root) *cobra.Command {
 	o := &refundOptions{root: r}
-	cmd := &cobra.Command{
+	cmd := targetCommand(r, &cobra.Command{
 		Use:   "refund pj/NAME [--amount N] [--reason R] [--dry-run=client -o yaml]",
 		Short: "Refund a Completed payment: print the PaymentRefund for Git, or create it",
 		Long: `Refund a Completed payment, in whole or in part, with a PaymentRefund.
@@ -95,18 +93,12 @@ its manifest set spec.idempotencyKey, that key with --payment-key): the refund i
 only when the outcome ledger holds the payment.`,
 		Example: `  kubectl payments refund pj/invoice-2026-0042 -n billing --amount 500 --reason requested_by_customer --dry-run=client -o yaml > refund.yaml
   kubectl payments refund pj/invoice-2026-0042 -n billing`,
-		ValidArgsFunction: completeObjects(r, kindJob),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := parseTarget(args, kindJob)
-			if err != nil {
-				return err
-			}
-			if err := o.validate(cmd); err != nil {
-				return err
-			}
-			return o.run(ctxOf(cmd), t)
-		},
-	}
+	}, []kind{kindJob}, func(cmd *cobra.Command, t target) error {
+		if err := o.validate(cmd); err != nil {
+			return err
+		}
+		return o.run(ctxOf(cmd), t)
+	})
 	cmd.Flags().Var(minorUnits{flag: "amount", v: &o.amount}, "amount",
 		"Amount to refund, a whole number of the charge's minor unit (cents for usd; default: what is left of the charge)")
 	cmd.Flags().StringVar(&o.reason, "reason", "", "duplicate, fraudulent or requested_by_customer")
@@ -115,12 +107,10 @@ only when the outcome ledger holds the payment.`,
 	cmd.Flags().StringVar(&o.provider, "provider", "", "The PaymentProvider of the payment, when its job is deleted (default: the job's)")
 	cmd.Flags().StringVar(&o.paymentKey, "payment-key", "", "The job's spec.idempotencyKey, when its job is deleted and its manifest set one "+
 		"(default: the job's key, or NAME once it is deleted)")
-	cmd.Flags().BoolVar(&o.checkProvider, "check-provider", true,
+	o.addBookFlags(cmd, true,
 		"Also ask the provider (read-only) for the charge's refunds; needs get on the provider's Secret, and warns when it cannot")
-	addInsecureHosts(cmd, &o.insecureHosts)
 	addDryRun(cmd, &o.dryRun)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Print the PaymentRefund as yaml, json, or its name")
-	o.ledger.addFlags(cmd)
 	return cmd
 }
 

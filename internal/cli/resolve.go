@@ -51,7 +51,7 @@ type resolveOptions struct {
 
 func newResolveCommand(r *Root) *cobra.Command {
 	o := &resolveOptions{root: r}
-	cmd := &cobra.Command{
+	cmd := targetCommand(r, &cobra.Command{
 		Use:   "resolve pj/NAME (--charged=ID | --not-charged) [--dry-run]",
 		Short: "Resolve a Stalled payment by hand: show what the operator will check and when, then set the annotation",
 		Long: `Resolve a payment that is Processing and Stalled on an uncertain outcome, when you know
@@ -60,24 +60,18 @@ accepts your answer, and when, then sets the payments.idempotency.dev/resolve an
 The operator never charges because of it. With --dry-run nothing is changed.`,
 		Example: `  kubectl payments resolve pj/invoice-2026-0042 -n billing --charged=pi_3Q0aZk2eZvKYlo2C1x8yT0aB --dry-run
   kubectl payments resolve pj/invoice-2026-0042 -n billing --not-charged`,
-		ValidArgsFunction: completeObjects(r, kindJob, kindRefund),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := parseTarget(args, kindJob, kindRefund)
-			if err != nil {
-				return err
-			}
-			if (o.charged == "") == !o.notCharged {
-				return usageError("say what happened at the provider: exactly one of --charged=ID or --not-charged")
-			}
-			if o.charged != "" && (len(o.charged) > maxIDLength || strings.ContainsFunc(o.charged, func(r rune) bool { return r <= ' ' || r > '~' })) {
-				return usageError("--charged %q must be 1 to %d visible ASCII characters, as the operator requires", o.charged, maxIDLength)
-			}
-			if err := checkDryRun(o.dryRun); err != nil {
-				return err
-			}
-			return o.run(ctxOf(cmd), t)
-		},
-	}
+	}, []kind{kindJob, kindRefund}, func(cmd *cobra.Command, t target) error {
+		if (o.charged == "") == !o.notCharged {
+			return usageError("say what happened at the provider: exactly one of --charged=ID or --not-charged")
+		}
+		if o.charged != "" && (len(o.charged) > maxIDLength || strings.ContainsFunc(o.charged, func(r rune) bool { return r <= ' ' || r > '~' })) {
+			return usageError("--charged %q must be 1 to %d visible ASCII characters, as the operator requires", o.charged, maxIDLength)
+		}
+		if err := checkDryRun(o.dryRun); err != nil {
+			return err
+		}
+		return o.run(ctxOf(cmd), t)
+	})
 	cmd.Flags().StringVar(&o.charged, "charged", "", "The provider holds this charge or refund (its id: pi_... or re_... at Stripe), succeeded, under the payment's key")
 	cmd.Flags().BoolVar(&o.notCharged, "not-charged", false, "The provider holds no charge under the payment's key that succeeded or is pending")
 	addDryRun(cmd, &o.dryRun)
@@ -92,11 +86,7 @@ func (o *resolveOptions) value() string {
 }
 
 func (o *resolveOptions) run(ctx context.Context, t target) error {
-	c, ns, err := o.root.ClientIn()
-	if err != nil {
-		return err
-	}
-	obj, err := getPayment(ctx, c, ns, t)
+	c, ns, obj, err := getPayment(ctx, o.root, t)
 	if err != nil {
 		return err
 	}
@@ -272,15 +262,26 @@ type payment interface {
 	GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
 }
 
-func getPayment(ctx context.Context, c client.Client, ns string, t target) (payment, error) {
-	var obj payment = &paymentsv1alpha1.PaymentJob{}
-	if t.Kind == kindRefund {
-		obj = &paymentsv1alpha1.PaymentRefund{}
+// getPayment reads t in the namespace of -n, and returns it with the
+// client and the namespace it read it with.
+func getPayment(ctx context.Context, r *Root, t target) (client.Client, string, payment, error) {
+	c, ns, err := r.ClientIn()
+	if err != nil {
+		return nil, "", nil, err
 	}
+	obj := newPayment(t.Kind)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.Name}, obj); err != nil {
-		return nil, classify(err, fmt.Sprintf("%s in namespace %s", t, ns))
+		return nil, "", nil, classify(err, fmt.Sprintf("%s in namespace %s", t, ns))
 	}
-	return obj, nil
+	return c, ns, obj, nil
+}
+
+// newPayment is an empty object of kind k.
+func newPayment(k kind) payment {
+	if k == kindRefund {
+		return &paymentsv1alpha1.PaymentRefund{}
+	}
+	return &paymentsv1alpha1.PaymentJob{}
 }
 
 func providerRefOf(obj payment) string {

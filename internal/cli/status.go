@@ -133,46 +133,53 @@ type ProviderCheck struct {
 }
 
 type statusOptions struct {
-	root          *Root
-	output        string
+	root   *Root
+	output string
+	bookFlags
+}
+
+// bookFlags say where status and refund read a payment's books beyond the
+// cluster: the provider, read-only (--check-provider, over plain http only
+// to --insecure-provider-hosts), and the outcome ledger (ledgerFlags).
+type bookFlags struct {
 	checkProvider bool
 	insecureHosts []string
 	ledger        ledgerFlags
 }
 
+// addBookFlags adds the flags of f; --check-provider defaults to check,
+// and says usage.
+func (f *bookFlags) addBookFlags(cmd *cobra.Command, check bool, usage string) {
+	cmd.Flags().BoolVar(&f.checkProvider, "check-provider", check, usage)
+	addInsecureHosts(cmd, &f.insecureHosts)
+	f.ledger.addFlags(cmd)
+}
+
 func newStatusCommand(r *Root) *cobra.Command {
 	o := &statusOptions{root: r}
-	cmd := &cobra.Command{
+	cmd := targetCommand(r, &cobra.Command{
 		Use:   "status pj/NAME | prefund/NAME",
 		Short: "Show what happened to a payment or a refund, what is left of its charge, and what to run next",
 		Example: `  kubectl payments status pj/invoice-2026-0042 -n billing
   kubectl payments status prefund/invoice-2026-0042-return -n billing -o json
   kubectl payments status pj/invoice-2026-0042 -n billing --check-provider
   KUBECTL_PAYMENTS_INSECURE_PROVIDER_HOSTS=127.0.0.1 kubectl payments status pj/invoice-1 -n payments-demo --check-provider`,
-		ValidArgsFunction: completeObjects(r, kindJob, kindRefund),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := parseTarget(args, kindJob, kindRefund)
-			if err != nil {
-				return err
-			}
-			if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
-				return err
-			}
-			story, err := o.story(ctxOf(cmd), t)
-			if err != nil {
-				return err
-			}
-			if o.output != outputTable {
-				return printData(r.Out(), o.output, story)
-			}
-			return printStory(r.Out(), story, time.Now())
-		},
-	}
+	}, []kind{kindJob, kindRefund}, func(cmd *cobra.Command, t target) error {
+		if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
+			return err
+		}
+		story, err := o.story(ctxOf(cmd), t)
+		if err != nil {
+			return err
+		}
+		if o.output != outputTable {
+			return printData(r.Out(), o.output, story)
+		}
+		return printStory(r.Out(), story, time.Now())
+	})
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml")
-	cmd.Flags().BoolVar(&o.checkProvider, "check-provider", false,
+	o.addBookFlags(cmd, false,
 		"Also ask the provider (read-only) what it holds under the payment's idempotency key; needs get on the provider's Secret")
-	addInsecureHosts(cmd, &o.insecureHosts)
-	o.ledger.addFlags(cmd)
 	return cmd
 }
 

@@ -121,7 +121,7 @@ func TestNextStepsOfARefund(t *testing.T) {
 // unfinished one is written when it finishes, and a finished one names
 // the ledger read and how to read the other, never "yet".
 func TestLedgerNote(t *testing.T) {
-	crd := &statusOptions{ledger: ledgerFlags{backend: backendCRD}}
+	crd := &statusOptions{bookFlags: bookFlags{ledger: ledgerFlags{backend: backendCRD}}}
 	tests := []struct {
 		name string
 		o    *statusOptions
@@ -140,7 +140,7 @@ func TestLedgerNote(t *testing.T) {
 				ProviderResponse: &paymentsv1alpha1.ProviderResponse{ID: "pi_1"}},
 			want: []string{"the payment is Completed and the crd ledger was read", "manager --ledger-backend=postgres",
 				"--ledger=postgres --ledger-postgres-dsn-file=FILE", "KUBECTL_PAYMENTS_LEDGER=postgres", "KUBECTL_PAYMENTS_LEDGER_DSN_FILE=FILE"}},
-		{name: "finished, the postgres ledger read", o: &statusOptions{ledger: ledgerFlags{backend: backendPostgres}}, kind: kindJob,
+		{name: "finished, the postgres ledger read", o: &statusOptions{bookFlags: bookFlags{ledger: ledgerFlags{backend: backendPostgres}}}, kind: kindJob,
 			st:   paymentsv1alpha1.PaymentStatus{Phase: paymentsv1alpha1.PhaseFailed, IdempotencyKey: "billing/invoice-7", Attempts: 2},
 			want: []string{"the payment is Failed and the postgres ledger was read", "--ledger=crd"}},
 	}

@@ -75,8 +75,7 @@ func (o *statusOptions) refundPicture(ctx context.Context, c client.Client, ns, 
 	if err := c.List(ctx, &live, client.InNamespace(ns)); err != nil {
 		return nil, classify(err, "the PaymentRefunds of namespace "+ns).Error()
 	}
-	ro := &refundOptions{root: o.root, provider: provider, paymentKey: paymentKey, checkProvider: o.checkProvider,
-		insecureHosts: o.insecureHosts, ledger: o.ledger}
+	ro := &refundOptions{root: o.root, provider: provider, paymentKey: paymentKey, bookFlags: o.bookFlags}
 	k := &refundCheck{o: ro, c: c, ns: ns, t: target{Kind: kindJob, Name: job}, live: live.Items}
 	if err := k.openLedger(ctx); err != nil {
 		return nil, err.Error()
@@ -167,13 +166,7 @@ func unsentFinding(ctx context.Context, c client.Client, ns, arg string) string 
 	if !ok || !isObject {
 		return ""
 	}
-	var obj interface {
-		client.Object
-		GetPaymentStatus() *paymentsv1alpha1.PaymentStatus
-	} = &paymentsv1alpha1.PaymentJob{}
-	if k == kindRefund {
-		obj = &paymentsv1alpha1.PaymentRefund{}
-	}
+	obj := newPayment(k)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		return ""
 	}

@@ -18,6 +18,8 @@ package cli
 
 import (
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // kind is a kind of the operator's API a command accepts as TYPE/NAME.
@@ -81,4 +83,26 @@ func refundHint(allowed []kind) string {
 		}
 	}
 	return ""
+}
+
+// Every command is an options struct and a new*Command that builds its
+// cobra.Command, cobra's idiom (kubectl's own commands read the same), so
+// `duplicates` pairs their openings (the options' last fields, the
+// constructor's first lines, Use and Short) on purpose: what the commands
+// share beyond that is written once, here (targetCommand), in bookFlags
+// (status.go), getPayment and newPayment (resolve.go) and completeFirst.
+
+// targetCommand is cmd acting on one object of kinds, named as parseTarget
+// reads it: its arguments complete to the kinds' objects, and it runs run
+// with the object once the arguments are read.
+func targetCommand(r *Root, cmd *cobra.Command, kinds []kind, run func(cmd *cobra.Command, t target) error) *cobra.Command {
+	cmd.ValidArgsFunction = completeObjects(r, kinds...)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		t, err := parseTarget(args, kinds...)
+		if err != nil {
+			return err
+		}
+		return run(cmd, t)
+	}
+	return cmd
 }

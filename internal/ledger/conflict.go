@@ -34,6 +34,7 @@ limitations under the License.
 package ledger
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/teeth"
@@ -75,4 +76,54 @@ func CheckRecorded(e, held Entry) error {
 		return nil
 	}
 	return &ConflictError{Held: held}
+}
+
+// Batch is the entries of the Record calls that share one write (group
+// commit) and, once Finish ran, its result. Both backends, the pages and
+// PostgreSQL, wait on it with Wait, so that Record's first-wins rule is
+// written once.
+type Batch struct {
+	// Entries are the entries of the write, in the order they came.
+	Entries []Entry
+	done    chan struct{}
+	// err is the write's error, set before done is closed.
+	err error
+	// held is, once done is closed without err, the entry the ledger holds
+	// under each key of Entries: the one written, or the one found there.
+	held map[string]Entry
+}
+
+// NewBatch returns an empty batch, not written yet.
+func NewBatch() *Batch { return &Batch{done: make(chan struct{})} }
+
+// Finish ends b's write and every Wait on it: held is the entry the ledger
+// holds under each key of Entries, err the write's error. It is called once.
+func (b *Batch) Finish(held map[string]Entry, err error) {
+	b.held, b.err = held, err
+	close(b.done)
+}
+
+// Wait is Record's result for e, which is in b: it wakes the writer through
+// kick (without blocking: one wake-up pending is enough) and waits for
+// Finish. It returns the write's error, or CheckRecorded of e against the
+// entry held under its key (the first outcome stays). A ctx that ends
+// returns ctx.Err() at once: the write goes on without this caller, and e
+// may still be stored.
+func (b *Batch) Wait(ctx context.Context, kick chan<- struct{}, e Entry) error {
+	select {
+	case kick <- struct{}{}:
+	default:
+	}
+	select {
+	case <-b.done:
+		if b.err != nil {
+			return b.err
+		}
+		if held, ok := b.held[e.Key]; ok {
+			return CheckRecorded(e, held)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

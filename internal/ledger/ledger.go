@@ -138,7 +138,7 @@ type Ledger struct {
 	// head is this process's latest copy of the newest page.
 	head *paymentsv1alpha1.PaymentLedger
 	// next collects entries for the next append.
-	next *batch
+	next *Batch
 	// writing is the page this process is writing now: the watch may
 	// report the write before it is indexed, and that is no reason to
 	// read the page again.
@@ -175,16 +175,6 @@ type page struct {
 	full bool
 }
 
-// batch is the entries of one append and the callers waiting for it.
-type batch struct {
-	entries []Entry
-	done    chan struct{}
-	err     error
-	// held is, once done is closed without err, the entry the pages hold
-	// under each key of entries: the one appended, or the one found there.
-	held map[string]Entry
-}
-
 // New returns a ledger that writes through writer and reads pages through
 // reader, which must read from the API server, not from a cache.
 func New(writer client.Client, reader client.Reader, opts Options) *Ledger {
@@ -206,7 +196,7 @@ func New(writer client.Client, reader client.Reader, opts Options) *Ledger {
 		kick:    make(chan struct{}, 1),
 		rebuild: make(chan struct{}, 1),
 		pages:   map[string]*page{},
-		next:    &batch{done: make(chan struct{})},
+		next:    NewBatch(),
 	}
 }
 
@@ -325,25 +315,9 @@ func (l *Ledger) Record(ctx context.Context, e Entry) error {
 	}
 	l.mu.Lock()
 	b := l.next
-	b.entries = append(b.entries, e)
+	b.Entries = append(b.Entries, e)
 	l.mu.Unlock()
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
-	select {
-	case <-b.done:
-		if b.err != nil {
-			return b.err
-		}
-		if held, ok := b.held[e.Key]; ok {
-			return CheckRecorded(e, held)
-		}
-		return nil
-	case <-ctx.Done():
-		// The append goes on without this caller; it may still land.
-		return ctx.Err()
-	}
+	return b.Wait(ctx, l.kick, e)
 }
 
 // NeedLeaderElection is false: every replica records the outcomes it writes.
@@ -445,14 +419,13 @@ func (l *Ledger) flush(ctx context.Context) {
 	for {
 		l.mu.Lock()
 		b := l.next
-		if len(b.entries) == 0 {
+		if len(b.Entries) == 0 {
 			l.mu.Unlock()
 			return
 		}
-		l.next = &batch{done: make(chan struct{})}
+		l.next = NewBatch()
 		l.mu.Unlock()
-		b.held, b.err = l.append(ctx, b.entries)
-		close(b.done)
+		b.Finish(l.append(ctx, b.Entries))
 	}
 }
 
@@ -460,7 +433,6 @@ func (l *Ledger) flush(ctx context.Context) {
 func (l *Ledger) failPending(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.next.err = err
-	close(l.next.done)
-	l.next = &batch{done: make(chan struct{})}
+	l.next.Finish(nil, err)
+	l.next = NewBatch()
 }

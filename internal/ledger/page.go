@@ -119,7 +119,11 @@ func addEntry(p *paymentsv1alpha1.PaymentLedger, e Entry) {
 	}
 }
 
-// entryOf is e as the controller reads it, with its provider account.
+// entryOf is e as the controller reads it, with its provider account: the
+// way back of addEntry's mapping, field for field, kept apart on purpose
+// (the two types differ in the provider, an index into the page's
+// Providers, and in the time's type), so a field added to Entry is added
+// to both.
 func entryOf(p *paymentsv1alpha1.PaymentLedger, e paymentsv1alpha1.LedgerEntry) Entry {
 	out := Entry{
 		Key:            e.Key,

@@ -89,13 +89,20 @@ const (
 // provider keeps metadata. These two win over entries of req with the same
 // names, since Lookup and Decide trust them; req is not changed.
 func LookupMetadata(key string, req ChargeRequest) map[string]string {
-	metadata := make(map[string]string, len(req.Metadata)+2)
-	for k, v := range req.Metadata {
-		metadata[k] = v
+	return keyedMetadata(req.Metadata, key, RequestHash(key, req))
+}
+
+// keyedMetadata is a copy of metadata with key under
+// MetadataKeyIdempotencyKey and fingerprint under MetadataKeyFingerprint,
+// which win over entries of metadata with the same names.
+func keyedMetadata(metadata map[string]string, key, fingerprint string) map[string]string {
+	out := make(map[string]string, len(metadata)+2)
+	for k, v := range metadata {
+		out[k] = v
 	}
-	metadata[MetadataKeyIdempotencyKey] = key
-	metadata[MetadataKeyFingerprint] = RequestHash(key, req)
-	return metadata
+	out[MetadataKeyIdempotencyKey] = key
+	out[MetadataKeyFingerprint] = fingerprint
+	return out
 }
 
 // MaxLookupKeys is the most keys one Lookup call may ask for: one Stripe

@@ -159,11 +159,5 @@ func RefundHash(key string, req RefundRequest) string {
 // RefundMetadata is LookupMetadata for a refund: a copy of req's metadata
 // with key and RefundHash(key, req) under the entries Lookup reads.
 func RefundMetadata(key string, req RefundRequest) map[string]string {
-	metadata := make(map[string]string, len(req.Metadata)+2)
-	for k, v := range req.Metadata {
-		metadata[k] = v
-	}
-	metadata[MetadataKeyIdempotencyKey] = key
-	metadata[MetadataKeyFingerprint] = RefundHash(key, req)
-	return metadata
+	return keyedMetadata(req.Metadata, key, RefundHash(key, req))
 }

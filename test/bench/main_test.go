@@ -53,16 +53,19 @@ func TestParseFlags(t *testing.T) {
 			g.Expect(c.jsonPath).To(BeEmpty())
 			g.Expect(c.minRatio).To(Equal(0.8))
 			g.Expect(c.minLookupRatio).To(Equal(0.9))
-			g.Expect(c.minRefundRatio).To(Equal(0.9))
+			g.Expect(c.minRefundRatio).To(Equal(0.85))
+			g.Expect(c.minRefundRatioSlow).To(Equal(0.95))
+			g.Expect(c.only).To(BeEmpty())
 			g.Expect(c.pg).To(BeTrue())
 			g.Expect(c.pgRows).To(Equal(10_000_000))
 			g.Expect(c.minPGRatio).To(Equal(1.0))
 			g.Expect(c.pgSideJobs()).To(Equal(5000), "-jobs")
 		}},
-		{name: "CI's short run", args: []string{"-jobs", "1000", "-min-ratio", "0", "-min-lookup-ratio", "0", "-min-refund-ratio", "0", "-results="}, check: func(g Gomega, c config) {
+		{name: "CI's short run", args: []string{"-jobs", "1000", "-min-ratio", "0", "-min-lookup-ratio", "0", "-min-refund-ratio", "0", "-min-refund-ratio-slow", "0", "-results="}, check: func(g Gomega, c config) {
 			g.Expect(c.minRatio).To(BeZero())
 			g.Expect(c.minLookupRatio).To(BeZero())
 			g.Expect(c.minRefundRatio).To(BeZero())
+			g.Expect(c.minRefundRatioSlow).To(BeZero())
 			g.Expect(c.results).To(BeEmpty())
 		}},
 		{name: "small run", args: []string{"-jobs", "500", "-history", "2000", "-scale-jobs", "200", "-scale-workers", " 8, 32 ", "-json", "/tmp/b.json"}, check: func(g Gomega, c config) {
@@ -91,6 +94,11 @@ func TestParseFlags(t *testing.T) {
 		{name: "negative ratio", args: []string{"-min-ratio", "-0.1"}, wantErr: "0 (not enforced) or more"},
 		{name: "lookup ratio not a number", args: []string{"-min-lookup-ratio", "NaN"}, wantErr: "0 (not enforced) or more"},
 		{name: "negative refund ratio", args: []string{"-min-refund-ratio", "-1"}, wantErr: "0 (not enforced) or more"},
+		{name: "slow refund ratio not a number", args: []string{"-min-refund-ratio-slow", "NaN"}, wantErr: "0 (not enforced) or more"},
+		{name: "refunds alone", args: []string{"-only", "refunds", "-pg=false"}, check: func(g Gomega, c config) {
+			g.Expect(c.only).To(Equal("refunds"))
+		}},
+		{name: "an unknown phase alone", args: []string{"-only", "sweep"}, wantErr: "recon and refunds"},
 		{name: "zero qps", args: []string{"-qps", "0"}, wantErr: "positive"},
 		{name: "no assets", args: []string{"-assets", ""}, wantErr: "KUBEBUILDER_ASSETS"},
 		{name: "stray argument", args: []string{"now"}, wantErr: "unexpected arguments"},

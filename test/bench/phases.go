@@ -71,11 +71,17 @@ func nsSweep(w int) string { return fmt.Sprintf("bench-sweep-w%d", w) }
 // phases runs the phases in order.
 func (b *bench) phases(ctx context.Context) error {
 	cfg := b.cfg
-	if cfg.only == "recon" {
+	if cfg.only == onlyRecon {
 		if _, err := b.emptyStart(ctx); err != nil {
 			return err
 		}
 		return b.runReconPhase(ctx)
+	}
+	if cfg.only == onlyRefunds {
+		if _, err := b.emptyStart(ctx); err != nil {
+			return err
+		}
+		return b.refundsAlone(ctx)
 	}
 	baselineA, err := b.firstBaselineHalf(ctx)
 	if err != nil {
@@ -225,7 +231,7 @@ func (b *bench) fastRun(ctx context.Context, baselineA baselineResult, empty man
 	if err != nil {
 		return 0, err
 	}
-	refunds, err := b.refundRun(ctx, nsFast)
+	refunds, err := b.refundRun(ctx, "refunds 0ms", nsFast)
 	if err != nil {
 		return 0, err
 	}
@@ -251,23 +257,29 @@ func (b *bench) fastRun(ctx context.Context, baselineA baselineResult, empty man
 	return baseline, err
 }
 
-// slowRuns is phase 5: the operator against the sandbox at -latency, then
-// the sweep over the workers with -scale-jobs each.
+// slowRuns is phase 5: the operator against the sandbox at -latency, a
+// refund of every job of that run by the same manager, then the sweep over
+// the workers with -scale-jobs each.
 func (b *bench) slowRuns(ctx context.Context, baseline float64) error {
 	cfg := b.cfg
 	slow := fmt.Sprintf("%dms", cfg.latency.Milliseconds())
-	step("phase 5/%d: operator, sandbox at %s, %d jobs, %d workers, then the sweep %v with %d jobs", phaseCount, cfg.latency, cfg.jobs, cfg.workers, cfg.scaleWorkers, cfg.scaleJobs)
+	step("phase 5/%d: operator, sandbox at %s, %d jobs, %d workers, then a partial refund of each, then the sweep %v with %d jobs",
+		phaseCount, cfg.latency, cfg.jobs, cfg.workers, cfg.scaleWorkers, cfg.scaleJobs)
 	if err := b.sb.SetLatency(ctx, cfg.latency); err != nil {
 		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	slowRun, err := b.runJobs(pctx, "operator "+slow, nsSlow, cfg.jobs, b.sb)
+	slowRun, err := b.runJobsKeeping(pctx, "operator "+slow, nsSlow, cfg.jobs, b.sb)
 	cancel()
 	if err != nil {
 		return err
 	}
 	b.addRun(slowRun, "_"+slow, slow, baseline, false)
+	// Read before the refunds, as after the 0 ms run.
 	if err := b.addMemory(ctx, "_"+slow, "after the "+slow+" run"); err != nil {
+		return err
+	}
+	if err := b.refundsAfter(ctx, slowRun, slow, nsSlow); err != nil {
 		return err
 	}
 	for _, w := range cfg.scaleWorkers {
@@ -283,6 +295,60 @@ func (b *bench) slowRuns(ctx context.Context, baseline float64) error {
 		}
 		b.rep.add(figure{key: fmt.Sprintf("jobs_per_sec_%s_w%d", slow, w), label: fmt.Sprintf("%s sweep: throughput, %d workers", slow, w), value: r.jobsPerSec(), kind: kindRate})
 	}
+	return b.sb.SetLatency(ctx, 0)
+}
+
+// refundsAfter refunds every job that jobs, the run at the sandbox's
+// latency slow, left in ns, deletes the jobs and reports the refunds
+// beside them.
+func (b *bench) refundsAfter(ctx context.Context, jobs runResult, slow, ns string) error {
+	refunds, err := b.refundRun(ctx, "refunds "+slow, ns)
+	if err != nil {
+		return err
+	}
+	if err := b.deleteJobs(ctx, ns); err != nil {
+		return err
+	}
+	b.addSlowRefundRun(refunds, jobs, slow)
+	return nil
+}
+
+// refundsAlone is -only refunds: the jobs and refunds of phases 3 and 5,
+// at 0 ms and at -latency, with the manager of the empty start, and their
+// throughputs and ratios; no baseline, etcd, memory or sweep.
+func (b *bench) refundsAlone(ctx context.Context) error {
+	cfg := b.cfg
+	slow := fmt.Sprintf("%dms", cfg.latency.Milliseconds())
+	step("refunds alone: %d jobs and a partial refund of each at 0 ms, then at %s, %d workers", cfg.jobs, cfg.latency, cfg.workers)
+	pctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	fast, err := b.runJobsKeeping(pctx, "operator 0ms", nsFast, cfg.jobs, b.sb)
+	cancel()
+	if err != nil {
+		return err
+	}
+	refunds, err := b.refundRun(ctx, "refunds 0ms", nsFast)
+	if err != nil {
+		return err
+	}
+	if err := b.deleteJobs(ctx, nsFast); err != nil {
+		return err
+	}
+	b.rep.add(figure{key: "jobs_per_sec_0ms", label: "0 ms: throughput", value: fast.jobsPerSec(), kind: kindRate})
+	b.addRefundRun(refunds, fast)
+	if err := b.sb.SetLatency(ctx, cfg.latency); err != nil {
+		return err
+	}
+	pctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+	slowRun, err := b.runJobsKeeping(pctx, "operator "+slow, nsSlow, cfg.jobs, b.sb)
+	cancel()
+	if err != nil {
+		return err
+	}
+	b.rep.add(figure{key: "jobs_per_sec_" + slow, label: slow + ": throughput", value: slowRun.jobsPerSec(), kind: kindRate})
+	if err := b.refundsAfter(ctx, slowRun, slow, nsSlow); err != nil {
+		return err
+	}
+	b.stopManager()
 	return b.sb.SetLatency(ctx, 0)
 }
 

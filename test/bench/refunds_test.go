@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +125,43 @@ func TestRefundKeysLeaveTheJobKeysAlone(t *testing.T) {
 	g.Expect(len(seen)).To(BeNumerically(">", len(before)))
 	for _, key := range []string{"writes_per_job", "jobs_per_sec_0ms", "ratio_0ms", "cpu_ms_per_job_total_0ms", "refund_writes_per_refund", "ratio_refunds_vs_jobs"} {
 		g.Expect(seen).To(HaveKey(key))
+	}
+}
+
+func TestSlowRefundFigures(t *testing.T) {
+	tests := []struct {
+		name    string
+		minSlow float64
+		failed  []string
+		off     []string
+	}{
+		{name: "below the 50 ms target", minSlow: 0.95, failed: []string{"ratio_refunds_vs_jobs_50ms"}},
+		{name: "at the target", minSlow: 0.8},
+		{name: "not enforced", minSlow: 0, off: []string{"ratio_refunds_vs_jobs_50ms"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := &bench{cfg: config{minRefundRatio: 0.85, minRefundRatioSlow: tt.minSlow, maxRefundWrites: maxRefundWritesPerRefund}, rep: &report{}}
+			refunds, jobs := refundWindow(3000)
+			b.addRefundRun(refunds, jobs)
+			b.addSlowRefundRun(refunds, jobs, "50ms")
+			got := map[string]figure{}
+			for _, f := range b.rep.figures {
+				g.Expect(got).NotTo(HaveKey(f.key), "keys are unique")
+				got[f.key] = f
+			}
+			g.Expect(got["ratio_refunds_vs_jobs"].target.text).To(Equal(">= 0.85"))
+			g.Expect(got["refunds_per_sec_50ms"].formatted()).To(Equal("40.0 refunds/s"))
+			slow := got["ratio_refunds_vs_jobs_50ms"]
+			g.Expect(slow.value).To(BeNumerically("~", 0.8, 1e-9))
+			g.Expect(slow.label).To(Equal("50ms: throughput, refunds / jobs (same manager)"))
+			var table strings.Builder
+			g.Expect(b.rep.writeTable(&table)).To(Succeed())
+			g.Expect(table.String()).To(MatchRegexp(`0 ms: throughput, refunds / jobs \(same manager\) +0\.80 +>= 0\.85 +FAIL`))
+			g.Expect(b.rep.failed()).To(ConsistOf(append([]string{"ratio_refunds_vs_jobs"}, tt.failed...)))
+			g.Expect(b.rep.unenforced()).To(ConsistOf(tt.off))
+		})
 	}
 }
 

@@ -112,18 +112,11 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 	}
 	err := eachList(ctx, reader, s.namespaces, &paymentsv1alpha1.PaymentJobList{}, func(list client.ObjectList) {
 		for _, j := range list.(*paymentsv1alpha1.PaymentJobList).Items {
-			st := j.Status
-			if st.IdempotencyKey == "" || !s.ours(st.Provider, st.IdempotencyKey) {
+			r, ok := b.finished(s, reconcile.Charge, &j, j.Status.PaymentStatus)
+			if !ok {
 				continue
 			}
-			if st.Phase != paymentsv1alpha1.PhaseCompleted && st.Phase != paymentsv1alpha1.PhaseFailed {
-				b.inFlight[st.IdempotencyKey] = true
-				continue
-			}
-			r := record{Record: reconcile.Record{Kind: reconcile.Charge, Key: st.IdempotencyKey,
-				Object: j.Namespace + "/" + j.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted,
-				Amount: j.Spec.Amount, Currency: strings.ToLower(j.Spec.Currency)}}
-			r.ID, r.at = outcomeOf(st.PaymentStatus)
+			r.Amount, r.Currency = j.Spec.Amount, strings.ToLower(j.Spec.Currency)
 			add(r)
 		}
 	})
@@ -132,25 +125,18 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 	}
 	err = eachList(ctx, reader, s.namespaces, &paymentsv1alpha1.PaymentRefundList{}, func(list client.ObjectList) {
 		for _, pr := range list.(*paymentsv1alpha1.PaymentRefundList).Items {
-			st := pr.Status
-			if st.IdempotencyKey == "" || !s.ours(st.Provider, st.IdempotencyKey) {
+			r, ok := b.finished(s, reconcile.Refund, &pr, pr.Status.PaymentStatus)
+			if !ok {
 				continue
 			}
-			if st.Phase != paymentsv1alpha1.PhaseCompleted && st.Phase != paymentsv1alpha1.PhaseFailed {
-				b.inFlight[st.IdempotencyKey] = true
-				continue
-			}
-			r := record{Record: reconcile.Record{Kind: reconcile.Refund, Key: st.IdempotencyKey,
-				Object: pr.Namespace + "/" + pr.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted,
-				ChargeObject: pr.Namespace + "/" + pr.Spec.PaymentJobRef.Name}}
-			if c := st.Charge; c != nil {
+			r.ChargeObject = pr.Namespace + "/" + pr.Spec.PaymentJobRef.Name
+			if c := pr.Status.Charge; c != nil {
 				r.Amount, r.Currency, r.ChargeKey, r.Charge = c.Amount, strings.ToLower(c.Currency), c.IdempotencyKey, c.ID
 				r.ChargeAmount = c.Amount
 			}
 			if pr.Spec.Amount != nil {
 				r.Amount = *pr.Spec.Amount
 			}
-			r.ID, r.at = outcomeOf(st.PaymentStatus)
 			add(r)
 		}
 	})
@@ -158,6 +144,24 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 		return nil, fmt.Errorf("cannot list the PaymentRefunds: %w", err)
 	}
 	return b, nil
+}
+
+// finished is the record of obj, of kind k, whose payment is st, when the
+// run reconciles it: sent under a key of the run's account, and finished
+// (Completed or Failed), with its outcome's id and time. A payment of the
+// account still in flight is noted in inFlight instead.
+func (b *books) finished(s scope, k reconcile.Kind, obj client.Object, st paymentsv1alpha1.PaymentStatus) (record, bool) {
+	if st.IdempotencyKey == "" || !s.ours(st.Provider, st.IdempotencyKey) {
+		return record{}, false
+	}
+	if st.Phase != paymentsv1alpha1.PhaseCompleted && st.Phase != paymentsv1alpha1.PhaseFailed {
+		b.inFlight[st.IdempotencyKey] = true
+		return record{}, false
+	}
+	r := record{Record: reconcile.Record{Kind: k, Key: st.IdempotencyKey, Object: obj.GetNamespace() + "/" + obj.GetName(),
+		Moved: st.Phase == paymentsv1alpha1.PhaseCompleted}}
+	r.ID, r.at = outcomeOf(st)
+	return r, true
 }
 
 // entryRecord is the record of a ledger entry: its object named from its

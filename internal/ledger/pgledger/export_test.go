@@ -27,7 +27,7 @@ func Queued(l *Ledger) int {
 	defer l.mu.Unlock()
 	n := 0
 	for _, b := range l.queue {
-		n += len(b.entries)
+		n += len(b.Entries)
 	}
 	return n
 }

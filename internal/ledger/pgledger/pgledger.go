@@ -112,19 +112,8 @@ type Ledger struct {
 	mu sync.Mutex
 	// queue is the batches waiting for the flusher, oldest first; Record
 	// adds to the last one until it holds MaxBatch entries.
-	queue  []*batch
+	queue  []*ledger.Batch
 	closed bool
-}
-
-// batch is the entries of one INSERT and the callers waiting for it.
-type batch struct {
-	entries []ledger.Entry
-	done    chan struct{}
-	// err is the INSERT's result, set before done is closed.
-	err error
-	// held is, when err is nil, the entry the table holds under each key
-	// of entries: the one inserted, or the one found there.
-	held map[string]ledger.Entry
 }
 
 // Open connects to the database at dsn and returns its ledger, as New does.

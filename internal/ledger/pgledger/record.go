@@ -60,28 +60,13 @@ func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	if n := len(l.queue); n == 0 || len(l.queue[n-1].entries) >= l.opts.MaxBatch {
-		l.queue = append(l.queue, &batch{done: make(chan struct{})})
+	if n := len(l.queue); n == 0 || len(l.queue[n-1].Entries) >= l.opts.MaxBatch {
+		l.queue = append(l.queue, ledger.NewBatch())
 	}
 	b := l.queue[len(l.queue)-1]
-	b.entries = append(b.entries, e)
+	b.Entries = append(b.Entries, e)
 	l.mu.Unlock()
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
-	select {
-	case <-b.done:
-		if b.err != nil {
-			return b.err
-		}
-		if held, ok := b.held[e.Key]; ok {
-			return ledger.CheckRecorded(e, held)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return b.Wait(ctx, l.kick, e)
 }
 
 // flush is the flusher: it inserts the queued batches, one statement each,
@@ -113,8 +98,7 @@ func (l *Ledger) drain() {
 		l.mu.Unlock()
 		// A statement of its own context: no caller's end cancels what
 		// the others wait for.
-		b.held, b.err = l.insert(context.Background(), b.entries)
-		close(b.done)
+		b.Finish(l.insert(context.Background(), b.Entries))
 	}
 }
 
@@ -180,16 +164,8 @@ func (l *Ledger) insertOnce(ctx context.Context, entries []ledger.Entry) (map[st
 		outcomes[i], reasons[i], resolvers[i], ats[i] = string(e.Outcome), e.Reason, e.ResolvedBy, e.At
 		amounts[i], currencies[i], refunded[i] = e.Amount, e.Currency, e.RefundedCharge
 	}
-	var inserted []string
-	err := l.do(ctx, func(ctx context.Context) error {
-		rows, err := l.pool.Query(ctx, insertQuery, keys, fingerprints, uids, endpoints, accounts, modes, scopes,
-			charges, outcomes, reasons, resolvers, ats, amounts, currencies, refunded, l.opts.Cluster)
-		if err != nil {
-			return err
-		}
-		inserted, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
+	inserted, err := collect(ctx, l, pgx.RowTo[string], insertQuery, keys, fingerprints, uids, endpoints, accounts, modes, scopes,
+		charges, outcomes, reasons, resolvers, ats, amounts, currencies, refunded, l.opts.Cluster)
 	if err != nil {
 		return nil, wrapErr("record outcomes in the ledger", err)
 	}

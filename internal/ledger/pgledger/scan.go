@@ -57,23 +57,24 @@ func (l *Ledger) Scan(ctx context.Context, fn func(ledger.Entry) error) error {
 	if l.isClosed() {
 		return ErrClosed
 	}
-	var last string
-	for first := true; ; first = false {
-		var batch []ledger.Entry
-		err := l.do(ctx, func(ctx context.Context) error {
-			var rows pgx.Rows
-			var err error
-			if first {
-				rows, err = l.pool.Query(ctx, scanFirstQuery, scanBatch)
-			} else {
-				rows, err = l.pool.Query(ctx, scanNextQuery, last, scanBatch)
-			}
-			if err != nil {
-				return err
-			}
-			batch, err = pgx.CollectRows(rows, scanEntry)
-			return err
-		})
+	return l.pages(ctx, fn, func(last *ledger.Entry) (string, []any) {
+		if last == nil {
+			return scanFirstQuery, []any{scanBatch}
+		}
+		return scanNextQuery, []any{last.Key, scanBatch}
+	})
+}
+
+// pages hands every entry of a keyset pagination to fn, in order: query
+// names the statement of the first batch (last nil) and of each after
+// last, the last entry the one before read; a batch of fewer than
+// scanBatch rows is the last. fn runs between statements; an error of fn
+// ends it and is returned.
+func (l *Ledger) pages(ctx context.Context, fn func(ledger.Entry) error, query func(last *ledger.Entry) (string, []any)) error {
+	var last *ledger.Entry
+	for {
+		sql, args := query(last)
+		batch, err := collect(ctx, l, scanEntry, sql, args...)
 		if err != nil {
 			return wrapErr("read the outcome ledger", err)
 		}
@@ -85,8 +86,23 @@ func (l *Ledger) Scan(ctx context.Context, fn func(ledger.Entry) error) error {
 		if len(batch) < scanBatch {
 			return nil
 		}
-		last = batch[len(batch)-1].Key
+		last = &batch[len(batch)-1]
 	}
+}
+
+// collect runs one statement, a round trip of its own under do's timeout
+// and retries, and reads its rows with to.
+func collect[T any](ctx context.Context, l *Ledger, to pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	var rows []T
+	err := l.do(ctx, func(ctx context.Context) error {
+		r, err := l.pool.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		rows, err = pgx.CollectRows(r, to)
+		return err
+	})
+	return rows, err
 }
 
 // scanEntry reads a row of entryColumns.
@@ -116,15 +132,7 @@ func (l *Ledger) FindAll(ctx context.Context, keys []string) (map[string]ledger.
 func (l *Ledger) findAll(ctx context.Context, keys []string) (map[string]ledger.Entry, error) {
 	found := make(map[string]ledger.Entry, len(keys))
 	for chunk := range slices.Chunk(keys, scanBatch) {
-		var batch []ledger.Entry
-		err := l.do(ctx, func(ctx context.Context) error {
-			rows, err := l.pool.Query(ctx, `SELECT `+entryColumns+` FROM paymentjob_outcomes WHERE key = ANY($1)`, chunk)
-			if err != nil {
-				return err
-			}
-			batch, err = pgx.CollectRows(rows, scanEntry)
-			return err
-		})
+		batch, err := collect(ctx, l, scanEntry, `SELECT `+entryColumns+` FROM paymentjob_outcomes WHERE key = ANY($1)`, chunk)
 		if err != nil {
 			return nil, wrapErr("read the outcome ledger", err)
 		}
@@ -144,15 +152,7 @@ func (l *Ledger) Missing(ctx context.Context, keys []string) ([]string, error) {
 	var missing []string
 	reported := map[string]bool{}
 	for chunk := range slices.Chunk(keys, scanBatch) {
-		var present []string
-		err := l.do(ctx, func(ctx context.Context) error {
-			rows, err := l.pool.Query(ctx, `SELECT key FROM paymentjob_outcomes WHERE key = ANY($1)`, chunk)
-			if err != nil {
-				return err
-			}
-			present, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
+		present, err := collect(ctx, l, pgx.RowTo[string], `SELECT key FROM paymentjob_outcomes WHERE key = ANY($1)`, chunk)
 		if err != nil {
 			return nil, wrapErr("read the outcome ledger", err)
 		}
@@ -179,16 +179,8 @@ func (l *Ledger) KeyScopes(ctx context.Context) ([]string, error) {
 	if l.isClosed() {
 		return nil, ErrClosed
 	}
-	var scopes []string
-	err := l.do(ctx, func(ctx context.Context) error {
-		rows, err := l.pool.Query(ctx, `SELECT DISTINCT provider_key_scope FROM paymentjob_outcomes
+	scopes, err := collect(ctx, l, pgx.RowTo[string], `SELECT DISTINCT provider_key_scope FROM paymentjob_outcomes
 	WHERE provider_key_scope <> '' ORDER BY provider_key_scope`)
-		if err != nil {
-			return err
-		}
-		scopes, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
 	if err != nil {
 		return nil, wrapErr("read the outcome ledger", err)
 	}
@@ -209,35 +201,10 @@ func (l *Ledger) Between(ctx context.Context, from, to time.Time, fn func(ledger
 		next = `SELECT ` + entryColumns + ` FROM paymentjob_outcomes WHERE at >= $1 AND at < $2
 	AND (at, key) > ($3, $4) ORDER BY at, key LIMIT $5`
 	)
-	var lastAt time.Time
-	var lastKey string
-	for started := false; ; started = true {
-		var batch []ledger.Entry
-		err := l.do(ctx, func(ctx context.Context) error {
-			var rows pgx.Rows
-			var err error
-			if !started {
-				rows, err = l.pool.Query(ctx, first, from, to, scanBatch)
-			} else {
-				rows, err = l.pool.Query(ctx, next, from, to, lastAt, lastKey, scanBatch)
-			}
-			if err != nil {
-				return err
-			}
-			batch, err = pgx.CollectRows(rows, scanEntry)
-			return err
-		})
-		if err != nil {
-			return wrapErr("read the outcome ledger", err)
+	return l.pages(ctx, fn, func(last *ledger.Entry) (string, []any) {
+		if last == nil {
+			return first, []any{from, to, scanBatch}
 		}
-		for _, e := range batch {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(batch) < scanBatch {
-			return nil
-		}
-		lastAt, lastKey = batch[len(batch)-1].At, batch[len(batch)-1].Key
-	}
+		return next, []any{from, to, last.At, last.Key, scanBatch}
+	})
 }

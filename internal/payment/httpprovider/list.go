@@ -18,7 +18,6 @@ package httpprovider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -53,12 +52,7 @@ type listResponse struct {
 
 // listItem is one charge or refund of a list answer.
 type listItem struct {
-	ID             string          `json:"id"`
-	IdempotencyKey string          `json:"idempotencyKey"`
-	Status         string          `json:"status"`
-	Amount         *int64          `json:"amount"`
-	Currency       string          `json:"currency"`
-	Created        json.RawMessage `json:"created"`
+	answerItem
 	// Charge is the charge a refund refunds.
 	Charge string `json:"charge"`
 	// Dispute is the id of a dispute on a charge.
@@ -179,15 +173,10 @@ func listQuery(kind payment.ListKind, req payment.ListRequest) string {
 // currency, or with a malformed created time, is a transient error.
 func (p *Provider) listed(item listItem, kind payment.ListKind) (payment.Listed, error) {
 	prefix := fmt.Sprintf("payment service's list endpoint answered an item of %s", kind)
-	switch {
-	case item.ID == "":
-		return payment.Listed{}, payment.Transient(errors.New(prefix+" without an id"), 0)
-	case item.Amount == nil || strings.TrimSpace(item.Currency) == "":
-		return payment.Listed{}, payment.Transient(fmt.Errorf("%s, %s, without an amount or a currency", prefix, p.clean(item.ID)), 0)
-	}
-	created, err := parseCreated(item.Created)
+	created, err := item.check(strings.TrimSpace(item.Currency), errors.New(prefix+" without an id"),
+		func(id string) string { return fmt.Sprintf("%s, %s,", prefix, p.clean(id)) })
 	if err != nil {
-		return payment.Listed{}, payment.Transient(fmt.Errorf("%s, %s, that is malformed: %w", prefix, p.clean(item.ID), err), 0)
+		return payment.Listed{}, err
 	}
 	l := payment.Listed{
 		ID:       item.ID,

@@ -75,15 +75,39 @@ type lookupRefund struct {
 
 // lookupCharge is one charge of a lookup answer.
 type lookupCharge struct {
-	IdempotencyKey string          `json:"idempotencyKey"`
+	answerItem
+	Fingerprint string `json:"fingerprint"`
+	Reason      string `json:"reason"`
+	Message     string `json:"message"`
+}
+
+// answerItem is what every item of a lookup or list answer has.
+type answerItem struct {
 	ID             string          `json:"id"`
+	IdempotencyKey string          `json:"idempotencyKey"`
 	Status         string          `json:"status"`
 	Amount         *int64          `json:"amount"`
 	Currency       string          `json:"currency"`
 	Created        json.RawMessage `json:"created"`
-	Fingerprint    string          `json:"fingerprint"`
-	Reason         string          `json:"reason"`
-	Message        string          `json:"message"`
+}
+
+// check refuses an item without an id (noID), or without an amount or
+// currency (the item's, as its reader cleans it), or with a malformed
+// created time, and returns its created time. Every error is a
+// payment.TransientError; named says the item with its id, at the start
+// of the last two.
+func (it answerItem) check(currency string, noID error, named func(id string) string) (time.Time, error) {
+	switch {
+	case it.ID == "":
+		return time.Time{}, payment.Transient(noID, 0)
+	case it.Amount == nil || currency == "":
+		return time.Time{}, payment.Transient(fmt.Errorf("%s without an amount or a currency", named(it.ID)), 0)
+	}
+	created, err := parseCreated(it.Created)
+	if err != nil {
+		return time.Time{}, payment.Transient(fmt.Errorf("%s that is malformed: %w", named(it.ID), err), 0)
+	}
+	return created, nil
 }
 
 // Lookup sends one GET to the lookup endpoint with each of keys as a key
@@ -235,15 +259,10 @@ func (p *LookupProvider) lookup(ctx context.Context, keys []string) ([]lookupCha
 // transient error.
 func (p *LookupProvider) found(c lookupCharge, op operation) (payment.Found, error) {
 	prefix := "payment service's lookup endpoint answered a " + op.noun
-	switch {
-	case c.ID == "":
-		return payment.Found{}, payment.Transient(errors.New(prefix+" without an id, so nothing is known about the keys"), 0)
-	case c.Amount == nil || c.Currency == "":
-		return payment.Found{}, payment.Transient(fmt.Errorf("%s %s without an amount or a currency", prefix, p.clean(c.ID)), 0)
-	}
-	created, err := parseCreated(c.Created)
+	created, err := c.check(c.Currency, errors.New(prefix+" without an id, so nothing is known about the keys"),
+		func(id string) string { return prefix + " " + p.clean(id) })
 	if err != nil {
-		return payment.Found{}, payment.Transient(fmt.Errorf("%s %s that is malformed: %w", prefix, p.clean(c.ID), err), 0)
+		return payment.Found{}, err
 	}
 	return payment.Found{
 		Key: c.IdempotencyKey,

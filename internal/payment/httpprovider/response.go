@@ -283,36 +283,21 @@ type endpointHints struct {
 	other string
 }
 
+// The hints of each endpoint, a table: what the PaymentProvider's field of
+// its url is, what its token must allow, what a redirect should name, and
+// why another status code is unexpected.
 var (
-	// chargeHints are the hints of the charge endpoint.
-	chargeHints = endpointHints{
-		url:      "url (spec.http.url)",
-		may:      "create charges",
-		endpoint: "the charge endpoint",
-		other:    "the contract does not use this status",
-	}
-	// refundHints are the hints of the refund endpoint.
-	refundHints = endpointHints{
-		url:      "refund url (spec.http.refundURL)",
-		may:      "create refunds",
-		endpoint: "the refund endpoint",
-		other:    "the contract does not use this status",
-	}
-	// lookupHints are the hints of the lookup endpoint.
-	lookupHints = endpointHints{
-		url:      "lookup url (spec.http.lookupURL)",
-		may:      "look charges up",
-		endpoint: "the lookup endpoint",
-		other:    "the contract answers a lookup with 200 only",
-	}
-	// listHints are the hints of the list endpoint.
-	listHints = endpointHints{
-		url:      "list url (spec.http.listURL)",
-		may:      "list charges and refunds",
-		endpoint: "the list endpoint",
-		other:    "the contract answers a list with 200 only",
-	}
+	chargeHints = endpointHints{url: "url (spec.http.url)", may: "create charges", endpoint: "the charge endpoint", other: unusedStatus}
+	refundHints = endpointHints{url: "refund url (spec.http.refundURL)", may: "create refunds", endpoint: "the refund endpoint", other: unusedStatus}
+	lookupHints = endpointHints{url: "lookup url (spec.http.lookupURL)", may: "look charges up", endpoint: "the lookup endpoint",
+		other: "the contract answers a lookup with 200 only"}
+	listHints = endpointHints{url: "list url (spec.http.listURL)", may: "list charges and refunds", endpoint: "the list endpoint",
+		other: "the contract answers a list with 200 only"}
 )
+
+// unusedStatus is why a status code the charge and refund endpoints'
+// contract does not name is unexpected.
+const unusedStatus = "the contract does not use this status"
 
 // hint says what to fix for code.
 func (e endpointHints) hint(code int) string {

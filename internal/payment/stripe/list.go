@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	stripego "github.com/stripe/stripe-go/v85"
 
@@ -146,47 +147,38 @@ func (p *Provider) listError(op string, err error) error {
 // intentListed is a PaymentIntent as a listed charge.
 func intentListed(intent *stripego.PaymentIntent) payment.Listed {
 	out := outcome(intent, false)
-	return payment.Listed{
-		ID:       intent.ID,
-		Key:      intent.Metadata[payment.MetadataKeyIdempotencyKey],
-		Status:   string(intent.Status),
-		State:    stateOf(intent.Status),
-		Amount:   out.Amount,
-		Currency: strings.ToLower(string(intent.Currency)),
-		Created:  out.Created,
-	}
+	return listedObject(intent.ID, intent.Metadata, string(intent.Status), stateOf(intent.Status), out.Amount, intent.Currency, out.Created, nil)
 }
 
 // refundListed is a refund as a listed refund of its PaymentIntent.
 func refundListed(refund *stripego.Refund) payment.Listed {
-	l := payment.Listed{
-		ID:       refund.ID,
-		Key:      refund.Metadata[payment.MetadataKeyIdempotencyKey],
-		Status:   string(refund.Status),
-		State:    refundState(refund.Status),
-		Amount:   refund.Amount,
-		Currency: strings.ToLower(string(refund.Currency)),
-		Created:  unixTime(refund.Created),
-	}
-	if refund.PaymentIntent != nil {
-		l.Charge = refund.PaymentIntent.ID
-	}
-	return l
+	return listedObject(refund.ID, refund.Metadata, string(refund.Status), refundState(refund.Status), refund.Amount, refund.Currency,
+		unixTime(refund.Created), refund.PaymentIntent)
 }
 
 // disputeListed is a dispute as a listed dispute of its PaymentIntent.
 func disputeListed(dispute *stripego.Dispute) payment.Listed {
+	return listedObject(dispute.ID, dispute.Metadata, string(dispute.Status), disputeState(dispute.Status), dispute.Amount, dispute.Currency,
+		unixTime(dispute.Created), dispute.PaymentIntent)
+}
+
+// listedObject is a listed object of Stripe's fields: its key is the
+// metadata's idempotency key, its currency lower case, and its Charge the
+// PaymentIntent it belongs to, if Stripe named one (a refund's, a
+// dispute's).
+func listedObject(id string, metadata map[string]string, status string, state payment.ChargeState, amount int64,
+	currency stripego.Currency, created time.Time, charge *stripego.PaymentIntent) payment.Listed {
 	l := payment.Listed{
-		ID:       dispute.ID,
-		Key:      dispute.Metadata[payment.MetadataKeyIdempotencyKey],
-		Status:   string(dispute.Status),
-		State:    disputeState(dispute.Status),
-		Amount:   dispute.Amount,
-		Currency: strings.ToLower(string(dispute.Currency)),
-		Created:  unixTime(dispute.Created),
+		ID:       id,
+		Key:      metadata[payment.MetadataKeyIdempotencyKey],
+		Status:   status,
+		State:    state,
+		Amount:   amount,
+		Currency: strings.ToLower(string(currency)),
+		Created:  created,
 	}
-	if dispute.PaymentIntent != nil {
-		l.Charge = dispute.PaymentIntent.ID
+	if charge != nil {
+		l.Charge = charge.ID
 	}
 	return l
 }
