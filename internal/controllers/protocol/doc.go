@@ -64,6 +64,12 @@ limitations under the License.
 // every charge sends the job's own idempotency key and request; a Failed
 // job follows a definitive refusal only.
 //
+// The table runs twice: with paymentjob.Kind (TestProtocol) and with the
+// example kind of example_kind_test.go (TestExampleKind), a kind written on
+// the engine's seam from its package doc alone, with words and a client of
+// its own. Every row holds for both: the protocol is the engine's, not the
+// kind's.
+//
 // The refunds have a table of their own, refundTable in
 // refund_protocol_test.go, read the same way: the same engine with
 // paymentrefund.Kind, a PaymentRefund of a Completed PaymentJob

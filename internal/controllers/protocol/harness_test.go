@@ -347,11 +347,17 @@ type setup struct {
 }
 
 func newWorld(t *testing.T, tt row) *world {
+	return newWorldOf(t, tt, func(client.Client, engine.OutcomeLedger) engine.AnyKind { return paymentjob.Kind() })
+}
+
+// newWorldOf is the world of row tt, whose job is reconciled as kind makes
+// it (the table runs the example kind too).
+func newWorldOf(t *testing.T, tt row, kind func(client.Client, engine.OutcomeLedger) engine.AnyKind) *world {
 	objs := []client.Object{tt.job.DeepCopy()}
 	if pp := newProvider(tt.provider); pp != nil {
 		objs = append(objs, pp)
 	}
-	return build(t, setup{kind: func(client.Client, engine.OutcomeLedger) engine.AnyKind { return paymentjob.Kind() }, key: jobKey, objects: objs, ledger: tt.ledger,
+	return build(t, setup{kind: kind, key: jobKey, objects: objs, ledger: tt.ledger,
 		answers: tt.answers, settle: tt.settle, guarded: []string{"charge", "settle"},
 		adapter: func(p *fakeProvider) payment.Provider {
 			if tt.looker {

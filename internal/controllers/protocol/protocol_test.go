@@ -662,7 +662,11 @@ func TestProtocol(t *testing.T) {
 // run plays a row's steps and checks each pass, the protocol's invariants
 // and the final job.
 func run(t *testing.T, g Gomega, tt row) {
-	w := newWorld(t, tt)
+	runWith(t, g, tt, newWorld(t, tt))
+}
+
+// runWith is run in the world w, made for tt.
+func runWith(t *testing.T, g Gomega, tt row, w *world) {
 	playSteps(t, g, w, tt.steps)
 	checkInvariants(g, w, tt)
 	checkFinal(g, w, tt.final)
