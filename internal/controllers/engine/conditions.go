@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // Progress is why a pass left an object where it is: the input of its
@@ -98,4 +99,31 @@ func boolStatus(b bool) metav1.ConditionStatus {
 		return metav1.ConditionTrue
 	}
 	return metav1.ConditionFalse
+}
+
+// refusalReasons maps the refusal codes of package payment, which knows
+// nothing of the API, to the API's reasons: the one place they meet.
+var refusalReasons = map[string]string{
+	payment.ReasonCardDeclined:        paymentsv1alpha1.ReasonCardDeclined,
+	payment.ReasonInvalidRequest:      paymentsv1alpha1.ReasonInvalidRequest,
+	payment.ReasonKeyReused:           paymentsv1alpha1.ReasonIdempotencyKeyReused,
+	payment.ReasonRefundExceedsCharge: paymentsv1alpha1.ReasonRefundExceedsCharge,
+	payment.ReasonChargeNotFound:      paymentsv1alpha1.ReasonChargeNotFound,
+	payment.ReasonChargeNotRefundable: paymentsv1alpha1.ReasonChargeNotRefundable,
+	payment.ReasonRefundFailed:        paymentsv1alpha1.ReasonRefundFailed,
+}
+
+// refusalReason is the API's reason for a refusal: its code's
+// (refusalReasons), or a provider's own code (a Stripe decline code, a
+// reason of the HTTP contract) if the API accepts it as a condition reason,
+// or PaymentRefused, so that a provider's odd answer cannot make the
+// outcome write fail forever.
+func refusalReason(r *payment.Refusal) string {
+	if reason, ok := refusalReasons[r.Reason]; ok {
+		return reason
+	}
+	if payment.ValidReason(r.Reason) {
+		return r.Reason
+	}
+	return paymentsv1alpha1.ReasonPaymentRefused
 }

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -70,27 +69,6 @@ func describeIdentity(id paymentsv1alpha1.ProviderIdentity) string {
 		s += ", " + id.Mode + " mode"
 	}
 	return s + ")"
-}
-
-// stall records that the job needs attention: Stalled=True with the reason,
-// in its current phase (a new job becomes Pending). The reason is announced
-// once with a Warning event.
-func (r *Reconciler) stall(ctx context.Context, job Object, p Progress) error {
-	p.Stalled = true
-	previous := readyReason(job)
-	if job.GetPaymentStatus().Phase == "" {
-		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
-	}
-	changed, err := r.updateStatusIfChanged(ctx, job, p)
-	if err != nil || !changed {
-		return err
-	}
-	if previous != p.Reason {
-		stalledTotal.WithLabelValues(r.Kind.Name(), p.Reason).Inc()
-		log.FromContext(ctx).Info("Stopping without a provider call", "kind", r.Kind.Name(), "reason", p.Reason, "phase", job.GetPaymentStatus().Phase)
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Stall", "%s", p.Message)
-	}
-	return nil
 }
 
 // readyReason is the reason of the job's Ready condition, "" without one. It

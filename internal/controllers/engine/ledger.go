@@ -146,6 +146,9 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target
 // ledger holds this job's outcome: a job whose key the ledger holds with
 // another outcome keeps its finalizer, Stalled (LedgerConflict).
 func (r *Reconciler) recordAndFinish(ctx context.Context, job Object) error {
+	if err := r.flushStatus(ctx, job); err != nil {
+		return err
+	}
 	recorded, err := r.recordInLedger(ctx, job)
 	if err != nil || !recorded {
 		return err

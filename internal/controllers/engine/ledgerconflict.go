@@ -56,14 +56,9 @@ func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held
 		"provider holds under the key (the operator's log names the ledger's entry), settle the money, then remove the "+
 		"finalizer by hand (docs/operations.md, PaymentJobLedgerConflict)",
 		r.Kind.Name(), own, held.Key), MaxMessageLength)
-	changed, err := r.updateStatusIfChanged(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonLedgerConflict, Message: msg, Stalled: true})
-	if err != nil {
-		return err
-	}
-	if changed {
+	return r.noteStatus(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonLedgerConflict, Message: msg, Stalled: true}, func() {
 		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonLedgerConflict, r.Kind.Words().Action, "%s", msg)
-	}
-	return nil
+	})
 }
 
 // LedgerConflicted reports whether a finished object is stalled because

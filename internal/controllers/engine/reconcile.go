@@ -109,6 +109,7 @@ func (r *Reconciler) terms(obj Object) Terms { return r.Kind.Terms(obj) }
 // Reconcile moves one PaymentJob one step through the exactly-once protocol.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
+	ctx = withStatusPass(ctx)
 	job := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -146,6 +147,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		res, err = r.resume(ctx, job)
 	default:
 		res, err = r.admit(ctx, job)
+	}
+	if !errors.Is(err, errClaimLost) && !apierrors.IsConflict(err) {
+		// The pass's status changes, written once. One that loses to a
+		// newer write is looked at again when the pass said to come back
+		// (the newer write's event may bring it sooner).
+		flushErr := r.flushStatus(ctx, job)
+		switch {
+		case flushErr == nil || err != nil:
+		case apierrors.IsConflict(flushErr) && res.RequeueAfter > 0:
+			writeConflictsTotal.WithLabelValues(r.Kind.Name()).Inc()
+		default:
+			err = flushErr
+		}
 	}
 	switch {
 	case errors.Is(err, errClaimLost), apierrors.IsConflict(err):

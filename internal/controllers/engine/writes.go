@@ -60,6 +60,7 @@ func (r *Reconciler) writeClaim(ctx context.Context, obj Object) error {
 		}
 		return fmt.Errorf("cannot claim %s %s: %w", r.Kind.Name(), obj.GetName(), err)
 	}
+	r.wrote(ctx)
 	return nil
 }
 
@@ -71,6 +72,7 @@ func (r *Reconciler) writeFound(ctx context.Context, obj Object, what string) er
 	if err := r.Client.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("cannot record %s of %s %s: %w", what, r.Kind.Name(), obj.GetName(), err)
 	}
+	r.wrote(ctx)
 	return nil
 }
 
@@ -187,6 +189,7 @@ func (r *Reconciler) refuseUnsent(ctx context.Context, job Object, t *Target, c 
 	if err := r.Client.Status().Update(ctx, job); err != nil {
 		return fmt.Errorf("cannot record the refusal: %w", err)
 	}
+	r.wrote(ctx)
 	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, r.Kind.Words().Action, "Not sent to the provider: %s", msg)
 	log.FromContext(ctx).Info("Refused before any provider call", "reason", reason)
 	return r.finish(ctx, job)
@@ -203,33 +206,6 @@ func (r *Reconciler) waitUnsent(ctx context.Context, job Object, p Progress, req
 		requeue = r.pendingRecheck(job, p.Reason, 0)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, r.setPending(ctx, job, p)
-}
-
-// refusalReasons maps the refusal codes of package payment, which knows
-// nothing of the API, to the API's reasons: the one place they meet.
-var refusalReasons = map[string]string{
-	payment.ReasonCardDeclined:        paymentsv1alpha1.ReasonCardDeclined,
-	payment.ReasonInvalidRequest:      paymentsv1alpha1.ReasonInvalidRequest,
-	payment.ReasonKeyReused:           paymentsv1alpha1.ReasonIdempotencyKeyReused,
-	payment.ReasonRefundExceedsCharge: paymentsv1alpha1.ReasonRefundExceedsCharge,
-	payment.ReasonChargeNotFound:      paymentsv1alpha1.ReasonChargeNotFound,
-	payment.ReasonChargeNotRefundable: paymentsv1alpha1.ReasonChargeNotRefundable,
-	payment.ReasonRefundFailed:        paymentsv1alpha1.ReasonRefundFailed,
-}
-
-// refusalReason is the API's reason for a refusal: its code's
-// (refusalReasons), or a provider's own code (a Stripe decline code, a
-// reason of the HTTP contract) if the API accepts it as a condition reason,
-// or PaymentRefused, so that a provider's odd answer cannot make the
-// outcome write fail forever.
-func refusalReason(r *payment.Refusal) string {
-	if reason, ok := refusalReasons[r.Reason]; ok {
-		return reason
-	}
-	if payment.ValidReason(r.Reason) {
-		return r.Reason
-	}
-	return paymentsv1alpha1.ReasonPaymentRefused
 }
 
 // writeOutcome writes a final outcome to the job's status. A conflict means
@@ -265,6 +241,7 @@ func (r *Reconciler) writeOutcome(ctx context.Context, job Object, apply func(Ob
 	if err != nil {
 		return err
 	}
+	r.wrote(ctx)
 	// The caller's object is the one written.
 	reflect.ValueOf(job).Elem().Set(reflect.ValueOf(current).Elem())
 	return nil
@@ -293,41 +270,132 @@ func (r *Reconciler) recordUncertain(ctx context.Context, job Object, callErr er
 	return r.retryIn(job, Jitter(delay)), nil
 }
 
-// setPending writes phase Pending with the reason, if that changes anything.
+// The status a pass changes besides its guarded writes (Pending, Stalled,
+// the progress of a Processing object) is set in memory and written once:
+// when the pass ends (flushStatus, from Reconcile), or right before a write
+// that must follow it (the ledger record, the finishing patch), or by a
+// guarded write that carries it (wrote). Its events, counts and logs follow
+// that write, as Flux's summarize and patch do at the end of a
+// reconcile. Outside a pass (a direct call) it is written at once.
+
+// statusPass is what a pass changed on its object's status and has not
+// written yet.
+type statusPass struct {
+	// dirty: the status in memory differs from the one last written.
+	dirty bool
+	// then are the events, counts and logs of the changes, once written.
+	then []func()
+}
+
+type statusPassKey struct{}
+
+// withStatusPass starts a pass's status in ctx.
+func withStatusPass(ctx context.Context) context.Context {
+	return context.WithValue(ctx, statusPassKey{}, &statusPass{})
+}
+
+func statusPassOf(ctx context.Context) *statusPass {
+	p, _ := ctx.Value(statusPassKey{}).(*statusPass)
+	return p
+}
+
+// noteStatus sets p's conditions on obj and, when that changes its status,
+// notes the change for the pass's write; then runs once it is written.
+func (r *Reconciler) noteStatus(ctx context.Context, obj Object, p Progress, then func()) error {
+	before := obj.GetPaymentStatus().DeepCopy()
+	SetConditions(obj, p)
+	if equality.Semantic.DeepEqual(before, obj.GetPaymentStatus()) && before.Phase == obj.GetPaymentStatus().Phase {
+		return nil
+	}
+	pass := statusPassOf(ctx)
+	if pass == nil {
+		if err := r.Client.Status().Update(ctx, obj); err != nil {
+			return fmt.Errorf("cannot update the status of %s %s: %w", r.Kind.Name(), obj.GetName(), err)
+		}
+		if then != nil {
+			then()
+		}
+		return nil
+	}
+	pass.dirty = true
+	if then != nil {
+		pass.then = append(pass.then, then)
+	}
+	return nil
+}
+
+// flushStatus writes what the pass changed on obj's status, once, on the
+// resourceVersion the pass holds, and then announces it.
+func (r *Reconciler) flushStatus(ctx context.Context, obj Object) error {
+	pass := statusPassOf(ctx)
+	if pass == nil || !pass.dirty {
+		r.wrote(ctx)
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, obj); err != nil {
+		pass.dirty, pass.then = false, nil
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("cannot update the status of %s %s: %w", r.Kind.Name(), obj.GetName(), err)
+	}
+	r.wrote(ctx)
+	return nil
+}
+
+// wrote says a write carried the pass's status changes: they are
+// announced.
+func (r *Reconciler) wrote(ctx context.Context) {
+	pass := statusPassOf(ctx)
+	if pass == nil {
+		return
+	}
+	then := pass.then
+	pass.dirty, pass.then = false, nil
+	for _, f := range then {
+		f()
+	}
+}
+
+// setPending sets phase Pending with the reason, if that changes anything;
+// a new reason is announced with an event.
 func (r *Reconciler) setPending(ctx context.Context, job Object, p Progress) error {
 	previous := readyReason(job)
 	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
-	changed, err := r.updateStatusIfChanged(ctx, job, p)
-	if err != nil || !changed {
-		return err
-	}
-	if previous != p.Reason {
+	return r.noteStatus(ctx, job, p, func() {
+		if previous == p.Reason {
+			return
+		}
 		eventType := corev1.EventTypeNormal
 		if p.Stalled || p.Reason == paymentsv1alpha1.ReasonProviderNotFound || p.Reason == paymentsv1alpha1.ReasonProviderNotReady || p.Reason == paymentsv1alpha1.ReasonLedgerUnavailable {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(job, nil, eventType, p.Reason, "Wait", "%s", p.Message)
-	}
-	return nil
+	})
 }
 
-// writeProgress records the progress of a pass in the conditions, if that
-// changes anything.
+// writeProgress sets the progress of a pass in the conditions.
 func (r *Reconciler) writeProgress(ctx context.Context, job Object, p Progress) error {
-	_, err := r.updateStatusIfChanged(ctx, job, p)
-	return err
+	return r.noteStatus(ctx, job, p, nil)
 }
 
-func (r *Reconciler) updateStatusIfChanged(ctx context.Context, job Object, p Progress) (bool, error) {
-	before := job.GetPaymentStatus().DeepCopy()
-	SetConditions(job, p)
-	if equality.Semantic.DeepEqual(before, job.GetPaymentStatus()) && before.Phase == job.GetPaymentStatus().Phase {
-		return false, nil
+// stall records that the job needs attention: Stalled=True with the reason,
+// in its current phase (a new job becomes Pending). The reason is announced
+// once with a Warning event.
+func (r *Reconciler) stall(ctx context.Context, job Object, p Progress) error {
+	p.Stalled = true
+	previous := readyReason(job)
+	if job.GetPaymentStatus().Phase == "" {
+		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
 	}
-	if err := r.Client.Status().Update(ctx, job); err != nil {
-		return false, fmt.Errorf("cannot update the status of %s %s: %w", r.Kind.Name(), job.GetName(), err)
-	}
-	return true, nil
+	return r.noteStatus(ctx, job, p, func() {
+		if previous == p.Reason {
+			return
+		}
+		stalledTotal.WithLabelValues(r.Kind.Name(), p.Reason).Inc()
+		log.FromContext(ctx).Info("Stopping without a provider call", "kind", r.Kind.Name(), "reason", p.Reason, "phase", job.GetPaymentStatus().Phase)
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Stall", "%s", p.Message)
+	})
 }
 
 // ensureFinalizer adds the outcome guard before the object can be claimed.
@@ -353,6 +421,9 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, obj Object) error {
 
 // removeFinalizer releases a job that has no work in flight.
 func (r *Reconciler) removeFinalizer(ctx context.Context, job Object) error {
+	if err := r.flushStatus(ctx, job); err != nil {
+		return err
+	}
 	if !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
 		return nil
 	}
@@ -371,6 +442,9 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, job Object) error {
 // finalizer and sets the finished label, which takes the job out of the
 // manager's cache (see CacheOptions). Nothing reads a finished job again.
 func (r *Reconciler) finish(ctx context.Context, job Object) error {
+	if err := r.flushStatus(ctx, job); err != nil {
+		return err
+	}
 	if job.GetLabels()[paymentsv1alpha1.LabelFinished] == "true" &&
 		!controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
 		return nil
