@@ -42,7 +42,7 @@ func (b Backoff) after(attempts int32) time.Duration {
 	return min(d, b.Max)
 }
 
-// Jitter adds up to 20% to d, so that jobs failing together do not retry together.
+// Jitter adds up to 20% to d, so that objects failing together do not retry together.
 func Jitter(d time.Duration) time.Duration {
 	if d <= 0 {
 		return d
@@ -50,32 +50,32 @@ func Jitter(d time.Duration) time.Duration {
 	return d + time.Duration(rand.Int64N(int64(d)/5+1))
 }
 
-// exhausted reports whether the job has used its backoffLimit retries.
-func (r *Reconciler) exhausted(job Object) bool {
+// exhausted reports whether the object has used its backoffLimit retries.
+func (r *Reconciler) exhausted(obj Object) bool {
 	limit := int32(defaultBackoffLimit)
-	if l := r.terms(job).BackoffLimit; l != nil {
+	if l := r.terms(obj).BackoffLimit; l != nil {
 		limit = *l
 	}
-	return job.GetPaymentStatus().Attempts-1 >= limit
+	return obj.GetPaymentStatus().Attempts-1 >= limit
 }
 
-// retryDelay is the wait after the job's latest failed attempt.
-func (r *Reconciler) retryDelay(job Object) time.Duration {
-	if r.exhausted(job) {
+// retryDelay is the wait after the object's latest failed attempt.
+func (r *Reconciler) retryDelay(obj Object) time.Duration {
+	if r.exhausted(obj) {
 		return r.Backoff.Max
 	}
-	return r.Backoff.after(job.GetPaymentStatus().Attempts)
+	return r.Backoff.after(obj.GetPaymentStatus().Attempts)
 }
 
-// pendingRecheck is when a job waiting before its claim on something
+// pendingRecheck is when an object waiting before its claim on something
 // outside it (its provider) looks again, even if no event brings it back:
 // as long again as it has not been Ready so far (the Ready condition's
 // transition time, while its reason is this one), between Backoff.Initial
 // and Backoff.Max, so the wait backs off without any state. A deadline
 // sooner than that comes first.
-func (r *Reconciler) pendingRecheck(job Object, reason string, deadline time.Duration) time.Duration {
+func (r *Reconciler) pendingRecheck(obj Object, reason string, deadline time.Duration) time.Duration {
 	waited := time.Duration(0)
-	if c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady); c != nil && c.Reason == reason {
+	if c := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady); c != nil && c.Reason == reason {
 		waited = r.Clock.Since(c.LastTransitionTime.Time)
 	}
 	d := Jitter(min(max(waited, r.Backoff.Initial), r.Backoff.Max))
@@ -85,13 +85,13 @@ func (r *Reconciler) pendingRecheck(job Object, reason string, deadline time.Dur
 	return d
 }
 
-// retryIn puts the job's next attempt d from now and returns the requeue.
-// The time is remembered (r.retries): a pass that put the job off beyond
+// retryIn puts the object's next attempt d from now and returns the requeue.
+// The time is remembered (r.retries): a pass that put the object off beyond
 // its backoff (a provider's Retry-After, a stall's longest interval) or
 // with jitter is followed at once by the watch event of its own status
-// write, and that must not claim it early. After a restart a job is retried
+// write, and that must not claim it early. After a restart an object is retried
 // after its backoff, with the same key.
-func (r *Reconciler) retryIn(job Object, d time.Duration) ctrl.Result {
-	r.retries.set(job, r.Clock.Now().Add(d))
+func (r *Reconciler) retryIn(obj Object, d time.Duration) ctrl.Result {
+	r.retries.set(obj, r.Clock.Now().Add(d))
 	return ctrl.Result{RequeueAfter: d}
 }

@@ -30,7 +30,7 @@ import (
 
 // CacheOptions are the manager's cache settings. Finished PaymentJobs (the
 // LabelFinished label) are filtered out by the API server, so the cache, and
-// the manager's memory, grow with active jobs only, however much history the
+// the manager's memory, grow with active objects only, however much history the
 // cluster keeps; managedFields, which the operator never reads, are dropped
 // from every cached object. Secrets are cached only when labelled
 // LabelCredentials=true: the API server never sends the manager any other

@@ -42,25 +42,25 @@ type Progress struct {
 // SetConditions computes Ready, Reconciling and Stalled, in the kstatus sense,
 // from the object's phase and the progress of the last pass. It is the only
 // place that sets the conditions of a PaymentJob or a PaymentRefund.
-func SetConditions(job Object, p Progress) {
-	gen := job.GetGeneration()
-	if job.GetPaymentStatus().Conditions == nil {
+func SetConditions(obj Object, p Progress) {
+	gen := obj.GetGeneration()
+	if obj.GetPaymentStatus().Conditions == nil {
 		// Ready, Reconciling and Stalled: one allocation instead of three.
-		job.GetPaymentStatus().Conditions = make([]metav1.Condition, 0, 3)
+		obj.GetPaymentStatus().Conditions = make([]metav1.Condition, 0, 3)
 	}
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&job.GetPaymentStatus().Conditions, metav1.Condition{
+		meta.SetStatusCondition(&obj.GetPaymentStatus().Conditions, metav1.Condition{
 			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
 		})
 	}
 	// A finished object whose outcome is not the ledger's stays Stalled
 	// (LedgerConflict) through every later write: only a person ends it.
-	conflict := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
+	conflict := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
 	if conflict != nil && (conflict.Status != metav1.ConditionTrue || conflict.Reason != paymentsv1alpha1.ReasonLedgerConflict) {
 		conflict = nil
 	}
 	conflict = conflict.DeepCopy()
-	phase := job.GetPaymentStatus().Phase
+	phase := obj.GetPaymentStatus().Phase
 	switch {
 	case Terminal(phase) && p.Reason == paymentsv1alpha1.ReasonLedgerConflict:
 		// A finished object whose outcome is not the ledger's: its outcome
@@ -76,10 +76,10 @@ func SetConditions(job Object, p Progress) {
 		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, p.Reason, p.Message)
 	default:
 		set(paymentsv1alpha1.ConditionReady, metav1.ConditionFalse, p.Reason, p.Message)
-		// A suspended or expired job makes no progress by itself. A stalled
+		// A suspended or expired object makes no progress by itself. A stalled
 		// one is still retried, but needs attention: kstatus reads
 		// Reconciling before Stalled, so it is False there, and Flux reports
-		// the job as failed instead of waiting for it.
+		// the object as failed instead of waiting for it.
 		reconciling := !p.Stalled && p.Reason != paymentsv1alpha1.ReasonSuspended && p.Reason != paymentsv1alpha1.ReasonDeadlineExceeded
 		set(paymentsv1alpha1.ConditionReconciling, boolStatus(reconciling), p.Reason, p.Message)
 		if p.Stalled {
@@ -91,7 +91,7 @@ func SetConditions(job Object, p Progress) {
 	if conflict != nil && Terminal(phase) && p.Reason != paymentsv1alpha1.ReasonLedgerConflict {
 		set(paymentsv1alpha1.ConditionStalled, metav1.ConditionTrue, conflict.Reason, conflict.Message)
 	}
-	job.GetPaymentStatus().ObservedGeneration = gen
+	obj.GetPaymentStatus().ObservedGeneration = gen
 }
 
 func boolStatus(b bool) metav1.ConditionStatus {

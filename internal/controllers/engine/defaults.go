@@ -36,7 +36,7 @@ const (
 	// DefaultProviderTimeout bounds one provider call unless the
 	// PaymentProvider sets timeoutSeconds (--provider-timeout).
 	DefaultProviderTimeout = 30 * time.Second
-	// DefaultMaxConcurrentReconciles is the number of jobs worked on at
+	// DefaultMaxConcurrentReconciles is the number of objects worked on at
 	// once (--max-concurrent-reconciles).
 	DefaultMaxConcurrentReconciles = 10
 	// DefaultKeyRetention is how long providers are trusted to remember an
@@ -72,9 +72,9 @@ const (
 )
 
 // Client-side limits of the manager's requests to the API server, the
-// defaults of --kube-api-qps and --kube-api-burst. A job costs four writes
+// defaults of --kube-api-qps and --kube-api-burst. An object costs four writes
 // and no reads (reads come from the cache), so these allow well over a
-// hundred jobs per second; the API server's Priority and Fairness, not the
+// hundred objects per second; the API server's Priority and Fairness, not the
 // client, is what protects a shared control plane. See docs/operations.md.
 const (
 	DefaultKubeAPIQPS   = 500
@@ -87,12 +87,12 @@ const (
 // working at once (which claims make safe, but costly in conflicts).
 const LeaderElectionID = "paymentjob-operator.payments.idempotency.dev"
 
-// lookupWakeBackstop requeues a job waiting for its lookup (a charge's look
+// lookupWakeBackstop requeues an object waiting for its lookup (a charge's look
 // before its first claim, batched by the provider cache), in case the
 // wake-up is lost.
 const lookupWakeBackstop = 10 * time.Second
 
-// rateLimitNotice is how long a job waits in all for its provider's rate
+// rateLimitNotice is how long an object waits in all for its provider's rate
 // limit before its status says so (paymentsv1alpha1.ReasonRateLimited); shorter waits only
 // requeue.
 const rateLimitNotice = 5 * time.Second
@@ -116,7 +116,7 @@ const (
 // server a page at a time.
 const FinishedListPage = 500
 
-// conflictRequeue is the wait before a job whose write was refused with a
+// conflictRequeue is the wait before an object whose write was refused with a
 // conflict is looked at again (with jitter).
 const conflictRequeue = 100 * time.Millisecond
 

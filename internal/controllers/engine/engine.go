@@ -124,7 +124,7 @@ type Words struct {
 	Done string
 	// Doing says it is being done: charging, refunding.
 	Doing string
-	// Object is how messages name one object of the kind: job, refund.
+	// Object is how messages name one object of the kind: object, refund.
 	Object string
 	// Request names what was asked of the provider, as users say it:
 	// payment, refund.

@@ -30,17 +30,17 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/teeth"
 )
 
-// The guards of this file stop a job, without a provider call, whenever a
+// The guards of this file stop an object, without a provider call, whenever a
 // charge could pay twice: the status does not match the spec, or the
-// provider is not the one the key was first sent to. A stalled job keeps
+// provider is not the one the key was first sent to. A stalled object keeps
 // its phase (Processing stays Processing: money may have moved) and needs a
 // person; it is never Failed by a guard.
 
-// checkRecordedKey stops a job whose status.idempotencyKey is not the key
+// checkRecordedKey stops an object whose status.idempotencyKey is not the key
 // its namespace and spec derive: the status was written by something other
 // than the operator, and either key could charge again.
-func (r *Reconciler) checkRecordedKey(job Object) *Progress {
-	recorded, derived := job.GetPaymentStatus().IdempotencyKey, r.sentKey(job)
+func (r *Reconciler) checkRecordedKey(obj Object) *Progress {
+	recorded, derived := obj.GetPaymentStatus().IdempotencyKey, r.sentKey(obj)
 	if recorded == "" || recorded == derived {
 		return nil
 	}
@@ -50,8 +50,8 @@ func (r *Reconciler) checkRecordedKey(job Object) *Progress {
 }
 
 // logChargeMismatch tells the cluster admin, in the manager's log only,
-// which payment under a job's key was made for another request (where: the
-// provider or the ledger). The job's conditions and events never name it:
+// which payment under an object's key was made for another request (where: the
+// provider or the ledger). The object's conditions and events never name it:
 // under a recycled namespace name, or an account shared by clusters, it may
 // be another tenant's.
 func logChargeMismatch(ctx context.Context, where, charge string, amount int64, currency string) {
@@ -71,22 +71,22 @@ func describeIdentity(id paymentsv1alpha1.ProviderIdentity) string {
 	return s + ")"
 }
 
-// readyReason is the reason of the job's Ready condition, "" without one. It
+// readyReason is the reason of the object's Ready condition, "" without one. It
 // is a copy: setting the conditions changes them in place.
-func readyReason(job Object) string {
-	if c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady); c != nil {
+func readyReason(obj Object) string {
+	if c := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady); c != nil {
 		return c.Reason
 	}
 	return ""
 }
 
-// heldBack says whether a job that was never claimed must wait: held is
+// heldBack says whether an object that was never claimed must wait: held is
 // Suspended while spec.suspend is true, or DeadlineExceeded (stalled, for
 // good) once activeDeadlineSeconds have passed since its creation. left is
 // the time until that deadline, zero without one.
-func heldBack(job Object, terms Terms, words Words, now time.Time) (left time.Duration, held *Progress) {
+func heldBack(obj Object, terms Terms, words Words, now time.Time) (left time.Duration, held *Progress) {
 	if d := terms.ActiveDeadlineSeconds; d != nil {
-		deadline := job.GetCreationTimestamp().Add(time.Duration(*d) * time.Second)
+		deadline := obj.GetCreationTimestamp().Add(time.Duration(*d) * time.Second)
 		if !now.Before(deadline) {
 			return 0, &Progress{
 				Reason:  paymentsv1alpha1.ReasonDeadlineExceeded,
@@ -102,11 +102,11 @@ func heldBack(job Object, terms Terms, words Words, now time.Time) (left time.Du
 	return left, nil
 }
 
-// providerMoved stops a job whose key was first sent to another provider
+// providerMoved stops an object whose key was first sent to another provider
 // account or endpoint than the one its PaymentProvider reaches now: the same
 // key there is a new charge.
-func (r *Reconciler) providerMoved(job Object, t *Target) *Progress {
-	recorded := job.GetPaymentStatus().Provider
+func (r *Reconciler) providerMoved(obj Object, t *Target) *Progress {
+	recorded := obj.GetPaymentStatus().Provider
 	if recorded == nil {
 		return nil
 	}
@@ -117,5 +117,5 @@ func (r *Reconciler) providerMoved(job Object, t *Target) *Progress {
 	return &Progress{Reason: paymentsv1alpha1.ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
 		"%s: the idempotency key was sent to %s, and PaymentProvider %q now reaches %s: %s. "+
 			"Point the provider back at the first account, or resolve the payment there by hand", r.Kind.Words().not(),
-		describeIdentity(*recorded), r.terms(job).Provider, describeIdentity(t.ID), why), MaxMessageLength)}
+		describeIdentity(*recorded), r.terms(obj).Provider, describeIdentity(t.ID), why), MaxMessageLength)}
 }

@@ -56,8 +56,8 @@ type FieldIndex struct {
 	Extract client.IndexerFunc
 }
 
-// FieldIndexes are the cache indexes the reconcilers list by: jobs and
-// refunds by the provider they use, refunds by the job they refund,
+// FieldIndexes are the cache indexes the reconcilers list by: objects and
+// refunds by the provider they use, refunds by the object they refund,
 // providers by the Secret they reference. IndexFields registers them with a
 // manager; a test's fake client takes them with WithIndex.
 func FieldIndexes() []FieldIndex {
@@ -92,7 +92,7 @@ func IndexFields(mgr ctrl.Manager) error {
 }
 
 // UsersOf maps o to the objects of list's kind in its namespace whose field
-// index names it (jobs by their provider, providers by their Secret), those
+// index names it (objects by their provider, providers by their Secret), those
 // keep accepts (nil keeps all). A failed List is logged and maps to nothing;
 // the objects' own requeues bring them back.
 func UsersOf(ctx context.Context, c client.Reader, list client.ObjectList, index string, o client.Object,

@@ -40,10 +40,10 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/teeth"
 )
 
-// The outcome ledger in the protocol: a job that was never claimed is looked
-// up in it before anything else (a hit finishes the job with no provider
+// The outcome ledger in the protocol: an object that was never claimed is looked
+// up in it before anything else (a hit finishes the object with no provider
 // call), and a final outcome is recorded in it before the finalizer comes
-// off, so the job cannot be deleted before its record is durable.
+// off, so the object cannot be deleted before its record is durable.
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentledgers,verbs=get;list;watch;create;update;delete
 
@@ -81,17 +81,17 @@ type OutcomeLedger interface {
 	Record(ctx context.Context, e ledger.Entry) error
 }
 
-// FromLedger reports whether the job was finished from the ledger rather
+// FromLedger reports whether the object was finished from the ledger rather
 // than by a provider answer in its own lifetime.
-func FromLedger(job Object) bool {
-	c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
+func FromLedger(obj Object) bool {
+	c := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
 	return c != nil && c.Reason == paymentsv1alpha1.ReasonFoundInLedger
 }
 
-// recordFromLedger finishes a job whose key the ledger holds, with the
+// recordFromLedger finishes an object whose key the ledger holds, with the
 // recorded outcome and no provider call, as made at t (where the ledger
 // says it was made, checked by the caller).
-func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target, c Request, e ledger.Entry) error {
+func (r *Reconciler) recordFromLedger(ctx context.Context, obj Object, t *Target, c Request, e ledger.Entry) error {
 	when := e.At.UTC().Format(time.RFC3339)
 	// The payment finished when the ledger says, not now: a reconciliation
 	// window places it there (an object finished from the ledger has no
@@ -100,23 +100,23 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target
 	if e.At.IsZero() {
 		finished = metav1.NewTime(r.Clock.Now())
 	}
-	job.GetPaymentStatus().IdempotencyKey = c.Key
-	job.GetPaymentStatus().RequestHash = c.Fingerprint
-	job.GetPaymentStatus().Claim = nil
+	obj.GetPaymentStatus().IdempotencyKey = c.Key
+	obj.GetPaymentStatus().RequestHash = c.Fingerprint
+	obj.GetPaymentStatus().Claim = nil
 	provider := t.ID
-	job.GetPaymentStatus().Provider = &provider
-	job.GetPaymentStatus().CompletedAt = &finished
+	obj.GetPaymentStatus().Provider = &provider
+	obj.GetPaymentStatus().CompletedAt = &finished
 	by := ""
 	if e.ResolvedBy != "" {
 		by = fmt.Sprintf(", as resolved by %s", e.ResolvedBy)
 	}
 	var msg, eventType string
 	if e.Outcome == paymentsv1alpha1.LedgerCompleted {
-		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
-		job.GetPaymentStatus().ProviderResponse = &paymentsv1alpha1.ProviderResponse{
+		obj.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
+		obj.GetPaymentStatus().ProviderResponse = &paymentsv1alpha1.ProviderResponse{
 			ID: e.Charge, Status: "succeeded", Amount: c.Amount, Currency: c.Currency, Replayed: true,
 		}
-		job.GetPaymentStatus().Failure = nil
+		obj.GetPaymentStatus().Failure = nil
 		msg = fmt.Sprintf("%s %d %s as %s on %s%s: found in the operator's ledger, with no provider call; no money moved again",
 			r.Kind.Words().Done, c.Amount, c.Currency, e.Charge, when, by)
 		eventType = corev1.EventTypeNormal
@@ -125,58 +125,58 @@ func (r *Reconciler) recordFromLedger(ctx context.Context, job Object, t *Target
 		if !payment.ValidReason(reason) {
 			reason = paymentsv1alpha1.ReasonPaymentRefused
 		}
-		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
+		obj.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
 		msg = fmt.Sprintf("Not %s: the operator's ledger records that this payment failed on %s (%s)%s; no provider call",
 			strings.ToLower(r.Kind.Words().Done), when, reason, by)
-		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
+		obj.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 		eventType = corev1.EventTypeWarning
 	}
-	SetConditions(job, Progress{Reason: paymentsv1alpha1.ReasonFoundInLedger, Message: msg})
-	if err := r.writeFound(ctx, job, "the outcome found in the ledger"); err != nil {
+	SetConditions(obj, Progress{Reason: paymentsv1alpha1.ReasonFoundInLedger, Message: msg})
+	if err := r.writeFound(ctx, obj, "the outcome found in the ledger"); err != nil {
 		return err
 	}
 	ledgerHitsTotal.WithLabelValues(r.Kind.Name()).Inc()
-	r.Recorder.Eventf(job, nil, eventType, paymentsv1alpha1.ReasonFoundInLedger, r.Kind.Words().Action, "%s", msg)
+	r.Recorder.Eventf(obj, nil, eventType, paymentsv1alpha1.ReasonFoundInLedger, r.Kind.Words().Action, "%s", msg)
 	log.FromContext(ctx).Info("Found the outcome in the ledger; not calling the provider", "charge", e.Charge, "outcome", e.Outcome)
-	return r.finish(ctx, job)
+	return r.finish(ctx, obj)
 }
 
-// recordAndFinish records the job's final outcome in the ledger, then
-// finishes the job (finalizer off, finished label), but only once the
-// ledger holds this job's outcome: a job whose key the ledger holds with
+// recordAndFinish records the object's final outcome in the ledger, then
+// finishes the object (finalizer off, finished label), but only once the
+// ledger holds this object's outcome: an object whose key the ledger holds with
 // another outcome keeps its finalizer, Stalled (LedgerConflict).
-func (r *Reconciler) recordAndFinish(ctx context.Context, job Object) error {
-	if err := r.flushStatus(ctx, job); err != nil {
+func (r *Reconciler) recordAndFinish(ctx context.Context, obj Object) error {
+	if err := r.flushStatus(ctx, obj); err != nil {
 		return err
 	}
-	recorded, err := r.recordInLedger(ctx, job)
+	recorded, err := r.recordInLedger(ctx, obj)
 	if err != nil || !recorded {
 		return err
 	}
-	return r.finish(ctx, job)
+	return r.finish(ctx, obj)
 }
 
-// recordInLedger stores the job's final outcome in the ledger. It is called
+// recordInLedger stores the object's final outcome in the ledger. It is called
 // before the finalizer is removed, and again by any later pass that finds the
 // finalizer still there. The ledger keeps the first outcome of a key:
-// recorded is false when it holds another one, and the job is then stalled
+// recorded is false when it holds another one, and the object is then stalled
 // (stallOnLedgerConflict) instead of finished.
-func (r *Reconciler) recordInLedger(ctx context.Context, job Object) (recorded bool, err error) {
-	if r.Ledger == nil || FromLedger(job) || !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
+func (r *Reconciler) recordInLedger(ctx context.Context, obj Object) (recorded bool, err error) {
+	if r.Ledger == nil || FromLedger(obj) || !controllerutil.ContainsFinalizer(obj, paymentsv1alpha1.Finalizer) {
 		return true, nil
 	}
-	err = r.Ledger.Record(ctx, LedgerEntry(job, r.requestOf(job), r.Clock.Now()))
+	err = r.Ledger.Record(ctx, LedgerEntry(obj, r.requestOf(obj), r.Clock.Now()))
 	var conflict *ledger.ConflictError
 	switch {
 	case err == nil:
-		r.conflicts.set(client.ObjectKeyFromObject(job), false, ledgerConflictsGauge.WithLabelValues(r.Kind.Name()))
+		r.conflicts.set(client.ObjectKeyFromObject(obj), false, ledgerConflictsGauge.WithLabelValues(r.Kind.Name()))
 		return true, nil
 	case errors.As(err, &conflict):
-		return false, r.stallOnLedgerConflict(ctx, job, conflict.Held)
+		return false, r.stallOnLedgerConflict(ctx, obj, conflict.Held)
 	}
 	if ctx.Err() == nil {
 		ledgerErrorsTotal.WithLabelValues(r.Kind.Name(), "record").Inc()
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonLedgerUnavailable, r.Kind.Words().Action, "%s",
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonLedgerUnavailable, r.Kind.Words().Action, "%s",
 			"The outcome is not in the operator's ledger yet: "+LedgerUnavailableMessage+
 				". The finalizer stays until it is recorded; retried by itself; "+LedgerCauseInLog)
 	}
@@ -187,7 +187,7 @@ func (r *Reconciler) recordInLedger(ctx context.Context, job Object) (recorded b
 // dates it when the object has no completion time. It is keyed as a
 // re-created object looks it up: by the key and request its namespace and
 // spec derive (the status says the same, unless someone else wrote it).
-func LedgerEntry(job Object, c Request, now time.Time) ledger.Entry {
+func LedgerEntry(obj Object, c Request, now time.Time) ledger.Entry {
 	e := ledger.Entry{
 		Key:            c.Key,
 		Fingerprint:    c.Fingerprint,
@@ -197,22 +197,22 @@ func LedgerEntry(job Object, c Request, now time.Time) ledger.Entry {
 		Outcome:        paymentsv1alpha1.LedgerCompleted,
 		At:             now,
 	}
-	if job.GetPaymentStatus().CompletedAt != nil {
-		e.At = job.GetPaymentStatus().CompletedAt.Time
+	if obj.GetPaymentStatus().CompletedAt != nil {
+		e.At = obj.GetPaymentStatus().CompletedAt.Time
 	}
-	if p := job.GetPaymentStatus().Provider; p != nil {
+	if p := obj.GetPaymentStatus().Provider; p != nil {
 		e.Provider = *p
 	}
-	if resp := job.GetPaymentStatus().ProviderResponse; resp != nil {
+	if resp := obj.GetPaymentStatus().ProviderResponse; resp != nil {
 		e.Charge = resp.ID
 	}
-	if job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseFailed {
+	if obj.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseFailed {
 		e.Outcome = paymentsv1alpha1.LedgerFailed
-		if f := job.GetPaymentStatus().Failure; f != nil {
+		if f := obj.GetPaymentStatus().Failure; f != nil {
 			e.Reason = f.Reason
 		}
 	}
-	if res := job.GetPaymentStatus().Resolution; res != nil {
+	if res := obj.GetPaymentStatus().Resolution; res != nil {
 		e.Reason = paymentsv1alpha1.ReasonResolved
 		e.ResolvedBy = res.By
 		if e.ResolvedBy == "" {
@@ -222,16 +222,16 @@ func LedgerEntry(job Object, c Request, now time.Time) ledger.Entry {
 	return e
 }
 
-// finishFromLedger finishes a job that was never claimed here but may have
+// finishFromLedger finishes an object that was never claimed here but may have
 // been paid before this object existed (a manifest re-created from Git, a
-// TTL-deleted job coming back). The ledger is asked first, before any
-// deadline or suspension, under the key the job's PaymentProvider scopes
-// (a job whose provider does not exist yet waits for it, and is asked
+// TTL-deleted object coming back). The ledger is asked first, before any
+// deadline or suspension, under the key the object's PaymentProvider scopes
+// (an object whose provider does not exist yet waits for it, and is asked
 // then), and answers from memory unless it holds the key. A hit counts only
 // for the same request made where the provider charges now: another
 // request under the key stalls (ChargeMismatch), and a payment made at
 // another account, mode or endpoint stalls too (ProviderChanged): it is
-// neither this account's payment nor to be charged silently. A job
+// neither this account's payment nor to be charged silently. An object
 // finished from it needs no finalizer: nothing is in flight. done reports
 // that the pass ends here (finished, stalled, waiting for the provider, or
 // the ledger failed).
@@ -242,17 +242,17 @@ func LedgerEntry(job Object, c Request, now time.Time) ledger.Entry {
 // payment it refunds can no longer be found; when the entry holds too
 // little, searched.unprepared asks the caller to prepare the object and
 // call again (prepared true).
-func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared bool) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
-	if r.Ledger == nil || job.GetPaymentStatus().IdempotencyKey != "" {
+func (r *Reconciler) finishFromLedger(ctx context.Context, obj Object, prepared bool) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
+	if r.Ledger == nil || obj.GetPaymentStatus().IdempotencyKey != "" {
 		return ctrl.Result{}, false, ledgerSearch{skipped: true}, nil
 	}
 	var pp paymentsv1alpha1.PaymentProvider
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: r.terms(job).Provider}, &pp); err != nil {
-		// Not found: the scope of the job's keys is not known yet; the
-		// job waits for its provider (admit), and comes back with it.
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: r.terms(obj).Provider}, &pp); err != nil {
+		// Not found: the scope of the object's keys is not known yet; the
+		// object waits for its provider (admit), and comes back with it.
 		return ctrl.Result{}, !apierrors.IsNotFound(err), ledgerSearch{}, client.IgnoreNotFound(err)
 	}
-	c := r.Kind.Request(job, r.Kind.Key(job, pp.Spec.KeyScope))
+	c := r.Kind.Request(obj, r.Kind.Key(obj, pp.Spec.KeyScope))
 	searched = ledgerSearch{done: true, scope: pp.Spec.KeyScope}
 	e, found, err := r.Ledger.Find(ctx, c.Key)
 	if err != nil && teeth.On(teeth.LedgerErrorAsNotFound) {
@@ -262,32 +262,32 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 	case err != nil && ctx.Err() != nil:
 		return ctrl.Result{}, true, searched, err
 	case err != nil:
-		return r.waitForLedger(ctx, job, err)
+		return r.waitForLedger(ctx, obj, err)
 	case !found:
 		return ctrl.Result{}, false, searched, nil
 	}
 	if !prepared {
-		if done, implemented := r.Kind.prepareFromLedger(job, e); implemented && !done {
+		if done, implemented := r.Kind.prepareFromLedger(obj, e); implemented && !done {
 			searched.unprepared = true
 			return ctrl.Result{}, false, searched, nil
 		} else if implemented {
-			c = r.Kind.Request(job, c.Key)
+			c = r.Kind.Request(obj, c.Key)
 		}
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
-		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch, Message: fmt.Sprintf("%s: "+
+		return ctrl.Result{}, true, searched, r.stall(ctx, obj, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch, Message: fmt.Sprintf("%s: "+
 			"the operator's ledger records a payment under this idempotency key for another request; the operator's log "+
 			"names it (ChargeMismatch). Delete this %s, or use another idempotency key", r.Kind.Words().not(), r.Kind.Words().Object)})
 	}
-	// Where was it made? Only the provider can say where this job would
+	// Where was it made? Only the provider can say where this object would
 	// be charged now.
-	t, waiting, err := r.ResolveProvider(ctx, job)
+	t, waiting, err := r.ResolveProvider(ctx, obj)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, true, searched, err
 	case waiting != nil:
-		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.Reason, 0)}, true, searched, r.setPending(ctx, job, *waiting)
+		return ctrl.Result{RequeueAfter: r.pendingRecheck(obj, waiting.Reason, 0)}, true, searched, r.setPending(ctx, obj, *waiting)
 	}
 	if t.ID.KeyScope != pp.Spec.KeyScope {
 		// The provider's key scope changed between the two reads: look
@@ -295,23 +295,23 @@ func (r *Reconciler) finishFromLedger(ctx context.Context, job Object, prepared 
 		return ctrl.Result{RequeueAfter: Jitter(conflictRequeue)}, true, searched, nil
 	}
 	if same, why := providercache.SameBooks(e.Provider, t.ID, t.AccountsOnly()); !same {
-		return ctrl.Result{}, true, searched, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
+		return ctrl.Result{}, true, searched, r.stall(ctx, obj, Progress{Reason: paymentsv1alpha1.ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
 			"%s: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s. "+
 				"Point the provider back at the account that holds it, or, to %s it at the new account, set spec.keyScope "+
 				"on the PaymentProvider (a new key space: every %s claimed through it is a new payment there)",
-			r.Kind.Words().not(), providercache.DescribeBooks(e.Provider), r.terms(job).Provider, providercache.DescribeBooks(t.ID), why, strings.ToLower(r.Kind.Words().Action), r.Kind.Words().Object), MaxMessageLength)})
+			r.Kind.Words().not(), providercache.DescribeBooks(e.Provider), r.terms(obj).Provider, providercache.DescribeBooks(t.ID), why, strings.ToLower(r.Kind.Words().Action), r.Kind.Words().Object), MaxMessageLength)})
 	}
-	return ctrl.Result{}, true, searched, r.recordFromLedger(ctx, job, t, c, e)
+	return ctrl.Result{}, true, searched, r.recordFromLedger(ctx, obj, t, c, e)
 }
 
-// waitForLedger keeps a job that was never claimed Pending while the
+// waitForLedger keeps an object that was never claimed Pending while the
 // ledger cannot say whether it was paid before: charging it on the
 // strength of a ledger that did not answer could pay twice (a re-created
-// job whose payment the provider no longer remembers). It is asked again
-// with backoff, and the job goes on once it answers.
-func (r *Reconciler) waitForLedger(ctx context.Context, job Object, cause error) (ctrl.Result, bool, ledgerSearch, error) {
+// object whose payment the provider no longer remembers). It is asked again
+// with backoff, and the object goes on once it answers.
+func (r *Reconciler) waitForLedger(ctx context.Context, obj Object, cause error) (ctrl.Result, bool, ledgerSearch, error) {
 	p := LedgerUnanswered(ctx, r.Kind.Name(), cause, "asked whether this payment was made before")
-	return ctrl.Result{RequeueAfter: r.pendingRecheck(job, paymentsv1alpha1.ReasonLedgerUnavailable, 0)}, true, ledgerSearch{}, r.setPending(ctx, job, p)
+	return ctrl.Result{RequeueAfter: r.pendingRecheck(obj, paymentsv1alpha1.ReasonLedgerUnavailable, 0)}, true, ledgerSearch{}, r.setPending(ctx, obj, p)
 }
 
 // What a tenant reads of a ledger that did not answer. The cause (a
@@ -337,9 +337,9 @@ func LedgerUnanswered(ctx context.Context, kind string, cause error, what string
 }
 
 // ledgerSearch says under which key scope finishFromLedger asked the ledger
-// for a job, so that the job is claimed only under that scope.
+// for an object, so that the object is claimed only under that scope.
 type ledgerSearch struct {
-	// skipped: there is no ledger, or the job was claimed before.
+	// skipped: there is no ledger, or the object was claimed before.
 	skipped bool
 	// done: the ledger was asked, under scope.
 	done  bool

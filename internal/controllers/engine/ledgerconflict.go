@@ -34,20 +34,20 @@ import (
 // A finished object whose outcome is not the one the ledger holds under its
 // key (another object with the same key recorded first): kept, Stalled.
 
-// stallOnLedgerConflict keeps a finished job whose key the ledger holds
+// stallOnLedgerConflict keeps a finished object whose key the ledger holds
 // with another outcome (held), recorded first by another object under the
-// same key: the job stays Completed or Failed with its finalizer, Stalled
+// same key: the object stays Completed or Failed with its finalizer, Stalled
 // (LedgerConflict), announced once by a Warning event. What the ledger
 // holds goes to the manager's log only: it may be another tenant's
 // payment. Every later pass asks the ledger again and writes nothing new.
-func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held ledger.Entry) error {
-	r.conflicts.set(client.ObjectKeyFromObject(job), true, ledgerConflictsGauge.WithLabelValues(r.Kind.Name()))
+func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, obj Object, held ledger.Entry) error {
+	r.conflicts.set(client.ObjectKeyFromObject(obj), true, ledgerConflictsGauge.WithLabelValues(r.Kind.Name()))
 	log.FromContext(ctx).Info("Keeping a finished job: the outcome ledger holds another outcome under its key",
-		"key", held.Key, "outcome", job.GetPaymentStatus().Phase, "heldOutcome", held.Outcome, "heldCharge", held.Charge,
+		"key", held.Key, "outcome", obj.GetPaymentStatus().Phase, "heldOutcome", held.Outcome, "heldCharge", held.Charge,
 		"heldFingerprint", held.Fingerprint, "heldAt", held.At, "heldAccount", held.Provider.Account,
 		"heldEndpoint", held.Provider.Endpoint)
-	own := string(job.GetPaymentStatus().Phase)
-	if resp := job.GetPaymentStatus().ProviderResponse; resp != nil && resp.ID != "" && job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseCompleted {
+	own := string(obj.GetPaymentStatus().Phase)
+	if resp := obj.GetPaymentStatus().ProviderResponse; resp != nil && resp.ID != "" && obj.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseCompleted {
 		own += " as " + resp.ID
 	}
 	msg := payment.CleanMessage(fmt.Sprintf("This %s is %s, but the operator's ledger holds another outcome under its "+
@@ -56,15 +56,15 @@ func (r *Reconciler) stallOnLedgerConflict(ctx context.Context, job Object, held
 		"provider holds under the key (the operator's log names the ledger's entry), settle the money, then remove the "+
 		"finalizer by hand (docs/operations.md, PaymentJobLedgerConflict)",
 		r.Kind.Name(), own, held.Key), MaxMessageLength)
-	return r.noteStatus(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonLedgerConflict, Message: msg, Stalled: true}, func() {
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonLedgerConflict, r.Kind.Words().Action, "%s", msg)
+	return r.noteStatus(ctx, obj, Progress{Reason: paymentsv1alpha1.ReasonLedgerConflict, Message: msg, Stalled: true}, func() {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonLedgerConflict, r.Kind.Words().Action, "%s", msg)
 	})
 }
 
 // LedgerConflicted reports whether a finished object is stalled because
 // the ledger holds another outcome under its key: it keeps its finalizer,
 // and no TTL deletes it.
-func LedgerConflicted(job Object) bool {
-	c := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
+func LedgerConflicted(obj Object) bool {
+	c := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == paymentsv1alpha1.ReasonLedgerConflict
 }

@@ -45,14 +45,14 @@ type outsideEtcd interface {
 // etcd (a restored snapshot took the object back, not the ledger), or the
 // object was first claimed longer ago than the provider remembers keys
 // (another copy of it may have finished and been recorded meanwhile).
-func (r *Reconciler) ledgerKnowsMore(job Object) bool {
+func (r *Reconciler) ledgerKnowsMore(obj Object) bool {
 	if r.Ledger == nil {
 		return false
 	}
 	if o, ok := r.Ledger.(outsideEtcd); ok && o.OutsideEtcd() {
 		return true
 	}
-	started := job.GetPaymentStatus().StartedAt
+	started := obj.GetPaymentStatus().StartedAt
 	return r.KeyRetention > 0 && started != nil && r.Clock.Since(started.Time) > r.KeyRetention
 }
 
@@ -63,11 +63,11 @@ func (r *Reconciler) ledgerKnowsMore(job Object) bool {
 // the provider's key memory, a second send would be a second payment).
 // Another request under the key stalls it, and a ledger that does not
 // answer keeps it Processing, unsent. done reports that the pass ends here.
-func (r *Reconciler) resumeFromLedger(ctx context.Context, job Object, t *Target) (res ctrl.Result, done bool, err error) {
-	if !r.ledgerKnowsMore(job) {
+func (r *Reconciler) resumeFromLedger(ctx context.Context, obj Object, t *Target) (res ctrl.Result, done bool, err error) {
+	if !r.ledgerKnowsMore(obj) {
 		return ctrl.Result{}, false, nil
 	}
-	c := r.requestOf(job)
+	c := r.requestOf(obj)
 	e, found, err := r.Ledger.Find(ctx, c.Key)
 	if err != nil && teeth.On(teeth.LedgerErrorAsNotFound) {
 		err = nil
@@ -77,27 +77,27 @@ func (r *Reconciler) resumeFromLedger(ctx context.Context, job Object, t *Target
 		return ctrl.Result{}, true, err
 	case err != nil:
 		p := LedgerUnanswered(ctx, r.Kind.Name(), err, "asked whether this payment was finished before it is sent again")
-		previous := readyReason(job)
-		if err := r.writeProgress(ctx, job, p); err != nil {
+		previous := readyReason(obj)
+		if err := r.writeProgress(ctx, obj, p); err != nil {
 			return ctrl.Result{}, true, err
 		}
 		if previous != p.Reason {
-			r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, r.Kind.Words().Action, "%s", p.Message)
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, p.Reason, r.Kind.Words().Action, "%s", p.Message)
 		}
-		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(job))}, true, nil
+		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(obj))}, true, nil
 	case !found:
 		return ctrl.Result{}, false, nil
 	}
 	if e.Fingerprint != c.Fingerprint {
 		logChargeMismatch(ctx, "ledger", e.Charge, 0, "")
-		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch, Message: "Not sending again: " +
+		return ctrl.Result{}, true, r.stall(ctx, obj, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch, Message: "Not sending again: " +
 			"the operator's ledger records a payment under this idempotency key for another request; the operator's log " +
 			"names it (ChargeMismatch)"})
 	}
 	if same, why := providercache.SameBooks(e.Provider, t.ID, t.AccountsOnly()); !same {
-		return ctrl.Result{}, true, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
+		return ctrl.Result{}, true, r.stall(ctx, obj, Progress{Reason: paymentsv1alpha1.ReasonProviderChanged, Message: payment.CleanMessage(fmt.Sprintf(
 			"Not sending again: the operator's ledger records this payment as made at %s, and PaymentProvider %q now reaches %s: %s",
-			providercache.DescribeBooks(e.Provider), r.terms(job).Provider, providercache.DescribeBooks(t.ID), why), MaxMessageLength)})
+			providercache.DescribeBooks(e.Provider), r.terms(obj).Provider, providercache.DescribeBooks(t.ID), why), MaxMessageLength)})
 	}
-	return ctrl.Result{}, true, r.recordFromLedger(ctx, job, t, c, e)
+	return ctrl.Result{}, true, r.recordFromLedger(ctx, obj, t, c, e)
 }

@@ -39,13 +39,13 @@ import (
 // wakeupBuffer is how many answered lookups may wait for the controller.
 const wakeupBuffer = 1024
 
-// wake returns the function that brings the job back to a worker once its
+// wake returns the function that brings the object back to a worker once its
 // lookup is answered. It never blocks the lookup: a wake-up that does not
-// fit is left to the job's backstop requeue.
-func (r *Reconciler) wake(job Object) func() {
+// fit is left to the object's backstop requeue.
+func (r *Reconciler) wake(obj Object) func() {
 	ref := r.Kind.New()
-	ref.SetNamespace(job.GetNamespace())
-	ref.SetName(job.GetName())
+	ref.SetNamespace(obj.GetNamespace())
+	ref.SetName(obj.GetName())
 	return func() {
 		select {
 		case r.wakeups <- event.GenericEvent{Object: ref}:
@@ -60,9 +60,9 @@ func (r *Reconciler) wake(job Object) func() {
 // from Git, a rebuilt cluster) and the provider may have forgotten its key.
 // It claims the object and calls the provider, records what the lookup
 // found, or fails the object when the kind refuses the request unsent.
-func (r *Reconciler) admitAfterLookup(ctx context.Context, job Object, target *Target) (ctrl.Result, error) {
-	c := r.Kind.Request(job, r.Kind.Key(job, target.ID.KeyScope))
-	calls, err := r.connect(ctx, job, target)
+func (r *Reconciler) admitAfterLookup(ctx context.Context, obj Object, target *Target) (ctrl.Result, error) {
+	c := r.Kind.Request(obj, r.Kind.Key(obj, target.ID.KeyScope))
+	calls, err := r.connect(ctx, obj, target)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -70,28 +70,28 @@ func (r *Reconciler) admitAfterLookup(ctx context.Context, job Object, target *T
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if res, done, err := r.unsent(ctx, job, target, c, seen); done || err != nil {
+	if res, done, err := r.unsent(ctx, obj, target, c, seen); done || err != nil {
 		return res, err
 	}
 	verdict := payment.Decide(seen.Found, c.Fingerprint, c.match())
 	if verdict.Action == payment.ActionStall {
 		logChargeMismatch(ctx, "provider", verdict.Charge.ID, verdict.Charge.Amount, verdict.Charge.Currency)
-		return ctrl.Result{}, r.stall(ctx, job, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch,
+		return ctrl.Result{}, r.stall(ctx, obj, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch,
 			Message: "Not sending: " + verdict.Reason + "; delete this object, or use another idempotency key"})
 	}
-	return r.claimAndAct(ctx, job, target, paymentsv1alpha1.ReasonClaimed, verdict)
+	return r.claimAndAct(ctx, obj, target, paymentsv1alpha1.ReasonClaimed, verdict)
 }
 
 // unsent acts on what a kind decided about an object before its first
 // claim: it fails it without a provider call, keeps it waiting, or lets it
 // go on (done false). t and c, when known, record where and what it would
 // have sent.
-func (r *Reconciler) unsent(ctx context.Context, job Object, t *Target, c Request, decided Result) (res ctrl.Result, done bool, err error) {
+func (r *Reconciler) unsent(ctx context.Context, obj Object, t *Target, c Request, decided Result) (res ctrl.Result, done bool, err error) {
 	switch {
 	case decided.Refuse != nil:
-		return ctrl.Result{}, true, r.refuseUnsent(ctx, job, t, c, decided.Refuse)
+		return ctrl.Result{}, true, r.refuseUnsent(ctx, obj, t, c, decided.Refuse)
 	case decided.Wait != nil:
-		res, err := r.waitUnsent(ctx, job, *decided.Wait, decided.Requeue)
+		res, err := r.waitUnsent(ctx, obj, *decided.Wait, decided.Requeue)
 		return res, true, err
 	case decided.Requeue > 0:
 		// Waiting quietly: a batched lookup wakes the object.

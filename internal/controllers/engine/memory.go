@@ -24,11 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// jobMemory is what this process remembers of each job between passes: its
+// jobMemory is what this process remembers of each object between passes: its
 // latest write, the time of its next attempt, since when it waits for a
 // rate limit. It lives in memory only, and nothing depends on it for
-// exactly-once; entries are per object, so a job deleted and created again
-// under its name (another UID) starts afresh, and Reconcile forgets a job
+// exactly-once; entries are per object, so an object deleted and created again
+// under its name (another UID) starts afresh, and Reconcile forgets an object
 // that left the cache.
 type jobMemory[V any] struct {
 	mu sync.Mutex
@@ -40,24 +40,24 @@ type remembered[V any] struct {
 	v   V
 }
 
-// set remembers v for job.
-func (j *jobMemory[V]) set(job client.Object, v V) {
+// set remembers v for object.
+func (j *jobMemory[V]) set(obj client.Object, v V) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.m == nil {
 		j.m = map[types.NamespacedName]remembered[V]{}
 	}
-	j.m[client.ObjectKeyFromObject(job)] = remembered[V]{uid: job.GetUID(), v: v}
+	j.m[client.ObjectKeyFromObject(obj)] = remembered[V]{uid: obj.GetUID(), v: v}
 }
 
-// get returns what is remembered for job. An entry of another object under
+// get returns what is remembered for object. An entry of another object under
 // the same name is dropped.
-func (j *jobMemory[V]) get(job client.Object) (V, bool) {
+func (j *jobMemory[V]) get(obj client.Object) (V, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	key := client.ObjectKeyFromObject(job)
+	key := client.ObjectKeyFromObject(obj)
 	e, ok := j.m[key]
-	if ok && e.uid != job.GetUID() {
+	if ok && e.uid != obj.GetUID() {
 		delete(j.m, key)
 		ok = false
 	}
@@ -68,29 +68,29 @@ func (j *jobMemory[V]) get(job client.Object) (V, bool) {
 	return e.v, true
 }
 
-// forget drops what is remembered for the job with key.
+// forget drops what is remembered for the object with key.
 func (j *jobMemory[V]) forget(key types.NamespacedName) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	delete(j.m, key)
 }
 
-// size is the number of jobs remembered.
+// size is the number of objects remembered.
 func (j *jobMemory[V]) size() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return len(j.m)
 }
 
-// countedJobs is a set of jobs in one state, counted by a gauge: the jobs
-// stalled behind a deleted provider (ProviderDeleted), the finished jobs
+// countedJobs is a set of objects in one state, counted by a gauge: the objects
+// stalled behind a deleted provider (ProviderDeleted), the finished objects
 // stalled on a ledger conflict (LedgerConflict).
 type countedJobs struct {
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]struct{}
 }
 
-// set records whether the job with key is in the state after this pass,
+// set records whether the object with key is in the state after this pass,
 // and moves gauge when that changes.
 func (c *countedJobs) set(key types.NamespacedName, in bool, gauge prometheus.Gauge) {
 	c.mu.Lock()

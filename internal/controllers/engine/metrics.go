@@ -86,7 +86,7 @@ func newCounterVec(name, label, help string) *prometheus.CounterVec {
 
 // The engine's metrics carry the kind of the object (kindLabel:
 // PaymentJob, PaymentRefund) as their first label, so that a refund's pass
-// is never counted as a job's. Their names are the ones of the release
+// is never counted as an object's. Their names are the ones of the release
 // before the label came: a query without it sums every kind, as it did.
 const kindLabel = "kind"
 

@@ -33,10 +33,10 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
-// How a job reaches its PaymentProvider. A job that has not been claimed
+// How an object reaches its PaymentProvider. An object that has not been claimed
 // needs a provider that exists, is Ready and is not being deleted, and makes
 // sure the provider carries ProviderFinalizer before its first claim. A
-// Processing job may have charged already: when its provider is gone, being
+// Processing object may have charged already: when its provider is gone, being
 // deleted or no longer Ready (its Secret deleted with the namespace), it
 // goes on with the adapter this process kept for the provider it was first
 // sent to, and stalls with paymentsv1alpha1.ReasonProviderDeleted when there is none.
@@ -64,27 +64,27 @@ type ProviderResolver interface {
 	// Resolve returns the adapter of a ready provider.
 	Resolve(ctx context.Context, provider *paymentsv1alpha1.PaymentProvider) (providercache.Resolved, error)
 	// Kept returns the adapter last used for the provider with uid, after
-	// the provider or its credentials are gone, for the jobs that were
+	// the provider or its credentials are gone, for the objects that were
 	// Processing through it.
 	Kept(uid types.UID) (providercache.Resolved, bool)
 }
 
-// ResolveProvider finds the job's PaymentProvider. It returns why the job
+// ResolveProvider finds the object's PaymentProvider. It returns why the object
 // must wait when the provider is missing or not ready; for a Processing
-// job, the adapter kept for its provider comes before waiting.
-func (r *Reconciler) ResolveProvider(ctx context.Context, job Object) (*Target, *Progress, error) {
-	processing := job.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing
-	name := r.terms(job).Provider
+// object, the adapter kept for its provider comes before waiting.
+func (r *Reconciler) ResolveProvider(ctx context.Context, obj Object) (*Target, *Progress, error) {
+	processing := obj.GetPaymentStatus().Phase == paymentsv1alpha1.PhaseProcessing
+	name := r.terms(obj).Provider
 	var pp paymentsv1alpha1.PaymentProvider
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: name}, &pp); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, &pp); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, nil, fmt.Errorf("cannot get PaymentProvider %q: %w", name, err)
 		}
 		if processing {
-			return r.keptProvider(job, "was deleted")
+			return r.keptProvider(obj, "was deleted")
 		}
 		return nil, &Progress{Reason: paymentsv1alpha1.ReasonProviderNotFound,
-			Message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, job.GetNamespace())}, nil
+			Message: fmt.Sprintf("PaymentProvider %q not found in namespace %q", name, obj.GetNamespace())}, nil
 	}
 	deleting := !pp.DeletionTimestamp.IsZero()
 	if deleting && !processing {
@@ -98,13 +98,13 @@ func (r *Reconciler) ResolveProvider(ctx context.Context, job Object) (*Target, 
 	}
 	// The provider, or its Secret, is going or gone: the adapter this
 	// process used for it finishes what it started.
-	if job.GetPaymentStatus().Provider != nil && job.GetPaymentStatus().Provider.UID == string(pp.UID) {
-		if t, ok := r.kept(job); ok {
+	if obj.GetPaymentStatus().Provider != nil && obj.GetPaymentStatus().Provider.UID == string(pp.UID) {
+		if t, ok := r.kept(obj); ok {
 			return t, nil, nil
 		}
 	}
 	if deleting {
-		return r.keptProvider(job, "is being deleted")
+		return r.keptProvider(obj, "is being deleted")
 	}
 	return nil, waiting, nil
 }
@@ -152,40 +152,40 @@ func (r *Reconciler) newTarget(ctx context.Context, name string, resolved provid
 	return &Target{Resolved: resolved, ID: id, Timeout: timeout}, nil
 }
 
-// kept is the adapter this process kept for the provider a Processing job
+// kept is the adapter this process kept for the provider a Processing object
 // was first sent to.
-func (r *Reconciler) kept(job Object) (*Target, bool) {
-	if job.GetPaymentStatus().Provider == nil {
+func (r *Reconciler) kept(obj Object) (*Target, bool) {
+	if obj.GetPaymentStatus().Provider == nil {
 		return nil, false
 	}
-	resolved, ok := r.Providers.Kept(types.UID(job.GetPaymentStatus().Provider.UID))
+	resolved, ok := r.Providers.Kept(types.UID(obj.GetPaymentStatus().Provider.UID))
 	if !ok {
 		return nil, false
 	}
-	t, waiting := r.newTarget(context.Background(), r.terms(job).Provider, resolved)
+	t, waiting := r.newTarget(context.Background(), r.terms(obj).Provider, resolved)
 	return t, waiting == nil
 }
 
-// keptProvider finishes a Processing job whose PaymentProvider is gone or
+// keptProvider finishes a Processing object whose PaymentProvider is gone or
 // going with the adapter kept for it, or stalls it: without the adapter,
 // nothing can tell whether the charge happened.
-func (r *Reconciler) keptProvider(job Object, what string) (*Target, *Progress, error) {
-	if t, ok := r.kept(job); ok {
+func (r *Reconciler) keptProvider(obj Object, what string) (*Target, *Progress, error) {
+	if t, ok := r.kept(obj); ok {
 		return t, nil, nil
 	}
 	return nil, &Progress{Reason: paymentsv1alpha1.ReasonProviderDeleted, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 		"PaymentProvider %q %s while this payment was in flight, and this process holds no adapter for it "+
 			"(the operator restarted since): the payment may have happened under idempotency key %q. "+
 			"Check the %s at the provider and set the annotation %s to charged=<%s id> or not-charged",
-		r.terms(job).Provider, what, job.GetPaymentStatus().IdempotencyKey, r.Kind.Words().Noun, paymentsv1alpha1.AnnotationResolve, r.Kind.Words().Noun), MaxMessageLength)}, nil
+		r.terms(obj).Provider, what, obj.GetPaymentStatus().IdempotencyKey, r.Kind.Words().Noun, paymentsv1alpha1.AnnotationResolve, r.Kind.Words().Noun), MaxMessageLength)}, nil
 }
 
 // providerWithdrawn says why the provider a first claim was made for may
 // no longer be charged through: deleted, being deleted, or replaced. It
 // reads the cache right after the claim write: the provider reconciler
 // removes the finalizer of a provider being deleted only after an uncached
-// list of jobs that came after this cache saw the deletion, so either that
-// list saw the claim (and the finalizer stays until the job is done) or
+// list of objects that came after this cache saw the deletion, so either that
+// list saw the claim (and the finalizer stays until the object is done) or
 // this read sees the deletion. Across processes, the other's cache may
 // lag; run one active manager (leader election).
 func (r *Reconciler) providerWithdrawn(ctx context.Context, t *Target) string {
@@ -214,7 +214,7 @@ func (r *Reconciler) waitingFor(ctx context.Context, o client.Object) []reconcil
 	return UsersOf(ctx, r.Client, r.Kind.NewList(), ProviderRefIndex, o, Unfinished)
 }
 
-// forget drops what this process remembers of a job that is gone (deleted,
+// forget drops what this process remembers of an object that is gone (deleted,
 // or finished and so out of the cache).
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.written.forget(key)

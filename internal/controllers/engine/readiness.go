@@ -29,7 +29,7 @@ import (
 
 // InformersSynced is a readiness check that passes once the cache holds
 // every PaymentJob and PaymentProvider it watches: a manager that reports
-// ready has seen the jobs it is responsible for.
+// ready has seen the objects it is responsible for.
 func InformersSynced(c cache.Cache) healthz.Checker {
 	return func(req *http.Request) error {
 		for _, obj := range []client.Object{&paymentsv1alpha1.PaymentJob{}, &paymentsv1alpha1.PaymentProvider{}} {

@@ -51,7 +51,7 @@ type Reconciler struct {
 	Client client.Client
 	// Recorder emits the events users see in kubectl describe.
 	Recorder events.EventRecorder
-	// Providers resolves a job's PaymentProvider into a payment.Provider.
+	// Providers resolves an object's PaymentProvider into a payment.Provider.
 	Providers ProviderResolver
 	// Clock is the time source of claims, deadlines and backoff.
 	Clock clock.PassiveClock
@@ -66,15 +66,15 @@ type Reconciler struct {
 	// Backoff paces retries after uncertain outcomes.
 	Backoff Backoff
 	// KeyRetention is how long providers are trusted to remember an
-	// idempotency key. A job Processing for longer is looked up by its key
+	// idempotency key. An object Processing for longer is looked up by its key
 	// (payment.Looker) before it is charged again; zero never looks up.
 	KeyRetention time.Duration
-	// MaxConcurrentReconciles is the number of jobs worked on at once.
+	// MaxConcurrentReconciles is the number of objects worked on at once.
 	MaxConcurrentReconciles int
-	// Ledger records every final outcome before the job's finalizer comes
-	// off, and finishes re-created jobs from it; nil turns it off.
+	// Ledger records every final outcome before the object's finalizer comes
+	// off, and finishes re-created objects from it; nil turns it off.
 	Ledger OutcomeLedger
-	// Collector deletes finished jobs after their TTL; nil keeps them.
+	// Collector deletes finished objects after their TTL; nil keeps them.
 	Collector Scheduler
 	// APIReader reads what the cache leaves out: who wrote a resolve
 	// annotation (managedFields). Optional.
@@ -84,55 +84,56 @@ type Reconciler struct {
 	// as unattributed, never as the resolved-by annotation says.
 	Attribution AttributionPolicy
 
-	// wakeups brings back jobs whose lookup was answered.
+	// wakeups brings back objects whose lookup was answered.
 	wakeups chan event.GenericEvent
 	// refused remembers the resolutions refused, announced once each.
 	refused refusedResolutions
 	// written remembers the resourceVersion of this process's latest write
-	// of each job, so that older cached copies are skipped.
+	// of each object, so that older cached copies are skipped.
 	written writtenVersions
-	// stranded counts the jobs stalled behind a deleted provider.
+	// stranded counts the objects stalled behind a deleted provider.
 	stranded countedJobs
-	// conflicts counts the finished jobs stalled on a ledger conflict.
+	// conflicts counts the finished objects stalled on a ledger conflict.
 	conflicts countedJobs
-	// rateWaits dates since when jobs wait for their provider's rate limit:
+	// rateWaits dates since when objects wait for their provider's rate limit:
 	// every requeue cancels its reservation, so only the sum of the waits
-	// says a job is held back.
+	// says an object is held back.
 	rateWaits jobMemory[time.Time]
-	// retries dates the next attempt of jobs put off beyond their backoff.
+	// retries dates the next attempt of objects put off beyond their backoff.
 	retries jobMemory[time.Time]
 }
 
 // terms reads the spec fields of obj the engine needs.
 func (r *Reconciler) terms(obj Object) Terms { return r.Kind.Terms(obj) }
 
-// Reconcile moves one PaymentJob one step through the exactly-once protocol.
+// Reconcile moves one object of the kind one step through the exactly-once
+// protocol.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	ctx = withStatusPass(ctx)
-	job := r.Kind.New()
-	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
+	obj := r.Kind.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.written.stale(job, r.Clock.Now()) {
+	if r.written.stale(obj, r.Clock.Now()) {
 		// The cache has not caught up with this process's own last write;
-		// the watch event of that write brings the job back. Acting on the
+		// the watch event of that write brings the object back. Acting on the
 		// older copy would only cost a refused write. The requeue is a
 		// backstop for resourceVersions that went backwards (an etcd
 		// restore): by then the entry has expired.
 		staleSkipsTotal.WithLabelValues(r.Kind.Name()).Inc()
 		return ctrl.Result{RequeueAfter: writtenVersionTTL + time.Second}, nil
 	}
-	seen := job.GetResourceVersion()
+	seen := obj.GetResourceVersion()
 	defer func() {
-		if job.GetResourceVersion() != seen {
-			r.written.record(job, r.Clock.Now())
+		if obj.GetResourceVersion() != seen {
+			r.written.record(obj, r.Clock.Now())
 		}
 	}()
-	phase := job.GetPaymentStatus().Phase
+	phase := obj.GetPaymentStatus().Phase
 	defer func() {
 		reconcileDuration.WithLabelValues(r.Kind.Name(), PhaseLabel(phase)).Observe(time.Since(start).Seconds())
 	}()
@@ -142,17 +143,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch phase {
 	case paymentsv1alpha1.PhaseCompleted, paymentsv1alpha1.PhaseFailed:
 		skippedTerminalTotal.WithLabelValues(r.Kind.Name()).Inc()
-		err = r.finishTerminal(ctx, job)
+		err = r.finishTerminal(ctx, obj)
 	case paymentsv1alpha1.PhaseProcessing:
-		res, err = r.resume(ctx, job)
+		res, err = r.resume(ctx, obj)
 	default:
-		res, err = r.admit(ctx, job)
+		res, err = r.admit(ctx, obj)
 	}
 	if !errors.Is(err, errClaimLost) && !apierrors.IsConflict(err) {
 		// The pass's status changes, written once. One that loses to a
 		// newer write is looked at again when the pass said to come back
 		// (the newer write's event may bring it sooner).
-		flushErr := r.flushStatus(ctx, job)
+		flushErr := r.flushStatus(ctx, obj)
 		switch {
 		case flushErr == nil || err != nil:
 		case apierrors.IsConflict(flushErr) && res.RequeueAfter > 0:
@@ -163,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch {
 	case errors.Is(err, errClaimLost), apierrors.IsConflict(err):
-		// A stale cache or another replica moved the job first (or took the
+		// A stale cache or another replica moved the object first (or took the
 		// claim over during the provider call: its call replays the outcome,
 		// which it writes). Nothing was charged on the strength of the stale
 		// copy; look again.
@@ -174,48 +175,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, err
 }
 
-// admit handles a job that has not been claimed: new or Pending. It waits
-// while the job is suspended, past its deadline or its provider is not ready,
+// admit handles an object that has not been claimed: new or Pending. It waits
+// while the object is suspended, past its deadline or its provider is not ready,
 // and, where the provider can, while its key is looked up; then it claims
-// the job and charges, or records the charge the lookup found.
-func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error) {
-	if !job.GetDeletionTimestamp().IsZero() {
+// the object and charges, or records the charge the lookup found.
+func (r *Reconciler) admit(ctx context.Context, obj Object) (ctrl.Result, error) {
+	if !obj.GetDeletionTimestamp().IsZero() {
 		// Never claimed, so nothing is in flight: let it go.
-		return ctrl.Result{}, r.removeFinalizer(ctx, job)
+		return ctrl.Result{}, r.removeFinalizer(ctx, obj)
 	}
-	res, done, searched, err := r.ledgerThenPrepare(ctx, job)
+	res, done, searched, err := r.ledgerThenPrepare(ctx, obj)
 	if done || err != nil {
 		return res, err
 	}
-	if err := r.ensureFinalizer(ctx, job); err != nil {
+	if err := r.ensureFinalizer(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, ok := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok {
+	if _, ok := obj.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok {
 		w := r.Kind.Words()
-		r.refuseResolution(ctx, job, fmt.Sprintf("the %s has not been claimed, so nothing was sent to the provider; "+
+		r.refuseResolution(ctx, obj, fmt.Sprintf("the %s has not been claimed, so nothing was sent to the provider; "+
 			"set spec.suspend to true, or delete the %s, to keep it from being %s", w.Object, w.Object, w.done()))
 	}
 
 	now := r.Clock.Now()
-	wait, held := heldBack(job, r.terms(job), r.Kind.Words(), now)
+	wait, held := heldBack(obj, r.terms(obj), r.Kind.Words(), now)
 	if held != nil {
 		if held.Stalled {
 			// Past its deadline: it will never be charged.
-			return ctrl.Result{}, r.setPending(ctx, job, *held)
+			return ctrl.Result{}, r.setPending(ctx, obj, *held)
 		}
-		return ctrl.Result{RequeueAfter: wait}, r.setPending(ctx, job, *held)
+		return ctrl.Result{RequeueAfter: wait}, r.setPending(ctx, obj, *held)
 	}
-	if stall := r.checkRecordedKey(job); stall != nil {
-		return ctrl.Result{}, r.stall(ctx, job, *stall)
+	if stall := r.checkRecordedKey(obj); stall != nil {
+		return ctrl.Result{}, r.stall(ctx, obj, *stall)
 	}
-	target, waiting, err := r.ResolveProvider(ctx, job)
+	target, waiting, err := r.ResolveProvider(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if waiting != nil {
-		// The PaymentProvider watch brings the job back when it changes;
+		// The PaymentProvider watch brings the object back when it changes;
 		// the requeue does even if no event comes.
-		return ctrl.Result{RequeueAfter: r.pendingRecheck(job, waiting.Reason, wait)}, r.setPending(ctx, job, *waiting)
+		return ctrl.Result{RequeueAfter: r.pendingRecheck(obj, waiting.Reason, wait)}, r.setPending(ctx, obj, *waiting)
 	}
 	if !searched.covers(target) {
 		// The provider appeared, or its key scope changed, since the
@@ -225,7 +226,7 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 	if err := r.guardProvider(ctx, target); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.admitAfterLookup(ctx, job, target)
+	return r.admitAfterLookup(ctx, obj, target)
 }
 
 // ledgerThenPrepare asks the ledger about an unclaimed object, then runs
@@ -234,16 +235,16 @@ func (r *Reconciler) admit(ctx context.Context, job Object) (ctrl.Result, error)
 // refund whose PaymentJob is gone). An entry that says too little to be
 // compared before the checks is compared after them. done reports that the
 // pass ends here.
-func (r *Reconciler) ledgerThenPrepare(ctx context.Context, job Object) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
-	res, done, searched, err = r.finishFromLedger(ctx, job, false)
+func (r *Reconciler) ledgerThenPrepare(ctx context.Context, obj Object) (res ctrl.Result, done bool, searched ledgerSearch, err error) {
+	res, done, searched, err = r.finishFromLedger(ctx, obj, false)
 	if done || err != nil {
 		return res, true, searched, err
 	}
-	if res, done, err := r.prepare(ctx, job); done || err != nil {
+	if res, done, err := r.prepare(ctx, obj); done || err != nil {
 		return res, true, searched, err
 	}
 	if searched.unprepared {
-		return r.finishFromLedger(ctx, job, true)
+		return r.finishFromLedger(ctx, obj, true)
 	}
 	return ctrl.Result{}, false, searched, nil
 }
@@ -251,100 +252,100 @@ func (r *Reconciler) ledgerThenPrepare(ctx context.Context, job Object) (res ctr
 // prepare runs the kind's checks before an unclaimed object's ledger
 // lookup and claim; done reports that the pass ends here (waiting,
 // stalled, or failed without a provider call).
-func (r *Reconciler) prepare(ctx context.Context, job Object) (res ctrl.Result, done bool, err error) {
-	decided, err := r.Kind.prepare(ctx, job, func(ctx context.Context) (*Target, *Progress, error) {
-		return r.ResolveProvider(ctx, job)
+func (r *Reconciler) prepare(ctx context.Context, obj Object) (res ctrl.Result, done bool, err error) {
+	decided, err := r.Kind.prepare(ctx, obj, func(ctx context.Context) (*Target, *Progress, error) {
+		return r.ResolveProvider(ctx, obj)
 	})
 	if err != nil {
 		return ctrl.Result{}, true, err
 	}
-	return r.unsent(ctx, job, nil, Request{}, decided)
+	return r.unsent(ctx, obj, nil, Request{}, decided)
 }
 
-// resume handles a Processing job: the charge may already have happened. It
+// resume handles a Processing object: the charge may already have happened. It
 // waits for another holder's claim to expire and for the backoff after a
-// failed attempt, checks that the job would reach the provider account its
+// failed attempt, checks that the object would reach the provider account its
 // key was first sent to, then claims again and charges with the same key
 // (the provider replays an earlier success instead of charging twice), or
 // settles the charge the provider already holds.
-func (r *Reconciler) resume(ctx context.Context, job Object) (ctrl.Result, error) {
-	if job.GetDeletionTimestamp().IsZero() {
-		if err := r.ensureFinalizer(ctx, job); err != nil {
+func (r *Reconciler) resume(ctx context.Context, obj Object) (ctrl.Result, error) {
+	if obj.GetDeletionTimestamp().IsZero() {
+		if err := r.ensureFinalizer(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if _, ok := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok {
+	if _, ok := obj.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok {
 		// A person's answer to an uncertain outcome, honoured only on a
-		// Stalled job and never followed by a charge.
-		if res, handled, err := r.resolve(ctx, job); handled || err != nil {
+		// Stalled object and never followed by a charge.
+		if res, handled, err := r.resolve(ctx, obj); handled || err != nil {
 			return res, err
 		}
 	} else {
 		// A value set again after it was removed is checked again.
-		r.refused.forget(job.GetUID())
+		r.refused.forget(obj.GetUID())
 	}
-	reason, notBefore := r.nextClaim(job)
+	reason, notBefore := r.nextClaim(obj)
 	if now := r.Clock.Now(); now.Before(notBefore) {
 		return ctrl.Result{RequeueAfter: notBefore.Sub(now)}, nil
 	}
-	if stall := r.checkRecordedKey(job); stall != nil {
-		return ctrl.Result{}, r.stall(ctx, job, *stall)
+	if stall := r.checkRecordedKey(obj); stall != nil {
+		return ctrl.Result{}, r.stall(ctx, obj, *stall)
 	}
 
-	target, waiting, err := r.ResolveProvider(ctx, job)
+	target, waiting, err := r.ResolveProvider(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.stranded.set(client.ObjectKeyFromObject(job), waiting != nil && waiting.Reason == paymentsv1alpha1.ReasonProviderDeleted, strandedJobsGauge.WithLabelValues(r.Kind.Name()))
+	r.stranded.set(client.ObjectKeyFromObject(obj), waiting != nil && waiting.Reason == paymentsv1alpha1.ReasonProviderDeleted, strandedJobsGauge.WithLabelValues(r.Kind.Name()))
 	if waiting != nil {
 		// Money may have moved: stay Processing and come back.
-		delay := r.retryDelay(job)
+		delay := r.retryDelay(obj)
 		if waiting.Stalled {
-			return r.retryIn(job, Jitter(r.Backoff.Max)), r.stall(ctx, job, *waiting)
+			return r.retryIn(obj, Jitter(r.Backoff.Max)), r.stall(ctx, obj, *waiting)
 		}
 		// Not remembered: the provider's watch event may bring it back sooner.
-		return ctrl.Result{RequeueAfter: Jitter(delay)}, r.writeProgress(ctx, job, *waiting)
+		return ctrl.Result{RequeueAfter: Jitter(delay)}, r.writeProgress(ctx, obj, *waiting)
 	}
-	if moved := r.providerMoved(job, target); moved != nil {
+	if moved := r.providerMoved(obj, target); moved != nil {
 		// The same key at another account is a new charge there.
-		return ctrl.Result{}, r.stall(ctx, job, *moved)
+		return ctrl.Result{}, r.stall(ctx, obj, *moved)
 	}
 	verdict := payment.Verdict{Action: payment.ActionCharge}
-	if resp := job.GetPaymentStatus().ProviderResponse; resp != nil && resp.ID != "" {
-		// The provider already holds this job's charge, not final yet:
+	if resp := obj.GetPaymentStatus().ProviderResponse; resp != nil && resp.ID != "" {
+		// The provider already holds this object's charge, not final yet:
 		// settle it, never charge around it.
 		verdict = payment.Verdict{Action: payment.ActionSettle, Charge: payment.Found{Outcome: payment.Outcome{ID: resp.ID}}}
-	} else if res, done, err := r.resumeFromLedger(ctx, job, target); done || err != nil {
+	} else if res, done, err := r.resumeFromLedger(ctx, obj, target); done || err != nil {
 		// Restored from an older snapshot, or older than the provider's
 		// key memory: finished already, as the ledger recorded it.
 		return res, err
 	}
-	return r.claimAndAct(ctx, job, target, reason, verdict)
+	return r.claimAndAct(ctx, obj, target, reason, verdict)
 }
 
-// finishTerminal touches a Completed or Failed job only to finish what a
+// finishTerminal touches a Completed or Failed object only to finish what a
 // crash interrupted (the finalizer, the finished label) or to acknowledge a
 // new generation. It never calls the provider.
-func (r *Reconciler) finishTerminal(ctx context.Context, job Object) error {
-	if v, ok := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok && (job.GetPaymentStatus().Resolution == nil || job.GetPaymentStatus().Resolution.Value != v) {
-		r.refuseResolution(ctx, job, fmt.Sprintf("the %s is already %s; its outcome is final", r.Kind.Words().Object, job.GetPaymentStatus().Phase))
+func (r *Reconciler) finishTerminal(ctx context.Context, obj Object) error {
+	if v, ok := obj.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]; ok && (obj.GetPaymentStatus().Resolution == nil || obj.GetPaymentStatus().Resolution.Value != v) {
+		r.refuseResolution(ctx, obj, fmt.Sprintf("the %s is already %s; its outcome is final", r.Kind.Words().Object, obj.GetPaymentStatus().Phase))
 	}
-	if job.GetPaymentStatus().ObservedGeneration != job.GetGeneration() {
+	if obj.GetPaymentStatus().ObservedGeneration != obj.GetGeneration() {
 		// Only spec.suspend can change after the outcome (and only until the
-		// job is finished); it no longer matters, but kstatus reads a stale
+		// object is finished); it no longer matters, but kstatus reads a stale
 		// observedGeneration as "in progress". Written before the label,
-		// which takes the job out of the cache.
-		ready := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
+		// which takes the object out of the cache.
+		ready := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionReady)
 		p := Progress{Reason: paymentsv1alpha1.ReasonSucceeded}
 		if ready != nil {
 			p = Progress{Reason: ready.Reason, Message: ready.Message}
 		}
-		if err := r.writeProgress(ctx, job, p); err != nil {
+		if err := r.writeProgress(ctx, obj, p); err != nil {
 			return err
 		}
 	}
 	// A crash may have come between the outcome and its ledger record.
-	return r.recordAndFinish(ctx, job)
+	return r.recordAndFinish(ctx, obj)
 }
 
 // SetupWithManager registers the reconciler; IndexFields must have run. It

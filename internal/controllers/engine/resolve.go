@@ -37,7 +37,7 @@ import (
 )
 
 // A person's way out of an uncertain payment: the resolve annotation. It is
-// honoured only on a Processing job that is Stalled, checked against the
+// honoured only on a Processing object that is Stalled, checked against the
 // provider where the provider can be asked, recorded (status.resolution, an
 // event, the ledger) and never followed by a charge.
 
@@ -67,14 +67,14 @@ func parseResolution(v string) (resolution, error) {
 	return resolution{}, fmt.Errorf("%q is not a resolution: use %q or %q", v, resolveChargedPrefix+"<charge id>", resolveNotCharged)
 }
 
-// refusedResolutions remembers the resolve annotations refused per job, so
+// refusedResolutions remembers the resolve annotations refused per object, so
 // that a refusal is announced once, not on every pass.
 type refusedResolutions struct {
 	mu   sync.Mutex
 	seen map[types.UID]string
 }
 
-// first reports whether value was not refused for the job before.
+// first reports whether value was not refused for the object before.
 func (s *refusedResolutions) first(uid types.UID, value string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -92,7 +92,7 @@ func (s *refusedResolutions) first(uid types.UID, value string) bool {
 // contradicted.
 const refusedContradicted = "contradicted"
 
-// contradicted reports whether the provider contradicted value for the job
+// contradicted reports whether the provider contradicted value for the object
 // (a refusal of kind refusedContradicted), so that it is not checked again.
 func (s *refusedResolutions) contradicted(uid types.UID, value string) bool {
 	s.mu.Lock()
@@ -100,7 +100,7 @@ func (s *refusedResolutions) contradicted(uid types.UID, value string) bool {
 	return s.seen[uid] == value+"\x00"+refusedContradicted
 }
 
-// forget drops what is remembered of the job's resolutions: its
+// forget drops what is remembered of the object's resolutions: its
 // annotation was removed, and a value set again is checked again.
 func (s *refusedResolutions) forget(uid types.UID) {
 	s.mu.Lock()
@@ -111,63 +111,63 @@ func (s *refusedResolutions) forget(uid types.UID) {
 // announceWait says, once per time, when a not-charged resolution will be
 // checked, with a ResolutionWaiting event (a reason of its own, so that the
 // refusal that may follow is not folded into this event's series).
-func (r *Reconciler) announceWait(ctx context.Context, job Object, w *searchLagWait) {
-	value := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]
-	if !r.refused.first(job.GetUID(), value+"\x00lag "+w.at.String()) {
+func (r *Reconciler) announceWait(ctx context.Context, obj Object, w *searchLagWait) {
+	value := obj.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]
+	if !r.refused.first(obj.GetUID(), value+"\x00lag "+w.at.String()) {
 		return
 	}
 	log.FromContext(ctx).Info("Waiting out the provider's search lag before checking a resolution", "value", value, "at", w.at)
-	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, paymentsv1alpha1.ReasonResolutionWaiting, "Resolve",
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, paymentsv1alpha1.ReasonResolutionWaiting, "Resolve",
 		"%s", payment.CleanMessage(fmt.Sprintf("Not resolving %s=%q yet: %s", paymentsv1alpha1.AnnotationResolve, value, w), MaxMessageLength))
 }
 
 // refuseResolution announces, once per value, that the annotation is not
-// honoured, and why. The job goes on as if it was not there.
-func (r *Reconciler) refuseResolution(ctx context.Context, job Object, why string) {
-	r.refuseResolutionAs(ctx, job, why, "")
+// honoured, and why. The object goes on as if it was not there.
+func (r *Reconciler) refuseResolution(ctx context.Context, obj Object, why string) {
+	r.refuseResolutionAs(ctx, obj, why, "")
 }
 
 // refuseResolutionAs is refuseResolution with a kind of refusal: a value
 // refused for a new kind of reason is announced again.
-func (r *Reconciler) refuseResolutionAs(ctx context.Context, job Object, why, kind string) {
-	value := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]
-	if !r.refused.first(job.GetUID(), value+"\x00"+kind) {
+func (r *Reconciler) refuseResolutionAs(ctx context.Context, obj Object, why, kind string) {
+	value := obj.GetAnnotations()[paymentsv1alpha1.AnnotationResolve]
+	if !r.refused.first(obj.GetUID(), value+"\x00"+kind) {
 		return
 	}
 	resolutionsTotal.WithLabelValues(r.Kind.Name(), "refused").Inc()
 	log.FromContext(ctx).Info("Refusing a resolution", "value", value, "why", why)
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonResolutionRefused, "Resolve",
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, paymentsv1alpha1.ReasonResolutionRefused, "Resolve",
 		"%s", payment.CleanMessage(fmt.Sprintf("Not honouring %s=%q: %s", paymentsv1alpha1.AnnotationResolve, value, why), MaxMessageLength))
 }
 
-// resolve handles the resolve annotation of a Processing job. handled is
-// false when the job goes on as if there was none: not Stalled, an invalid
+// resolve handles the resolve annotation of a Processing object. handled is
+// false when the object goes on as if there was none: not Stalled, an invalid
 // value, or a value the provider contradicts.
-func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, handled bool, err error) {
-	stalled := meta.FindStatusCondition(job.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
+func (r *Reconciler) resolve(ctx context.Context, obj Object) (res ctrl.Result, handled bool, err error) {
+	stalled := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionStalled)
 	if stalled == nil || stalled.Status != metav1.ConditionTrue {
-		r.refuseResolution(ctx, job, fmt.Sprintf("the %s is not Stalled; only a Processing %s whose outcome the operator cannot settle "+
+		r.refuseResolution(ctx, obj, fmt.Sprintf("the %s is not Stalled; only a Processing %s whose outcome the operator cannot settle "+
 			"(Stalled=True) can be resolved by hand. It is still being retried with the same idempotency key", r.Kind.Words().Object, r.Kind.Words().Object))
 		return ctrl.Result{}, false, nil
 	}
-	want, err := parseResolution(job.GetAnnotations()[paymentsv1alpha1.AnnotationResolve])
+	want, err := parseResolution(obj.GetAnnotations()[paymentsv1alpha1.AnnotationResolve])
 	if err != nil {
-		r.refuseResolution(ctx, job, err.Error())
+		r.refuseResolution(ctx, obj, err.Error())
 		return ctrl.Result{}, false, nil
 	}
-	if r.refused.contradicted(job.GetUID(), want.value) {
-		// The provider contradicted this value: the job goes on as if it
+	if r.refused.contradicted(obj.GetUID(), want.value) {
+		// The provider contradicted this value: the object goes on as if it
 		// was not there, until a person changes or removes it.
 		return ctrl.Result{}, false, nil
 	}
-	if c := job.GetPaymentStatus().Claim; c != nil && c.Holder != r.Holder {
+	if c := obj.GetPaymentStatus().Claim; c != nil && c.Holder != r.Holder {
 		// Another process may be calling the provider right now: its
 		// answer comes first.
 		if now := r.Clock.Now(); now.Before(c.ExpiresAt.Time) {
 			return ctrl.Result{RequeueAfter: c.ExpiresAt.Sub(now)}, true, nil
 		}
 	}
-	verified, outcome, why, err := r.verifyResolution(ctx, job, want)
+	verified, outcome, why, err := r.verifyResolution(ctx, obj, want)
 	var lag *searchLagWait
 	var unlisted *exactListWait
 	if errors.As(err, &unlisted) {
@@ -175,61 +175,61 @@ func (r *Reconciler) resolve(ctx context.Context, job Object) (res ctrl.Result, 
 		// it can be read, nothing is resolved and nothing is sent.
 		p := Progress{Reason: paymentsv1alpha1.ReasonResolutionWaiting, Stalled: true, Message: payment.CleanMessage(fmt.Sprintf(
 			"Not resolving %s=%q yet: %s", paymentsv1alpha1.AnnotationResolve, want.value, unlisted), MaxMessageLength)}
-		previous := readyReason(job)
-		if err := r.writeProgress(ctx, job, p); err != nil {
+		previous := readyReason(obj)
+		if err := r.writeProgress(ctx, obj, p); err != nil {
 			return ctrl.Result{}, true, err
 		}
 		if previous != p.Reason {
-			r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Resolve", "%s", p.Message)
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, p.Reason, "Resolve", "%s", p.Message)
 		}
-		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(job))}, true, nil
+		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(obj))}, true, nil
 	}
 	if errors.As(err, &lag) {
 		// A charge made by the last attempt may not show in the lookup
 		// yet. No new attempt meanwhile: an attempt would start the wait
 		// again, and the person asked to stop.
-		r.announceWait(ctx, job, lag)
+		r.announceWait(ctx, obj, lag)
 		return ctrl.Result{RequeueAfter: lag.at.Sub(r.Clock.Now())}, true, nil
 	}
 	if err != nil {
 		// Not sure yet: ask again later; nothing is charged meanwhile.
-		r.refuseResolutionAs(ctx, job, fmt.Sprintf("the provider cannot be asked now (%v); trying again", err), "unanswered")
-		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(job))}, true, nil
+		r.refuseResolutionAs(ctx, obj, fmt.Sprintf("the provider cannot be asked now (%v); trying again", err), "unanswered")
+		return ctrl.Result{RequeueAfter: Jitter(r.retryDelay(obj))}, true, nil
 	}
 	if why != "" {
 		if !teeth.On(teeth.ResolutionUnverified) {
-			r.refuseResolutionAs(ctx, job, why, refusedContradicted)
+			r.refuseResolutionAs(ctx, obj, why, refusedContradicted)
 			return ctrl.Result{}, false, nil
 		}
 		// The broken variant takes the contradicted word as checked.
 		verified = true
 	}
-	return ctrl.Result{}, true, r.recordResolution(ctx, job, want, verified, outcome)
+	return ctrl.Result{}, true, r.recordResolution(ctx, obj, want, verified, outcome)
 }
 
-// recordResolution finishes the job as the person said: Completed with the
+// recordResolution finishes the object as the person said: Completed with the
 // charge, or Failed as not charged. It never calls Charge.
-func (r *Reconciler) recordResolution(ctx context.Context, job Object, want resolution, verified bool, o payment.Outcome) error {
+func (r *Reconciler) recordResolution(ctx context.Context, obj Object, want resolution, verified bool, o payment.Outcome) error {
 	now := metav1.NewTime(r.Clock.Now())
-	by := r.resolvedBy(ctx, job)
+	by := r.resolvedBy(ctx, obj)
 	checked := "not verified: the provider cannot be asked"
 	if verified {
 		checked = "verified with the provider"
 	}
-	job.GetPaymentStatus().Resolution = &paymentsv1alpha1.Resolution{Value: want.value, At: now, By: by, Verified: verified}
-	job.GetPaymentStatus().Claim = nil
-	job.GetPaymentStatus().CompletedAt = &now
-	if job.GetPaymentStatus().IdempotencyKey == "" {
-		job.GetPaymentStatus().IdempotencyKey = r.sentKey(job)
+	obj.GetPaymentStatus().Resolution = &paymentsv1alpha1.Resolution{Value: want.value, At: now, By: by, Verified: verified}
+	obj.GetPaymentStatus().Claim = nil
+	obj.GetPaymentStatus().CompletedAt = &now
+	if obj.GetPaymentStatus().IdempotencyKey == "" {
+		obj.GetPaymentStatus().IdempotencyKey = r.sentKey(obj)
 	}
 	var msg string
 	if want.charged {
-		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
-		job.GetPaymentStatus().ProviderResponse = responseOf(o)
-		job.GetPaymentStatus().Failure = nil
+		obj.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
+		obj.GetPaymentStatus().ProviderResponse = responseOf(o)
+		obj.GetPaymentStatus().Failure = nil
 		msg = fmt.Sprintf("Resolved by %s as %s (%s, %s); not %s again", by, r.Kind.Words().done(), o.ID, checked, r.Kind.Words().done())
 	} else {
-		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
+		obj.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
 		msg = fmt.Sprintf("Resolved by %s as not %s (%s); it will not be %s", by, r.Kind.Words().done(), checked, r.Kind.Words().done())
 	}
 	if by == unattributed {
@@ -238,10 +238,10 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 	}
 	msg = payment.CleanMessage(msg, MaxMessageLength)
 	if !want.charged {
-		job.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: paymentsv1alpha1.ReasonResolved, Message: msg}
+		obj.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: paymentsv1alpha1.ReasonResolved, Message: msg}
 	}
-	SetConditions(job, Progress{Reason: paymentsv1alpha1.ReasonResolved, Message: msg})
-	if err := r.writeFound(ctx, job, "the resolution"); err != nil {
+	SetConditions(obj, Progress{Reason: paymentsv1alpha1.ReasonResolved, Message: msg})
+	if err := r.writeFound(ctx, obj, "the resolution"); err != nil {
 		return err
 	}
 	result := "not_charged"
@@ -249,9 +249,9 @@ func (r *Reconciler) recordResolution(ctx context.Context, job Object, want reso
 		result = "charged"
 	}
 	resolutionsTotal.WithLabelValues(r.Kind.Name(), result).Inc()
-	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, paymentsv1alpha1.ReasonResolved, "Resolve", "%s", payment.CleanMessage(msg, MaxMessageLength))
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, paymentsv1alpha1.ReasonResolved, "Resolve", "%s", payment.CleanMessage(msg, MaxMessageLength))
 	log.FromContext(ctx).Info("Payment resolved by hand", "value", want.value, "by", by, "verified", verified)
-	return r.recordAndFinish(ctx, job)
+	return r.recordAndFinish(ctx, obj)
 }
 
 // unknownResolver stands for whoever set a resolve annotation when neither
@@ -260,7 +260,7 @@ const unknownResolver = "unknown"
 
 // unattributed stands for whoever set a resolve annotation while the
 // resolve-attribution admission policy is not enforced: anyone who may
-// annotate the job may then also write the resolved-by annotation, so its
+// annotate the object may then also write the resolved-by annotation, so its
 // value is never recorded.
 const unattributed = "unattributed (resolve-attribution policy missing)"
 
@@ -278,7 +278,7 @@ type AttributionPolicy interface {
 // wrote the annotation, as the API server's managedFields say (the cache
 // drops them, so they are read). Without the policy, nobody is named: the
 // resolved-by annotation and the field manager are the writer's own word.
-func (r *Reconciler) resolvedBy(ctx context.Context, job Object) string {
+func (r *Reconciler) resolvedBy(ctx context.Context, obj Object) string {
 	enforced := false
 	if r.Attribution != nil {
 		var err error
@@ -289,7 +289,7 @@ func (r *Reconciler) resolvedBy(ctx context.Context, job Object) string {
 	if !enforced {
 		return unattributed
 	}
-	if by := job.GetAnnotations()[paymentsv1alpha1.AnnotationResolvedBy]; by != "" {
+	if by := obj.GetAnnotations()[paymentsv1alpha1.AnnotationResolvedBy]; by != "" {
 		return payment.Bound(by, MaxShortLength*3)
 	}
 	if r.APIReader == nil {
@@ -297,7 +297,7 @@ func (r *Reconciler) resolvedBy(ctx context.Context, job Object) string {
 	}
 	var fresh metav1.PartialObjectMetadata
 	fresh.SetGroupVersionKind(paymentsv1alpha1.GroupVersion.WithKind(r.Kind.Name()))
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), &fresh); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), &fresh); err != nil {
 		return unknownResolver
 	}
 	field := `"f:` + paymentsv1alpha1.AnnotationResolve + `"`

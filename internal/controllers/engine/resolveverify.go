@@ -34,13 +34,13 @@ import (
 // charge named, or nothing under the key; and when it cannot say yet.
 
 // verifyResolution asks the provider whether it agrees: it holds the charge
-// (under this job's key, succeeded), or it holds no charge under the key.
+// (under this object's key, succeeded), or it holds no charge under the key.
 // why says why the provider contradicts the resolution; err that it could
 // not be asked. verified is false when the provider cannot look charges up.
-func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want resolution) (verified bool, o payment.Outcome, why string, err error) {
-	req, w := r.requestOf(job), r.Kind.Words()
+func (r *Reconciler) verifyResolution(ctx context.Context, obj Object, want resolution) (verified bool, o payment.Outcome, why string, err error) {
+	req, w := r.requestOf(obj), r.Kind.Words()
 	o = payment.Outcome{ID: want.id, Status: "succeeded", Amount: req.Amount, Currency: req.Currency}
-	target, waiting, err := r.ResolveProvider(ctx, job)
+	target, waiting, err := r.ResolveProvider(ctx, obj)
 	if err != nil {
 		return false, o, "", err
 	}
@@ -50,12 +50,12 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 		// younger than the provider's search lag (Stripe's: usually under
 		// a minute, up to an hour in incidents): "nothing found" says
 		// nothing about it yet, verified or not.
-		lag := r.searchLag(ctx, job, target)
-		if at := lastAttempt(job).Add(lag); r.Clock.Now().Before(at) {
+		lag := r.searchLag(ctx, obj, target)
+		if at := lastAttempt(obj).Add(lag); r.Clock.Now().Before(at) {
 			return false, o, "", &searchLagWait{at: at, lag: lag, noun: w.Noun}
 		}
 	}
-	calls, speaks, err := r.providerSpeaks(ctx, job, want, target, waiting)
+	calls, speaks, err := r.providerSpeaks(ctx, obj, want, target, waiting)
 	if !speaks {
 		return false, o, "", err
 	}
@@ -71,7 +71,7 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 			return false, o, "", nil
 		case err == nil && !sameRequest(got, req):
 			// Under a key two manifests share, another request's charge:
-			// it is not this job's, whatever its key says.
+			// it is not this object's, whatever its key says.
 			logChargeMismatch(ctx, "provider", got.ID, got.Amount, got.Currency)
 			return false, o, payment.CleanMessage(fmt.Sprintf("%s %s under this %s's idempotency key is %d %s, and this "+
 				"%s asks %d %s: it was made for another request, not this %s", w.Noun, got.ID, w.Object, got.Amount, got.Currency,
@@ -99,7 +99,7 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 	}
 	found, err := calls.Find(callCtx, key)
 	if errors.Is(err, ErrCannotFind) {
-		_, _, err = r.unverified(r.Kind.exactFind(), "PaymentProvider %q cannot list what it holds", r.terms(job).Provider)
+		_, _, err = r.unverified(r.Kind.exactFind(), "PaymentProvider %q cannot list what it holds", r.terms(obj).Provider)
 		return false, o, "", err
 	}
 	if err != nil {
@@ -122,18 +122,18 @@ func (r *Reconciler) verifyResolution(ctx context.Context, job Object, want reso
 }
 
 // providerSpeaks reports whether the provider behind target (or waiting,
-// when it cannot be used now) can check a resolution of job, and gives its
+// when it cannot be used now) can check a resolution of object, and gives its
 // calls. When it cannot (not ready, gone, no lookup, another account than
-// the one the job was sent to), the person's word stands, recorded as not
+// the one the object was sent to), the person's word stands, recorded as not
 // verified; but where the provider keeps an exact list (ExactFind: a
 // charge's refunds), "not made" is its word, never a person's alone, and
 // err (an *exactListWait) says what is missing.
-func (r *Reconciler) providerSpeaks(ctx context.Context, job Object, want resolution, target *Target, waiting *Progress) (Client, bool, error) {
+func (r *Reconciler) providerSpeaks(ctx context.Context, obj Object, want resolution, target *Target, waiting *Progress) (Client, bool, error) {
 	exact := r.Kind.exactFind() && !want.charged
 	if waiting != nil {
-		return r.unverified(exact, "PaymentProvider %q cannot be read now (%s: %s)", r.terms(job).Provider, waiting.Reason, waiting.Message)
+		return r.unverified(exact, "PaymentProvider %q cannot be read now (%s: %s)", r.terms(obj).Provider, waiting.Reason, waiting.Message)
 	}
-	if recorded := job.GetPaymentStatus().Provider; recorded != nil {
+	if recorded := obj.GetPaymentStatus().Provider; recorded != nil {
 		if same, _ := providercache.SameProvider(*recorded, target.ID, target.AccountsOnly()); !same {
 			if !exact {
 				// The provider now reaches another account: it cannot speak
@@ -143,11 +143,11 @@ func (r *Reconciler) providerSpeaks(ctx context.Context, job Object, want resolu
 			// The account's list speaks for it, whatever object reaches it.
 			if books, why := providercache.SameBooks(*recorded, target.ID, target.AccountsOnly()); !books {
 				return r.unverified(exact, "PaymentProvider %q does not reach %s, where this %s was sent (%s)",
-					r.terms(job).Provider, providercache.DescribeBooks(*recorded), r.Kind.Words().Noun, why)
+					r.terms(obj).Provider, providercache.DescribeBooks(*recorded), r.Kind.Words().Noun, why)
 			}
 		}
 	}
-	calls, err := r.connect(ctx, job, target)
+	calls, err := r.connect(ctx, obj, target)
 	if err != nil {
 		return nil, false, err
 	}
@@ -216,14 +216,14 @@ func (w *searchLagWait) Error() string {
 		"resolution is checked at %s", w.lag, w.noun, w.at.UTC().Format(time.RFC3339))
 }
 
-// lastAttempt is when the job's last claim was written: its provider call
+// lastAttempt is when the object's last claim was written: its provider call
 // came after it.
-func lastAttempt(job Object) time.Time {
+func lastAttempt(obj Object) time.Time {
 	switch {
-	case job.GetPaymentStatus().Claim != nil:
-		return job.GetPaymentStatus().Claim.AcquiredAt.Time
-	case job.GetPaymentStatus().StartedAt != nil:
-		return job.GetPaymentStatus().StartedAt.Time
+	case obj.GetPaymentStatus().Claim != nil:
+		return obj.GetPaymentStatus().Claim.AcquiredAt.Time
+	case obj.GetPaymentStatus().StartedAt != nil:
+		return obj.GetPaymentStatus().StartedAt.Time
 	}
 	return time.Time{}
 }

@@ -70,22 +70,22 @@ func claimedScope(obj Object) string {
 // fingerprint of c, one more attempt, a claim by holder from now for lease,
 // the start time of the first claim, and the conditions with reason. It
 // returns the conditions' message.
-func ClaimStatus(job Object, c Request, holder string, now time.Time, lease time.Duration, reason string) string {
-	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseProcessing
-	job.GetPaymentStatus().IdempotencyKey = c.Key
-	job.GetPaymentStatus().RequestHash = c.Fingerprint
-	job.GetPaymentStatus().Attempts++
-	job.GetPaymentStatus().Claim = &paymentsv1alpha1.Claim{
+func ClaimStatus(obj Object, c Request, holder string, now time.Time, lease time.Duration, reason string) string {
+	obj.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseProcessing
+	obj.GetPaymentStatus().IdempotencyKey = c.Key
+	obj.GetPaymentStatus().RequestHash = c.Fingerprint
+	obj.GetPaymentStatus().Attempts++
+	obj.GetPaymentStatus().Claim = &paymentsv1alpha1.Claim{
 		Holder:     holder,
 		AcquiredAt: metav1.NewMicroTime(now),
 		ExpiresAt:  metav1.NewMicroTime(now.Add(lease)),
 	}
-	if job.GetPaymentStatus().StartedAt == nil {
-		job.GetPaymentStatus().StartedAt = &metav1.Time{Time: now}
+	if obj.GetPaymentStatus().StartedAt == nil {
+		obj.GetPaymentStatus().StartedAt = &metav1.Time{Time: now}
 	}
-	note := fmt.Sprintf("Attempt %d claimed by %s until %s", job.GetPaymentStatus().Attempts, holder,
-		job.GetPaymentStatus().Claim.ExpiresAt.UTC().Format(time.RFC3339))
-	SetConditions(job, Progress{Reason: reason, Message: note})
+	note := fmt.Sprintf("Attempt %d claimed by %s until %s", obj.GetPaymentStatus().Attempts, holder,
+		obj.GetPaymentStatus().Claim.ExpiresAt.UTC().Format(time.RFC3339))
+	SetConditions(obj, Progress{Reason: reason, Message: note})
 	return note
 }
 
@@ -95,7 +95,7 @@ func ClaimStatus(job Object, c Request, holder string, now time.Time, lease time
 // payment found at the provider (by a lookup or a settle) rather than
 // answered to a request. It returns the reason and the message of the
 // object's event.
-func CompletedStatus(job Object, words Words, o payment.Outcome, found bool, now time.Time) (reason, message string) {
+func CompletedStatus(obj Object, words Words, o payment.Outcome, found bool, now time.Time) (reason, message string) {
 	resp := responseOf(o)
 	message = fmt.Sprintf("%s %d %s as %s", words.Done, resp.Amount, resp.Currency, resp.ID)
 	reason = paymentsv1alpha1.ReasonSucceeded
@@ -108,26 +108,26 @@ func CompletedStatus(job Object, words Words, o payment.Outcome, found bool, now
 		reason = paymentsv1alpha1.ReasonReplayed
 	}
 	completed := metav1.NewTime(now)
-	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
-	job.GetPaymentStatus().ProviderResponse = resp
-	job.GetPaymentStatus().Failure = nil
-	job.GetPaymentStatus().Claim = nil
-	job.GetPaymentStatus().CompletedAt = &completed
-	SetConditions(job, Progress{Reason: paymentsv1alpha1.ReasonSucceeded, Message: message})
+	obj.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseCompleted
+	obj.GetPaymentStatus().ProviderResponse = resp
+	obj.GetPaymentStatus().Failure = nil
+	obj.GetPaymentStatus().Claim = nil
+	obj.GetPaymentStatus().CompletedAt = &completed
+	SetConditions(obj, Progress{Reason: paymentsv1alpha1.ReasonSucceeded, Message: message})
 	return reason, message
 }
 
-// MarkFinished sets what the last write of a finished job sets: the
-// finalizer removed and the finished label, which takes the job out of the
+// MarkFinished sets what the last write of a finished object sets: the
+// finalizer removed and the finished label, which takes the object out of the
 // manager's cache.
-func MarkFinished(job client.Object) {
-	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
-	labels := job.GetLabels()
+func MarkFinished(obj client.Object) {
+	controllerutil.RemoveFinalizer(obj, paymentsv1alpha1.Finalizer)
+	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels[paymentsv1alpha1.LabelFinished] = "true"
-	job.SetLabels(labels)
+	obj.SetLabels(labels)
 }
 
 // responseOf is the status's record of a provider's answer, bounded

@@ -76,8 +76,8 @@ func (r *Reconciler) writeFound(ctx context.Context, obj Object, what string) er
 	return nil
 }
 
-// guardProvider makes sure the job's PaymentProvider carries
-// ProviderFinalizer before the job's first claim, so the provider cannot
+// guardProvider makes sure the object's PaymentProvider carries
+// ProviderFinalizer before the object's first claim, so the provider cannot
 // disappear while the charge may be in flight. A provider being deleted
 // takes no new claims (ResolveProvider), and no new finalizer.
 func (r *Reconciler) guardProvider(ctx context.Context, t *Target) error {
@@ -96,30 +96,30 @@ func (r *Reconciler) guardProvider(ctx context.Context, t *Target) error {
 // recordSuccess writes Completed with the provider's response, then removes
 // the finalizer. found marks a charge found at the provider (by a lookup or
 // a settle) rather than answered to this pass's charge request.
-func (r *Reconciler) recordSuccess(ctx context.Context, job Object, o payment.Outcome, found bool) error {
+func (r *Reconciler) recordSuccess(ctx context.Context, obj Object, o payment.Outcome, found bool) error {
 	now := r.Clock.Now()
 	var eventReason, msg string
-	err := r.writeOutcome(ctx, job, func(j Object) {
+	err := r.writeOutcome(ctx, obj, func(j Object) {
 		eventReason, msg = CompletedStatus(j, r.Kind.Words(), o, found, now)
 	})
 	if err != nil {
 		return fmt.Errorf("cannot record the %s outcome: %w", r.Kind.Words().Noun, err)
 	}
-	r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, eventReason, r.Kind.Words().Action, "%s", msg)
-	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", job.GetPaymentStatus().Attempts)
-	return r.recordAndFinish(ctx, job)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, eventReason, r.Kind.Words().Action, "%s", msg)
+	log.FromContext(ctx).Info("Payment completed", "charge", o.ID, "replayed", o.Replayed, "attempts", obj.GetPaymentStatus().Attempts)
+	return r.recordAndFinish(ctx, obj)
 }
 
 // recordRefusal writes Failed: the provider definitively did not move the
 // money. The condition and the event speak of the kind's request (Words):
 // "The provider refused the payment; nothing was charged", "... the
 // refund; no money went back".
-func (r *Reconciler) recordRefusal(ctx context.Context, job Object, refusal *payment.Refusal) error {
+func (r *Reconciler) recordRefusal(ctx context.Context, obj Object, refusal *payment.Refusal) error {
 	now := metav1.NewTime(r.Clock.Now())
 	msg := payment.CleanMessage(refusal.Message, MaxMessageLength)
 	reason := refusalReason(refusal)
 	words := r.Kind.Words()
-	err := r.writeOutcome(ctx, job, func(j Object) {
+	err := r.writeOutcome(ctx, obj, func(j Object) {
 		j.GetPaymentStatus().Phase = paymentsv1alpha1.PhaseFailed
 		j.GetPaymentStatus().Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 		j.GetPaymentStatus().Claim = nil
@@ -130,9 +130,9 @@ func (r *Reconciler) recordRefusal(ctx context.Context, job Object, refusal *pay
 	if err != nil {
 		return fmt.Errorf("cannot record the refusal: %w", err)
 	}
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, words.Action, "The provider refused the %s: %s", words.Request, msg)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, words.Action, "The provider refused the %s: %s", words.Request, msg)
 	log.FromContext(ctx).Info("Payment refused by the provider", "reason", refusal.Reason)
-	return r.recordAndFinish(ctx, job)
+	return r.recordAndFinish(ctx, obj)
 }
 
 // FailAfterSuccess records that obj, Completed, failed at the provider
@@ -171,8 +171,8 @@ func (r *Reconciler) FailAfterSuccess(ctx context.Context, obj Object, f payment
 // left of its charge). Nothing was sent, so nothing is recorded in the
 // ledger: an object created again under the key is looked at anew. t and
 // c, when known, record where and what it would have sent.
-func (r *Reconciler) refuseUnsent(ctx context.Context, job Object, t *Target, c Request, refusal *payment.Refusal) error {
-	st := job.GetPaymentStatus()
+func (r *Reconciler) refuseUnsent(ctx context.Context, obj Object, t *Target, c Request, refusal *payment.Refusal) error {
+	st := obj.GetPaymentStatus()
 	if t != nil {
 		id := t.ID
 		st.Provider = &id
@@ -185,42 +185,42 @@ func (r *Reconciler) refuseUnsent(ctx context.Context, job Object, t *Target, c 
 	st.Phase = paymentsv1alpha1.PhaseFailed
 	st.Failure = &paymentsv1alpha1.Failure{Reason: reason, Message: msg}
 	st.CompletedAt = &now
-	SetConditions(job, Progress{Reason: reason, Message: "Not sent to the provider: " + msg})
-	if err := r.Client.Status().Update(ctx, job); err != nil {
+	SetConditions(obj, Progress{Reason: reason, Message: "Not sent to the provider: " + msg})
+	if err := r.Client.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("cannot record the refusal: %w", err)
 	}
 	r.wrote(ctx)
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, reason, r.Kind.Words().Action, "Not sent to the provider: %s", msg)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, r.Kind.Words().Action, "Not sent to the provider: %s", msg)
 	log.FromContext(ctx).Info("Refused before any provider call", "reason", reason)
-	return r.finish(ctx, job)
+	return r.finish(ctx, obj)
 }
 
 // waitUnsent keeps an object that was never claimed waiting (or stalled)
 // for the reason of p, and looks again after requeue (or its pending
 // recheck).
-func (r *Reconciler) waitUnsent(ctx context.Context, job Object, p Progress, requeue time.Duration) (ctrl.Result, error) {
+func (r *Reconciler) waitUnsent(ctx context.Context, obj Object, p Progress, requeue time.Duration) (ctrl.Result, error) {
 	if p.Stalled {
-		return ctrl.Result{RequeueAfter: requeue}, r.stall(ctx, job, p)
+		return ctrl.Result{RequeueAfter: requeue}, r.stall(ctx, obj, p)
 	}
 	if requeue <= 0 {
-		requeue = r.pendingRecheck(job, p.Reason, 0)
+		requeue = r.pendingRecheck(obj, p.Reason, 0)
 	}
-	return ctrl.Result{RequeueAfter: requeue}, r.setPending(ctx, job, p)
+	return ctrl.Result{RequeueAfter: requeue}, r.setPending(ctx, obj, p)
 }
 
-// writeOutcome writes a final outcome to the job's status. A conflict means
-// somebody else wrote the job during the call: a label from a GitOps tool, a
+// writeOutcome writes a final outcome to the object's status. A conflict means
+// somebody else wrote the object during the call: a label from a GitOps tool, a
 // deletion. The outcome is then written on a fresh copy, but only while the
 // claim is still this attempt's; otherwise the conflict is returned and the
-// job is looked at again (a later claim replays the outcome at the provider).
-func (r *Reconciler) writeOutcome(ctx context.Context, job Object, apply func(Object)) error {
-	attempt := job.GetPaymentStatus().Attempts
-	current := job
+// object is looked at again (a later claim replays the outcome at the provider).
+func (r *Reconciler) writeOutcome(ctx context.Context, obj Object, apply func(Object)) error {
+	attempt := obj.GetPaymentStatus().Attempts
+	current := obj
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
 			fresh := r.Kind.New()
-			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(job), fresh); err != nil {
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 				return err
 			}
 			st := fresh.GetPaymentStatus()
@@ -243,31 +243,31 @@ func (r *Reconciler) writeOutcome(ctx context.Context, job Object, apply func(Ob
 	}
 	r.wrote(ctx)
 	// The caller's object is the one written.
-	reflect.ValueOf(job).Elem().Set(reflect.ValueOf(current).Elem())
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(current).Elem())
 	return nil
 }
 
 // errClaimLost says the claim moved on while the provider was called.
 var errClaimLost = errors.New("the claim was taken over during the provider call")
 
-// recordUncertain keeps the job Processing after an uncertain outcome and
+// recordUncertain keeps the object Processing after an uncertain outcome and
 // schedules the next attempt; after backoffLimit retries it reports Stalled
 // and keeps retrying at the longest interval. It never writes Failed.
-func (r *Reconciler) recordUncertain(ctx context.Context, job Object, callErr error) (ctrl.Result, error) {
-	delay := max(r.retryDelay(job), payment.RetryAfter(callErr))
+func (r *Reconciler) recordUncertain(ctx context.Context, obj Object, callErr error) (ctrl.Result, error) {
+	delay := max(r.retryDelay(obj), payment.RetryAfter(callErr))
 	msg := payment.CleanMessage(fmt.Sprintf("Attempt %d had an uncertain outcome (%v); retrying in %s with the same idempotency key",
-		job.GetPaymentStatus().Attempts, callErr, delay.Round(time.Millisecond)), MaxMessageLength)
+		obj.GetPaymentStatus().Attempts, callErr, delay.Round(time.Millisecond)), MaxMessageLength)
 	p := Progress{Reason: paymentsv1alpha1.ReasonTransientError, Message: msg}
-	if r.exhausted(job) {
+	if r.exhausted(obj) {
 		p = Progress{Reason: paymentsv1alpha1.ReasonRetriesExhausted, Message: msg, Stalled: true}
 	}
-	log.FromContext(ctx).Info("Provider call failed, will retry", "attempt", job.GetPaymentStatus().Attempts,
+	log.FromContext(ctx).Info("Provider call failed, will retry", "attempt", obj.GetPaymentStatus().Attempts,
 		"retryAfter", delay, "error", callErr.Error())
-	r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, r.Kind.Words().Action, "%s", msg)
-	if err := r.writeProgress(ctx, job, p); err != nil && !apierrors.IsConflict(err) {
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, p.Reason, r.Kind.Words().Action, "%s", msg)
+	if err := r.writeProgress(ctx, obj, p); err != nil && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, err
 	}
-	return r.retryIn(job, Jitter(delay)), nil
+	return r.retryIn(obj, Jitter(delay)), nil
 }
 
 // The status a pass changes besides its guarded writes (Pending, Stalled,
@@ -359,10 +359,10 @@ func (r *Reconciler) wrote(ctx context.Context) {
 
 // setPending sets phase Pending with the reason, if that changes anything;
 // a new reason is announced with an event.
-func (r *Reconciler) setPending(ctx context.Context, job Object, p Progress) error {
-	previous := readyReason(job)
-	job.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
-	return r.noteStatus(ctx, job, p, func() {
+func (r *Reconciler) setPending(ctx context.Context, obj Object, p Progress) error {
+	previous := readyReason(obj)
+	obj.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
+	return r.noteStatus(ctx, obj, p, func() {
 		if previous == p.Reason {
 			return
 		}
@@ -370,31 +370,31 @@ func (r *Reconciler) setPending(ctx context.Context, job Object, p Progress) err
 		if p.Stalled || p.Reason == paymentsv1alpha1.ReasonProviderNotFound || p.Reason == paymentsv1alpha1.ReasonProviderNotReady || p.Reason == paymentsv1alpha1.ReasonLedgerUnavailable {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(job, nil, eventType, p.Reason, "Wait", "%s", p.Message)
+		r.Recorder.Eventf(obj, nil, eventType, p.Reason, "Wait", "%s", p.Message)
 	})
 }
 
 // writeProgress sets the progress of a pass in the conditions.
-func (r *Reconciler) writeProgress(ctx context.Context, job Object, p Progress) error {
-	return r.noteStatus(ctx, job, p, nil)
+func (r *Reconciler) writeProgress(ctx context.Context, obj Object, p Progress) error {
+	return r.noteStatus(ctx, obj, p, nil)
 }
 
-// stall records that the job needs attention: Stalled=True with the reason,
-// in its current phase (a new job becomes Pending). The reason is announced
+// stall records that the object needs attention: Stalled=True with the reason,
+// in its current phase (a new object becomes Pending). The reason is announced
 // once with a Warning event.
-func (r *Reconciler) stall(ctx context.Context, job Object, p Progress) error {
+func (r *Reconciler) stall(ctx context.Context, obj Object, p Progress) error {
 	p.Stalled = true
-	previous := readyReason(job)
-	if job.GetPaymentStatus().Phase == "" {
-		job.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
+	previous := readyReason(obj)
+	if obj.GetPaymentStatus().Phase == "" {
+		obj.GetPaymentStatus().Phase = paymentsv1alpha1.PhasePending
 	}
-	return r.noteStatus(ctx, job, p, func() {
+	return r.noteStatus(ctx, obj, p, func() {
 		if previous == p.Reason {
 			return
 		}
 		stalledTotal.WithLabelValues(r.Kind.Name(), p.Reason).Inc()
-		log.FromContext(ctx).Info("Stopping without a provider call", "kind", r.Kind.Name(), "reason", p.Reason, "phase", job.GetPaymentStatus().Phase)
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, p.Reason, "Stall", "%s", p.Message)
+		log.FromContext(ctx).Info("Stopping without a provider call", "kind", r.Kind.Name(), "reason", p.Reason, "phase", obj.GetPaymentStatus().Phase)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, p.Reason, "Stall", "%s", p.Message)
 	})
 }
 
@@ -419,17 +419,17 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, obj Object) error {
 	return nil
 }
 
-// removeFinalizer releases a job that has no work in flight.
-func (r *Reconciler) removeFinalizer(ctx context.Context, job Object) error {
-	if err := r.flushStatus(ctx, job); err != nil {
+// removeFinalizer releases an object that has no work in flight.
+func (r *Reconciler) removeFinalizer(ctx context.Context, obj Object) error {
+	if err := r.flushStatus(ctx, obj); err != nil {
 		return err
 	}
-	if !controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
+	if !controllerutil.ContainsFinalizer(obj, paymentsv1alpha1.Finalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(job.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(job, paymentsv1alpha1.Finalizer)
-	if err := r.Client.Patch(ctx, job, patch); err != nil {
+	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(obj, paymentsv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, obj, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -438,27 +438,27 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, job Object) error {
 	return nil
 }
 
-// finish releases a job with a final outcome: in one write it removes the
-// finalizer and sets the finished label, which takes the job out of the
-// manager's cache (see CacheOptions). Nothing reads a finished job again.
-func (r *Reconciler) finish(ctx context.Context, job Object) error {
-	if err := r.flushStatus(ctx, job); err != nil {
+// finish releases an object with a final outcome: in one write it removes the
+// finalizer and sets the finished label, which takes the object out of the
+// manager's cache (see CacheOptions). Nothing reads a finished object again.
+func (r *Reconciler) finish(ctx context.Context, obj Object) error {
+	if err := r.flushStatus(ctx, obj); err != nil {
 		return err
 	}
-	if job.GetLabels()[paymentsv1alpha1.LabelFinished] == "true" &&
-		!controllerutil.ContainsFinalizer(job, paymentsv1alpha1.Finalizer) {
+	if obj.GetLabels()[paymentsv1alpha1.LabelFinished] == "true" &&
+		!controllerutil.ContainsFinalizer(obj, paymentsv1alpha1.Finalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(job.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	MarkFinished(job)
-	if err := r.Client.Patch(ctx, job, patch); err != nil {
+	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	MarkFinished(obj)
+	if err := r.Client.Patch(ctx, obj, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("cannot mark %s %s finished: %w", r.Kind.Name(), job.GetName(), err)
+		return fmt.Errorf("cannot mark %s %s finished: %w", r.Kind.Name(), obj.GetName(), err)
 	}
 	if r.Collector != nil {
-		r.Collector.Schedule(r.Kind, job)
+		r.Collector.Schedule(r.Kind, obj)
 	}
 	return nil
 }

@@ -23,15 +23,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// writtenVersions remembers, per job, the resourceVersion that this
+// writtenVersions remembers, per object, the resourceVersion that this
 // process's latest accepted write returned. A watch event can trail a write:
 // a reconcile that reads an older copy from the cache would only make a
 // write that the API server refuses with a conflict, so it is skipped, and
-// the event of the write itself brings the job back. Entries are dropped
-// when the job leaves the cache (deleted or finished), so the map holds
-// active jobs only. An entry is trusted for writtenVersionTTL: a watch never
+// the event of the write itself brings the object back. Entries are dropped
+// when the object leaves the cache (deleted or finished), so the map holds
+// active objects only. An entry is trusted for writtenVersionTTL: a watch never
 // lags that long, and resourceVersions that went backwards (an etcd restored
-// from a backup) must not hold a job back for longer.
+// from a backup) must not hold an object back for longer.
 type writtenVersions struct {
 	jobMemory[writtenVersion]
 }
@@ -45,24 +45,24 @@ type writtenVersion struct {
 // cached copies.
 const writtenVersionTTL = time.Minute
 
-// record remembers job's resourceVersion as this process's latest write.
-func (w *writtenVersions) record(job client.Object, now time.Time) {
-	w.set(job, writtenVersion{resourceVersion: job.GetResourceVersion(), at: now})
+// record remembers object's resourceVersion as this process's latest write.
+func (w *writtenVersions) record(obj client.Object, now time.Time) {
+	w.set(obj, writtenVersion{resourceVersion: obj.GetResourceVersion(), at: now})
 }
 
-// stale reports whether job is an older copy than this process's latest
+// stale reports whether object is an older copy than this process's latest
 // write of it. Versions that are not comparable integers are never stale:
 // the resourceVersion guard of every write still catches the stale copy.
-func (w *writtenVersions) stale(job client.Object, now time.Time) bool {
-	v, ok := w.get(job)
+func (w *writtenVersions) stale(obj client.Object, now time.Time) bool {
+	v, ok := w.get(obj)
 	if !ok {
 		return false
 	}
 	if now.Sub(v.at) > writtenVersionTTL {
 		// Too old to trust.
-		w.forget(client.ObjectKeyFromObject(job))
+		w.forget(client.ObjectKeyFromObject(obj))
 		return false
 	}
-	cmp, err := resourceversion.CompareResourceVersion(job.GetResourceVersion(), v.resourceVersion)
+	cmp, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), v.resourceVersion)
 	return err == nil && cmp < 0
 }
