@@ -130,9 +130,6 @@ func Wait(p Progress, requeue time.Duration) Result { return Result{Wait: &p, Re
 // Refuse is the Result that fails the object without a provider call.
 func Refuse(r *payment.Refusal) Result { return Result{Refuse: r} }
 
-// proceeds reports whether r lets the object go on.
-func (r Result) proceeds() bool { return r.Wait == nil && r.Refuse == nil && r.Requeue == 0 }
-
 // Preparer is implemented by a kind that must look at something besides its
 // own object before the first claim (a refund: the PaymentJob it refunds).
 // Prepare records in obj's status, in memory, what Request needs; the claim

@@ -65,8 +65,12 @@ type kind struct {
 const kindName = "PaymentRefund"
 
 // words word the engine's messages on a PaymentRefund.
-var words = engine.Words{Action: "Refund", Noun: "refund", Done: "Refunded", Doing: "refunding",
-	Object: "refund", Request: "refund", Unmoved: "no money went back"}
+var words = engine.Words{Action: "Refund", Noun: refund, Done: "Refunded", Doing: "refunding",
+	Object: refund, Request: refund, Unmoved: "no money went back"}
+
+// refund is the provider's object, the request and the object, as a
+// refund's messages name them.
+const refund = "refund"
 
 func (kind) Describe() engine.Description[*paymentsv1alpha1.PaymentRefund] {
 	return engine.Description[*paymentsv1alpha1.PaymentRefund]{
