@@ -120,7 +120,7 @@ func TestProviderDeletedWhileProcessingStallsWithoutKeptAdapter(t *testing.T) {
 	job := s.waitForStall("orphan", paymentsv1alpha1.ReasonProviderDeleted)
 	s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
 	s.Expect(readyCondition(s, s.ns, "orphan").Message).To(ContainSubstring(paymentsv1alpha1.AnnotationResolve))
-	s.Expect(gaugeValue(t, "paymentjob_jobs_waiting_for_deleted_provider")).To(BeNumerically(">=", 1))
+	s.Expect(jobsGauge(t, "paymentjob_jobs_waiting_for_deleted_provider")).To(BeNumerically(">=", 1))
 	s.Expect(guarded(s, s.ns)).To(BeTrue(), "the provider stays while its job may have charged")
 
 	intent, ok := s.engine.LookupByKey(s.ns + "/orphan")

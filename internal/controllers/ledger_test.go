@@ -446,7 +446,7 @@ func TestJobWhoseOutcomeIsNotTheLedgersStallsAndIsKept(t *testing.T) {
 	s.Expect(msg).NotTo(ContainSubstring(heldB.Reason), "nothing of the other object's payment")
 	s.Expect(s.manager.recorded(s, s.ns, "order-9").Outcome).To(Equal(paymentsv1alpha1.LedgerFailed), "the first outcome stays")
 	s.expectCharges(1)
-	s.Expect(gaugeValue(t, "paymentjob_ledger_conflicts")).To(BeNumerically(">=", 1))
+	s.Expect(jobsGauge(t, "paymentjob_ledger_conflicts")).To(BeNumerically(">=", 1))
 
 	// Announced once: another pass (a label from a GitOps tool) asks the
 	// ledger again and announces nothing.

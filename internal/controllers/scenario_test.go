@@ -570,6 +570,15 @@ func counterValue(t *testing.T, name string) float64 {
 	return v
 }
 
+// jobsGauge reads the PaymentJob series of an engine gauge (labelled by
+// kind) of the manager's shared registry.
+func jobsGauge(t *testing.T, name string) float64 {
+	t.Helper()
+	v, series := metricValue(t, name, map[string]string{"kind": "PaymentJob"})
+	NewWithT(t).Expect(series).To(Equal(1), "%s has no PaymentJob series", name)
+	return v
+}
+
 // gaugeValue reads a gauge without labels of the manager's shared registry.
 func gaugeValue(t *testing.T, name string) float64 {
 	t.Helper()
