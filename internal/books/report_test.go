@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package reconcile_test
+package books_test
 
 import (
 	"bytes"
@@ -27,15 +27,15 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 )
 
-func seededReport() reconcile.Report {
+func seededReport() books.Report {
 	b, _ := seeded(40)
-	return reconcile.Report{
+	return books.Report{
 		Provider: "billing/stripe", Listed: true,
 		From: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC),
-		Findings: reconcile.Compare(b.records, b.objects),
+		Findings: books.Compare(b.records, b.objects),
 	}
 }
 
@@ -51,7 +51,7 @@ func TestCSVReportHasStableColumnsAndOneRowAFinding(t *testing.T) {
 	}), "the old columns keep their order; new ones come at the end")
 	g.Expect(rows).To(HaveLen(len(r.Findings) + 1))
 	for _, row := range rows[1:] {
-		if row[0] == string(reconcile.Duplicate) && row[1] == "charge" {
+		if row[0] == string(books.Duplicate) && row[1] == "charge" {
 			g.Expect(row[2:11]).To(Equal([]string{"order-0004", "billing/order-0004", "true", "pi_order-0004", "1004", "EUR",
 				"pi_order-0004 pi_order-0004-again", "", ""}))
 			g.Expect(row[13:]).To(Equal([]string{"billing/order-0004", "true", "pi_order-0004", "1004", "false", "false"}))
@@ -63,19 +63,19 @@ func TestJSONReportCarriesTheCountsAndEveryFinding(t *testing.T) {
 	g := NewWithT(t)
 	r := seededReport()
 	var got struct {
-		Provider string                     `json:"provider"`
-		Listed   bool                       `json:"listed"`
-		Counts   map[reconcile.Category]int `json:"counts"`
-		Findings []reconcile.Finding        `json:"findings"`
+		Provider string                 `json:"provider"`
+		Listed   bool                   `json:"listed"`
+		Counts   map[books.Category]int `json:"counts"`
+		Findings []books.Finding        `json:"findings"`
 	}
 	g.Expect(json.Unmarshal(r.JSON(), &got)).To(Succeed())
 	g.Expect(got.Provider).To(Equal("billing/stripe"))
 	g.Expect(got.Listed).To(BeTrue())
 	g.Expect(got.Findings).To(Equal(r.Findings))
 	g.Expect(got.Counts).To(Equal(r.Counts()))
-	g.Expect(got.Counts).To(HaveLen(len(reconcile.Categories)), "every category, zero or not")
-	g.Expect(got.Counts[reconcile.UnknownToCluster]).To(Equal(3))
-	g.Expect(r.Discrepancies()).To(Equal(len(r.Findings) - got.Counts[reconcile.Matched]))
+	g.Expect(got.Counts).To(HaveLen(len(books.Categories)), "every category, zero or not")
+	g.Expect(got.Counts[books.UnknownToCluster]).To(Equal(3))
+	g.Expect(r.Discrepancies()).To(Equal(len(r.Findings) - got.Counts[books.Matched]))
 }
 
 func TestSHA256IsTheCSVReportsAndChangesWithAnyFinding(t *testing.T) {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package reconcile compares the cluster's record of the money it moved
+// Package books compares the cluster's record of the money it moved
 // with the provider's books, and says, per charge and per refund, whether
 // they agree and, where they do not, in which way and what a person should
 // do about it.
@@ -36,4 +36,4 @@ limitations under the License.
 // job's outcome: a finding's Action names the existing path a person
 // takes (a PaymentRefund, the resolve annotation, the provider's own
 // dashboard).
-package reconcile
+package books

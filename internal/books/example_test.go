@@ -14,26 +14,26 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package reconcile_test
+package books_test
 
 import (
 	"fmt"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 )
 
 // A job charged twice under its key, and a refund made in the dashboard.
 func ExampleCompare() {
-	records := []reconcile.Record{{
-		Kind: reconcile.Charge, Key: "billing/invoice-42", Object: "billing/invoice-42", InLedger: true,
+	records := []books.Record{{
+		Kind: books.Charge, Key: "billing/invoice-42", Object: "billing/invoice-42", InLedger: true,
 		Moved: true, ID: "pi_1", Amount: 1999, Currency: "eur",
 	}}
-	objects := []reconcile.Object{
-		{Kind: reconcile.Charge, ID: "pi_1", Key: "billing/invoice-42", Status: reconcile.StatusSucceeded, Amount: 1999, Currency: "eur"},
-		{Kind: reconcile.Charge, ID: "pi_2", Key: "billing/invoice-42", Status: reconcile.StatusSucceeded, Amount: 1999, Currency: "eur"},
-		{Kind: reconcile.Refund, ID: "re_1", Status: reconcile.StatusSucceeded, Amount: 500, Currency: "eur", Charge: "pi_1"},
+	objects := []books.Object{
+		{Kind: books.Charge, ID: "pi_1", Key: "billing/invoice-42", Status: books.StatusSucceeded, Amount: 1999, Currency: "eur"},
+		{Kind: books.Charge, ID: "pi_2", Key: "billing/invoice-42", Status: books.StatusSucceeded, Amount: 1999, Currency: "eur"},
+		{Kind: books.Refund, ID: "re_1", Status: books.StatusSucceeded, Amount: 500, Currency: "eur", Charge: "pi_1"},
 	}
-	for _, f := range reconcile.Compare(records, objects) {
+	for _, f := range books.Compare(records, objects) {
 		fmt.Println(f.Category, f.Kind, f.Key, f.ProviderIDs)
 	}
 	// Output:

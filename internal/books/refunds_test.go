@@ -14,14 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package reconcile_test
+package books_test
 
 import (
 	"testing"
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 )
 
 // Refunds are matched to the charge they give money back from, and no
@@ -33,70 +33,70 @@ func TestRefundsAreJudgedThroughTheirCharge(t *testing.T) {
 		keyA, keyB       = "shop/order-a", "tenant-b/order-b"
 		refundKey        = "shop.refund/back-a"
 	)
-	refund := reconcile.Record{Kind: reconcile.Refund, Key: refundKey, Object: "shop/back-a", InLedger: true, Moved: true,
+	refund := books.Record{Kind: books.Refund, Key: refundKey, Object: "shop/back-a", InLedger: true, Moved: true,
 		ID: "re_1", Amount: 400, Currency: "eur", ChargeKey: keyA, Charge: chargeA}
-	refundObject := reconcile.Object{Kind: reconcile.Refund, ID: "re_1", Key: refundKey, Status: reconcile.StatusSucceeded,
+	refundObject := books.Object{Kind: books.Refund, ID: "re_1", Key: refundKey, Status: books.StatusSucceeded,
 		Amount: 400, Currency: "eur", Charge: chargeA}
-	with := func(r reconcile.Record, f func(*reconcile.Record)) reconcile.Record { f(&r); return r }
+	with := func(r books.Record, f func(*books.Record)) books.Record { f(&r); return r }
 	tests := []struct {
 		name    string
-		records []reconcile.Record
-		objects []reconcile.Object
+		records []books.Record
+		objects []books.Object
 		// charges are what the provider says of the refunds' charges: the
 		// key each was made under.
-		charges  []reconcile.Object
-		category reconcile.Category
+		charges  []books.Object
+		category books.Category
 		// advice is part of the action; never, what it must not say.
 		advice, never string
 	}{
 		{
 			name: "a ledger-finished refund found through its charge is matched",
-			records: []reconcile.Record{with(refund, func(r *reconcile.Record) {
+			records: []books.Record{with(refund, func(r *books.Record) {
 				r.Object, r.ChargeKey, r.Exact = "", "", true
 			})},
-			objects:  []reconcile.Object{refundObject},
-			charges:  []reconcile.Object{{Kind: reconcile.Charge, ID: chargeA, Key: keyA}},
-			category: reconcile.Matched,
+			objects:  []books.Object{refundObject},
+			charges:  []books.Object{{Kind: books.Charge, ID: chargeA, Key: keyA}},
+			category: books.Matched,
 		},
 		{
 			name:     "nothing under the key, its charge's refunds never read: check, do not refund again",
-			records:  []reconcile.Record{refund},
-			category: reconcile.MissingAtProvider,
+			records:  []books.Record{refund},
+			category: books.MissingAtProvider,
 			advice:   "refunds of charge " + chargeA, never: "refund with a new PaymentRefund",
 		},
 		{
 			name:     "nothing under the key, the charge's exact list read: refund with a new PaymentRefund",
-			records:  []reconcile.Record{with(refund, func(r *reconcile.Record) { r.Exact = true })},
-			category: reconcile.MissingAtProvider,
+			records:  []books.Record{with(refund, func(r *books.Record) { r.Exact = true })},
+			category: books.MissingAtProvider,
 			advice:   "refund with a new PaymentRefund",
 		},
 		{
 			name:     "a refund of a charge made under another payment's key",
-			records:  []reconcile.Record{with(refund, func(r *reconcile.Record) { r.Charge, r.Exact = chargeB, true })},
-			objects:  []reconcile.Object{with2(refundObject, chargeB)},
-			charges:  []reconcile.Object{{Kind: reconcile.Charge, ID: chargeB, Key: keyB}},
-			category: reconcile.RefundOfForeignCharge,
+			records:  []books.Record{with(refund, func(r *books.Record) { r.Charge, r.Exact = chargeB, true })},
+			objects:  []books.Object{with2(refundObject, chargeB)},
+			charges:  []books.Object{{Kind: books.Charge, ID: chargeB, Key: keyB}},
+			category: books.RefundOfForeignCharge,
 			advice:   keyB, never: "refund with a new PaymentRefund",
 		},
 		{
 			name:     "a refund of a charge made under no key of ours",
-			records:  []reconcile.Record{with(refund, func(r *reconcile.Record) { r.Charge = chargeB })},
-			objects:  []reconcile.Object{with2(refundObject, chargeB)},
-			charges:  []reconcile.Object{{Kind: reconcile.Charge, ID: chargeB}},
-			category: reconcile.RefundOfForeignCharge,
+			records:  []books.Record{with(refund, func(r *books.Record) { r.Charge = chargeB })},
+			objects:  []books.Object{with2(refundObject, chargeB)},
+			charges:  []books.Object{{Kind: books.Charge, ID: chargeB}},
+			category: books.RefundOfForeignCharge,
 		},
 		{
 			name:     "a refund of its own payment's charge",
-			records:  []reconcile.Record{refund},
-			objects:  []reconcile.Object{refundObject},
-			charges:  []reconcile.Object{{Kind: reconcile.Charge, ID: chargeA, Key: keyA}},
-			category: reconcile.Matched,
+			records:  []books.Record{refund},
+			objects:  []books.Object{refundObject},
+			charges:  []books.Object{{Kind: books.Charge, ID: chargeA, Key: keyA}},
+			category: books.Matched,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			findings := reconcile.Compare(tt.records, tt.objects, tt.charges...)
+			findings := books.Compare(tt.records, tt.objects, tt.charges...)
 			g.Expect(findings).To(HaveLen(1), "%+v", findings)
 			f := findings[0]
 			g.Expect(f.Category).To(Equal(tt.category), "%+v", f)
@@ -112,7 +112,7 @@ func TestRefundsAreJudgedThroughTheirCharge(t *testing.T) {
 }
 
 // with2 is a refund object of another charge.
-func with2(o reconcile.Object, charge string) reconcile.Object {
+func with2(o books.Object, charge string) books.Object {
 	o.Charge = charge
 	return o
 }

@@ -14,14 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package reconcile_test
+package books_test
 
 import (
 	"testing"
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 )
 
 // Two manifests sharing a key, asking for different amounts: the one sent
@@ -34,23 +34,23 @@ import (
 // the difference of a charge made exactly as asked.
 func TestRefusedRecordUnderAChargedKeyIsNoAmountMismatch(t *testing.T) {
 	g := NewWithT(t)
-	refused := reconcile.Record{Kind: reconcile.Charge, Key: "books/order-1", Object: "books/job-1",
+	refused := books.Record{Kind: books.Charge, Key: "books/order-1", Object: "books/job-1",
 		Amount: 500, Currency: "usd"}
-	charged := reconcile.Record{Kind: reconcile.Charge, Key: "books/order-1", Object: "books/job-2",
+	charged := books.Record{Kind: books.Charge, Key: "books/order-1", Object: "books/job-2",
 		Moved: true, ID: "pi_2", Amount: 2500, Currency: "usd"}
-	entry := reconcile.Record{Kind: reconcile.Charge, Key: "books/order-1", InLedger: true, Moved: true, ID: "pi_2",
+	entry := books.Record{Kind: books.Charge, Key: "books/order-1", InLedger: true, Moved: true, ID: "pi_2",
 		Amount: 2500, Currency: "usd"}
-	objects := []reconcile.Object{{Kind: reconcile.Charge, ID: "pi_2", Key: "books/order-1",
-		Status: reconcile.StatusSucceeded, Amount: 2500, Currency: "usd"}}
-	for name, records := range map[string][]reconcile.Record{
+	objects := []books.Object{{Kind: books.Charge, ID: "pi_2", Key: "books/order-1",
+		Status: books.StatusSucceeded, Amount: 2500, Currency: "usd"}}
+	for name, records := range map[string][]books.Record{
 		"refused first":           {refused, charged, entry},
 		"charged first":           {charged, refused, entry},
 		"ledger entry refused":    {refused, charged},
 		"refused, entry, charged": {refused, entry, charged},
 	} {
-		findings := reconcile.Compare(records, objects)
+		findings := books.Compare(records, objects)
 		g.Expect(findings).To(HaveLen(1), name)
-		g.Expect(findings[0].Category).To(Equal(reconcile.Matched), "%s: %+v", name, findings[0])
+		g.Expect(findings[0].Category).To(Equal(books.Matched), "%s: %+v", name, findings[0])
 		g.Expect(findings[0].ClusterAmount).To(Equal(int64(2500)), name)
 	}
 }

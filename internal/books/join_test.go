@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package reconcile_test
+package books_test
 
 import (
 	"testing"
@@ -23,7 +23,7 @@ import (
 	"github.com/onsi/gomega/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 )
 
 // row is what a report row says of the objects it concerns.
@@ -34,7 +34,7 @@ type row struct {
 	left                  *int64
 }
 
-func rowOf(f reconcile.Finding) row {
+func rowOf(f books.Finding) row {
 	return row{f.Object, f.ChargeObject, f.InLedger, f.ChargeInLedger, f.ChargeID, f.ChargeLeft}
 }
 
@@ -45,7 +45,7 @@ func TestRowsNameTheirObjectsTheirChargeAndWhatIsLeft(t *testing.T) {
 	g := NewWithT(t)
 	b, _ := seeded(20)
 	got := map[string]row{}
-	for _, f := range reconcile.Compare(b.records, b.objects) {
+	for _, f := range books.Compare(b.records, b.objects) {
 		got[string(f.Category)+" "+string(f.Kind)+" "+f.Key] = rowOf(f)
 	}
 	left := func(n int64) *int64 { return &n }
@@ -91,56 +91,56 @@ func TestRowsNameTheirObjectsTheirChargeAndWhatIsLeft(t *testing.T) {
 // refunds, on the charge's row and on each refund's.
 func TestChargeLeftCountsEveryRefundTheProviderLists(t *testing.T) {
 	const pi, key = "pi_1", "shop/order-1"
-	job := reconcile.Record{Kind: reconcile.Charge, Key: key, Object: "shop/order-1", InLedger: true, Moved: true, ID: pi,
+	job := books.Record{Kind: books.Charge, Key: key, Object: "shop/order-1", InLedger: true, Moved: true, ID: pi,
 		Amount: 1000, Currency: "eur"}
-	charge := reconcile.Object{Kind: reconcile.Charge, ID: pi, Key: key, Status: reconcile.StatusSucceeded, Amount: 1000, Currency: "eur"}
-	ours := func(name string, amount int64) (reconcile.Record, reconcile.Object) {
+	charge := books.Object{Kind: books.Charge, ID: pi, Key: key, Status: books.StatusSucceeded, Amount: 1000, Currency: "eur"}
+	ours := func(name string, amount int64) (books.Record, books.Object) {
 		k := "shop.refund/" + name
-		return reconcile.Record{Kind: reconcile.Refund, Key: k, Object: "shop/" + name, InLedger: true, Moved: true, ID: "re_" + name,
+		return books.Record{Kind: books.Refund, Key: k, Object: "shop/" + name, InLedger: true, Moved: true, ID: "re_" + name,
 				Amount: amount, Currency: "eur", ChargeKey: key, Charge: pi, ChargeObject: "shop/order-1", ChargeAmount: 1000},
-			reconcile.Object{Kind: reconcile.Refund, ID: "re_" + name, Key: k, Status: reconcile.StatusSucceeded, Amount: amount,
+			books.Object{Kind: books.Refund, ID: "re_" + name, Key: k, Status: books.StatusSucceeded, Amount: amount,
 				Currency: "eur", Charge: pi}
 	}
-	dashboard := func(id string, amount int64, status reconcile.Status) reconcile.Object {
-		return reconcile.Object{Kind: reconcile.Refund, ID: id, Status: status, Amount: amount, Currency: "eur", Charge: pi}
+	dashboard := func(id string, amount int64, status books.Status) books.Object {
+		return books.Object{Kind: books.Refund, ID: id, Status: status, Amount: amount, Currency: "eur", Charge: pi}
 	}
 	partial, partialAt := ours("partial", 300)
 	full, fullAt := ours("full", 1000)
 	tests := []struct {
 		name    string
-		records []reconcile.Record
-		objects []reconcile.Object
-		charges []reconcile.Object
+		records []books.Record
+		objects []books.Object
+		charges []books.Object
 		left    int64
 	}{
-		{name: "not refunded", records: []reconcile.Record{job}, objects: []reconcile.Object{charge}, left: 1000},
-		{name: "a partial refund", records: []reconcile.Record{job, partial}, objects: []reconcile.Object{charge, partialAt}, left: 700},
-		{name: "a partial refund and a dashboard refund", records: []reconcile.Record{job, partial},
-			objects: []reconcile.Object{charge, partialAt, dashboard("re_dash", 200, reconcile.StatusSucceeded)}, left: 500},
-		{name: "a dashboard refund pending, another failed", records: []reconcile.Record{job},
-			objects: []reconcile.Object{charge, dashboard("re_dash", 200, reconcile.StatusPending),
-				dashboard("re_failed", 300, reconcile.StatusFailed)}, left: 800},
-		{name: "a full refund", records: []reconcile.Record{job, full}, objects: []reconcile.Object{charge, fullAt}, left: 0},
-		{name: "a full dashboard refund", records: []reconcile.Record{job},
-			objects: []reconcile.Object{charge, dashboard("re_dash", 1000, reconcile.StatusSucceeded)}, left: 0},
+		{name: "not refunded", records: []books.Record{job}, objects: []books.Object{charge}, left: 1000},
+		{name: "a partial refund", records: []books.Record{job, partial}, objects: []books.Object{charge, partialAt}, left: 700},
+		{name: "a partial refund and a dashboard refund", records: []books.Record{job, partial},
+			objects: []books.Object{charge, partialAt, dashboard("re_dash", 200, books.StatusSucceeded)}, left: 500},
+		{name: "a dashboard refund pending, another failed", records: []books.Record{job},
+			objects: []books.Object{charge, dashboard("re_dash", 200, books.StatusPending),
+				dashboard("re_failed", 300, books.StatusFailed)}, left: 800},
+		{name: "a full refund", records: []books.Record{job, full}, objects: []books.Object{charge, fullAt}, left: 0},
+		{name: "a full dashboard refund", records: []books.Record{job},
+			objects: []books.Object{charge, dashboard("re_dash", 1000, books.StatusSucceeded)}, left: 0},
 		{name: "the provider's list of the charge's refunds counts more than the comparison holds",
-			records: []reconcile.Record{job, partial},
-			objects: []reconcile.Object{func() reconcile.Object { c := charge; c.Refunded, c.RefundsRead = 900, true; return c }(), partialAt},
+			records: []books.Record{job, partial},
+			objects: []books.Object{func() books.Object { c := charge; c.Refunded, c.RefundsRead = 900, true; return c }(), partialAt},
 			left:    100},
-		{name: "a refund's charge out of the comparison, its list read", records: []reconcile.Record{partial},
-			objects: []reconcile.Object{partialAt},
-			charges: []reconcile.Object{{Kind: reconcile.Charge, ID: pi, KeyUnknown: true, Refunded: 800, RefundsRead: true}}, left: 200},
+		{name: "a refund's charge out of the comparison, its list read", records: []books.Record{partial},
+			objects: []books.Object{partialAt},
+			charges: []books.Object{{Kind: books.Charge, ID: pi, KeyUnknown: true, Refunded: 800, RefundsRead: true}}, left: 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			findings := reconcile.Compare(tt.records, tt.objects, tt.charges...)
+			findings := books.Compare(tt.records, tt.objects, tt.charges...)
 			g.Expect(findings).NotTo(BeEmpty())
 			for _, f := range findings {
 				g.Expect(f.ChargeLeft).To(HaveValue(Equal(tt.left)), "%s %s %s", f.Category, f.Kind, f.Key)
 				g.Expect(f.ChargeID).To(Equal(pi))
-				g.Expect(f.Category).To(BeElementOf(reconcile.Matched, reconcile.RefundedOutside), "%+v", f)
-				if f.Category == reconcile.RefundedOutside {
+				g.Expect(f.Category).To(BeElementOf(books.Matched, books.RefundedOutside), "%+v", f)
+				if f.Category == books.RefundedOutside {
 					g.Expect(f.Object).To(Equal("shop/order-1"), "the row leads to the job whose charge was refunded")
 					g.Expect(f.InLedger).To(BeTrue(), "the ledger holds the charge, whose key the row shows")
 					g.Expect(f.ChargeObject).To(Equal("shop/order-1"))
@@ -156,33 +156,33 @@ func TestChargeLeftCountsEveryRefundTheProviderLists(t *testing.T) {
 // says so; a job still in the cluster is named as it is.
 func TestDeletedJobIsNamedFromTheLedgerAndSaysSo(t *testing.T) {
 	const pi, key = "pi_1", "shop/order-1"
-	fromLedger := reconcile.Record{Kind: reconcile.Charge, Key: key, Object: "shop/order-1", ObjectDeleted: true, InLedger: true,
+	fromLedger := books.Record{Kind: books.Charge, Key: key, Object: "shop/order-1", ObjectDeleted: true, InLedger: true,
 		Moved: true, ID: pi, Amount: 1000, Currency: "eur"}
-	charge := reconcile.Object{Kind: reconcile.Charge, ID: pi, Key: key, Status: reconcile.StatusSucceeded, Amount: 1000, Currency: "eur"}
-	dash := reconcile.Object{Kind: reconcile.Refund, ID: "re_dash", Status: reconcile.StatusSucceeded, Amount: 250, Currency: "eur", Charge: pi}
+	charge := books.Object{Kind: books.Charge, ID: pi, Key: key, Status: books.StatusSucceeded, Amount: 1000, Currency: "eur"}
+	dash := books.Object{Kind: books.Refund, ID: "re_dash", Status: books.StatusSucceeded, Amount: 250, Currency: "eur", Charge: pi}
 	tests := []struct {
 		name    string
-		records []reconcile.Record
+		records []books.Record
 		deleted bool
 		action  types.GomegaMatcher
 	}{
-		{name: "deleted", records: []reconcile.Record{fromLedger}, deleted: true,
+		{name: "deleted", records: []books.Record{fromLedger}, deleted: true,
 			action: ContainSubstring("pj/order-1 is deleted: kubectl payments ledger find pj/order-1 -n shop")},
-		{name: "in the cluster, its ledger entry given first", deleted: false, records: []reconcile.Record{fromLedger,
-			{Kind: reconcile.Charge, Key: key, Object: "shop/order-1", Moved: true, ID: pi, Amount: 1000, Currency: "eur"}},
+		{name: "in the cluster, its ledger entry given first", deleted: false, records: []books.Record{fromLedger,
+			{Kind: books.Charge, Key: key, Object: "shop/order-1", Moved: true, ID: pi, Amount: 1000, Currency: "eur"}},
 			action: ContainSubstring("kubectl payments status pj/order-1 -n shop --check-provider")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			findings := reconcile.Compare(tt.records, []reconcile.Object{charge, dash})
+			findings := books.Compare(tt.records, []books.Object{charge, dash})
 			g.Expect(findings).To(HaveLen(2))
 			for _, f := range findings {
 				g.Expect(f.ChargeObject).To(Equal("shop/order-1"))
 				g.Expect(f.ChargeObjectDeleted).To(Equal(tt.deleted))
 				g.Expect(f.ChargeInLedger).To(BeTrue())
 				g.Expect(f.ChargeLeft).To(Equal(ptr.To(int64(750))))
-				if f.Kind == reconcile.Charge {
+				if f.Kind == books.Charge {
 					g.Expect([]any{f.Object, f.ObjectDeleted, f.InLedger}).To(Equal([]any{"shop/order-1", tt.deleted, true}))
 				} else {
 					g.Expect(f.Action).To(tt.action)
