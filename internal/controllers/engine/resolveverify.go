@@ -23,8 +23,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
 
 // What the provider says of a person's resolution: whether it holds the

@@ -21,7 +21,9 @@ limitations under the License.
 // the ProviderCache that keeps one adapter, one token bucket and one lookup
 // batcher per provider configuration, shared by all its payments. The
 // engine resolves providers from it and compares their identities with it;
-// the PaymentProvider reconciler refreshes it. It imports no reconciler.
+// the PaymentProvider reconciler refreshes it; the reconciliation and
+// pkg/providerlookup read through it. It sits beside internal/controllers,
+// not in it, because it imports no reconciler and several import it.
 // It registers paymentjob_lookup_requests_total and
 // paymentjob_lookup_keys_total.
 package providercache
