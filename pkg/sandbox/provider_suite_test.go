@@ -19,7 +19,7 @@ package sandbox_test
 import (
 	"testing"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 

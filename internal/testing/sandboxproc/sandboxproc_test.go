@@ -26,9 +26,9 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/sandboxproc"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
-	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
 )
 
 // serve runs the sandbox's own HTTP server in the test, on loopback.

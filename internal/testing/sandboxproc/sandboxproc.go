@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/childproc"
 )
 
 // Defaults of Options.

@@ -27,7 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
-	"github.com/idempotency-dev/paymentjob-operator/internal/ledger/ledgertest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/ledgertest"
 )
 
 // TestCheckFailsBrokenLedgers is the suite's negative control: in-memory
