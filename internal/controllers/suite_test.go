@@ -61,6 +61,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/testing/testenv"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
 
 // The controller suite runs the reconcilers in real managers against the
@@ -279,7 +280,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// The manager's own cache settings: finished jobs are left out.
-		Cache:      engine.CacheOptions(cfg.namespaces...),
+		Cache:      operator.CacheOptions(cfg.namespaces...),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient: func(c *rest.Config, o client.Options) (client.Client, error) {
 			cl, err := client.NewWithWatch(c, o)
