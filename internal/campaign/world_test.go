@@ -49,6 +49,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -249,7 +250,7 @@ func (w *world) startManager() (*manager, error) {
 			if e == nil {
 				return nil, fmt.Errorf("no account for the credential of %q", accountOf(cred))
 			}
-			return w.watched(sandbox.NewProvider(e)), nil
+			return w.watched(sandboxprovider.NewProvider(e)), nil
 		},
 	}
 	m.providers = providers

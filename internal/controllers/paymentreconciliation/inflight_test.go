@@ -30,6 +30,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -74,7 +75,7 @@ func TestAFinishedJobIsComparedWithItsChargeWhileAnotherIsInFlightUnderItsKey(t 
 	pr := &paymentsv1alpha1.PaymentReconciliation{Spec: paymentsv1alpha1.PaymentReconciliationSpec{RequestsPerSecond: &perSecond}}
 	r := &Reconciler{Reader: reader, Ledger: inLedger, Clock: clock.RealClock{}}
 	s := scope{account: account, accountsOnly: true, from: base, to: base.Add(time.Minute)}
-	res, _, err := r.run(t.Context(), pr, sandbox.NewProvider(engine), s)
+	res, _, err := r.run(t.Context(), pr, sandboxprovider.NewProvider(engine), s)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.report.Listed).To(BeFalse(), "the in-process sandbox provider has no list: the run looks keys up")
 	g.Expect(res.counts).To(Equal(map[books.Category]int{books.Matched: 1}), "%+v", res.report.Findings)

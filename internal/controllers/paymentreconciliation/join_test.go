@@ -32,6 +32,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -115,7 +116,7 @@ func TestRowsLeadBackToTheirJobsAndSayWhatIsLeft(t *testing.T) {
 	for _, slice := range []int{1 << 20, 1} {
 		reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithStatusSubresource(objects...).Build()
 		r := &Reconciler{Reader: reader, Ledger: inLedger, Clock: clock.RealClock{}, SliceObjects: slice}
-		l := &lister{Provider: sandbox.NewProvider(engine), engine: engine}
+		l := &lister{Provider: sandboxprovider.NewProvider(engine), engine: engine}
 		res, requests, err := r.run(t.Context(), pr, l, s)
 		g.Expect(err).NotTo(HaveOccurred())
 		got := map[string]row{}

@@ -29,6 +29,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -66,8 +67,8 @@ func TestARefundOutsideTheWindowIsFoundThroughItsCharge(t *testing.T) {
 		name     string
 		provider payment.Provider
 	}{
-		{"listed", &lister{Provider: sandbox.NewProvider(engine), engine: engine}},
-		{"looked up, without a list", sandbox.NewProvider(engine)},
+		{"listed", &lister{Provider: sandboxprovider.NewProvider(engine), engine: engine}},
+		{"looked up, without a list", sandboxprovider.NewProvider(engine)},
 	} {
 		r := &Reconciler{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Ledger: inLedger, Clock: clock.RealClock{}, SliceObjects: 3}
 		res, _, err := r.run(t.Context(), pr, tc.provider, s)
@@ -104,8 +105,8 @@ func TestARefundOfAnotherPaymentsChargeIsReported(t *testing.T) {
 		name     string
 		provider payment.Provider
 	}{
-		{"listed", &lister{Provider: sandbox.NewProvider(engine), engine: engine}},
-		{"looked up, without a list", sandbox.NewProvider(engine)},
+		{"listed", &lister{Provider: sandboxprovider.NewProvider(engine), engine: engine}},
+		{"looked up, without a list", sandboxprovider.NewProvider(engine)},
 	} {
 		reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(refund).WithStatusSubresource(refund).Build()
 		r := &Reconciler{Reader: reader, Clock: clock.RealClock{}, SliceObjects: 3}

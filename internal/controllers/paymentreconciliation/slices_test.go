@@ -32,6 +32,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -39,7 +40,7 @@ import (
 // page, newest first: a window of a few dozen charges is many pages, and
 // many slices.
 type lister struct {
-	*sandbox.Provider
+	*sandboxprovider.Provider
 	engine *sandbox.Engine
 	pages  int
 }
@@ -152,7 +153,7 @@ func TestSlicesFindWhatTheWholeWindowFinds(t *testing.T) {
 	run := func(slice int) (result, *lister) {
 		r := &Reconciler{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Ledger: inLedger,
 			Clock: clock.RealClock{}, SliceObjects: slice}
-		l := &lister{Provider: sandbox.NewProvider(engine), engine: engine}
+		l := &lister{Provider: sandboxprovider.NewProvider(engine), engine: engine}
 		res, _, err := r.run(t.Context(), pr, l, s)
 		g.Expect(err).NotTo(HaveOccurred())
 		return res, l

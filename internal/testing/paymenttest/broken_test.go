@@ -24,6 +24,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -35,18 +36,18 @@ func TestCheckFailsBrokenProviders(t *testing.T) {
 	tests := []struct {
 		name string
 		// wrap turns the healthy sandbox provider into the one under test.
-		wrap func(e *sandbox.Engine, p *sandbox.Provider) payment.Provider
+		wrap func(e *sandbox.Engine, p *sandboxprovider.Provider) payment.Provider
 		// wantFailed are the rules the provider must fail.
 		wantFailed []string
 	}{
 		{
 			name:       "the healthy sandbox provider keeps every rule",
-			wrap:       func(_ *sandbox.Engine, p *sandbox.Provider) payment.Provider { return p },
+			wrap:       func(_ *sandbox.Engine, p *sandboxprovider.Provider) payment.Provider { return p },
 			wantFailed: nil,
 		},
 		{
 			name: "a provider that ignores idempotency keys charges again",
-			wrap: func(e *sandbox.Engine, p *sandbox.Provider) payment.Provider {
+			wrap: func(e *sandbox.Engine, p *sandboxprovider.Provider) payment.Provider {
 				e.SetIdempotency(false)
 				return p
 			},
@@ -57,7 +58,7 @@ func TestCheckFailsBrokenProviders(t *testing.T) {
 		},
 		{
 			name: "a provider that reports refusals as uncertain and finds nothing",
-			wrap: func(_ *sandbox.Engine, p *sandbox.Provider) payment.Provider {
+			wrap: func(_ *sandbox.Engine, p *sandboxprovider.Provider) payment.Provider {
 				return uncertainProvider{p}
 			},
 			wantFailed: []string{
@@ -70,7 +71,7 @@ func TestCheckFailsBrokenProviders(t *testing.T) {
 			g := NewWithT(t)
 			e := sandbox.NewEngine()
 			results := paymenttest.Check(t.Context(), paymenttest.Harness{
-				Provider:       tt.wrap(e, sandbox.NewProvider(e)),
+				Provider:       tt.wrap(e, sandboxprovider.NewProvider(e)),
 				LoseNextAnswer: func() { e.FailNext(sandbox.FaultAfterCommit, 1) },
 				Hold: func() (<-chan string, func()) {
 					gate := e.Hold()
@@ -98,7 +99,7 @@ func TestCheckFailsBrokenProviders(t *testing.T) {
 // switches fails every rule instead of passing them.
 func TestCheckFailsAnIncompleteHarness(t *testing.T) {
 	g := NewWithT(t)
-	results := paymenttest.Check(t.Context(), paymenttest.Harness{Provider: sandbox.NewProvider(sandbox.NewEngine())})
+	results := paymenttest.Check(t.Context(), paymenttest.Harness{Provider: sandboxprovider.NewProvider(sandbox.NewEngine())})
 	g.Expect(results).To(HaveLen(len(paymenttest.Rules())))
 	for _, r := range results {
 		g.Expect(r.Err).To(MatchError(ContainSubstring("the harness has no LoseNextAnswer")), "rule %s", r.Rule)
@@ -108,7 +109,7 @@ func TestCheckFailsAnIncompleteHarness(t *testing.T) {
 // uncertainProvider is a Looker that turns every refusal of the provider it
 // wraps into an uncertain error and whose Lookup finds nothing.
 type uncertainProvider struct {
-	*sandbox.Provider
+	*sandboxprovider.Provider
 }
 
 // Charge charges through the wrapped provider and hides its refusals in

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package sandbox_test
+package sandboxprovider_test
 
 import (
 	"context"
@@ -28,6 +28,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -53,7 +54,7 @@ func transientRetryAfter(g *WithT, err error) time.Duration {
 }
 
 // chargeAsync runs Charge in a goroutine.
-func chargeAsync(ctx context.Context, p *sandbox.Provider, key string, req payment.ChargeRequest) <-chan chargeResult {
+func chargeAsync(ctx context.Context, p *sandboxprovider.Provider, key string, req payment.ChargeRequest) <-chan chargeResult {
 	done := make(chan chargeResult, 1)
 	go func() {
 		out, err := p.Charge(ctx, key, req)
@@ -120,7 +121,7 @@ func TestProviderMapsEngineAnswers(t *testing.T) {
 			if tt.setup != nil {
 				g.Expect(tt.setup(e)).To(Succeed())
 			}
-			p := sandbox.NewProvider(e)
+			p := sandboxprovider.NewProvider(e)
 			req := chargeRequest(1500, tt.paymentMethod)
 
 			out, err := p.Charge(context.Background(), "key", req)
@@ -163,7 +164,7 @@ func TestProviderReportsKeyInFlight(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	e := sandbox.NewEngine()
-	p := sandbox.NewProvider(e)
+	p := sandboxprovider.NewProvider(e)
 	req := chargeRequest(1500, sandbox.PaymentMethodVisa)
 	gate := e.Hold()
 	defer gate.Release()
@@ -213,7 +214,7 @@ func TestProviderContextEndsWhileEngineWorks(t *testing.T) {
 			t.Parallel()
 			g := NewWithT(t)
 			e := sandbox.NewEngine()
-			p := sandbox.NewProvider(e)
+			p := sandboxprovider.NewProvider(e)
 			req := chargeRequest(1500, sandbox.PaymentMethodVisa)
 			gate := e.Hold()
 			defer gate.Release()
@@ -253,7 +254,7 @@ func TestProviderSendsNothingWhenContextIsDone(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	e := sandbox.NewEngine()
-	p := sandbox.NewProvider(e)
+	p := sandboxprovider.NewProvider(e)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 
@@ -288,7 +289,7 @@ func TestProviderChargesEachKeyOnceUnderConcurrency(t *testing.T) {
 	e := sandbox.NewEngine()
 	// A little latency keeps keys in flight long enough to collide.
 	g.Expect(e.SetFaults(sandbox.Faults{LatencyMax: 2 * time.Millisecond})).To(Succeed())
-	p := sandbox.NewProvider(e)
+	p := sandboxprovider.NewProvider(e)
 
 	type charge struct {
 		key     string
@@ -351,7 +352,7 @@ func TestProviderChargeTagsMetadataForLookup(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	e := sandbox.NewEngine()
-	p := sandbox.NewProvider(e)
+	p := sandboxprovider.NewProvider(e)
 	req := chargeRequest(1500, sandbox.PaymentMethodVisa)
 
 	out, err := p.Charge(context.Background(), "ns/order-42", req)
@@ -372,7 +373,7 @@ func TestProviderLookup(t *testing.T) {
 	g := NewWithT(t)
 	clock := newFakeClock()
 	e := sandbox.NewEngine(sandbox.WithClock(clock.Now))
-	p := sandbox.NewProvider(e)
+	p := sandboxprovider.NewProvider(e)
 	ctx := context.Background()
 	req := chargeRequest(1500, sandbox.PaymentMethodVisa)
 	// put stores a charge made an hour ago under key, as the operator makes
@@ -441,7 +442,7 @@ func TestProviderLookupKnowsNothingOnError(t *testing.T) {
 	g := NewWithT(t)
 	clock := newFakeClock()
 	e := sandbox.NewEngine(sandbox.WithClock(clock.Now), sandbox.WithRateLimits(sandbox.RateLimits{Searches: 1}))
-	p := sandbox.NewProvider(e)
+	p := sandboxprovider.NewProvider(e)
 	ctx := context.Background()
 	_, err := p.Charge(ctx, "key", chargeRequest(1500, sandbox.PaymentMethodVisa))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -478,7 +479,7 @@ func TestProviderLookupLagsBehindCharges(t *testing.T) {
 	g := NewWithT(t)
 	clock := newFakeClock()
 	e := sandbox.NewEngine(sandbox.WithClock(clock.Now), sandbox.WithSearchLag(time.Minute))
-	p := sandbox.NewProvider(e)
+	p := sandboxprovider.NewProvider(e)
 	ctx := context.Background()
 	out, err := p.Charge(ctx, "key", chargeRequest(1500, sandbox.PaymentMethodVisa))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -529,7 +530,7 @@ func TestProviderSettle(t *testing.T) {
 			t.Parallel()
 			g := NewWithT(t)
 			e := sandbox.NewEngine()
-			p := sandbox.NewProvider(e, sandbox.WithSettleInterval(time.Millisecond))
+			p := sandboxprovider.NewProvider(e, sandboxprovider.WithSettleInterval(time.Millisecond))
 			in := e.PutIntent(sandbox.Intent{Amount: 1500, Currency: "eur", Status: tt.status, IdempotencyKey: "key",
 				Metadata: sandbox.TaggedRequest("key", request(1500, sandbox.PaymentMethodVisa)).Metadata})
 			key, id := "key", in.ID
@@ -582,7 +583,7 @@ func TestProviderAccount(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	e := sandbox.NewEngine(sandbox.WithAccount("acct_provider"))
-	account, err := sandbox.NewProvider(e).Account(context.Background())
+	account, err := sandboxprovider.NewProvider(e).Account(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(account).To(Equal("acct_provider"))
 }

@@ -14,11 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package sandbox_test
+package sandboxprovider_test
 
 import (
 	"testing"
 
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -28,7 +29,7 @@ import (
 func TestProviderContract(t *testing.T) {
 	e := sandbox.NewEngine()
 	paymenttest.Run(t, paymenttest.Harness{
-		Provider:       sandbox.NewProvider(e),
+		Provider:       sandboxprovider.NewProvider(e),
 		LoseNextAnswer: func() { e.FailNext(sandbox.FaultAfterCommit, 1) },
 		Hold: func() (<-chan string, func()) {
 			gate := e.Hold()

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package sandbox
+package sandboxprovider
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 var _ payment.Refunder = (*Provider)(nil)
@@ -39,10 +40,10 @@ func (p *Provider) Refund(ctx context.Context, key string, req payment.RefundReq
 	if err := ctx.Err(); err != nil {
 		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot send refund: %w", err), 0)
 	}
-	params := TaggedRefund(key, RefundParams{PaymentIntent: req.Charge, Amount: req.Amount, Currency: req.Currency,
+	params := sandbox.TaggedRefund(key, sandbox.RefundParams{PaymentIntent: req.Charge, Amount: req.Amount, Currency: req.Currency,
 		Reason: req.Reason, Metadata: req.Metadata})
 	type result struct {
-		refund   Refund
+		refund   sandbox.Refund
 		replayed bool
 		err      error
 	}
@@ -57,7 +58,7 @@ func (p *Provider) Refund(ctx context.Context, key string, req payment.RefundReq
 		if r.err != nil {
 			return payment.Outcome{}, mapRefundError(r.err)
 		}
-		if r.refund.Status == RefundStatusPending {
+		if r.refund.Status == sandbox.RefundStatusPending {
 			o, err := p.SettleRefund(ctx, key, r.refund.ID)
 			o.Replayed = r.replayed
 			return o, err
@@ -114,21 +115,21 @@ func (p *Provider) SettleRefund(ctx context.Context, key, id string) (payment.Ou
 			return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot settle refund %s: no such refund", id), 0)
 		case r.Metadata[payment.MetadataKeyIdempotencyKey] != key:
 			return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot settle refund %s: it carries another idempotency key", id), 0)
-		case r.Status != RefundStatusPending:
+		case r.Status != sandbox.RefundStatusPending:
 			return refundOutcome(r, false)
 		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			return payment.Outcome{}, payment.InFlight(InFlightRetryAfter)
+			return payment.Outcome{}, payment.InFlight(sandbox.InFlightRetryAfter)
 		}
 	}
 }
 
 // refundOutcome is the outcome of a final refund: succeeded, or a Declined
 // refusal.
-func refundOutcome(r Refund, replayed bool) (payment.Outcome, error) {
-	if r.Status != RefundStatusSucceeded {
+func refundOutcome(r sandbox.Refund, replayed bool) (payment.Outcome, error) {
+	if r.Status != sandbox.RefundStatusSucceeded {
 		return payment.Outcome{}, payment.Declined(payment.ReasonRefundFailed,
 			fmt.Sprintf("refund %s %s (%s)", r.ID, r.Status, r.FailureReason))
 	}
@@ -138,16 +139,16 @@ func refundOutcome(r Refund, replayed bool) (payment.Outcome, error) {
 }
 
 // refundFound is a refund as an outcome.
-func refundFound(r Refund) payment.Outcome {
+func refundFound(r sandbox.Refund) payment.Outcome {
 	return payment.Outcome{ID: r.ID, Status: r.Status, Amount: r.Amount, Currency: r.Currency, Created: r.Created}
 }
 
 // refundState classifies a refund status as the payment package does.
 func refundState(status string) payment.ChargeState {
 	switch status {
-	case RefundStatusSucceeded:
+	case sandbox.RefundStatusSucceeded:
 		return payment.StateSucceeded
-	case RefundStatusPending:
+	case sandbox.RefundStatusPending:
 		return payment.StatePending
 	default:
 		return payment.StateNotCharged
@@ -157,7 +158,7 @@ func refundState(status string) payment.ChargeState {
 // mapRefundError maps the Engine's refusals of a refund to the payment
 // package's refund reasons; the rest as mapError does.
 func mapRefundError(err error) error {
-	se, ok := errors.AsType[*StripeError](err)
+	se, ok := errors.AsType[*sandbox.StripeError](err)
 	if !ok {
 		return mapError(err)
 	}
@@ -165,12 +166,12 @@ func mapRefundError(err error) error {
 		return payment.Declined(reason, se.Message)
 	}
 	switch {
-	case se.refusal == payment.ReasonRefundExceedsCharge:
+	case se.Refusal() == payment.ReasonRefundExceedsCharge:
 		// With or without its code (SetAmountTooLargeCode).
 		return refusal(payment.ReasonRefundExceedsCharge)
-	case se.Code == CodeResourceMissing:
+	case se.Code == sandbox.CodeResourceMissing:
 		return refusal(payment.ReasonChargeNotFound)
-	case se.Type == ErrorTypeInvalidRequest && se.Param == "payment_intent":
+	case se.Type == sandbox.ErrorTypeInvalidRequest && se.Param == "payment_intent":
 		return refusal(payment.ReasonChargeNotRefundable)
 	}
 	return mapError(err)

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package sandbox
+package sandboxprovider
 
 import (
 	"context"
@@ -24,11 +24,8 @@ import (
 	"time"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
-
-// InFlightRetryAfter is the Retry-After the Provider reports when a key is in
-// flight at the Engine.
-const InFlightRetryAfter = time.Second
 
 // DefaultSettleInterval is how often Settle reads a charge that is not final.
 const DefaultSettleInterval = 20 * time.Millisecond
@@ -42,12 +39,9 @@ var (
 // Provider is an in-process payment.Provider, payment.Looker and
 // payment.Identifier backed by an Engine. It behaves like a remote server:
 // a call whose context ends first returns a transient error while the Engine
-// goes on, and may charge, in the background. Its Charge, Lookup and Settle
-// take and return the operator's internal payment types: it serves the
-// operator's own tests. Code outside this module reaches an Engine through
-// its methods or over HTTP with NewServer.
+// goes on, and may charge, in the background.
 type Provider struct {
-	engine         *Engine
+	engine         *sandbox.Engine
 	settleInterval time.Duration
 	calls          atomic.Int64
 	lookups        atomic.Int64
@@ -68,7 +62,7 @@ func WithSettleInterval(d time.Duration) ProviderOption {
 }
 
 // NewProvider returns a Provider that charges through e.
-func NewProvider(e *Engine, opts ...ProviderOption) *Provider {
+func NewProvider(e *sandbox.Engine, opts ...ProviderOption) *Provider {
 	p := &Provider{engine: e, settleInterval: DefaultSettleInterval}
 	for _, opt := range opts {
 		opt(p)
@@ -77,7 +71,7 @@ func NewProvider(e *Engine, opts ...ProviderOption) *Provider {
 }
 
 // Engine returns the Engine behind the provider.
-func (p *Provider) Engine() *Engine { return p.engine }
+func (p *Provider) Engine() *sandbox.Engine { return p.engine }
 
 // Calls returns how many times Charge was called.
 func (p *Provider) Calls() int64 { return p.calls.Load() }
@@ -99,10 +93,10 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	if err := ctx.Err(); err != nil {
 		return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot send charge: %w", err), 0)
 	}
-	tagged := TaggedRequest(key, PaymentIntentParams(req))
+	tagged := sandbox.TaggedRequest(key, sandbox.PaymentIntentParams(req))
 
 	type result struct {
-		intent   Intent
+		intent   sandbox.Intent
 		replayed bool
 		err      error
 	}
@@ -110,18 +104,18 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 	done := make(chan result, 1)
 	go func() {
 		// Like the Stripe adapter: no customer is present.
-		in, replayed, err := p.engine.CreatePaymentIntentWithOptions(key, tagged, ConfirmOptions{OffSession: true})
+		in, replayed, err := p.engine.CreatePaymentIntentWithOptions(key, tagged, sandbox.ConfirmOptions{OffSession: true})
 		done <- result{intent: in, replayed: replayed, err: err}
 	}()
 
 	select {
 	case r := <-done:
-		if se, ok := errors.AsType[*StripeError](r.err); ok && se.Code == CodeAuthenticationRequired {
+		if se, ok := errors.AsType[*sandbox.StripeError](r.err); ok && se.Code == sandbox.CodeAuthenticationRequired {
 			if in, ok := se.PaymentIntent(); ok {
 				// Cancel the declined intent, as the Stripe adapter does,
 				// so that no one confirms it after the job failed; it
 				// moved no money, so the refusal stands either way.
-				_, _, _ = p.engine.CancelPaymentIntent("abandon_"+in.ID, in.ID, CancellationReasonAbandoned)
+				_, _, _ = p.engine.CancelPaymentIntent("abandon_"+in.ID, in.ID, sandbox.CancellationReasonAbandoned)
 			}
 		}
 		if r.err != nil {
@@ -154,10 +148,10 @@ func (p *Provider) Lookup(ctx context.Context, keys []string) (map[string][]paym
 	if len(keys) == 0 {
 		return found, nil
 	}
-	intents, err := p.engine.searchKeys(keys)
+	intents, err := p.engine.SearchKeys(keys)
 	if err != nil {
 		var retryAfter time.Duration
-		if se, ok := errors.AsType[*StripeError](err); ok {
+		if se, ok := errors.AsType[*sandbox.StripeError](err); ok {
 			retryAfter = se.RetryAfter
 		}
 		return nil, payment.Transient(fmt.Errorf("cannot look up charges: %w", err), retryAfter)
@@ -222,15 +216,15 @@ func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome,
 // waitsForCustomer reports whether an intent in status waits for a customer
 // who is not there: requires_action (3-D Secure) or requires_confirmation.
 func waitsForCustomer(status string) bool {
-	return status == StatusRequiresAction || status == StatusRequiresConfirmation
+	return status == sandbox.StatusRequiresAction || status == sandbox.StatusRequiresConfirmation
 }
 
 // abandon cancels an intent that waits for a customer, as the Stripe
 // adapter does, and reads it again when the cancel is refused: canceled is a
 // refusal with the reason authentication_required, succeeded (the customer
 // came back first) an outcome, anything else transient.
-func (p *Provider) abandon(in Intent) (payment.Outcome, error) {
-	canceled, _, err := p.engine.CancelPaymentIntent("abandon_"+in.ID, in.ID, CancellationReasonAbandoned)
+func (p *Provider) abandon(in sandbox.Intent) (payment.Outcome, error) {
+	canceled, _, err := p.engine.CancelPaymentIntent("abandon_"+in.ID, in.ID, sandbox.CancellationReasonAbandoned)
 	if err != nil {
 		now, ok := p.engine.GetPaymentIntent(in.ID)
 		if !ok {
@@ -242,7 +236,7 @@ func (p *Provider) abandon(in Intent) (payment.Outcome, error) {
 	case payment.StateSucceeded:
 		return outcome(canceled, false), nil
 	case payment.StateNotCharged:
-		return payment.Outcome{}, payment.Declined(CodeAuthenticationRequired, fmt.Sprintf(
+		return payment.Outcome{}, payment.Declined(sandbox.CodeAuthenticationRequired, fmt.Sprintf(
 			"payment intent %s waited for the customer (%s) and was canceled: no customer is present", in.ID, in.Status))
 	}
 	return payment.Outcome{}, payment.Transient(fmt.Errorf("cannot cancel payment intent %s (status %s): %w",
@@ -261,9 +255,9 @@ func (p *Provider) Account(ctx context.Context) (string, error) {
 // is pending: a charge is never made around the unknown.
 func chargeState(status string) payment.ChargeState {
 	switch status {
-	case StatusSucceeded, StatusRequiresCapture:
+	case sandbox.StatusSucceeded, sandbox.StatusRequiresCapture:
 		return payment.StateSucceeded
-	case StatusRequiresPaymentMethod, StatusCanceled:
+	case sandbox.StatusRequiresPaymentMethod, sandbox.StatusCanceled:
 		return payment.StateNotCharged
 	default:
 		return payment.StatePending
@@ -271,7 +265,7 @@ func chargeState(status string) payment.ChargeState {
 }
 
 // outcome is the payment outcome of a successful intent.
-func outcome(in Intent, replayed bool) payment.Outcome {
+func outcome(in sandbox.Intent, replayed bool) payment.Outcome {
 	return payment.Outcome{
 		ID:       in.ID,
 		Status:   in.Status,
@@ -286,24 +280,24 @@ func outcome(in Intent, replayed bool) payment.Outcome {
 // errors, malformed requests and reused keys are refusals; keys in flight,
 // rate limits and server errors are transient.
 func mapError(err error) error {
-	var se *StripeError
+	var se *sandbox.StripeError
 	if !errors.As(err, &se) {
 		return payment.Transient(err, 0)
 	}
 	switch {
-	case se.Type == ErrorTypeCard && se.Code == CodeAuthenticationRequired:
-		return payment.Declined(CodeAuthenticationRequired,
+	case se.Type == sandbox.ErrorTypeCard && se.Code == sandbox.CodeAuthenticationRequired:
+		return payment.Declined(sandbox.CodeAuthenticationRequired,
 			fmt.Sprintf("%s (%s): %s", se.Code, se.DeclineCode, se.Message))
-	case se.Type == ErrorTypeCard:
+	case se.Type == sandbox.ErrorTypeCard:
 		return payment.Declined(payment.ReasonCardDeclined,
 			fmt.Sprintf("%s (%s): %s", se.Code, se.DeclineCode, se.Message))
-	case se.Type == ErrorTypeIdempotency:
+	case se.Type == sandbox.ErrorTypeIdempotency:
 		return payment.KeyReused(se.Message)
-	case se.Code == CodeIdempotencyKeyInUse:
-		return payment.InFlight(InFlightRetryAfter)
-	case se.Code == CodeRateLimit:
+	case se.Code == sandbox.CodeIdempotencyKeyInUse:
+		return payment.InFlight(sandbox.InFlightRetryAfter)
+	case se.Code == sandbox.CodeRateLimit:
 		return payment.Transient(se, se.RetryAfter)
-	case se.Type == ErrorTypeInvalidRequest:
+	case se.Type == sandbox.ErrorTypeInvalidRequest:
 		return payment.Invalid(se.Message)
 	default:
 		return payment.Transient(se, 0)
