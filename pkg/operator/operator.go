@@ -14,13 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package operator puts the paymentjob-operator into a controller-runtime
-// manager: the PaymentJob and PaymentProvider reconcilers, the provider
-// adapters behind the egress policy, the outcome ledger with the collector
-// of finished jobs, and the audit of the admission policies. The manager
-// binary (cmd/main.go) is this package and its flags; pkg/paymentjobtest
-// runs the same in a test process. The reconcilers themselves stay in
-// internal/: Options is the whole surface.
 package operator
 
 import (
