@@ -9,6 +9,9 @@ WORKDIR /workspace
 # Copy the Go Modules manifests
 COPY go.mod go.mod
 COPY go.sum go.sum
+# The API types are a module of their own, which go.mod replaces with ./api.
+COPY api/go.mod api/go.mod
+COPY api/go.sum api/go.sum
 # cache deps before building and copying source so that we don't need to re-download as much
 # and so that source changes don't invalidate our downloaded layer
 RUN go mod download

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/creack/pty v1.1.24
 	github.com/go-logr/logr v1.4.3
+	github.com/idempotency-dev/paymentjob-operator/api v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/onsi/gomega v1.44.0
 	github.com/prometheus/client_golang v1.24.0
@@ -120,3 +121,8 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The API types are a module of their own (api/go.mod), so that a user
+// imports them without the operator's dependencies; the operator builds
+// them from this tree (CONTRIBUTING.md, "Two modules").
+replace github.com/idempotency-dev/paymentjob-operator/api => ./api

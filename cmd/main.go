@@ -40,7 +40,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
@@ -97,23 +96,23 @@ func main() {
 		"If set, the metrics endpoint is served securely via HTTPS, with authentication and authorization.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 is enabled for the metrics server.")
-	flag.IntVar(&concurrency, "max-concurrent-reconciles", engine.DefaultMaxConcurrentReconciles,
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", operator.DefaultConcurrency,
 		"The number of PaymentJobs worked on at once. Provider calls are synchronous, so this bounds the calls in flight.")
-	flag.Float64Var(&qps, "kube-api-qps", engine.DefaultKubeAPIQPS,
+	flag.Float64Var(&qps, "kube-api-qps", operator.DefaultKubeAPIQPS,
 		"The client-side limit of requests per second to the API server. A job costs 4 writes; reads come from the cache.")
-	flag.IntVar(&burst, "kube-api-burst", engine.DefaultKubeAPIBurst, "The client-side burst of requests to the API server.")
-	flag.DurationVar(&claimLease, "claim-lease-duration", engine.DefaultClaimLease,
+	flag.IntVar(&burst, "kube-api-burst", operator.DefaultKubeAPIBurst, "The client-side burst of requests to the API server.")
+	flag.DurationVar(&claimLease, "claim-lease-duration", operator.DefaultClaimLease,
 		"How long a claim on a PaymentJob is held before another manager may take it over, with the same idempotency key.")
-	flag.DurationVar(&providerTimeout, "provider-timeout", engine.DefaultProviderTimeout,
+	flag.DurationVar(&providerTimeout, "provider-timeout", operator.DefaultProviderTimeout,
 		"The longest provider call, unless a PaymentProvider sets timeoutSeconds. Must be shorter than the claim lease.")
-	flag.DurationVar(&keyRetention, "provider-key-retention", engine.DefaultKeyRetention,
+	flag.DurationVar(&keyRetention, "provider-key-retention", operator.DefaultKeyRetention,
 		"How long providers remember idempotency keys. A job Processing for longer is looked up by its key "+
 			"(where the provider supports it) before it is charged again; 0 disables that lookup. The lookup before a "+
 			"job's first charge is the PaymentProvider's spec.lookup.policy (Never turns it off).")
 	flag.BoolVar(&useLedger, "ledger", true,
 		"Record every final outcome in the cluster-scoped outcome ledger (PaymentLedger pages) and finish re-created jobs "+
 			"from it with no provider call. Needed by --ttl-seconds-after-finished and spec.ttlSecondsAfterFinished.")
-	flag.DurationVar(&ledgerRetention, "ledger-retention", engine.DefaultLedgerRetention,
+	flag.DurationVar(&ledgerRetention, "ledger-retention", operator.DefaultLedgerRetention,
 		"How long outcomes stay in the ledger at least; a page is deleted once its newest entry is older.")
 	var ledgerBackend string
 	flag.StringVar(&ledgerBackend, "ledger-backend", string(operator.LedgerCRD),
@@ -132,7 +131,7 @@ func main() {
 		"Comma-separated provider hosts that may be reached over plain http and at loopback or private addresses "+
 			"(for example a payment service inside the cluster, or 127.0.0.1 for the sandbox). Every other provider URL "+
 			"must be https to a public address; link-local addresses (cloud metadata) are always refused.")
-	flag.DurationVar(&auditInterval, "audit-interval", engine.DefaultAuditInterval,
+	flag.DurationVar(&auditInterval, "audit-interval", operator.DefaultAuditInterval,
 		"How often the manager checks that its admission policies are installed and enforced, and lists "+
 			"PaymentJobs that carry the finished label without an outcome.")
 	flag.DurationVar(&refundRecheck, "refund-recheck-interval", paymentrefund.DefaultRefundRecheckInterval,
@@ -193,7 +192,7 @@ func main() {
 		HealthProbeBindAddress:  probeAddr,
 		PprofBindAddress:        pprofAddr,
 		LeaderElection:          enableLeaderElection,
-		LeaderElectionID:        engine.LeaderElectionID,
+		LeaderElectionID:        operator.LeaderElectionID,
 		LeaderElectionNamespace: leaderElectionNS,
 		// The leader steps down when the manager stops, so a standby takes
 		// over at once instead of waiting for the lease to expire.
@@ -213,8 +212,8 @@ func main() {
 		Holder:                     holder,
 		ClaimLease:                 claimLease,
 		ProviderTimeout:            providerTimeout,
-		BackoffInitial:             engine.DefaultBackoff.Initial,
-		BackoffMax:                 engine.DefaultBackoff.Max,
+		BackoffInitial:             operator.DefaultBackoffInitial,
+		BackoffMax:                 operator.DefaultBackoffMax,
 		MaxConcurrentReconciles:    concurrency,
 		KeyRetention:               keyRetention,
 		InsecureProviderHosts:      hosts,

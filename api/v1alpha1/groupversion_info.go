@@ -22,8 +22,9 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -31,8 +32,35 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "payments.idempotency.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder adds the types of this package to a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &Builder{GroupVersion: GroupVersion}
 
 	// AddToScheme adds the types of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// Builder collects the types of one group version and adds them to a
+// runtime.Scheme. It has the Register and AddToScheme of controller-runtime's
+// scheme.Builder on apimachinery alone, so that a module importing these
+// types needs no controller-runtime (api/go.mod: the types' module graph).
+// +kubebuilder:object:generate=false
+type Builder struct {
+	// GroupVersion is the group and version the types are registered in.
+	GroupVersion schema.GroupVersion
+	funcs        runtime.SchemeBuilder
+}
+
+// Register adds objects to the types the Builder registers, with the
+// metav1 options, list and watch types of their group version.
+func (b *Builder) Register(objects ...runtime.Object) *Builder {
+	b.funcs.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(b.GroupVersion, objects...)
+		metav1.AddToGroupVersion(s, b.GroupVersion)
+		return nil
+	})
+	return b
+}
+
+// AddToScheme adds every registered type to s.
+func (b *Builder) AddToScheme(s *runtime.Scheme) error {
+	return b.funcs.AddToScheme(s)
+}

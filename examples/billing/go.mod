@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/idempotency-dev/paymentjob-operator v0.0.0
+	github.com/idempotency-dev/paymentjob-operator/api v0.0.0
 	github.com/onsi/gomega v1.44.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -76,6 +77,9 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// The operator's own repository; a project of yours requires a released
-// version instead.
-replace github.com/idempotency-dev/paymentjob-operator => ../..
+// The operator's own repository, and its API types' module in it; a project
+// of yours requires released versions instead.
+replace (
+	github.com/idempotency-dev/paymentjob-operator => ../..
+	github.com/idempotency-dev/paymentjob-operator/api => ../../api
+)

@@ -130,7 +130,7 @@ limitations under the License.
 // Stalled job; every Completed object's outcome is in the ledger under
 // its key; every job Git applied again in a recycled namespace while the
 // ledger held its key is finished from it or stalled ProviderChanged or
-// ChargeMismatch; and the reconciliation's comparison (reconcile.Compare)
+// ChargeMismatch; and the reconciliation's comparison (books.Compare)
 // over the quiet books, as a run over a provider that lists its objects
 // reads them, must report exactly what was done behind the operator's
 // back, each once (a dashboard refund of a charge of ours, a dispute of a

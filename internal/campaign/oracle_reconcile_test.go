@@ -25,15 +25,15 @@ import (
 	"pgregory.net/rapid"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	money "github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
 // The reconciliation as an oracle. Once the world is quiet, the three
 // books are compared as a PaymentReconciliation compares them
-// (reconcile.Compare): the cluster's records (the finished jobs and
+// (money.Compare): the cluster's records (the finished jobs and
 // refunds, as the controller gathers them, and the ledger's entries) with
 // the provider's objects (every charge and refund of the sandbox, with
 // their disputes and refunded sums, as a provider that lists them gives
@@ -69,7 +69,7 @@ func (c *campaign) reconciliationDisagrees(ctx context.Context) ([]string, error
 	records, inFlight := clusterRecords(b)
 	disputed := c.w.openDisputes()
 	c.m.unverified = c.w.unverifiedKeys()
-	findings := reconcile.Compare(records, lookedUp(records, providerObjects(b, disputed), inFlight))
+	findings := money.Compare(records, lookedUp(records, providerObjects(b, disputed), inFlight))
 	// What the oracle checked shows in the run's tally.
 	if c.tally.outcomes == nil {
 		c.tally.outcomes = map[string]int{}
@@ -90,8 +90,8 @@ func (c *campaign) reconciliationDisagrees(ctx context.Context) ([]string, error
 // them (paymentreconciliation's gather and entryRecord): the finished jobs
 // and refunds sent somewhere, and every ledger entry; and the keys still
 // in flight, whose provider objects are no finding.
-func clusterRecords(b books) ([]reconcile.Record, map[string]bool) {
-	var records []reconcile.Record
+func clusterRecords(b books) ([]money.Record, map[string]bool) {
+	var records []money.Record
 	inFlight := map[string]bool{}
 	for i := range b.jobs {
 		j := &b.jobs[i]
@@ -103,7 +103,7 @@ func clusterRecords(b books) ([]reconcile.Record, map[string]bool) {
 			inFlight[st.IdempotencyKey] = true
 			continue
 		}
-		records = append(records, reconcile.Record{Kind: reconcile.Charge, Key: st.IdempotencyKey,
+		records = append(records, money.Record{Kind: money.Charge, Key: st.IdempotencyKey,
 			Object: j.Namespace + "/" + j.Name, Moved: st.Phase == paymentsv1alpha1.PhaseCompleted,
 			ID: responseID(st.ProviderResponse), Amount: j.Spec.Amount, Currency: strings.ToLower(j.Spec.Currency)})
 	}
@@ -117,7 +117,7 @@ func clusterRecords(b books) ([]reconcile.Record, map[string]bool) {
 			inFlight[st.IdempotencyKey] = true
 			continue
 		}
-		r := reconcile.Record{Kind: reconcile.Refund, Key: st.IdempotencyKey, Object: rf.Namespace + "/" + rf.Name,
+		r := money.Record{Kind: money.Refund, Key: st.IdempotencyKey, Object: rf.Namespace + "/" + rf.Name,
 			Moved: st.Phase == paymentsv1alpha1.PhaseCompleted, ID: responseID(st.ProviderResponse),
 			ChargeObject: rf.Namespace + "/" + rf.Spec.PaymentJobRef.Name, Exact: true}
 		if ch := st.Charge; ch != nil {
@@ -135,12 +135,12 @@ func clusterRecords(b books) ([]reconcile.Record, map[string]bool) {
 }
 
 // entryRecord is a ledger entry as the reconciliation reads it.
-func entryRecord(e ledger.Entry) reconcile.Record {
-	kind := reconcile.Charge
+func entryRecord(e ledger.Entry) money.Record {
+	kind := money.Charge
 	if payment.IsRefundKey(e.Key) {
-		kind = reconcile.Refund
+		kind = money.Refund
 	}
-	return reconcile.Record{Kind: kind, Key: e.Key, InLedger: true, Moved: e.Outcome == paymentsv1alpha1.LedgerCompleted,
+	return money.Record{Kind: kind, Key: e.Key, InLedger: true, Moved: e.Outcome == paymentsv1alpha1.LedgerCompleted,
 		ID: e.Charge, Amount: e.Amount, Currency: strings.ToLower(e.Currency), Charge: e.RefundedCharge, Exact: true}
 }
 
@@ -172,10 +172,10 @@ func (w *world) openDisputes() map[string]string {
 // with the id of a record whose money moved are looked up again
 // (paymentreconciliation's lookups: the provider holds them whatever else
 // is in flight under the key).
-func lookedUp(records []reconcile.Record, all []reconcile.Object, inFlight map[string]bool) []reconcile.Object {
-	kept := slices.DeleteFunc(slices.Clone(all), func(o reconcile.Object) bool { return o.Key != "" && inFlight[o.Key] })
+func lookedUp(records []money.Record, all []money.Object, inFlight map[string]bool) []money.Object {
+	kept := slices.DeleteFunc(slices.Clone(all), func(o money.Object) bool { return o.Key != "" && inFlight[o.Key] })
 	for _, r := range records {
-		if !r.Moved || slices.ContainsFunc(kept, func(o reconcile.Object) bool {
+		if !r.Moved || slices.ContainsFunc(kept, func(o money.Object) bool {
 			return (o.Kind == r.Kind && o.Key == r.Key) || o.ID == r.ID
 		}) {
 			continue
@@ -194,35 +194,35 @@ func lookedUp(records []reconcile.Record, all []reconcile.Object, inFlight map[s
 // metadata carries, none for one made in the dashboard; a charge's open
 // dispute (won and warning_closed ones no longer take the money) and what
 // its refunds that moved money sum to.
-func providerObjects(b books, disputed map[string]string) []reconcile.Object {
-	var objects []reconcile.Object
-	keep := func(o reconcile.Object) { objects = append(objects, o) }
+func providerObjects(b books, disputed map[string]string) []money.Object {
+	var objects []money.Object
+	keep := func(o money.Object) { objects = append(objects, o) }
 	for _, in := range b.intents {
-		status := reconcile.StatusFailed
+		status := money.StatusFailed
 		switch in.Status {
 		case sandbox.StatusSucceeded:
-			status = reconcile.StatusSucceeded
+			status = money.StatusSucceeded
 		case sandbox.StatusProcessing:
-			status = reconcile.StatusPending
+			status = money.StatusPending
 		case sandbox.StatusCanceled:
-			status = reconcile.StatusCanceled
+			status = money.StatusCanceled
 		}
-		keep(reconcile.Object{Kind: reconcile.Charge, ID: in.ID, Key: in.Metadata[payment.MetadataKeyIdempotencyKey],
+		keep(money.Object{Kind: money.Charge, ID: in.ID, Key: in.Metadata[payment.MetadataKeyIdempotencyKey],
 			Status: status, Amount: in.Amount, Currency: in.Currency, Dispute: disputed[in.ID],
 			Refunded: refunded(b, in.ID), RefundsRead: true})
 	}
 	for _, r := range b.refunds {
-		status := reconcile.StatusFailed
+		status := money.StatusFailed
 		switch r.Status {
 		case sandbox.RefundStatusSucceeded:
-			status = reconcile.StatusSucceeded
+			status = money.StatusSucceeded
 		case sandbox.RefundStatusPending:
-			status = reconcile.StatusPending
+			status = money.StatusPending
 		}
-		keep(reconcile.Object{Kind: reconcile.Refund, ID: r.ID, Key: r.Metadata[payment.MetadataKeyIdempotencyKey],
+		keep(money.Object{Kind: money.Refund, ID: r.ID, Key: r.Metadata[payment.MetadataKeyIdempotencyKey],
 			Status: status, Amount: r.Amount, Currency: r.Currency, Charge: r.PaymentIntent})
 	}
-	slices.SortFunc(objects, func(a, b reconcile.Object) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(objects, func(a, b money.Object) int { return strings.Compare(a.ID, b.ID) })
 	return objects
 }
 
@@ -241,7 +241,7 @@ func refunded(b books, charge string) int64 {
 // expected is a finding the history calls for: its category, the provider
 // object it names, and the act behind the operator's back that made it.
 type expected struct {
-	category reconcile.Category
+	category money.Category
 	id       string
 	act      string
 }
@@ -346,7 +346,7 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 			continue
 		}
 		if strings.HasPrefix(r.IdempotencyKey, "dashboard-") && r.Status != sandbox.RefundStatusFailed && ours(r.PaymentIntent) {
-			want = append(want, expected{reconcile.RefundedOutside, r.ID, "a dashboard refund of " + r.PaymentIntent})
+			want = append(want, expected{money.RefundedOutside, r.ID, "a dashboard refund of " + r.PaymentIntent})
 		}
 	}
 	// The charges of the cluster's own records, by key: an outside charge
@@ -367,19 +367,19 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 			// records it as the job's.
 			allowed[id] = true
 		case charged[key]:
-			want = append(want, expected{reconcile.Duplicate, id, "a second charge under " + key + " by another system"})
+			want = append(want, expected{money.Duplicate, id, "a second charge under " + key + " by another system"})
 		default:
-			want = append(want, expected{reconcile.UnknownToCluster, id, "a charge under " + key + " by another system"})
+			want = append(want, expected{money.UnknownToCluster, id, "a charge under " + key + " by another system"})
 		}
 	}
 	for charge, dispute := range disputed {
 		if completedJob[charge] && !allowed[charge] && !allowed["key:"+b.intents[charge].IdempotencyKey] {
-			want = append(want, expected{reconcile.Disputed, charge, "dispute " + dispute})
+			want = append(want, expected{money.Disputed, charge, "dispute " + dispute})
 		}
 	}
 	for id := range m.behind.failed {
 		if completedRefund[id] && !allowed[id] {
-			want = append(want, expected{reconcile.RefundFailedAfterSuccess, id, "refund " + id + " failed after it succeeded"})
+			want = append(want, expected{money.RefundFailedAfterSuccess, id, "refund " + id + " failed after it succeeded"})
 		}
 	}
 	return want, allowed
@@ -387,7 +387,7 @@ func (m *model) expectedFindings(b books, inFlight map[string]bool, disputed map
 
 // reconciliationViolations: every finding the history calls for is
 // reported once; every discrepancy reported is one the history calls for.
-func (m *model) reconciliationViolations(b books, inFlight map[string]bool, disputed map[string]string, findings []reconcile.Finding) []string {
+func (m *model) reconciliationViolations(b books, inFlight map[string]bool, disputed map[string]string, findings []money.Finding) []string {
 	want, allowed := m.expectedFindings(b, inFlight, disputed)
 	var v []string
 	seen := map[expected]int{}
@@ -411,7 +411,7 @@ func (m *model) reconciliationViolations(b books, inFlight map[string]bool, disp
 		// manifest took stalls), as after a cluster rebuilt without its
 		// ledger (docs/reliability.md), and its advice (apply the
 		// manifest again) moves no money.
-		restored := f.Category == reconcile.UnknownToCluster && m.restoredAway[f.Key]
+		restored := f.Category == money.UnknownToCluster && m.restoredAway[f.Key]
 		if !explained && !restored && !allowed["key:"+f.Key] && !slices.ContainsFunc(f.ProviderIDs, func(id string) bool { return allowed[id] }) {
 			v = append(v, fmt.Sprintf("reconciliation-justified: %s %s %s (cluster %q, provider %v): %s; advises: %s",
 				f.Category, f.Kind, f.Key, f.ClusterID, f.ProviderIDs, f.Detail, f.Action))

@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -84,13 +85,13 @@ func (l *refundLog) violations() []string {
 // requests are noted in log before they are sent. Every other method
 // (charges, lookups, settles) is the sandbox's own.
 type watchedProvider struct {
-	*sandbox.Provider
+	*sandboxprovider.Provider
 	log *refundLog
 }
 
 // watched wraps p so that its refund requests are noted in the world's
 // refund log.
-func (w *world) watched(p *sandbox.Provider) payment.Provider {
+func (w *world) watched(p *sandboxprovider.Provider) payment.Provider {
 	return watchedProvider{Provider: p, log: &w.refundsSent}
 }
 

@@ -44,11 +44,12 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -248,7 +249,7 @@ func (w *world) startManager() (*manager, error) {
 			if e == nil {
 				return nil, fmt.Errorf("no account for the credential of %q", accountOf(cred))
 			}
-			return w.watched(sandbox.NewProvider(e)), nil
+			return w.watched(sandboxprovider.NewProvider(e)), nil
 		},
 	}
 	m.providers = providers

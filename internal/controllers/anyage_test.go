@@ -34,6 +34,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -194,7 +195,7 @@ func TestLookupFindsChargesOfEveryState(t *testing.T) {
 
 // failingLooker is a sandbox provider whose lookups fail.
 type failingLooker struct {
-	*sandbox.Provider
+	*sandboxprovider.Provider
 	lookups atomic.Int64
 }
 
@@ -325,7 +326,7 @@ func TestProviderIdentityIsPartOfThePayment(t *testing.T) {
 			engineB := sandbox.NewEngine(sandbox.WithAccount("acct_B"))
 			build := &switchingBuild{byEndpoint: map[string]payment.Provider{
 				baseA: s.sandbox, baseA + "/v1/charges": s.sandbox, baseA + "/v2/charges": s.sandbox,
-				baseB: sandbox.NewProvider(engineB),
+				baseB: sandboxprovider.NewProvider(engineB),
 			}}
 			gate := uncertainFirstAttempt(s, build)
 

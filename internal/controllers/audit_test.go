@@ -44,7 +44,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
 
 // The audit's gauges live on the shared registry, and every auditor of the
@@ -105,7 +105,7 @@ func startAudit(t *testing.T, a *audit.Auditor) *logLines {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  engine.CacheOptions(a.Namespaces...),
+		Cache:                  operator.CacheOptions(a.Namespaces...),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	a.Reader = mgr.GetAPIReader()

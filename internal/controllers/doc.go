@@ -20,18 +20,28 @@ limitations under the License.
 //
 //   - engine: the exactly-once payment protocol, once for every kind that
 //     moves money (the Reconciler: claim, provider call, outcome, backoff,
-//     guards, ledger, resolution), with its defaults, metrics, cache options
-//     and field indexes. A Kind supplies what differs.
+//     guards, ledger, resolution), with the Reconciler's defaults, its
+//     metrics and field indexes. A Kind supplies what differs.
 //   - paymentjob: the PaymentJob kind, a charge.
 //   - paymentrefund: the PaymentRefund kind, a refund, and the RefundWatch.
-//   - paymentprovider: the PaymentProvider reconciler (Ready, the finalizer);
-//     paymentprovider/providercache: the adapters it keeps, which the engine
-//     resolves providers from.
+//   - paymentprovider: the PaymentProvider reconciler (Ready, the finalizer).
+//     The adapters it keeps, which the engine resolves providers from, are
+//     internal/providercache, beside this tree: no reconciler.
+//   - paymentreconciliation: PaymentReconciliation runs, which read both
+//     sides a slice at a time and compare them with internal/books; they
+//     never charge.
 //   - audit: the Auditor of the admission policies and the finished labels.
 //   - ttl: the FinishedJobCollector.
+//   - rewind: the watch for an etcd restored under the running manager.
 //   - protocol: the engine's state machine as a table, with no API server.
+//   - pgledger: the operator on the PostgreSQL ledger end to end (tests
+//     only).
 //
-// It is the only tree where Kubernetes objects and payment providers meet.
+// The manager's own settings (its cache options, client limits and leader
+// election) are pkg/operator's, which puts these reconcilers in a manager.
+//
+// With internal/providercache, it is the only place where Kubernetes
+// objects and payment providers meet.
 // `make manifests` turns the RBAC markers of the packages, and the ones
 // below, into config/rbac/role.yaml. Secrets are read only from the
 // manager's cache, which lists and watches the Secrets labelled for the

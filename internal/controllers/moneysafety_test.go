@@ -37,6 +37,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -178,7 +179,7 @@ func TestLedgerHitAtAnotherAccountIsNeverTaken(t *testing.T) {
 				withProvider(func(pp *paymentsv1alpha1.PaymentProvider) { pp.Spec.Stripe.APIBase = baseA }))
 			engineB := sandbox.NewEngine(sandbox.WithAccount("acct_B"))
 			build := &switchingBuild{byEndpoint: map[string]payment.Provider{
-				baseA: s.sandbox, baseB: sandbox.NewProvider(engineB),
+				baseA: s.sandbox, baseB: sandboxprovider.NewProvider(engineB),
 			}}
 			s.start(managerConfig{build: build.build})
 

@@ -36,11 +36,11 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
 
 // These tests keep the dashboard, the alerts and the operations guide honest

@@ -36,6 +36,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -172,12 +173,12 @@ func TestCrashWindows(t *testing.T) {
 		name string
 		// crashingProvider is the provider of the first process: it crashes
 		// its process at the window under test.
-		crashingProvider func(p *sandbox.Provider, crash func()) payment.Provider
+		crashingProvider func(p *sandboxprovider.Provider, crash func()) payment.Provider
 		wantReplayed     bool
 	}{
 		{
 			name: "after the claim, before the charge",
-			crashingProvider: func(_ *sandbox.Provider, crash func()) payment.Provider {
+			crashingProvider: func(_ *sandboxprovider.Provider, crash func()) payment.Provider {
 				return providerFunc(func(ctx context.Context, _ string, _ payment.ChargeRequest) (payment.Outcome, error) {
 					crash()
 					<-ctx.Done()
@@ -188,7 +189,7 @@ func TestCrashWindows(t *testing.T) {
 		},
 		{
 			name: "after the charge, before the outcome is written",
-			crashingProvider: func(p *sandbox.Provider, crash func()) payment.Provider {
+			crashingProvider: func(p *sandboxprovider.Provider, crash func()) payment.Provider {
 				return providerFunc(func(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
 					if _, err := p.Charge(ctx, key, req); err != nil {
 						return payment.Outcome{}, err

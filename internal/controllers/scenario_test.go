@@ -41,6 +41,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -64,7 +65,7 @@ type scenario struct {
 	// sandbox is the in-process provider over engine. Managers charge
 	// through it unless the scenario or their managerConfig says otherwise;
 	// it counts their calls either way (see withoutLookups).
-	sandbox *sandbox.Provider
+	sandbox *sandboxprovider.Provider
 	// url is the sandbox's HTTP server with overHTTP; empty otherwise.
 	url string
 	// manager is the manager newScenario started; nil withoutManager.
@@ -132,7 +133,7 @@ func withProvider(mutate func(*paymentsv1alpha1.PaymentProvider)) scenarioOption
 
 // chargeOnly is a provider with a charge call only: no lookup, no settle,
 // no account.
-type chargeOnly struct{ p *sandbox.Provider }
+type chargeOnly struct{ p *sandboxprovider.Provider }
 
 func (c chargeOnly) Charge(ctx context.Context, key string, req payment.ChargeRequest) (payment.Outcome, error) {
 	return c.p.Charge(ctx, key, req)
@@ -158,7 +159,7 @@ func newScenario(t *testing.T, opts ...scenarioOption) *scenario {
 		}
 	}
 	s := &scenario{WithT: NewWithT(t), t: t, engine: sandbox.NewEngine(setup.engine...)}
-	s.sandbox = sandbox.NewProvider(s.engine)
+	s.sandbox = sandboxprovider.NewProvider(s.engine)
 	for range setup.namespaces {
 		s.namespaces = append(s.namespaces, newNamespace(t, !setup.noSecret))
 	}

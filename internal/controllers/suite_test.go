@@ -54,14 +54,15 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
-	"github.com/idempotency-dev/paymentjob-operator/internal/testenv"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/testenv"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
 
 // The controller suite runs the reconcilers in real managers against the
@@ -305,7 +306,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// The manager's own cache settings: finished jobs are left out.
-		Cache:      engine.CacheOptions(cfg.namespaces...),
+		Cache:      operator.CacheOptions(cfg.namespaces...),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient: func(c *rest.Config, o client.Options) (client.Client, error) {
 			cl, err := client.NewWithWatch(c, o)

@@ -34,8 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
 
 // The tests of a cluster shared by tenants who may edit PaymentProviders

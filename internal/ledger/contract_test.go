@@ -30,8 +30,8 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
-	"github.com/idempotency-dev/paymentjob-operator/internal/ledger/ledgertest"
-	"github.com/idempotency-dev/paymentjob-operator/internal/testenv"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/ledgertest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/testenv"
 )
 
 // contractPageSize is the pages' size in the contract suite: small, so that

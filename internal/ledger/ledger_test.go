@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/testenv"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/testenv"
 )
 
 // The ledger's tests run against the self-built API server, one test at a

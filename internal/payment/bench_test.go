@@ -21,7 +21,7 @@ import (
 	"testing"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 )
 
 func BenchmarkSentKey(b *testing.B) {

@@ -14,13 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package operator puts the paymentjob-operator into a controller-runtime
-// manager: the PaymentJob and PaymentProvider reconcilers, the provider
-// adapters behind the egress policy, the outcome ledger with the collector
-// of finished jobs, and the audit of the admission policies. The manager
-// binary (cmd/main.go) is this package and its flags; pkg/paymentjobtest
-// runs the same in a test process. The reconcilers themselves stay in
-// internal/: Options is the whole surface.
 package operator
 
 import (
@@ -34,38 +27,41 @@ import (
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentjob"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/rewind"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
 
-// Defaults of Options, and of the manager's flags: the engine's defaults.go
-// holds them, and the refund watch's are the paymentrefund package's.
+// Defaults of Options, and of the manager's flags: the Reconciler's are the
+// engine's (its defaults.go), the refund watch's the paymentrefund
+// package's, the audit's the audit package's; the manager's own settings
+// are in manager.go.
 const (
 	DefaultClaimLease      = engine.DefaultClaimLease
 	DefaultProviderTimeout = engine.DefaultProviderTimeout
-	DefaultConcurrency     = engine.DefaultMaxConcurrentReconciles
-	DefaultBackoffInitial  = engine.DefaultBackoffInitial
-	DefaultBackoffMax      = engine.DefaultBackoffMax
+	// DefaultConcurrency is the number of jobs, and of refunds, worked on
+	// at once (--max-concurrent-reconciles).
+	DefaultConcurrency    = 10
+	DefaultBackoffInitial = engine.DefaultBackoffInitial
+	DefaultBackoffMax     = engine.DefaultBackoffMax
 	// DefaultKeyRetention is how long providers are trusted to remember an
 	// idempotency key (Stripe: 24 hours).
 	DefaultKeyRetention = engine.DefaultKeyRetention
 	// DefaultLedgerRetention is how long outcomes stay in the ledger.
-	DefaultLedgerRetention = engine.DefaultLedgerRetention
+	DefaultLedgerRetention = ledger.DefaultRetention
 	// DefaultAuditInterval is the time between audits of the admission
 	// policies and of the jobs with the finished label.
-	DefaultAuditInterval = engine.DefaultAuditInterval
+	DefaultAuditInterval = audit.DefaultInterval
 	// DefaultRefundRecheckInterval is the time between two reads of the
 	// Completed refunds at their providers.
 	DefaultRefundRecheckInterval = paymentrefund.DefaultRefundRecheckInterval
@@ -140,14 +136,6 @@ type Options struct {
 	// finished labels, as CacheOptions restricts the cache; nil is every
 	// namespace.
 	Namespaces []string
-}
-
-// CacheOptions are the cache settings the operator needs from its
-// manager: finished jobs and managedFields left out, and only the Secrets
-// labelled payments.idempotency.dev/credentials=true. namespaces, if any,
-// restrict the cache to them.
-func CacheOptions(namespaces ...string) cache.Options {
-	return engine.CacheOptions(namespaces...)
 }
 
 // Setup adds the operator to mgr, whose cache must have been made with

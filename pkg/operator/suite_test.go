@@ -25,7 +25,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/testenv"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/testenv"
 )
 
 // The tests that run the operator in a manager share one control plane.

@@ -28,6 +28,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -326,7 +327,7 @@ func TestProviderCancelsWhatWaitsForTheCustomer(t *testing.T) {
 			g := NewWithT(t)
 			e := sandbox.NewEngine()
 			e.RequireAction("pm_forced")
-			p := sandbox.NewProvider(e)
+			p := sandboxprovider.NewProvider(e)
 
 			_, err := p.Charge(context.Background(), "ns/job", payment.ChargeRequest(request(800, tt.paymentMethod)))
 			r, refused := payment.IsRefusal(err)

@@ -257,7 +257,7 @@ func (s *server) lookupCharges(w http.ResponseWriter, r *http.Request) {
 	}
 	body := contractLookup{Account: s.engine.Account(), Charges: []contractFound{}, Refunds: []contractFoundRefund{}}
 	if len(keys) > 0 {
-		found, err := s.engine.searchKeys(keys)
+		found, err := s.engine.SearchKeys(keys)
 		if err != nil {
 			writeContractError(w, stripeErrorOf(err))
 			return

@@ -68,6 +68,8 @@ limitations under the License.
 // server can be put on top of it; its errors are *StripeError values that
 // carry the HTTP status and the fields of a Stripe error body. NewServer
 // serves it as a subset of Stripe's API and as the operator's generic HTTP
-// contract. Provider is an in-process payment.Provider, payment.Looker and
-// payment.Identifier backed by an Engine, for the controller's tests.
+// contract. The operator's own tests charge an Engine in-process through
+// internal/payment/sandboxprovider, whose Provider speaks the operator's
+// internal payment types; code outside this module reaches an Engine
+// through its methods or over HTTP.
 package sandbox

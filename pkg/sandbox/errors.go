@@ -123,6 +123,16 @@ func (e *StripeError) PaymentIntent() (Intent, bool) {
 	return e.intent.clone(), true
 }
 
+// InFlightRetryAfter is the Retry-After answered for a key in flight at the
+// Engine (CodeIdempotencyKeyInUse), over the HTTP contract and by the
+// operator's in-process provider.
+const InFlightRetryAfter = time.Second
+
+// Refusal returns the operator's reason of a refund refused for what the
+// payment allows (RefundExceedsCharge, ChargeNotFound, ChargeNotRefundable),
+// which the HTTP contract answers with a 402, and "" for any other error.
+func (e *StripeError) Refusal() string { return e.refusal }
+
 // Error returns the type, the code and the message.
 func (e *StripeError) Error() string {
 	switch {

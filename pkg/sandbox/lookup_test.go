@@ -27,6 +27,7 @@ import (
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/httpprovider"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	stripeadapter "github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
@@ -36,7 +37,7 @@ func TestEngineLookupOff(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	e := sandbox.NewEngine()
-	p := sandbox.NewProvider(e)
+	p := sandboxprovider.NewProvider(e)
 	req := payment.ChargeRequest{Amount: 100, Currency: "eur", PaymentMethod: sandbox.PaymentMethodVisa}
 	first, err := p.Charge(ctx, "ns/a", req)
 	g.Expect(err).NotTo(HaveOccurred())

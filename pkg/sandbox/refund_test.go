@@ -26,6 +26,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -140,7 +141,7 @@ func TestCreateRefundBeyondWhatIsLeftWithoutACode(t *testing.T) {
 		g.Expect(se.Param).To(Equal("amount"))
 		g.Expect(se.Message).To(Equal("Refund amount (1500 eur) is greater than unrefunded amount on charge (500 eur)."))
 	}
-	_, err = sandbox.NewProvider(e).Refund(context.Background(), "r3",
+	_, err = sandboxprovider.NewProvider(e).Refund(context.Background(), "r3",
 		payment.RefundRequest{Charge: in.ID, Amount: 1500, Currency: in.Currency})
 	r, refused := payment.IsRefusal(err)
 	g.Expect(refused).To(BeTrue(), "%v", err)

@@ -123,10 +123,10 @@ func (e *Engine) SearchPaymentIntents(query string) ([]Intent, error) {
 	return found, nil
 }
 
-// searchKeys returns the intents whose metadata entry
-// payment.MetadataKeyIdempotencyKey is one of keys, with one search of at
+// SearchKeys returns the intents whose metadata entry
+// payment.MetadataKeyIdempotencyKey (paymentjob_idempotency_key) is one of keys, with one search of at
 // most MaxSearchClauses clauses joined by OR.
-func (e *Engine) searchKeys(keys []string) ([]Intent, error) {
+func (e *Engine) SearchKeys(keys []string) ([]Intent, error) {
 	clauses := make([]string, len(keys))
 	for i, key := range keys {
 		clauses[i] = metadataClause(payment.MetadataKeyIdempotencyKey, key)

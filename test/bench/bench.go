@@ -27,7 +27,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/sandboxproc"
 )
 
 // The state of a run and what every phase does with it: the manager it

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
 
 // config is the command line.
@@ -114,8 +114,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.IntVar(&c.jobs, "jobs", 5000, "Jobs of the baseline and of each operator phase (0 ms and slow provider).")
 	fs.IntVar(&c.workers, "workers", 16, "The manager's --max-concurrent-reconciles, and the concurrency of the baseline and of the creators.")
-	fs.Float64Var(&c.qps, "qps", engine.DefaultKubeAPIQPS, "The manager's --kube-api-qps, and the client-side limit of the baseline's writes.")
-	fs.IntVar(&c.burst, "burst", engine.DefaultKubeAPIBurst, "The manager's --kube-api-burst, and the burst of the baseline's writes.")
+	fs.Float64Var(&c.qps, "qps", operator.DefaultKubeAPIQPS, "The manager's --kube-api-qps, and the client-side limit of the baseline's writes.")
+	fs.IntVar(&c.burst, "burst", operator.DefaultKubeAPIBurst, "The manager's --kube-api-burst, and the burst of the baseline's writes.")
 	fs.IntVar(&c.history, "history", 20000, "Finished jobs left in the cluster for the history phase.")
 	fs.StringVar(&sweep, "scale-workers", "4,16,64", "The --max-concurrent-reconciles of the scaling sweep with a slow provider, comma-separated; empty skips it.")
 	fs.IntVar(&c.scaleJobs, "scale-jobs", 1000, "Jobs of each run of the scaling sweep.")

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
 
 // The figures of the phases and their targets: what each window adds to

@@ -59,7 +59,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/sandboxproc"
 )
 
 func main() {

@@ -26,8 +26,8 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
-	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/sandboxproc"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -41,8 +41,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "defaults", args: nil, check: func(g Gomega, c config) {
 			g.Expect(c.jobs).To(Equal(5000))
 			g.Expect(c.workers).To(Equal(16))
-			g.Expect(c.qps).To(Equal(float64(engine.DefaultKubeAPIQPS)))
-			g.Expect(c.burst).To(Equal(engine.DefaultKubeAPIBurst))
+			g.Expect(c.qps).To(Equal(float64(operator.DefaultKubeAPIQPS)))
+			g.Expect(c.burst).To(Equal(operator.DefaultKubeAPIBurst))
 			g.Expect(c.history).To(Equal(20000))
 			g.Expect(c.scaleWorkers).To(Equal([]int{4, 16, 64}))
 			g.Expect(c.scaleJobs).To(Equal(1000))

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/childproc"
 )
 
 // managerStopGrace is how long a manager may take to stop after SIGTERM.

@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/childproc"
 )
 
 // process is a child process of the benchmark: manager or sandbox.

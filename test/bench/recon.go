@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 	psandbox "github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 

@@ -28,7 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/sandboxproc"
 )
 
 // The refund windows: after the 0 ms run, and again after the run at

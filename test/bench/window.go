@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/sandboxproc"
 )
 
 // An operator window: the benchmark creates jobs (or refunds of the jobs

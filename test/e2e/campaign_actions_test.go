@@ -38,8 +38,8 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/campaign"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/sandboxproc"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
-	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
 )
 
 // processAction is one thing a user or the world can do to the processes,

@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/childproc"
 )
 
 // controlPlane is etcd, kube-apiserver and kube-controller-manager from

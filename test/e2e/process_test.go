@@ -22,7 +22,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/childproc"
 )
 
 // process is a child process of the suite (see childproc), with the log

@@ -42,7 +42,7 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/test/internal/sandboxproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/sandboxproc"
 )
 
 const (

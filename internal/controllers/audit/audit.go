@@ -86,6 +86,11 @@ const (
 // auditPage is how many objects one list request of the audit returns.
 const auditPage = 500
 
+// DefaultInterval is the time between audits of the admission policies and
+// of the finished labels (the manager's --audit-interval), and when
+// Auditor.Interval is zero.
+const DefaultInterval = 5 * time.Minute
+
 // Auditor looks, at start and then every Interval, for what would leave
 // PaymentJobs and PaymentRefunds unseen without anyone knowing:
 //
@@ -111,10 +116,10 @@ type Auditor struct {
 	// Recorder emits the Warning events on objects with the finished label
 	// and no outcome.
 	Recorder events.EventRecorder
-	// Interval is the time between audits; DefaultAuditInterval when zero.
+	// Interval is the time between audits; DefaultInterval when zero.
 	Interval time.Duration
 	// Namespaces, if any, restrict the audit of PaymentJobs and
-	// PaymentRefunds to them, as engine.CacheOptions restricts the manager;
+	// PaymentRefunds to them, as pkg/operator's CacheOptions restricts the manager;
 	// empty audits every namespace.
 	// Admission policies are cluster-scoped and always audited.
 	Namespaces []string
@@ -206,7 +211,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 	}
 	interval := a.Interval
 	if interval == 0 {
-		interval = engine.DefaultAuditInterval
+		interval = DefaultInterval
 	}
 	ticker := a.clock().NewTicker(interval)
 	defer ticker.Stop()

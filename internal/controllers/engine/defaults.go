@@ -20,14 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 )
 
-// The manager's defaults: of its flags, of pkg/operator's Options, and of
-// the reconcilers' settings. cmd/main.go, pkg/operator and the tests take
-// them from here; the provider cache's are in its own defaults.go, the
-// refund watch's and the PaymentProvider reconciler's beside them.
+// The Reconciler's defaults, which pkg/operator's Options and the manager's
+// flags (cmd/main.go) take theirs from. The manager's own settings (its
+// cache, its client's limits, its leader election, how many objects it
+// works on at once) are pkg/operator's; the provider cache's are in its own
+// defaults.go, the refund watch's, the audit's and the PaymentProvider
+// reconciler's beside them.
 const (
 	// DefaultClaimLease is how long a claim is held before another process
 	// may take it over (--claim-lease-duration); longer than
@@ -36,20 +36,10 @@ const (
 	// DefaultProviderTimeout bounds one provider call unless the
 	// PaymentProvider sets timeoutSeconds (--provider-timeout).
 	DefaultProviderTimeout = 30 * time.Second
-	// DefaultMaxConcurrentReconciles is the number of objects worked on at
-	// once (--max-concurrent-reconciles).
-	DefaultMaxConcurrentReconciles = 10
 	// DefaultKeyRetention is how long providers are trusted to remember an
 	// idempotency key (--provider-key-retention): a day less than Stripe's
 	// 24 hours of key memory.
 	DefaultKeyRetention = 23 * time.Hour
-	// DefaultAuditInterval is the time between audits of the admission
-	// policies and of the finished labels (--audit-interval), and when
-	// Auditor.Interval is zero.
-	DefaultAuditInterval = 5 * time.Minute
-	// DefaultLedgerRetention is how long outcomes stay in the ledger at
-	// least (--ledger-retention).
-	DefaultLedgerRetention = ledger.DefaultRetention
 	// DefaultStripeSearchLag is how long a Stripe charge may take to show
 	// in its search, unless the PaymentProvider sets
 	// spec.lookup.searchLagSeconds: Stripe's search usually lags by under
@@ -70,22 +60,6 @@ const (
 	DefaultBackoffInitial = time.Second
 	DefaultBackoffMax     = 5 * time.Minute
 )
-
-// Client-side limits of the manager's requests to the API server, the
-// defaults of --kube-api-qps and --kube-api-burst. An object costs four writes
-// and no reads (reads come from the cache), so these allow well over a
-// hundred objects per second; the API server's Priority and Fairness, not the
-// client, is what protects a shared control plane. See docs/operations.md.
-const (
-	DefaultKubeAPIQPS   = 500
-	DefaultKubeAPIBurst = 1000
-)
-
-// LeaderElectionID names the Lease the managers elect their leader with
-// (cmd/main.go). Managers of two versions must share it: during a rolling
-// upgrade the new one then waits for the old one's lease instead of both
-// working at once (which claims make safe, but costly in conflicts).
-const LeaderElectionID = "paymentjob-operator.payments.idempotency.dev"
 
 // lookupWakeBackstop requeues an object waiting for its lookup (a charge's look
 // before its first claim, batched by the provider cache), in case the

@@ -27,8 +27,8 @@ import (
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/audit"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/engine"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 )
 
 // jsonPaths lists the JSON paths of the fields of t, down to the fields of
@@ -151,7 +151,7 @@ func TestStoredFieldsAreNeverRenamedOrRemoved(t *testing.T) {
 // reading the old one.
 func TestWireNamesAreStable(t *testing.T) {
 	jobsSelector, secretsSelector := "", ""
-	for obj, by := range engine.CacheOptions().ByObject {
+	for obj, by := range operator.CacheOptions().ByObject {
 		switch obj.(type) {
 		case *paymentsv1alpha1.PaymentJob:
 			jobsSelector = by.Label.String()
@@ -180,7 +180,7 @@ func TestWireNamesAreStable(t *testing.T) {
 			"runbooks, and resolutions set before the upgrade"},
 		{"resolved-by annotation", paymentsv1alpha1.AnnotationResolvedBy, "payments.idempotency.dev/resolved-by",
 			"the resolve-attribution policy sets it, the manager reads it"},
-		{"leader election Lease", engine.LeaderElectionID, "paymentjob-operator.payments.idempotency.dev",
+		{"leader election Lease", operator.LeaderElectionID, "paymentjob-operator.payments.idempotency.dev",
 			"managers of two versions would both lead during a rolling upgrade: claims keep it safe, at the cost of conflicts"},
 		{"admission policy label", audit.AdmissionPolicyLabel, "payments.idempotency.dev/admission-policy",
 			"the audit no longer finds the installed policies and reports them missing"},

@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 )
 
 // checkReport is the check of `kubectl payments report NAME`: the pages
@@ -72,9 +72,9 @@ func TestTwoAttemptsOfARunLeaveAReportThatPassesItsCheck(t *testing.T) {
 		return &Reconciler{Client: c, Reader: c, Recorder: events.NewFakeRecorder(10), Clock: clock.RealClock{}}
 	}
 	resultOf := func(rows int) result {
-		res := result{counts: map[reconcile.Category]int{reconcile.Duplicate: rows}, charges: int64(rows)}
+		res := result{counts: map[books.Category]int{books.Duplicate: rows}, charges: int64(rows)}
 		for i := range rows {
-			res.report.Findings = append(res.report.Findings, reconcile.Finding{Category: reconcile.Duplicate, Kind: reconcile.Charge,
+			res.report.Findings = append(res.report.Findings, books.Finding{Category: books.Duplicate, Kind: books.Charge,
 				Key: fmt.Sprintf("shop/order-%04d", i), Detail: "two charges", Action: "check"})
 		}
 		return res

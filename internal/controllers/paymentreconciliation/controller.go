@@ -38,9 +38,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
 
 // +kubebuilder:rbac:groups=payments.idempotency.dev,resources=paymentreconciliations,verbs=get;list;watch
@@ -248,7 +248,7 @@ func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentR
 		return err
 	}
 	summary := &paymentsv1alpha1.ReconciliationSummary{Categories: map[string]int64{}, Charges: res.charges, Refunds: res.refunds}
-	for _, cat := range reconcile.Categories {
+	for _, cat := range books.Categories {
 		n := int64(res.counts[cat])
 		summary.Categories[string(cat)] = n
 		if cat.Discrepancy() {
@@ -291,7 +291,7 @@ func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentR
 	}
 	runsTotal.WithLabelValues(result).Inc()
 	provider := pr.Spec.ProviderRef.Namespace + "/" + pr.Spec.ProviderRef.Name
-	for _, cat := range reconcile.Categories {
+	for _, cat := range books.Categories {
 		findings.WithLabelValues(provider, string(cat)).Set(float64(res.counts[cat]))
 	}
 	r.Recorder.Eventf(pr, nil, eventType, reason, "Reconcile", "%s", msg)
@@ -309,9 +309,9 @@ func plural(n int64, one, many string) string {
 }
 
 // describeCounts names the categories with findings, with their counts.
-func describeCounts(counts map[reconcile.Category]int) string {
+func describeCounts(counts map[books.Category]int) string {
 	var out string
-	for _, c := range reconcile.Categories {
+	for _, c := range books.Categories {
 		if n := counts[c]; n > 0 && c.Discrepancy() {
 			if out != "" {
 				out += ", "

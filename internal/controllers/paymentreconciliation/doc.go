@@ -20,7 +20,7 @@ limitations under the License.
 // since the manager's cache leaves them out, and the outcome ledger's
 // entries) and the provider's books (its list of charges, refunds and
 // disputes, or, for a provider without a list, a lookup of the cluster's
-// keys), compares them with internal/reconcile, writes the report in
+// keys), compares them with internal/books, writes the report in
 // PaymentReconciliationReport pages and the counts and the report's sha256
 // in the status.
 //

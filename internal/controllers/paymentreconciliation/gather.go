@@ -28,10 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentprovider/providercache"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
 
 // listPage is how many objects one list request of jobs or refunds reads.
@@ -39,16 +39,16 @@ const listPage = 100
 
 // record is a cluster record with the time the window is judged by.
 type record struct {
-	reconcile.Record
+	books.Record
 	// at is when the provider created the charge or refund, where the
 	// cluster knows it, or when the outcome was recorded.
 	at time.Time
 }
 
-// books are the PaymentJobs and PaymentRefunds of one run: the finished
+// clusterBooks are the PaymentJobs and PaymentRefunds of one run: the finished
 // ones of the account, and the keys still in flight. (The ledger's entries
 // are read a slice of the window at a time.)
-type books struct {
+type clusterBooks struct {
 	// inWindow are the records whose time is in the window.
 	inWindow []record
 	// byKey are all the records, in the window or not, by kind and key:
@@ -60,7 +60,7 @@ type books struct {
 }
 
 type kindKey struct {
-	kind reconcile.Kind
+	kind books.Kind
 	key  string
 }
 
@@ -102,8 +102,8 @@ func (s scope) namespace(key string) bool {
 // the run's namespaces only, when it names them (what its creator was
 // allowed to read, as the reconciliation-reader admission policy checked),
 // of every namespace otherwise.
-func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) {
-	b := &books{byKey: map[kindKey]record{}, inFlight: map[string]bool{}}
+func gather(ctx context.Context, reader client.Reader, s scope) (*clusterBooks, error) {
+	b := &clusterBooks{byKey: map[kindKey]record{}, inFlight: map[string]bool{}}
 	add := func(r record) {
 		if s.window(r.at) {
 			b.inWindow = append(b.inWindow, r)
@@ -112,7 +112,7 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 	}
 	err := eachList(ctx, reader, s.namespaces, &paymentsv1alpha1.PaymentJobList{}, func(list client.ObjectList) {
 		for _, j := range list.(*paymentsv1alpha1.PaymentJobList).Items {
-			r, ok := b.finished(s, reconcile.Charge, &j, j.Status.PaymentStatus)
+			r, ok := b.finished(s, books.Charge, &j, j.Status.PaymentStatus)
 			if !ok {
 				continue
 			}
@@ -125,7 +125,7 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 	}
 	err = eachList(ctx, reader, s.namespaces, &paymentsv1alpha1.PaymentRefundList{}, func(list client.ObjectList) {
 		for _, pr := range list.(*paymentsv1alpha1.PaymentRefundList).Items {
-			r, ok := b.finished(s, reconcile.Refund, &pr, pr.Status.PaymentStatus)
+			r, ok := b.finished(s, books.Refund, &pr, pr.Status.PaymentStatus)
 			if !ok {
 				continue
 			}
@@ -150,7 +150,7 @@ func gather(ctx context.Context, reader client.Reader, s scope) (*books, error) 
 // run reconciles it: sent under a key of the run's account, and finished
 // (Completed or Failed), with its outcome's id and time. A payment of the
 // account still in flight is noted in inFlight instead.
-func (b *books) finished(s scope, k reconcile.Kind, obj client.Object, st paymentsv1alpha1.PaymentStatus) (record, bool) {
+func (b *clusterBooks) finished(s scope, k books.Kind, obj client.Object, st paymentsv1alpha1.PaymentStatus) (record, bool) {
 	if st.IdempotencyKey == "" || !s.ours(st.Provider, st.IdempotencyKey) {
 		return record{}, false
 	}
@@ -158,7 +158,7 @@ func (b *books) finished(s scope, k reconcile.Kind, obj client.Object, st paymen
 		b.inFlight[st.IdempotencyKey] = true
 		return record{}, false
 	}
-	r := record{Record: reconcile.Record{Kind: k, Key: st.IdempotencyKey, Object: obj.GetNamespace() + "/" + obj.GetName(),
+	r := record{Record: books.Record{Kind: k, Key: st.IdempotencyKey, Object: obj.GetNamespace() + "/" + obj.GetName(),
 		Moved: st.Phase == paymentsv1alpha1.PhaseCompleted}}
 	r.ID, r.at = outcomeOf(st)
 	return r, true
@@ -167,12 +167,12 @@ func (b *books) finished(s scope, k reconcile.Kind, obj client.Object, st paymen
 // entryRecord is the record of a ledger entry: its object named from its
 // key, as no longer in the cluster (join says otherwise when it is).
 func entryRecord(e ledger.Entry) record {
-	kind := reconcile.Charge
+	kind := books.Charge
 	if payment.IsRefundKey(e.Key) {
-		kind = reconcile.Refund
+		kind = books.Refund
 	}
 	object := nameOfKey(e.Key)
-	return record{Record: reconcile.Record{Kind: kind, Key: e.Key, InLedger: true, Object: object, ObjectDeleted: object != "",
+	return record{Record: books.Record{Kind: kind, Key: e.Key, InLedger: true, Object: object, ObjectDeleted: object != "",
 		Moved: e.Outcome == paymentsv1alpha1.LedgerCompleted, ID: e.Charge, Amount: e.Amount,
 		Currency: strings.ToLower(e.Currency), Charge: e.RefundedCharge}, at: e.At}
 }

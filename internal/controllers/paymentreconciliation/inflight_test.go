@@ -28,8 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -57,7 +58,7 @@ func TestAFinishedJobIsComparedWithItsChargeWhileAnotherIsInFlightUnderItsKey(t 
 	flying := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "job-2"},
 		Spec: paymentsv1alpha1.PaymentJobSpec{Amount: 500, Currency: "eur"}}
 	flying.Status.Phase, flying.Status.IdempotencyKey, flying.Status.Provider = paymentsv1alpha1.PhaseProcessing, key, &account
-	books := entries{{Key: key, Provider: account, Charge: in.ID, Amount: 1000, Currency: "eur",
+	inLedger := entries{{Key: key, Provider: account, Charge: in.ID, Amount: 1000, Currency: "eur",
 		Outcome: paymentsv1alpha1.LedgerCompleted, At: in.Created}}
 
 	scheme := runtime.NewScheme()
@@ -72,10 +73,10 @@ func TestAFinishedJobIsComparedWithItsChargeWhileAnotherIsInFlightUnderItsKey(t 
 	}
 	perSecond := int32(100)
 	pr := &paymentsv1alpha1.PaymentReconciliation{Spec: paymentsv1alpha1.PaymentReconciliationSpec{RequestsPerSecond: &perSecond}}
-	r := &Reconciler{Reader: reader, Ledger: books, Clock: clock.RealClock{}}
+	r := &Reconciler{Reader: reader, Ledger: inLedger, Clock: clock.RealClock{}}
 	s := scope{account: account, accountsOnly: true, from: base, to: base.Add(time.Minute)}
-	res, _, err := r.run(t.Context(), pr, sandbox.NewProvider(engine), s)
+	res, _, err := r.run(t.Context(), pr, sandboxprovider.NewProvider(engine), s)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.report.Listed).To(BeFalse(), "the in-process sandbox provider has no list: the run looks keys up")
-	g.Expect(res.counts).To(Equal(map[reconcile.Category]int{reconcile.Matched: 1}), "%+v", res.report.Findings)
+	g.Expect(res.counts).To(Equal(map[books.Category]int{books.Matched: 1}), "%+v", res.report.Findings)
 }

@@ -20,7 +20,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 )
 
 // join completes a slice's records with what the cluster holds of their
@@ -32,7 +32,7 @@ import (
 // the cluster is named from its ledger entry's key, marked deleted. It
 // reads the ledger once, for the keys it lacks, and asks the provider
 // nothing.
-func join(ctx context.Context, lr LedgerReader, b *books, s scope, records *[]reconcile.Record) error {
+func join(ctx context.Context, lr LedgerReader, b *clusterBooks, s scope, records *[]books.Record) error {
 	ask := joinCluster(b, records)
 	if lr == nil || len(ask) == 0 {
 		return nil
@@ -48,7 +48,7 @@ func join(ctx context.Context, lr LedgerReader, b *books, s scope, records *[]re
 	for i := range *records {
 		r := &(*records)[i]
 		r.InLedger = r.InLedger || held(r.Key)
-		if r.Kind != reconcile.Refund || r.ChargeKey == "" || !held(r.ChargeKey) {
+		if r.Kind != books.Refund || r.ChargeKey == "" || !held(r.ChargeKey) {
 			continue
 		}
 		r.ChargeInLedger = true
@@ -64,7 +64,7 @@ func join(ctx context.Context, lr LedgerReader, b *books, s scope, records *[]re
 // they lack (a job or refund whose ledger entry alone is in the slice),
 // names each refund's charge's job as the cluster holds it, and returns
 // the keys whose ledger entries the records do not say anything of.
-func joinCluster(b *books, records *[]reconcile.Record) []string {
+func joinCluster(b *clusterBooks, records *[]books.Record) []string {
 	inLedger := map[kindKey]bool{}
 	inCluster := map[kindKey]bool{}
 	for _, r := range *records {
@@ -92,10 +92,10 @@ func joinCluster(b *books, records *[]reconcile.Record) []string {
 		if !inLedger[kindKey{r.Kind, r.Key}] {
 			want(r.Key)
 		}
-		if r.Kind != reconcile.Refund || r.ChargeKey == "" {
+		if r.Kind != books.Refund || r.ChargeKey == "" {
 			continue
 		}
-		charge := kindKey{reconcile.Charge, r.ChargeKey}
+		charge := kindKey{books.Charge, r.ChargeKey}
 		if job, ok := b.byKey[charge]; ok {
 			r.ChargeObject, r.ChargeObjectDeleted = job.Object, false
 		} else {

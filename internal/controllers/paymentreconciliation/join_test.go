@@ -29,9 +29,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -49,12 +50,12 @@ func TestRowsLeadBackToTheirJobsAndSayWhatIsLeft(t *testing.T) {
 	engine := sandbox.NewEngine(sandbox.WithAccount("acct_join"), sandbox.WithClock(func() time.Time { return base.Add(15 * time.Second) }))
 	account := paymentsv1alpha1.ProviderIdentity{UID: "uid", Endpoint: "https://api.stripe.com", Account: "acct_join", Mode: "test"}
 	var objects []client.Object
-	var books entries
+	var inLedger entries
 	charge := func(name string, amount int64, at time.Duration, inCluster bool) sandbox.Intent {
 		key := payment.SentKey("shop", name)
 		in := engine.PutIntent(sandbox.Intent{Amount: amount, Currency: "eur", Created: base.Add(at),
 			Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: key}})
-		books = append(books, ledger.Entry{Key: key, Provider: account, Charge: in.ID, Amount: amount, Currency: "eur",
+		inLedger = append(inLedger, ledger.Entry{Key: key, Provider: account, Charge: in.ID, Amount: amount, Currency: "eur",
 			Outcome: paymentsv1alpha1.LedgerCompleted, At: in.Created.Add(700 * time.Millisecond)})
 		if inCluster {
 			j := &paymentsv1alpha1.PaymentJob{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
@@ -83,7 +84,7 @@ func TestRowsLeadBackToTheirJobsAndSayWhatIsLeft(t *testing.T) {
 	back.Status.Charge = &paymentsv1alpha1.RefundedCharge{ID: one.ID, IdempotencyKey: payment.SentKey("shop", "order-1"),
 		Amount: 1000, Currency: "eur"}
 	objects = append(objects, back)
-	books = append(books, ledger.Entry{Key: refundKey, Provider: account, Charge: re.ID, RefundedCharge: one.ID, Amount: 300,
+	inLedger = append(inLedger, ledger.Entry{Key: refundKey, Provider: account, Charge: re.ID, RefundedCharge: one.ID, Amount: 300,
 		Currency: "eur", Outcome: paymentsv1alpha1.LedgerCompleted, At: base.Add(16 * time.Second)})
 	dashboard(one, 200)
 	dashboard(two, 2000)
@@ -114,8 +115,8 @@ func TestRowsLeadBackToTheirJobsAndSayWhatIsLeft(t *testing.T) {
 	}
 	for _, slice := range []int{1 << 20, 1} {
 		reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithStatusSubresource(objects...).Build()
-		r := &Reconciler{Reader: reader, Ledger: books, Clock: clock.RealClock{}, SliceObjects: slice}
-		l := &lister{Provider: sandbox.NewProvider(engine), engine: engine}
+		r := &Reconciler{Reader: reader, Ledger: inLedger, Clock: clock.RealClock{}, SliceObjects: slice}
+		l := &lister{Provider: sandboxprovider.NewProvider(engine), engine: engine}
 		res, requests, err := r.run(t.Context(), pr, l, s)
 		g.Expect(err).NotTo(HaveOccurred())
 		got := map[string]row{}
@@ -128,7 +129,7 @@ func TestRowsLeadBackToTheirJobsAndSayWhatIsLeft(t *testing.T) {
 			}
 			got[string(f.Category)+" "+string(f.Kind)+" "+f.Key] = row{f.Object, f.ObjectDeleted, f.InLedger, f.ChargeObject,
 				f.ChargeObjectDeleted, f.ChargeInLedger, id, *f.ChargeLeft}
-			if f.Category == reconcile.RefundedOutside {
+			if f.Category == books.RefundedOutside {
 				actions = append(actions, f.Action)
 			}
 		}

@@ -27,8 +27,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
 )
 
 // reader reads the provider's books under a run's own rate budget.
@@ -42,8 +42,8 @@ type reader struct {
 	// read, by charge: the provider's exact list of them. charges holds
 	// what the provider said of those charges: the key each was made
 	// under.
-	refundsRead map[string][]reconcile.Object
-	charges     []reconcile.Object
+	refundsRead map[string][]books.Object
+	charges     []books.Object
 	// listedRefunds sums, by charge, the refunds that moved money among
 	// those the list of the window gave: what is left of a charge whose
 	// own list of refunds the run did not read.
@@ -55,7 +55,7 @@ type reader struct {
 
 // readRefunds reads the refunds of a charge, once a run: the refunds
 // found, and what the provider says of the charge.
-func (r *reader) readRefunds(ctx context.Context, refunder payment.Refunder, id string) ([]reconcile.Object, error) {
+func (r *reader) readRefunds(ctx context.Context, refunder payment.Refunder, id string) ([]books.Object, error) {
 	if found, ok := r.refundsRead[id]; ok {
 		return found, nil
 	}
@@ -66,19 +66,19 @@ func (r *reader) readRefunds(ctx context.Context, refunder payment.Refunder, id 
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the refunds of charge %s at the provider: %w", id, err)
 	}
-	objects := []reconcile.Object{}
+	objects := []books.Object{}
 	for key, fs := range book.Refunds {
 		for _, f := range fs {
-			objects = append(objects, foundObject(reconcile.Refund, key, f, id))
+			objects = append(objects, foundObject(books.Refund, key, f, id))
 		}
 	}
 	if r.refundsRead == nil {
-		r.refundsRead = map[string][]reconcile.Object{}
+		r.refundsRead = map[string][]books.Object{}
 	}
 	r.refundsRead[id] = objects
 	// A charge's key is known only where the provider kept it: an empty
 	// one may be a provider that does not say, never a reason to report.
-	charge := reconcile.Object{Kind: reconcile.Charge, ID: id, Key: book.Charge.Key,
+	charge := books.Object{Kind: books.Charge, ID: id, Key: book.Charge.Key,
 		KeyUnknown: book.Charge.Key == "", Amount: book.Charge.Amount, Refunded: book.Refunded, RefundsRead: book.Complete}
 	r.charges = append(r.charges, charge)
 	if charge.RefundsRead {
@@ -92,8 +92,8 @@ func (r *reader) readRefunds(ctx context.Context, refunder payment.Refunder, id 
 
 // listed counts a refund the list of the window gave towards what is left
 // of its charge.
-func (r *reader) listed(o reconcile.Object) {
-	if o.Kind != reconcile.Refund || o.Charge == "" || (o.Status != reconcile.StatusSucceeded && o.Status != reconcile.StatusPending) {
+func (r *reader) listed(o books.Object) {
+	if o.Kind != books.Refund || o.Charge == "" || (o.Status != books.StatusSucceeded && o.Status != books.StatusPending) {
 		return
 	}
 	if r.listedRefunds == nil {
@@ -105,9 +105,9 @@ func (r *reader) listed(o reconcile.Object) {
 // forget drops the sums of the listed refunds of the charges among
 // objects, once their slice is compared: no later slice holds a refund of
 // theirs, so a run holds sums only for the charges it has not reached.
-func (r *reader) forget(objects []reconcile.Object) {
+func (r *reader) forget(objects []books.Object) {
 	for _, o := range objects {
-		if o.Kind == reconcile.Charge {
+		if o.Kind == books.Charge {
 			delete(r.listedRefunds, o.ID)
 		}
 	}
@@ -119,10 +119,10 @@ func (r *reader) forget(objects []reconcile.Object) {
 // listed (a charge's refunds come after it, so the list gave them all
 // before the charge's slice). A charge's refunds made after the window
 // count only in its own list.
-func (r *reader) refunds(objects []reconcile.Object, listed bool) {
+func (r *reader) refunds(objects []books.Object, listed bool) {
 	for i := range objects {
 		o := &objects[i]
-		if o.Kind != reconcile.Charge {
+		if o.Kind != books.Charge {
 			continue
 		}
 		if refunded, ok := r.booked[o.ID]; ok {
@@ -138,13 +138,13 @@ func (r *reader) refunds(objects []reconcile.Object, listed bool) {
 // refund is judged against its charge (the key it was made under), and a
 // refund the provider shows nothing of is judged on its charge's exact
 // list of refunds.
-func (r *reader) chargesOf(ctx context.Context, records []record, b *books) error {
+func (r *reader) chargesOf(ctx context.Context, records []record, b *clusterBooks) error {
 	refunder, ok := r.provider.(payment.Refunder)
 	if !ok {
 		return nil
 	}
 	for _, rec := range records {
-		if rec.Kind != reconcile.Refund {
+		if rec.Kind != books.Refund {
 			continue
 		}
 		if id := chargeOf(b, rec.Record); id != "" {
@@ -194,14 +194,14 @@ func (r *reader) disputes(ctx context.Context, l payment.Lister, from, now time.
 // charges by key (a Looker), refunds by their charge (a Refunder). It is
 // how a provider without a list is reconciled, and how a record whose
 // object the list of the window does not hold is checked just outside it.
-func (r *reader) lookup(ctx context.Context, records []record, b *books) ([]reconcile.Object, error) {
-	var objects []reconcile.Object
+func (r *reader) lookup(ctx context.Context, records []record, b *clusterBooks) ([]books.Object, error) {
+	var objects []books.Object
 	var keys []string
 	asked := map[string]bool{}
 	charges := map[string]bool{}
 	for _, rec := range records {
 		switch rec.Kind {
-		case reconcile.Charge:
+		case books.Charge:
 			// A job and its ledger entry are two records of one key.
 			if !asked[rec.Key] {
 				asked[rec.Key] = true
@@ -225,7 +225,7 @@ func (r *reader) lookup(ctx context.Context, records []record, b *books) ([]reco
 			}
 			for key, fs := range found {
 				for _, f := range fs {
-					objects = append(objects, foundObject(reconcile.Charge, key, f, ""))
+					objects = append(objects, foundObject(books.Charge, key, f, ""))
 				}
 			}
 		}
@@ -246,42 +246,42 @@ func (r *reader) lookup(ctx context.Context, records []record, b *books) ([]reco
 // chargeOf is the provider's id of the charge a refund record gives money
 // back from: as the PaymentRefund or the ledger recorded it, or else the
 // id recorded for its payment's key, in the window or not.
-func chargeOf(b *books, refund reconcile.Record) string {
+func chargeOf(b *clusterBooks, refund books.Record) string {
 	if refund.Charge != "" {
 		return refund.Charge
 	}
 	if refund.ChargeKey == "" {
 		return ""
 	}
-	return b.byKey[kindKey{reconcile.Charge, refund.ChargeKey}].ID
+	return b.byKey[kindKey{books.Charge, refund.ChargeKey}].ID
 }
 
 // objectOf is a listed charge or refund as the comparison reads it.
-func objectOf(kind payment.ListKind, o payment.Listed) reconcile.Object {
-	k := reconcile.Charge
+func objectOf(kind payment.ListKind, o payment.Listed) books.Object {
+	k := books.Charge
 	if kind == payment.KindRefunds {
-		k = reconcile.Refund
+		k = books.Refund
 	}
-	return reconcile.Object{Kind: k, ID: o.ID, Key: o.Key, Status: statusOf(o.Status, o.State), Amount: o.Amount,
+	return books.Object{Kind: k, ID: o.ID, Key: o.Key, Status: statusOf(o.Status, o.State), Amount: o.Amount,
 		Currency: strings.ToLower(o.Currency), Charge: o.Charge}
 }
 
 // foundObject is a charge or refund found by its key.
-func foundObject(k reconcile.Kind, key string, f payment.Found, charge string) reconcile.Object {
-	return reconcile.Object{Kind: k, ID: f.ID, Key: key, Status: statusOf(f.Status, f.State), Amount: f.Amount,
+func foundObject(k books.Kind, key string, f payment.Found, charge string) books.Object {
+	return books.Object{Kind: k, ID: f.ID, Key: key, Status: statusOf(f.Status, f.State), Amount: f.Amount,
 		Currency: strings.ToLower(f.Currency), Charge: charge}
 }
 
 // statusOf reads a provider's state as the comparison does: a canceled
 // object apart from other ones that moved no money.
-func statusOf(word string, state payment.ChargeState) reconcile.Status {
+func statusOf(word string, state payment.ChargeState) books.Status {
 	switch {
 	case state == payment.StateSucceeded:
-		return reconcile.StatusSucceeded
+		return books.StatusSucceeded
 	case state == payment.StatePending:
-		return reconcile.StatusPending
+		return books.StatusPending
 	case strings.EqualFold(word, "canceled") || strings.EqualFold(word, "cancelled"):
-		return reconcile.StatusCanceled
+		return books.StatusCanceled
 	}
-	return reconcile.StatusFailed
+	return books.StatusFailed
 }

@@ -27,8 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -50,7 +51,7 @@ func TestARefundOutsideTheWindowIsFoundThroughItsCharge(t *testing.T) {
 	re, _, err := engine.CreateRefund(refundKey, sandbox.RefundParams{PaymentIntent: in.ID, Amount: 400,
 		Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: refundKey}})
 	g.Expect(err).NotTo(HaveOccurred())
-	books := entries{
+	inLedger := entries{
 		{Key: chargeKey, Provider: account, Charge: in.ID, Amount: 1000, Currency: "eur",
 			Outcome: paymentsv1alpha1.LedgerCompleted, At: base.Add(-time.Hour)},
 		{Key: refundKey, Provider: account, Charge: re.ID, RefundedCharge: in.ID, Amount: 400, Currency: "eur",
@@ -66,13 +67,13 @@ func TestARefundOutsideTheWindowIsFoundThroughItsCharge(t *testing.T) {
 		name     string
 		provider payment.Provider
 	}{
-		{"listed", &lister{Provider: sandbox.NewProvider(engine), engine: engine}},
-		{"looked up, without a list", sandbox.NewProvider(engine)},
+		{"listed", &lister{Provider: sandboxprovider.NewProvider(engine), engine: engine}},
+		{"looked up, without a list", sandboxprovider.NewProvider(engine)},
 	} {
-		r := &Reconciler{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Ledger: books, Clock: clock.RealClock{}, SliceObjects: 3}
+		r := &Reconciler{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Ledger: inLedger, Clock: clock.RealClock{}, SliceObjects: 3}
 		res, _, err := r.run(t.Context(), pr, tc.provider, s)
 		g.Expect(err).NotTo(HaveOccurred(), tc.name)
-		g.Expect(res.counts).To(Equal(map[reconcile.Category]int{reconcile.Matched: 1}), "%s: %+v", tc.name, res.report.Findings)
+		g.Expect(res.counts).To(Equal(map[books.Category]int{books.Matched: 1}), "%s: %+v", tc.name, res.report.Findings)
 		g.Expect(res.report.Findings[0].ProviderIDs).To(ConsistOf(re.ID), tc.name)
 	}
 }
@@ -104,14 +105,14 @@ func TestARefundOfAnotherPaymentsChargeIsReported(t *testing.T) {
 		name     string
 		provider payment.Provider
 	}{
-		{"listed", &lister{Provider: sandbox.NewProvider(engine), engine: engine}},
-		{"looked up, without a list", sandbox.NewProvider(engine)},
+		{"listed", &lister{Provider: sandboxprovider.NewProvider(engine), engine: engine}},
+		{"looked up, without a list", sandboxprovider.NewProvider(engine)},
 	} {
 		reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(refund).WithStatusSubresource(refund).Build()
 		r := &Reconciler{Reader: reader, Clock: clock.RealClock{}, SliceObjects: 3}
 		res, _, err := r.run(t.Context(), pr, tc.provider, s)
 		g.Expect(err).NotTo(HaveOccurred(), tc.name)
-		g.Expect(res.counts).To(HaveKeyWithValue(reconcile.RefundOfForeignCharge, 1), "%s: %+v", tc.name, res.report.Findings)
+		g.Expect(res.counts).To(HaveKeyWithValue(books.RefundOfForeignCharge, 1), "%s: %+v", tc.name, res.report.Findings)
 		f := res.report.Findings[0]
 		g.Expect(f.Key).To(Equal(refundKey), tc.name)
 		g.Expect(f.Detail).To(ContainSubstring(keyB), tc.name)

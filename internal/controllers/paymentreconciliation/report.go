@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 )
 
 const (
@@ -41,16 +41,16 @@ const (
 
 // page is one page of a report: its findings and their part of the CSV.
 type page struct {
-	findings []reconcile.Finding
+	findings []books.Finding
 	csv      []byte
 }
 
 // paginate splits the report's CSV (header first) into pages at row ends.
-func paginate(r reconcile.Report) []page {
-	lines := reconcile.Report{}.CSV() // the header alone
+func paginate(r books.Report) []page {
+	lines := books.Report{}.CSV() // the header alone
 	pages := []page{{csv: lines}}
 	for _, f := range r.Findings {
-		row := reconcile.Report{Findings: []reconcile.Finding{f}}.CSV()[len(lines):]
+		row := books.Report{Findings: []books.Finding{f}}.CSV()[len(lines):]
 		last := &pages[len(pages)-1]
 		if len(last.findings) == maxPageRows || len(last.csv)+len(row) > maxPageBytes {
 			pages = append(pages, page{})
@@ -82,7 +82,7 @@ func newAttempt() string { return rand.String(10) }
 // attempt of the run (a retry, or another manager running the same run)
 // never changes them, and they are the report only once the status names
 // the attempt.
-func writeReport(ctx context.Context, c client.Client, pr *paymentsv1alpha1.PaymentReconciliation, attempt string, r reconcile.Report) (*paymentsv1alpha1.ReconciliationReport, error) {
+func writeReport(ctx context.Context, c client.Client, pr *paymentsv1alpha1.PaymentReconciliation, attempt string, r books.Report) (*paymentsv1alpha1.ReconciliationReport, error) {
 	pages := paginate(r)
 	var all bytes.Buffer
 	for n, p := range pages {
@@ -130,7 +130,7 @@ func deletePages(ctx context.Context, c client.Client, reader client.Reader, nam
 }
 
 // findingsOf is the JSON form of findings.
-func findingsOf(fs []reconcile.Finding) []paymentsv1alpha1.ReconciliationFinding {
+func findingsOf(fs []books.Finding) []paymentsv1alpha1.ReconciliationFinding {
 	out := make([]paymentsv1alpha1.ReconciliationFinding, 0, len(fs))
 	for _, f := range fs {
 		out = append(out, paymentsv1alpha1.ReconciliationFinding{

@@ -24,7 +24,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 )
 
 // A report is cut into pages at row ends, of at most 500 rows and 256 KiB,
@@ -42,10 +42,10 @@ func TestPaginate(t *testing.T) {
 		{"1,200 short rows: by the row count", 1200, 10, 3},
 		{"300 rows of 2 KiB: by the size", 300, 2 << 10, 3},
 	} {
-		var r reconcile.Report
+		var r books.Report
 		for i := range tc.rows {
 			// A detail with a line break and quotes: a row spans lines.
-			r.Findings = append(r.Findings, reconcile.Finding{Category: reconcile.Duplicate, Kind: reconcile.Charge,
+			r.Findings = append(r.Findings, books.Finding{Category: books.Duplicate, Kind: books.Charge,
 				Key: fmt.Sprintf("shop/order-%04d", i), Detail: "\"two\"\n" + strings.Repeat("x", tc.bytes)})
 		}
 		pages := paginate(r)

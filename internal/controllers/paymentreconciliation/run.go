@@ -27,16 +27,16 @@ import (
 	"golang.org/x/time/rate"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
 )
 
 // result is what a run found: the report to store (discrepancies, and the
 // matched rows too when the spec asks for all), and the counts of every
 // finding.
 type result struct {
-	report reconcile.Report
-	counts map[reconcile.Category]int
+	report books.Report
+	counts map[books.Category]int
 	// charges and refunds count the findings of each kind.
 	charges, refunds int64
 }
@@ -57,20 +57,20 @@ type tally struct {
 	looked map[string]bool
 	// carry are the refunds made without one of our keys whose charge no
 	// slice compared yet.
-	carry []reconcile.Object
+	carry []books.Object
 }
 
 func newTally(all bool) *tally {
-	return &tally{result: result{counts: map[reconcile.Category]int{}}, all: all, seed: maphash.MakeSeed(),
+	return &tally{result: result{counts: map[books.Category]int{}}, all: all, seed: maphash.MakeSeed(),
 		unmatched: map[uint64]bool{}, looked: map[string]bool{}}
 }
 
-func (t *tally) hash(k reconcile.Kind, key string) uint64 {
+func (t *tally) hash(k books.Kind, key string) uint64 {
 	return maphash.String(t.seed, string(k)+"\x00"+key)
 }
 
 // judged reports whether a key was compared in an earlier slice.
-func (t *tally) judged(k reconcile.Kind, key string) bool {
+func (t *tally) judged(k books.Kind, key string) bool {
 	_, ok := slices.BinarySearch(t.judgedKeys, t.hash(k, key))
 	return ok
 }
@@ -97,10 +97,10 @@ func (t *tally) endSlice() {
 }
 
 // add counts findings and keeps those the report lists.
-func (t *tally) add(findings []reconcile.Finding) {
+func (t *tally) add(findings []books.Finding) {
 	for _, f := range findings {
 		t.counts[f.Category]++
-		if f.Kind == reconcile.Refund {
+		if f.Kind == books.Refund {
 			t.refunds++
 		} else {
 			t.charges++
@@ -123,15 +123,15 @@ func (t *tally) add(findings []reconcile.Finding) {
 // key when the run is limited to namespaces. An object under a key judged
 // in an earlier slice that no lookup found there is another one under the
 // key: it is reported at once.
-func (t *tally) ours(objects []reconcile.Object, b *books, s scope) []reconcile.Object {
+func (t *tally) ours(objects []books.Object, b *clusterBooks, s scope) []books.Object {
 	kept := objects[:0]
 	for _, o := range objects {
 		switch {
 		case b.inFlight[o.Key]:
-		case o.Key == "" && o.Kind == reconcile.Charge && len(s.namespaces) > 0:
+		case o.Key == "" && o.Kind == books.Charge && len(s.namespaces) > 0:
 		case o.Key != "" && !s.namespace(o.Key):
 		case o.Key != "" && t.judged(o.Kind, o.Key):
-			if !t.looked[o.ID] && (o.Status == reconcile.StatusSucceeded || o.Status == reconcile.StatusPending) {
+			if !t.looked[o.ID] && (o.Status == books.StatusSucceeded || o.Status == books.StatusPending) {
 				t.late(o)
 			}
 		default:
@@ -144,19 +144,19 @@ func (t *tally) ours(objects []reconcile.Object, b *books, s scope) []reconcile.
 // late reports an object that moved money under a key judged in an
 // earlier slice without it: the key moved money more than once. A Matched
 // finding of the key becomes this Duplicate.
-func (t *tally) late(o reconcile.Object) {
+func (t *tally) late(o books.Object) {
 	if h := t.hash(o.Kind, o.Key); !t.unmatched[h] {
-		t.counts[reconcile.Matched]--
-		if o.Kind == reconcile.Refund {
+		t.counts[books.Matched]--
+		if o.Kind == books.Refund {
 			t.refunds--
 		} else {
 			t.charges--
 		}
-		t.report.Findings = slices.DeleteFunc(t.report.Findings, func(f reconcile.Finding) bool {
-			return f.Category == reconcile.Matched && f.Kind == o.Kind && f.Key == o.Key
+		t.report.Findings = slices.DeleteFunc(t.report.Findings, func(f books.Finding) bool {
+			return f.Category == books.Matched && f.Kind == o.Kind && f.Key == o.Key
 		})
 	}
-	t.add([]reconcile.Finding{reconcile.LateDuplicate(o)})
+	t.add([]books.Finding{books.LateDuplicate(o)})
 }
 
 // run gathers both sides, a slice of the window at a time, and compares
@@ -171,7 +171,7 @@ func (r *Reconciler) run(ctx context.Context, pr *paymentsv1alpha1.PaymentReconc
 	rd := &reader{provider: provider, budget: rate.NewLimiter(rate.Limit(perSecond), perSecond),
 		sliceObjects: cmp.Or(r.SliceObjects, DefaultSliceObjects)}
 	t := newTally(pr.Spec.Report == paymentsv1alpha1.ReportAll)
-	t.report = reconcile.Report{Provider: describeAccount(s.account), From: s.from, To: s.to}
+	t.report = books.Report{Provider: describeAccount(s.account), From: s.from, To: s.to}
 	b, err := gather(ctx, r.Reader, s)
 	if err != nil {
 		return result{}, rd.requests, err
@@ -194,17 +194,17 @@ func (r *Reconciler) run(ctx context.Context, pr *paymentsv1alpha1.PaymentReconc
 	t.report.Listed = listed
 	if !listed {
 		err := compareSlice(ctx, rd, lr, b, s, t, s.from, s.to, nil, false)
-		reconcile.Sort(t.report.Findings)
+		books.Sort(t.report.Findings)
 		return t.result, rd.requests, err
 	}
 	end := s.to
-	err = rd.slices(ctx, l, s.from, s.to, rd.sliceObjects, disputed, func(start time.Time, objects []reconcile.Object) error {
+	err = rd.slices(ctx, l, s.from, s.to, rd.sliceObjects, disputed, func(start time.Time, objects []books.Object) error {
 		if err := compareSlice(ctx, rd, lr, b, s, t, start, end, objects, true); err != nil {
 			return err
 		}
 		end = start
 		return nil
 	})
-	reconcile.Sort(t.report.Findings)
+	books.Sort(t.report.Findings)
 	return t.result, rd.requests, err
 }

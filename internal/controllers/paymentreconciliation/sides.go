@@ -22,8 +22,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
 )
 
 // compareSlice compares one slice of the window, [start, end): the
@@ -34,13 +34,13 @@ import (
 // records elsewhere are found by key (a lookup at the provider, the jobs
 // read and the ledger), so that a payment whose record and charge fall on
 // two sides of a slice's edge is compared whole.
-func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s scope, t *tally,
-	start, end time.Time, objects []reconcile.Object, listed bool) error {
+func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *clusterBooks, s scope, t *tally,
+	start, end time.Time, objects []books.Object, listed bool) error {
 	records, err := sliceRecords(ctx, lr, b, s, t, start, end)
 	if err != nil {
 		return err
 	}
-	var found []reconcile.Object
+	var found []books.Object
 	if !listed {
 		if found, err = rd.lookup(ctx, records, b); err != nil {
 			return providerError{err}
@@ -71,9 +71,9 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 	if err := rd.chargesOf(ctx, slices.Concat(records, pulled), b); err != nil {
 		return providerError{err}
 	}
-	all := make([]reconcile.Record, 0, len(records)+len(pulled))
+	all := make([]books.Record, 0, len(records)+len(pulled))
 	for _, rec := range slices.Concat(records, pulled) {
-		if rec.Kind == reconcile.Refund {
+		if rec.Kind == books.Refund {
 			_, rec.Exact = rd.refundsRead[chargeOf(b, rec.Record)]
 		}
 		all = append(all, rec.Record)
@@ -89,7 +89,7 @@ func compareSlice(ctx context.Context, rd *reader, lr LedgerReader, b *books, s 
 
 // sliceRecords are the cluster's records of [start, end) whose key no
 // earlier slice judged: jobs and refunds, and the ledger's entries.
-func sliceRecords(ctx context.Context, lr LedgerReader, b *books, s scope, t *tally, start, end time.Time) ([]record, error) {
+func sliceRecords(ctx context.Context, lr LedgerReader, b *clusterBooks, s scope, t *tally, start, end time.Time) ([]record, error) {
 	var records []record
 	for _, rec := range b.inWindow {
 		if !rec.at.Before(start) && rec.at.Before(end) && !t.judged(rec.Kind, rec.Key) {
@@ -115,9 +115,9 @@ func sliceRecords(ctx context.Context, lr LedgerReader, b *books, s scope, t *ta
 // A refund made without one of our keys counts only once its charge is in
 // the comparison: the charge is older, so the refund goes on to the next
 // slice until its charge comes.
-func (t *tally) compare(records []reconcile.Record, objects, charges []reconcile.Object) {
+func (t *tally) compare(records []books.Record, objects, charges []books.Object) {
 	objects = append(objects, t.carry...)
-	findings := reconcile.Compare(records, objects, charges...)
+	findings := books.Compare(records, objects, charges...)
 	mentioned := map[string]bool{}
 	for _, f := range findings {
 		for _, id := range f.ProviderIDs {
@@ -126,7 +126,7 @@ func (t *tally) compare(records []reconcile.Record, objects, charges []reconcile
 	}
 	t.carry = t.carry[:0]
 	for _, o := range objects {
-		if o.Kind == reconcile.Refund && o.Key == "" && !mentioned[o.ID] {
+		if o.Kind == books.Refund && o.Key == "" && !mentioned[o.ID] {
 			t.carry = append(t.carry, o)
 		}
 	}
@@ -139,7 +139,7 @@ func (t *tally) compare(records []reconcile.Record, objects, charges []reconcile
 // id, whatever else is in flight under the key (tally.ours leaves keys in
 // flight out), as lookups does for a listed run. Without it, a finished job
 // sharing its key with one in flight would be reported MissingAtProvider.
-func recordsOwn(records []record, objects, found []reconcile.Object) []reconcile.Object {
+func recordsOwn(records []record, objects, found []books.Object) []books.Object {
 	has := map[kindKey]bool{}
 	ids := map[string]bool{}
 	for _, o := range objects {
@@ -163,7 +163,7 @@ func recordsOwn(records []record, objects, found []reconcile.Object) []reconcile
 // slice does not hold: the provider may have created it a moment before
 // the slice, and the cluster recorded it a moment after. What it finds is
 // every object under the key, wherever in the window it is.
-func lookups(ctx context.Context, rd *reader, t *tally, records []record, objects []reconcile.Object, b *books) ([]reconcile.Object, error) {
+func lookups(ctx context.Context, rd *reader, t *tally, records []record, objects []books.Object, b *clusterBooks) ([]books.Object, error) {
 	has := map[kindKey]bool{}
 	ids := map[string]bool{}
 	for _, o := range objects {
@@ -180,7 +180,7 @@ func lookups(ctx context.Context, rd *reader, t *tally, records []record, object
 
 // lookAlso adds to objects what the provider holds under the records'
 // keys, wherever in the window it is.
-func lookAlso(ctx context.Context, rd *reader, t *tally, records []record, objects []reconcile.Object, b *books) ([]reconcile.Object, error) {
+func lookAlso(ctx context.Context, rd *reader, t *tally, records []record, objects []books.Object, b *clusterBooks) ([]books.Object, error) {
 	found, err := rd.lookup(ctx, records, b)
 	if err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func lookAlso(ctx context.Context, rd *reader, t *tally, records []record, objec
 // outside returns the records of the keys the provider's objects carry
 // that the cluster recorded outside the slice: from the jobs and refunds
 // read, or else from the ledger, by key.
-func outside(ctx context.Context, lr LedgerReader, b *books, records []record, objects []reconcile.Object, s scope) ([]record, error) {
+func outside(ctx context.Context, lr LedgerReader, b *clusterBooks, records []record, objects []books.Object, s scope) ([]record, error) {
 	known := map[kindKey]bool{}
 	for _, rec := range records {
 		known[kindKey{rec.Kind, rec.Key}] = true

@@ -29,9 +29,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -39,7 +40,7 @@ import (
 // page, newest first: a window of a few dozen charges is many pages, and
 // many slices.
 type lister struct {
-	*sandbox.Provider
+	*sandboxprovider.Provider
 	engine *sandbox.Engine
 	pages  int
 }
@@ -126,22 +127,22 @@ func TestSlicesFindWhatTheWholeWindowFinds(t *testing.T) {
 	// The sandbox's clock stamps refunds: 15 seconds into the window.
 	engine := sandbox.NewEngine(sandbox.WithAccount("acct_slices"), sandbox.WithClock(func() time.Time { return base.Add(15 * time.Second) }))
 	account := paymentsv1alpha1.ProviderIdentity{UID: "uid", Endpoint: "https://api.stripe.com", Account: "acct_slices", Mode: "test"}
-	books := make(entries, 0, 41)
+	inLedger := make(entries, 0, 41)
 	for i := range 40 {
 		key := fmt.Sprintf("shop/order-%02d", i)
 		in := engine.PutIntent(sandbox.Intent{Amount: 1000 + int64(i), Currency: "eur", Created: base.Add(time.Duration(i) * 500 * time.Millisecond),
 			Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: key}})
-		books = append(books, ledger.Entry{Key: key, Provider: account, Charge: in.ID, Amount: in.Amount, Currency: "eur",
+		inLedger = append(inLedger, ledger.Entry{Key: key, Provider: account, Charge: in.ID, Amount: in.Amount, Currency: "eur",
 			Outcome: paymentsv1alpha1.LedgerCompleted, At: in.Created.Add(700 * time.Millisecond)})
 	}
 	double := engine.PutIntent(sandbox.Intent{Amount: 1005, Currency: "eur", Created: base.Add(12500 * time.Millisecond),
 		Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: "shop/order-05"}})
 	// A refund made in the dashboard, without our key, 13 seconds after
 	// its charge: in another slice.
-	refunded, _ := engine.GetPaymentIntent(books[3].Charge)
+	refunded, _ := engine.GetPaymentIntent(inLedger[3].Charge)
 	_, _, err := engine.CreateRefund("dashboard", sandbox.RefundParams{PaymentIntent: refunded.ID, Amount: 100})
 	g.Expect(err).NotTo(HaveOccurred())
-	books = append(books, ledger.Entry{Key: "shop/order-99", Provider: account, Charge: "pi_gone", Amount: 500, Currency: "eur",
+	inLedger = append(inLedger, ledger.Entry{Key: "shop/order-99", Provider: account, Charge: "pi_gone", Amount: 500, Currency: "eur",
 		Outcome: paymentsv1alpha1.LedgerCompleted, At: base.Add(15 * time.Second)})
 
 	scheme := runtime.NewScheme()
@@ -150,9 +151,9 @@ func TestSlicesFindWhatTheWholeWindowFinds(t *testing.T) {
 	perSecond := int32(100)
 	pr := &paymentsv1alpha1.PaymentReconciliation{Spec: paymentsv1alpha1.PaymentReconciliationSpec{RequestsPerSecond: &perSecond}}
 	run := func(slice int) (result, *lister) {
-		r := &Reconciler{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Ledger: books,
+		r := &Reconciler{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Ledger: inLedger,
 			Clock: clock.RealClock{}, SliceObjects: slice}
-		l := &lister{Provider: sandbox.NewProvider(engine), engine: engine}
+		l := &lister{Provider: sandboxprovider.NewProvider(engine), engine: engine}
 		res, _, err := r.run(t.Context(), pr, l, s)
 		g.Expect(err).NotTo(HaveOccurred())
 		return res, l
@@ -161,14 +162,14 @@ func TestSlicesFindWhatTheWholeWindowFinds(t *testing.T) {
 	sliced, l := run(3)
 	t.Logf("whole: %v, %d list requests; in slices of 3: %v, %d list requests", whole.counts, lw.pages, sliced.counts, l.pages)
 
-	want := map[reconcile.Category]int{reconcile.Matched: 39, reconcile.Duplicate: 1, reconcile.MissingAtProvider: 1,
-		reconcile.RefundedOutside: 1}
+	want := map[books.Category]int{books.Matched: 39, books.Duplicate: 1, books.MissingAtProvider: 1,
+		books.RefundedOutside: 1}
 	g.Expect(whole.counts).To(Equal(want))
 	g.Expect(sliced.counts).To(Equal(want), "slices find what the whole window finds")
 	g.Expect(sliced.report.CSV()).To(Equal(whole.report.CSV()), "the same report, row for row")
 	dup := sliced.report.Findings[1]
-	g.Expect(sliced.report.Findings[2].Category).To(Equal(reconcile.RefundedOutside), "a refund without our key, in a later slice than its charge")
-	g.Expect(dup.Category).To(Equal(reconcile.Duplicate))
+	g.Expect(sliced.report.Findings[2].Category).To(Equal(books.RefundedOutside), "a refund without our key, in a later slice than its charge")
+	g.Expect(dup.Category).To(Equal(books.Duplicate))
 	g.Expect(dup.Key).To(Equal("shop/order-05"))
 	g.Expect(strings.Join(dup.ProviderIDs, " ")).To(ContainSubstring(double.ID))
 	g.Expect(dup.ProviderIDs).To(HaveLen(2), "both charges, found together")

@@ -21,8 +21,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idempotency-dev/paymentjob-operator/internal/books"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/reconcile"
 )
 
 // DefaultSliceObjects is about the most charges one slice of a window
@@ -88,11 +88,11 @@ func (s *stream) skip() {
 // first (the HTTP contract allows any stable order) is read to its end in
 // one slice.
 func (r *reader) slices(ctx context.Context, l payment.Lister, from, to time.Time, size int, disputed map[string]string,
-	fn func(start time.Time, objects []reconcile.Object) error) error {
+	fn func(start time.Time, objects []books.Object) error) error {
 	charges := r.stream(l, payment.KindCharges, from, to)
 	refunds := r.stream(l, payment.KindRefunds, from, to)
 	for {
-		var objects []reconcile.Object
+		var objects []books.Object
 		start := from
 		for {
 			o, ok, err := charges.peek(ctx)

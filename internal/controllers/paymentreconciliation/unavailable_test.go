@@ -30,6 +30,7 @@ import (
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment/sandboxprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 
@@ -80,7 +81,7 @@ func TestUnfinishedRunHidesTheLedgersConnectionDetails(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			r := &Reconciler{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Ledger: tt.ledger, Clock: clock.RealClock{}}
-			_, _, err := r.run(t.Context(), pr, &lister{Provider: sandbox.NewProvider(engine), engine: engine},
+			_, _, err := r.run(t.Context(), pr, &lister{Provider: sandboxprovider.NewProvider(engine), engine: engine},
 				scope{account: account, accountsOnly: true, from: base, to: base.Add(time.Minute)})
 			g.Expect(err).To(MatchError(errConnect))
 			phase, _, again := unfinished(err)

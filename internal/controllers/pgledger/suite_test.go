@@ -49,8 +49,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/testenv"
 	"github.com/idempotency-dev/paymentjob-operator/internal/testing/pgserver"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/testenv"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/operator"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/paymentjobtest"
 )

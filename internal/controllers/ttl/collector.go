@@ -75,7 +75,7 @@ type FinishedJobCollector struct {
 	// SweepInterval is the time between sweeps; an hour when zero.
 	SweepInterval time.Duration
 	// Namespaces, if any, restrict the sweep to them, as
-	// engine.CacheOptions restricts the manager; empty sweeps every
+	// pkg/operator's CacheOptions restricts the manager; empty sweeps every
 	// namespace.
 	Namespaces []string
 	// Clock is the time source of deadlines.

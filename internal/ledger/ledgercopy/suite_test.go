@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	"github.com/idempotency-dev/paymentjob-operator/internal/testenv"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/testenv"
 )
 
 // The copy's tests run against the self-built API server, one test at a

@@ -23,8 +23,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/ledger/ledgertest"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger/pgledger"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/ledgertest"
 	"github.com/idempotency-dev/paymentjob-operator/internal/testing/pgserver"
 )
 

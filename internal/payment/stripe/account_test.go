@@ -26,7 +26,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 )
 
 func TestAccount(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/stripe"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/sandbox"
 )
 

@@ -32,7 +32,7 @@ import (
 	stripego "github.com/stripe/stripe-go/v85"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 )
 
 // errorCase is a Stripe answer that is not a success, and what Charge must

@@ -36,7 +36,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 )
 
 // testAPIKey is the secret key the tests configure; no error may show it.

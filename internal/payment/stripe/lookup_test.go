@@ -28,7 +28,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 )
 
 func TestLookupSendsOneSearchForAllKeys(t *testing.T) {

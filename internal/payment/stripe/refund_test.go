@@ -31,7 +31,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment/paymenttest"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/paymenttest"
 )
 
 // testRefundKey is the key the refund tests send.

@@ -25,7 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/childproc"
 )
 
 // Settings changed on a running server, each waited for until a new

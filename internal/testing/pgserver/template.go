@@ -26,7 +26,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/idempotency-dev/paymentjob-operator/internal/childproc"
+	"github.com/idempotency-dev/paymentjob-operator/internal/testing/childproc"
 )
 
 // A fresh database cluster: initdb once per machine and server version,
