@@ -23,10 +23,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // What the provider says of a person's resolution: whether it holds the
