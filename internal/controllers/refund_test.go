@@ -372,6 +372,11 @@ func TestRefundFailedAfterSuccessIsReported(t *testing.T) {
 		Should(ContainElement("RefundFailedAfterSuccess"))
 	after, _ := metricValue(t, "paymentjob_refunds_failed_after_success_total", nil)
 	s.Expect(after).To(BeNumerically(">", before))
+	// The ledger keeps the first outcome under the key, Completed: the key is
+	// spent at the provider (sending it again replays the failed refund),
+	// and the money reconciliation reports the entry RefundFailedAfterSuccess
+	// against the provider's list (TestReconciliationFindsEachDiscrepancyOnce).
+	s.Expect(s.manager.recorded(s, s.ns+".refund", "back").Outcome).To(Equal(paymentsv1alpha1.LedgerCompleted))
 
 	// The money is back at the merchant: the charge can be refunded again.
 	s.createRefund("again", "invoice", 2000)
