@@ -278,27 +278,6 @@ func (r *Reconciler) recordUncertain(ctx context.Context, obj Object, callErr er
 // that write, as Flux's summarize and patch do at the end of a
 // reconcile. Outside a pass (a direct call) it is written at once.
 
-// statusPass is what a pass changed on its object's status and has not
-// written yet.
-type statusPass struct {
-	// dirty: the status in memory differs from the one last written.
-	dirty bool
-	// then are the events, counts and logs of the changes, once written.
-	then []func()
-}
-
-type statusPassKey struct{}
-
-// withStatusPass starts a pass's status in ctx.
-func withStatusPass(ctx context.Context) context.Context {
-	return context.WithValue(ctx, statusPassKey{}, &statusPass{})
-}
-
-func statusPassOf(ctx context.Context) *statusPass {
-	p, _ := ctx.Value(statusPassKey{}).(*statusPass)
-	return p
-}
-
 // noteStatus sets p's conditions on obj and, when that changes its status,
 // notes the change for the pass's write; then runs once it is written.
 func (r *Reconciler) noteStatus(ctx context.Context, obj Object, p Progress, then func()) error {
