@@ -60,12 +60,12 @@ limitations under the License.
 // claim.go the side effect (claim, call, record); writes.go every API write,
 // its rule stated at the top: the claim and the outcome guarded by the
 // resourceVersion, every other status change of a pass written once at its
-// end (pass.go holds it meanwhile); status.go what a claim and an outcome set; guards.go what stops an
-// object before it could pay twice; provider.go how an object reaches its
-// PaymentProvider; ledger.go the outcome ledger in the protocol; resolve.go
-// a person's resolution; lookup.go the lookup before a first call;
-// backoff.go, conditions.go, defaults.go, metrics.go, readiness.go,
-// indexes.go, written.go and memory.go one thing each.
+// end (pass.go holds it meanwhile); status.go what a claim and an outcome
+// set; guards.go what stops an object before it could pay twice; provider.go
+// how an object reaches its PaymentProvider; ledger.go the outcome ledger in
+// the protocol; resolve.go a person's resolution; lookup.go the lookup
+// before a first call; backoff.go, conditions.go, defaults.go, metrics.go,
+// readiness.go, indexes.go, written.go and memory.go one thing each.
 //
 // The engine never imports a kind, the PaymentProvider reconciler, the
 // audit or the TTL collector: they import it (its Scheduler and
