@@ -64,7 +64,7 @@ limitations under the License.
 // set; guards.go what stops an object before it could pay twice; provider.go
 // how an object reaches its PaymentProvider; ledger.go the outcome ledger in
 // the protocol; resolve.go a person's resolution; lookup.go the lookup
-// before a first call; backoff.go, conditions.go, defaults.go, metrics.go,
+// before a first call; backoff.go, cache.go, conditions.go, defaults.go, metrics.go,
 // readiness.go, indexes.go, written.go and memory.go one thing each.
 //
 // The engine never imports a kind, the PaymentProvider reconciler, the
