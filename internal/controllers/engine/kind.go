@@ -134,8 +134,8 @@ func Refuse(r *payment.Refusal) Result { return Result{Refuse: r} }
 // own object before the first claim (a refund: the PaymentJob it refunds).
 // Prepare records in obj's status, in memory, what Request needs; the claim
 // write persists it, so Prepare runs once per admission. provider reaches
-// obj's PaymentProvider when Prepare needs it (the engine resolves it once
-// per pass either way).
+// obj's PaymentProvider when Prepare needs it, as the engine reaches it for
+// the claim (from the manager's cache and the provider cache: no request).
 type Preparer[O Object] interface {
 	Prepare(ctx context.Context, obj O, provider ProviderFunc) (Result, error)
 }
