@@ -135,7 +135,7 @@ func Refuse(r *payment.Refusal) Result { return Result{Refuse: r} }
 // Prepare records in obj's status, in memory, what Request needs; the claim
 // write persists it, so Prepare runs once per admission. provider reaches
 // obj's PaymentProvider when Prepare needs it, as the engine reaches it for
-// the claim (from the manager's cache and the provider cache: no request).
+// the claim (from the manager's cache and the provider cache).
 type Preparer[O Object] interface {
 	Prepare(ctx context.Context, obj O, provider ProviderFunc) (Result, error)
 }
