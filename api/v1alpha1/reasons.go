@@ -32,62 +32,69 @@ package v1alpha1
 // means and what to do. "Job" stands for PaymentJob and PaymentRefund alike
 // where a reason is shared: both run the same exactly-once protocol.
 
+// Reason is a reason the operator writes: a condition's, an event's,
+// status.failure.reason. It names the vocabulary below and is the string
+// metav1.Condition.Reason holds, so a reason compares with a condition's
+// without a conversion (cond.Reason == v1alpha1.ReasonSucceeded), as Flux's
+// meta reasons do.
+type Reason = string
+
 // Reasons of a job that waits before its claim (phase Pending, Ready=False).
 // No money has moved.
 const (
 	// ReasonSuspended says spec.suspend holds the job in Pending.
 	// To go on, set spec.suspend to false.
-	ReasonSuspended = "Suspended"
+	ReasonSuspended Reason = "Suspended"
 	// ReasonDeadlineExceeded says activeDeadlineSeconds passed before the
 	// job was claimed (Stalled=True). It is never sent: create a new job if
 	// the payment is still wanted.
-	ReasonDeadlineExceeded = "DeadlineExceeded"
+	ReasonDeadlineExceeded Reason = "DeadlineExceeded"
 	// ReasonProviderNotFound says the PaymentProvider in spec.providerRef
 	// does not exist in the job's namespace. Create it, or fix the name on a
 	// new job (providerRef is immutable).
-	ReasonProviderNotFound = "ProviderNotFound"
+	ReasonProviderNotFound Reason = "ProviderNotFound"
 	// ReasonProviderNotReady says the PaymentProvider is not Ready; its own
 	// Ready condition says why (see the PaymentProvider reasons). The job
 	// goes on by itself once the provider is Ready.
-	ReasonProviderNotReady = "ProviderNotReady"
+	ReasonProviderNotReady Reason = "ProviderNotReady"
 	// ReasonProviderDeleted says the PaymentProvider is being deleted: a job
 	// not claimed yet waits and is never sent through it. On a Processing
 	// job (Stalled=True) the provider is gone and the operator kept no
 	// client for it: check the payment at the provider and resolve the job
 	// with the payments.idempotency.dev/resolve annotation (a provider
 	// re-created under the same name is another object: ProviderChanged).
-	ReasonProviderDeleted = "ProviderDeleted"
+	ReasonProviderDeleted Reason = "ProviderDeleted"
 	// ReasonRateLimited says the job waits for a token of its provider's
 	// client-side rate limit (spec.requestsPerSecond, spec.burst). It goes
 	// on by itself; raise the limits if the wait is too long.
-	ReasonRateLimited = "RateLimited"
+	ReasonRateLimited Reason = "RateLimited"
 	// ReasonLookupFailed says the provider could not be asked whether it
 	// already holds a payment under the job's key, so nothing is sent until
 	// it answers. It is retried by itself; the message says what failed.
-	ReasonLookupFailed = "LookupFailed"
+	ReasonLookupFailed Reason = "LookupFailed"
 	// ReasonLedgerUnavailable says the outcome ledger (the PaymentLedger
 	// pages, or the PostgreSQL database of --ledger-backend=postgres) could
 	// not be asked whether this payment was made before: nothing is sent
 	// until it answers. The job goes on by itself once the ledger answers;
 	// the message and the operator's log say what failed
 	// (docs/operations.md, PaymentJobLedgerUnavailable).
-	ReasonLedgerUnavailable = "LedgerUnavailable"
+	ReasonLedgerUnavailable Reason = "LedgerUnavailable"
 )
 
 // Reasons of a job in flight (phase Processing, Reconciling=True): a claim
 // was written and the request may be at the provider. Nothing to do.
 const (
 	// ReasonClaimed says this manager claimed the job and is sending it.
-	ReasonClaimed = "Claimed"
+	ReasonClaimed Reason = "Claimed"
 	// ReasonClaimTakenOver says the previous claim expired (its manager
 	// stopped or lost the API server) and this manager took it over, with
 	// the same idempotency key: the provider answers a second request with
 	// the first one's outcome.
-	ReasonClaimTakenOver = "ClaimTakenOver"
+	ReasonClaimTakenOver Reason = "ClaimTakenOver"
 	// ReasonTransientError says the provider's answer was uncertain (a
 	// timeout, a 5xx, a pending payment); the job is retried with the same
 	// key, with backoff.
-	ReasonTransientError = "TransientError"
+	ReasonTransientError Reason = "TransientError"
 )
 
 // Reasons of a job stopped so that nothing is paid twice (Stalled=True). The
@@ -100,30 +107,30 @@ const (
 	// The job keeps retrying at the longest interval with the same key; look
 	// at the provider (is it reachable, is the credential valid) and at the
 	// events for the last error.
-	ReasonRetriesExhausted = "RetriesExhausted"
+	ReasonRetriesExhausted Reason = "RetriesExhausted"
 	// ReasonRequestChanged says the request no longer matches the one
 	// recorded in status.requestHash at the first claim, so it is not sent
 	// again. Check the provider under the job's key and resolve the job.
-	ReasonRequestChanged = "RequestChanged"
+	ReasonRequestChanged Reason = "RequestChanged"
 	// ReasonChargeMismatch says the provider holds a payment under the job's
 	// key that was made for another request (another amount, card or
 	// description reused the key). Nothing is sent; find out which object
 	// owns the key and give this one another spec.idempotencyKey.
-	ReasonChargeMismatch = "ChargeMismatch"
+	ReasonChargeMismatch Reason = "ChargeMismatch"
 	// ReasonProviderChanged says the job's PaymentProvider no longer reaches
 	// the account (or object, endpoint, mode or key scope) its key was first
 	// sent to: the same key elsewhere is a new payment. Point the provider
 	// back at the first account, or resolve the job.
-	ReasonProviderChanged = "ProviderChanged"
+	ReasonProviderChanged Reason = "ProviderChanged"
 	// ReasonKeyMismatch says status.idempotencyKey is not the key derived
 	// from the namespace and spec (the status was edited or restored from
 	// another object). Check the provider under both keys and resolve the
 	// job.
-	ReasonKeyMismatch = "KeyMismatch"
+	ReasonKeyMismatch Reason = "KeyMismatch"
 	// ReasonUncertainRefusal says a retry was refused as invalid or as a
 	// reused key, but an earlier attempt had no answer and may have gone
 	// through. The job is not Failed: check the provider and resolve it.
-	ReasonUncertainRefusal = "UncertainRefusal"
+	ReasonUncertainRefusal Reason = "UncertainRefusal"
 	// ReasonLedgerConflict says the job finished (Completed or Failed, which
 	// it stays), but the operator's outcome ledger holds another outcome
 	// under its idempotency key, recorded first by another object with the
@@ -133,7 +140,7 @@ const (
 	// the key (the operator's log names the entry), settle the money, then
 	// remove the finalizer by hand (docs/operations.md,
 	// PaymentJobLedgerConflict).
-	ReasonLedgerConflict = "LedgerConflict"
+	ReasonLedgerConflict Reason = "LedgerConflict"
 )
 
 // Reasons of a finished job (phase Completed, Ready=True). The Ready
@@ -141,20 +148,20 @@ const (
 // outcome was learnt.
 const (
 	// ReasonSucceeded says the provider confirmed the payment.
-	ReasonSucceeded = "Succeeded"
+	ReasonSucceeded Reason = "Succeeded"
 	// ReasonReplayed (event) says the provider answered with the saved
 	// outcome of an earlier request under the same key: no money moved
 	// again.
-	ReasonReplayed = "Replayed"
+	ReasonReplayed Reason = "Replayed"
 	// ReasonFoundAtProvider (event) says the provider already held this
 	// job's payment, found under its key or settled from pending: no money
 	// moved again.
-	ReasonFoundAtProvider = "FoundAtProvider"
+	ReasonFoundAtProvider Reason = "FoundAtProvider"
 	// ReasonFoundInLedger (event, condition) says the operator's ledger
 	// records this payment's outcome (the object was deleted and created
 	// again with the same key): it was finished from the ledger, with no
 	// provider call. The outcome is the first object's, Completed or Failed.
-	ReasonFoundInLedger = "FoundInLedger"
+	ReasonFoundInLedger Reason = "FoundInLedger"
 )
 
 // Reasons of a person's resolution with the payments.idempotency.dev/resolve
@@ -162,16 +169,16 @@ const (
 const (
 	// ReasonResolved says the resolution was accepted and recorded in
 	// status.resolution and the ledger.
-	ReasonResolved = "Resolved"
+	ReasonResolved Reason = "Resolved"
 	// ReasonResolutionRefused says the annotation was not honoured: the job
 	// is not Stalled on an uncertain outcome, the value is not
 	// "charged=<id>" or "not-charged", or the provider contradicts it. The
 	// message says which; fix or remove the annotation.
-	ReasonResolutionRefused = "ResolutionRefused"
+	ReasonResolutionRefused Reason = "ResolutionRefused"
 	// ReasonResolutionWaiting says a not-charged resolution waits until the
 	// last attempt is older than the provider's search lag (a payment it
 	// made may not show in its lookup before). Nothing to do.
-	ReasonResolutionWaiting = "ResolutionWaiting"
+	ReasonResolutionWaiting Reason = "ResolutionWaiting"
 )
 
 // Failure reasons of a PaymentJob the provider definitively refused (phase
@@ -181,28 +188,28 @@ const (
 const (
 	// ReasonCardDeclined says the provider declined the payment method.
 	// Ask the customer for another one and create a new job.
-	ReasonCardDeclined = "CardDeclined"
+	ReasonCardDeclined Reason = "CardDeclined"
 	// ReasonInvalidRequest says the provider refused the request as
 	// malformed (an unknown customer or payment method, a bad currency).
 	// The message quotes the provider; fix the spec in a new job.
-	ReasonInvalidRequest = "InvalidRequest"
+	ReasonInvalidRequest Reason = "InvalidRequest"
 	// ReasonIdempotencyKeyReused says the key was already used at the
 	// provider for another request: another object (or another system)
 	// shares it. Give this job another spec.idempotencyKey.
-	ReasonIdempotencyKeyReused = "IdempotencyKeyReused"
+	ReasonIdempotencyKeyReused Reason = "IdempotencyKeyReused"
 	// ReasonPaymentCanceled says the Stripe PaymentIntent was canceled
 	// before it succeeded.
-	ReasonPaymentCanceled = "PaymentCanceled"
+	ReasonPaymentCanceled Reason = "PaymentCanceled"
 	// ReasonAuthenticationRequired says the payment needed the customer's
 	// authentication (3-D Secure), which no customer is present to give.
 	// The customer must pay on-session, or the card be set up for
 	// off-session use. The value is Stripe's code, in lower case: the one
 	// reason not in CamelCase, kept as it is because reason values do not
 	// change within v1alpha1 (a v1 names it AuthenticationRequired).
-	ReasonAuthenticationRequired = "authentication_required"
+	ReasonAuthenticationRequired Reason = "authentication_required"
 	// ReasonPaymentRefused stands for a provider's refusal whose own reason
 	// is not a valid condition reason; the message has the provider's words.
-	ReasonPaymentRefused = "PaymentRefused"
+	ReasonPaymentRefused Reason = "PaymentRefused"
 )
 
 // Reasons of a PaymentRefund that waits, or cannot be made, before it is
@@ -213,33 +220,33 @@ const (
 	// http provider without spec.http.refundURL and lookupURL). The refund
 	// waits (Pending, Stalled=True) and sends nothing: give the provider
 	// both URLs.
-	ReasonRefundsUnsupported = "RefundsUnsupported"
+	ReasonRefundsUnsupported Reason = "RefundsUnsupported"
 	// ReasonPaymentNotCompleted says the PaymentJob in spec.paymentJobRef is
 	// not Completed yet: the refund waits (Pending) and goes on by itself
 	// once it is. With Stalled=True the job is Completed without a charge
 	// id, and the refund cannot name the charge.
-	ReasonPaymentNotCompleted = "PaymentNotCompleted"
+	ReasonPaymentNotCompleted Reason = "PaymentNotCompleted"
 	// ReasonPaymentFailed says the PaymentJob in spec.paymentJobRef Failed
 	// (or the ledger records that it did): nothing was charged, so nothing
 	// is refunded. The refund is Failed with this reason, without a call to
 	// the provider.
-	ReasonPaymentFailed = "PaymentFailed"
+	ReasonPaymentFailed Reason = "PaymentFailed"
 	// ReasonPaymentNotFound says neither the PaymentJob named in
 	// spec.paymentJobRef nor a ledger entry under its key exists. The refund
 	// waits for it (Pending). For a job that is gone, set
 	// spec.paymentJobRef.idempotencyKey to the job's spec.idempotencyKey,
 	// in a new PaymentRefund.
-	ReasonPaymentNotFound = "PaymentNotFound"
+	ReasonPaymentNotFound Reason = "PaymentNotFound"
 	// ReasonPaymentMismatch says spec.paymentJobRef.idempotencyKey is not
 	// the key of the PaymentJob it names (Stalled=True), so the refund could
 	// give back another payment. Nothing is sent: create a new PaymentRefund
 	// with the right key, or without one while the job exists.
-	ReasonPaymentMismatch = "PaymentMismatch"
+	ReasonPaymentMismatch Reason = "PaymentMismatch"
 	// ReasonRefundsInFlight says the refund fits in what is left of the
 	// charge only if other refunds of it, still in flight, fail. It waits
 	// for them and goes on, or fails with ReasonRefundExceedsCharge, by
 	// itself.
-	ReasonRefundsInFlight = "RefundsInFlight"
+	ReasonRefundsInFlight Reason = "RefundsInFlight"
 	// ReasonChargeUnverified says the provider does not show the refunded
 	// charge under the payment's own idempotency key (Stalled=True): it
 	// carries another payment's key, or none, as a charge named by a
@@ -250,7 +257,7 @@ const (
 	// (Stripe: the PaymentIntent's metadata; HTTP: the lookup's charges)
 	// carries that key; a charge that is not the payment's is refunded, if
 	// at all, by a person at the provider.
-	ReasonChargeUnverified = "ChargeUnverified"
+	ReasonChargeUnverified Reason = "ChargeUnverified"
 	// ReasonPaymentCreatedAfterRefund says the PaymentJob named in
 	// spec.paymentJobRef was created more than five minutes after the
 	// refund (manifests applied together land within that), and the refund does
@@ -258,7 +265,7 @@ const (
 	// whoever wrote the refund could not have seen that payment, so it is
 	// not refunded. Create a new PaymentRefund that names the payment's key
 	// (kubectl payments refund writes it).
-	ReasonPaymentCreatedAfterRefund = "PaymentCreatedAfterRefund"
+	ReasonPaymentCreatedAfterRefund Reason = "PaymentCreatedAfterRefund"
 )
 
 // Failure reasons of a PaymentRefund that cannot be made (phase Failed,
@@ -271,26 +278,26 @@ const (
 	// ReasonRefundExceedsCharge says the amount is more than what is left of
 	// the charge (the charge less the refunds already made). Refund less, in
 	// a new PaymentRefund.
-	ReasonRefundExceedsCharge = "RefundExceedsCharge"
+	ReasonRefundExceedsCharge Reason = "RefundExceedsCharge"
 	// ReasonChargeNotFound says the provider holds no charge with the id the
 	// payment recorded, usually because the PaymentProvider reaches another
 	// account than the one charged. Refund through a provider for that
 	// account.
-	ReasonChargeNotFound = "ChargeNotFound"
+	ReasonChargeNotFound Reason = "ChargeNotFound"
 	// ReasonChargeNotRefundable says the charge exists but cannot be
 	// refunded (it did not succeed, or it is disputed). Settle the dispute
 	// at the provider.
-	ReasonChargeNotRefundable = "ChargeNotRefundable"
+	ReasonChargeNotRefundable Reason = "ChargeNotRefundable"
 	// ReasonRefundFailed says the provider reports the refund failed or was
 	// canceled (the card was closed, for example). Give the money back
 	// another way, or retry with a new PaymentRefund and another
 	// idempotencyKey.
-	ReasonRefundFailed = "RefundFailed"
+	ReasonRefundFailed Reason = "RefundFailed"
 	// ReasonRefundFailedAfterSuccess (Warning event on a Completed
 	// PaymentRefund) says the provider later reports a refund it had
 	// confirmed as failed: the money did not go back after all. Give it back
 	// another way, or create a new PaymentRefund with another idempotencyKey.
-	ReasonRefundFailedAfterSuccess = "RefundFailedAfterSuccess"
+	ReasonRefundFailedAfterSuccess Reason = "RefundFailedAfterSuccess"
 )
 
 // Reasons of a PaymentProvider's Ready condition (and the events of the
@@ -298,24 +305,24 @@ const (
 // ReasonProviderNotReady.
 const (
 	// ReasonReady says the provider can be used.
-	ReasonReady = "Ready"
+	ReasonReady Reason = "Ready"
 	// ReasonSecretNotFound says the Secret in secretKeyRef does not exist,
 	// or lacks the label payments.idempotency.dev/credentials: "true"
 	// (the operator reads no other Secret). Create or label it.
-	ReasonSecretNotFound = "SecretNotFound"
+	ReasonSecretNotFound Reason = "SecretNotFound"
 	// ReasonSecretKeyMissing says the Secret has no entry under
 	// secretKeyRef.key. Add it, or fix the key.
-	ReasonSecretKeyMissing = "SecretKeyMissing"
+	ReasonSecretKeyMissing Reason = "SecretKeyMissing"
 	// ReasonSecretReadFailed says the Secret could not be read (an API
 	// error); retried with backoff.
-	ReasonSecretReadFailed = "SecretReadFailed"
+	ReasonSecretReadFailed Reason = "SecretReadFailed"
 	// ReasonEndpointRefused says the provider's URL is not allowed by the
 	// manager's egress policy: https to a public address only, unless the
 	// host is listed in the manager's --insecure-provider-hosts.
-	ReasonEndpointRefused = "EndpointRefused"
+	ReasonEndpointRefused Reason = "EndpointRefused"
 	// ReasonInvalidConfiguration says no client can be built from the
 	// provider's spec and credential; the message says why.
-	ReasonInvalidConfiguration = "InvalidConfiguration"
+	ReasonInvalidConfiguration Reason = "InvalidConfiguration"
 )
 
 // Reasons of the operator's periodic audit (Warning events).
@@ -324,5 +331,5 @@ const (
 	// payments.idempotency.dev/finished but is neither Completed nor Failed.
 	// The label keeps it out of the operator's sight: it is never charged
 	// until the label is removed.
-	ReasonFinishedLabelWithoutOutcome = "FinishedLabelWithoutOutcome"
+	ReasonFinishedLabelWithoutOutcome Reason = "FinishedLabelWithoutOutcome"
 )
