@@ -165,6 +165,33 @@ type ProviderLookup struct {
 	SearchLagSeconds *int32 `json:"searchLagSeconds,omitempty"`
 }
 
+// ProviderSettlement configures how payments that settle later (bank
+// debits) are waited for.
+type ProviderSettlement struct {
+	// deadlineSeconds is how long a payment may stay accepted and not
+	// settled before it is reported Stalled (SettlementOverdue). Defaults
+	// to the time its payment method documents: SEPA Direct Debit 14
+	// business days (20 days), ACH Direct Debit 4 business days (7 days),
+	// Bacs Direct Debit 3 business days (7 days), any other 20 days. The
+	// operator goes on reading a payment past its deadline.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=7776000
+	DeadlineSeconds *int32 `json:"deadlineSeconds,omitempty"`
+}
+
+// ProviderEvents configures the signed events the provider sends to the
+// operator's events endpoint (off unless the manager serves it, see
+// docs/security.md). An event only wakes the payments it names; the
+// operator reads the provider before it writes any outcome.
+type ProviderEvents struct {
+	// secretRef selects the endpoint's signing secret (Stripe: whsec_...;
+	// the HTTP contract: the shared HMAC key). The Secret must carry the
+	// label payments.idempotency.dev/credentials: "true".
+	// +required
+	SecretRef SecretKeyReference `json:"secretRef"`
+}
+
 // PaymentProviderSpec configures one payment provider account. Exactly one of
 // stripe and http is set.
 // +kubebuilder:validation:XValidation:rule="has(self.stripe) != has(self.http)",message="exactly one of spec.stripe or spec.http must be set"
@@ -221,6 +248,17 @@ type PaymentProviderSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	KeyScope string `json:"keyScope,omitempty"`
+
+	// settlement configures the wait for payments that settle later (bank
+	// debits).
+	// +optional
+	Settlement *ProviderSettlement `json:"settlement,omitempty"`
+
+	// events turns on signed provider events for this provider: the
+	// endpoint POST /events/<namespace>/<name> of the manager's events
+	// server accepts events signed with this secret.
+	// +optional
+	Events *ProviderEvents `json:"events,omitempty"`
 }
 
 // PaymentProviderStatus is the observed state of a PaymentProvider.

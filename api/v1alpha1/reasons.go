@@ -95,6 +95,12 @@ const (
 	// timeout, a 5xx, a pending payment); the job is retried with the same
 	// key, with backoff.
 	ReasonTransientError Reason = "TransientError"
+	// ReasonAwaitingSettlement says the provider accepted the payment (a
+	// bank debit: SEPA, ACH, Bacs) and has not settled it yet. It is not
+	// an uncertainty: no attempt is counted and nothing is sent again; the
+	// operator reads the payment at a rate that falls with its age, or
+	// when a signed provider event names it, until the provider decides.
+	ReasonAwaitingSettlement Reason = "AwaitingSettlement"
 )
 
 // Reasons of a job stopped so that nothing is paid twice (Stalled=True). The
@@ -141,6 +147,12 @@ const (
 	// remove the finalizer by hand (docs/operations.md,
 	// PaymentJobLedgerConflict).
 	ReasonLedgerConflict Reason = "LedgerConflict"
+	// ReasonSettlementOverdue says the provider accepted the payment and
+	// has not settled it within the settlement deadline (the payment
+	// method's documented time, or the PaymentProvider's
+	// spec.settlement.deadlineSeconds). The operator goes on reading it;
+	// a person checks it at the provider.
+	ReasonSettlementOverdue Reason = "SettlementOverdue"
 )
 
 // Reasons of a finished job (phase Completed, Ready=True). The Ready

@@ -143,3 +143,42 @@ func RetryAfter(err error) time.Duration {
 	}
 	return 0
 }
+
+// SettlingError says the provider accepted the payment and holds it under
+// ID, not settled yet: a bank debit (SEPA, ACH, Bacs) stays processing for
+// days and may still succeed or fail. It is neither a refusal nor an
+// uncertainty: nothing is sent again under the key, the payment is read by
+// its ID (Settle) until the provider decides.
+type SettlingError struct {
+	// ID of the payment (or refund) at the provider.
+	ID string
+	// Status is the provider's word for it, such as processing.
+	Status string
+	// Method is the provider's payment method type, such as sepa_debit;
+	// empty when the provider does not say.
+	Method string
+}
+
+// Error says which payment is settling.
+func (e *SettlingError) Error() string {
+	if e.Method != "" {
+		return fmt.Sprintf("%s %s is %s: accepted by the provider, not settled yet", e.Method, e.ID, e.Status)
+	}
+	return fmt.Sprintf("%s is %s: accepted by the provider, not settled yet", e.ID, e.Status)
+}
+
+// Settling returns the SettlingError of the payment id in status, paid with
+// method ("" when unknown).
+func Settling(id, status, method string) error {
+	return &SettlingError{ID: id, Status: status, Method: method}
+}
+
+// IsSettling reports whether err says the payment is accepted and not
+// settled yet, and returns it.
+func IsSettling(err error) (*SettlingError, bool) {
+	var s *SettlingError
+	if errors.As(err, &s) {
+		return s, true
+	}
+	return nil, false
+}
