@@ -157,6 +157,9 @@ func (r *Reconciler) recordOutcome(ctx context.Context, obj Object, outcome paym
 	if errors.Is(err, errChargeMismatch) {
 		return ctrl.Result{}, r.stall(ctx, obj, Progress{Reason: paymentsv1alpha1.ReasonChargeMismatch, Message: payment.CleanMessage(r.Kind.Words().not()+": "+err.Error(), MaxMessageLength)})
 	}
+	if s, ok := payment.IsSettling(err); ok {
+		return r.recordSettling(ctx, obj, s)
+	}
 	if err == nil {
 		counters := r.Kind.counters()
 		counters.Calls.WithLabelValues(outcomeSucceeded).Inc()

@@ -44,7 +44,26 @@ const (
 	PaymentJobRefIndex = ".spec.paymentJobRef.name"
 	// SecretRefIndex indexes PaymentProviders by the Secret they reference.
 	SecretRefIndex = ".spec.secretKeyRef.name"
+	// PaymentRefIndex indexes PaymentJobs and PaymentRefunds by what a
+	// provider event names them by (PaymentRefValues): the key they sent
+	// and the provider's id of their payment.
+	PaymentRefIndex = ".status.paymentRef"
 )
+
+// PaymentRefValues are the values obj is indexed under in PaymentRefIndex:
+// "key:" and its status.idempotencyKey, "id:" and its
+// status.providerResponse.id, each when set.
+func PaymentRefValues(obj Object) []string {
+	st := obj.GetPaymentStatus()
+	var out []string
+	if st.IdempotencyKey != "" {
+		out = append(out, "key:"+st.IdempotencyKey)
+	}
+	if st.ProviderResponse != nil && st.ProviderResponse.ID != "" {
+		out = append(out, "id:"+st.ProviderResponse.ID)
+	}
+	return out
+}
 
 // FieldIndex is one cache index the reconcilers list by.
 type FieldIndex struct {
@@ -70,6 +89,12 @@ func FieldIndexes() []FieldIndex {
 		}},
 		{Object: &paymentsv1alpha1.PaymentRefund{}, Field: PaymentJobRefIndex, Extract: func(o client.Object) []string {
 			return []string{o.(*paymentsv1alpha1.PaymentRefund).Spec.PaymentJobRef.Name}
+		}},
+		{Object: &paymentsv1alpha1.PaymentJob{}, Field: PaymentRefIndex, Extract: func(o client.Object) []string {
+			return PaymentRefValues(o.(Object))
+		}},
+		{Object: &paymentsv1alpha1.PaymentRefund{}, Field: PaymentRefIndex, Extract: func(o client.Object) []string {
+			return PaymentRefValues(o.(Object))
 		}},
 		{Object: &paymentsv1alpha1.PaymentProvider{}, Field: SecretRefIndex, Extract: func(o client.Object) []string {
 			if ref := providercache.SecretRef(o.(*paymentsv1alpha1.PaymentProvider)); ref != nil {

@@ -68,6 +68,15 @@ func (j *jobMemory[V]) get(obj client.Object) (V, bool) {
 	return e.v, true
 }
 
+// take returns what is remembered for object and forgets it.
+func (j *jobMemory[V]) take(obj client.Object) (V, bool) {
+	v, ok := j.get(obj)
+	if ok {
+		j.forget(client.ObjectKeyFromObject(obj))
+	}
+	return v, ok
+}
+
 // forget drops what is remembered for the object with key.
 func (j *jobMemory[V]) forget(key types.NamespacedName) {
 	j.mu.Lock()

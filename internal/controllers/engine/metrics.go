@@ -34,6 +34,9 @@ const (
 	outcomeInvalid   = "invalid"
 	outcomeKeyReused = "key_reused"
 	outcomeTransient = "transient"
+	// outcomeSettling: accepted by the provider, not settled yet (a bank
+	// debit).
+	outcomeSettling = "settling"
 )
 
 // refusalOutcome is the outcome label of a definitive refusal.
@@ -148,8 +151,16 @@ func PhaseLabel(p paymentsv1alpha1.PaymentJobPhase) string {
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{claimConflictsTotal, writeConflictsTotal, claimLostTotal, stalledTotal,
 		skippedTerminalTotal, staleSkipsTotal, reconcileDuration, ledgerHitsTotal, resolutionsTotal,
-		strandedJobsGauge, rateLimitedTotal, ledgerErrorsTotal, ledgerConflictsGauge}
+		strandedJobsGauge, rateLimitedTotal, ledgerErrorsTotal, ledgerConflictsGauge,
+		settleReadsTotal, wakesTotal, settlingGauge}
 }
+
+// The metrics of payments that settle later.
+var (
+	settleReadsTotal = newKindCounter("paymentjob_settle_reads_total", "Reads of payments the provider accepted and has not settled (bank debits), by kind; each is one provider request and moves no money.")
+	wakesTotal       = newKindCounter("paymentjob_event_wakes_total", "Objects woken by a verified provider event, by kind; each is read at the provider before anything is written.")
+	settlingGauge    = newKindGauge("paymentjob_settling", "Objects this process last saw waiting for their provider to settle a payment it accepted (AwaitingSettlement or SettlementOverdue), by kind.")
+)
 
 func init() {
 	metrics.Registry.MustRegister(Collectors()...)

@@ -222,4 +222,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.conflicts.set(key, false, ledgerConflictsGauge.WithLabelValues(r.Kind.Name()))
 	r.rateWaits.forget(key)
 	r.retries.forget(key)
+	r.settleReads.forget(key)
+	r.woken.forget(key)
+	r.settlingObjects.set(key, false, settlingGauge.WithLabelValues(r.Kind.Name()))
 }

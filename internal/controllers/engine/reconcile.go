@@ -101,6 +101,12 @@ type Reconciler struct {
 	rateWaits jobMemory[time.Time]
 	// retries dates the next attempt of objects put off beyond their backoff.
 	retries jobMemory[time.Time]
+	// settleReads dates the next read of settling objects.
+	settleReads jobMemory[time.Time]
+	// woken marks the objects a provider event named since their last pass.
+	woken jobMemory[bool]
+	// settlingObjects counts the objects waiting for a settlement.
+	settlingObjects countedJobs
 }
 
 // terms reads the spec fields of obj the engine needs.
@@ -283,6 +289,11 @@ func (r *Reconciler) resume(ctx context.Context, obj Object) (ctrl.Result, error
 	} else {
 		// A value set again after it was removed is checked again.
 		r.refused.forget(obj.GetUID())
+	}
+	r.settlingObjects.set(client.ObjectKeyFromObject(obj), settling(obj), settlingGauge.WithLabelValues(r.Kind.Name()))
+	if settling(obj) {
+		// Accepted by the provider, not settled yet: read, never sent again.
+		return r.awaitSettlement(ctx, obj)
 	}
 	reason, notBefore := r.nextClaim(obj)
 	if now := r.Clock.Now(); now.Before(notBefore) {

@@ -79,6 +79,9 @@ type lookupCharge struct {
 	Fingerprint string `json:"fingerprint"`
 	Reason      string `json:"reason"`
 	Message     string `json:"message"`
+	// Method is the payment method type of a payment that settles later;
+	// optional.
+	Method string `json:"method"`
 }
 
 // answerItem is what every item of a lookup or list answer has.
@@ -185,6 +188,12 @@ func (p *LookupProvider) settle(ctx context.Context, op operation, key, id strin
 			return f.Outcome, nil
 		case payment.StateNotCharged:
 			return payment.Outcome{}, p.declined(op, op.noun+" "+p.clean(id), status, entry.Reason, entry.Message)
+		}
+		if status == "processing" {
+			// Accepted, not settled (a bank debit): read again later,
+			// not polled within this call. "pending" is in flight, and
+			// polled.
+			return payment.Outcome{}, payment.Settling(f.ID, status, p.clean(entry.Method))
 		}
 
 		timer := time.NewTimer(wait)

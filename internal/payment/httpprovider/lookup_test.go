@@ -466,16 +466,29 @@ func TestSettleLooksTheChargeUpUntilItIsFinal(t *testing.T) {
 		wantRequests int
 		wantReason   string // a refusal
 		wantMessage  string // a refusal's message or a transient error's
+		wantSettling bool   // accepted, settling later
 	}{
 		{
-			name: "pending, processing, then succeeded",
+			name: "pending, pending, then succeeded",
 			answers: []string{
 				charges(other, pending),
-				charges(other, fmt.Sprintf(testCharge, "processing")),
+				charges(other, pending),
 				charges(other, `{"idempotencyKey":"billing/invoice-2026-0001","id":"ch_1","status":"succeeded","amount":1999,"currency":"eur","created":1772368200}`),
 			},
 			wantOutcome:  &payment.Outcome{ID: "ch_1", Status: "succeeded", Amount: 1999, Currency: "eur", Created: created},
 			wantRequests: 3,
+		},
+		{
+			// A bank debit: accepted, settling for days; one read, not
+			// polled within the call.
+			name: "pending, then processing: settling later",
+			answers: []string{
+				charges(other, pending),
+				charges(other, `{"idempotencyKey":"billing/invoice-2026-0001","id":"ch_1","status":"processing","method":"us_bank_account","amount":1999,"currency":"eur"}`),
+			},
+			wantRequests: 2,
+			wantMessage:  "us_bank_account ch_1 is processing: accepted by the provider, not settled yet",
+			wantSettling: true,
 		},
 		{
 			name:         "succeeded at once",
@@ -534,6 +547,11 @@ func TestSettleLooksTheChargeUpUntilItIsFinal(t *testing.T) {
 			}
 			g.Expect(got).To(Equal(payment.Outcome{}))
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantMessage)))
+			if tt.wantSettling {
+				_, ok := payment.IsSettling(err)
+				g.Expect(ok).To(BeTrue(), "want settling: %v", err)
+				return
+			}
 			if tt.wantReason == "" {
 				expectTransient(g, err)
 				return

@@ -160,7 +160,8 @@ type answerCase struct {
 	header map[string]string
 	body   string
 
-	wantOutcome    *payment.Outcome // success
+	wantOutcome    *payment.Outcome      // success
+	wantSettling   *payment.SettlingError // accepted, settles later
 	wantClass      error            // errors.Is; nil for a bare transient
 	wantRefusal    bool
 	wantReason     string
@@ -178,6 +179,12 @@ func (tt answerCase) check(g Gomega, got payment.Outcome, err error) {
 	}
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(got).To(Equal(payment.Outcome{}))
+	if tt.wantSettling != nil {
+		settling, ok := payment.IsSettling(err)
+		g.Expect(ok).To(BeTrue(), "settling: %v", err)
+		g.Expect(*settling).To(Equal(*tt.wantSettling))
+		return
+	}
 	refusal, refused := payment.IsRefusal(err)
 	g.Expect(refused).To(Equal(tt.wantRefusal), "refusal: %v", err)
 	if tt.wantRefusal {
@@ -261,9 +268,13 @@ func TestChargeMapsEveryAnswer(t *testing.T) {
 
 		// 2xx whose outcome is not known yet, or not understood.
 		{
-			name: "200 processing is retried later", status: 200,
-			header: map[string]string{"Retry-After": "5"}, body: `{"id":"ch_11","status":"processing"}`,
-			wantRetryAfter: 5 * time.Second, wantMessage: `"processing"`,
+			name: "200 processing is accepted, settling later", status: 200,
+			header: map[string]string{"Retry-After": "5"}, body: `{"id":"ch_11","status":"processing","method":"sepa_debit"}`,
+			wantSettling: &payment.SettlingError{ID: "ch_11", Status: "processing", Method: "sepa_debit"},
+		},
+		{
+			name: "200 processing without a method", status: 200, body: `{"id":"ch_11","status":"Processing"}`,
+			wantSettling: &payment.SettlingError{ID: "ch_11", Status: "processing"},
 		},
 		{name: "200 pending is retried later", status: 200, body: `{"id":"ch_12","status":"pending"}`, wantMessage: `"pending"`},
 		{name: "202 without a status is pending", status: 202, body: `{"id":"ch_13"}`, wantMessage: "without a status"},

@@ -46,6 +46,9 @@ type chargeResponse struct {
 	Replayed bool            `json:"replayed"`
 	Reason   string          `json:"reason"`
 	Message  string          `json:"message"`
+	// Method is the payment method type of a payment that settles later
+	// (sepa_debit, us_bank_account); optional.
+	Method string `json:"method"`
 }
 
 // errorResponse is the JSON body of an error answer: the contract's reason
@@ -192,7 +195,11 @@ func (p *Provider) success(op operation, a answer, fallback payment.Outcome) (pa
 		return outcome, nil
 	case "failed", "declined", "canceled", "cancelled", "rejected":
 		return payment.Outcome{}, p.declined(op, "the "+op.noun, status, body.Reason, body.Message)
-	case "processing", "pending":
+	case "processing":
+		// Accepted under body.ID, not settled yet (a bank debit): read it
+		// again later by its id, or with the same key; never a new one.
+		return payment.Outcome{}, payment.Settling(body.ID, status, p.clean(body.Method))
+	case "pending":
 		return payment.Outcome{}, op.pending(fmt.Errorf(
 			"payment service reported the %s as %q; asking again later with the same key", op.noun, status), a.retryAfter)
 	default:

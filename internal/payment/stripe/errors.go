@@ -110,7 +110,14 @@ func cardReason(e *stripego.Error) string {
 // method after it was confirmed: its payment attempt failed.
 func (p *Provider) declinedIntent(intent *stripego.PaymentIntent) error {
 	if e := intent.LastPaymentError; e != nil {
-		return payment.Declined(cardReason(e), p.clean(fmt.Sprintf("%s (payment intent %s)", cardMessage(e), intent.ID)))
+		reason := cardReason(e)
+		if method := intentMethod(intent); payment.BankDebit(method) && e.Code != "" && payment.ValidReason(string(e.Code)) {
+			// A bank debit that failed after it was accepted: the bank's
+			// reason (insufficient_funds, account_closed) is the one a
+			// person acts on, not a card decline.
+			reason = string(e.Code)
+		}
+		return payment.Declined(reason, p.clean(fmt.Sprintf("%s (payment intent %s)", cardMessage(e), intent.ID)))
 	}
 	return payment.Declined(payment.ReasonCardDeclined,
 		p.clean(fmt.Sprintf("payment intent %s requires a new payment method: the payment attempt failed", intent.ID)))

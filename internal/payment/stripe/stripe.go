@@ -319,17 +319,32 @@ func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, r
 			if intent.ID == "" {
 				return payment.Outcome{}, payment.Transient(fmt.Errorf("the payment intent from Stripe in status %s has no id", intent.Status), 0)
 			}
+			if method := intentMethod(intent); payment.BankDebit(method) {
+				// A bank debit settles in days: accepted, not an
+				// uncertainty, and not worth polling within a call.
+				return payment.Outcome{}, payment.Settling(intent.ID, string(intent.Status), method)
+			}
 		default:
 			return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s has the unexpected status %q",
 				p.clean(intent.ID), p.clean(string(intent.Status))), 0)
 		}
 
 		if err := p.pause(ctx, &wait); err != nil {
+			if intent.Status == stripego.PaymentIntentStatusProcessing {
+				// Stripe holds it, accepted and not final: read it
+				// later by its id, never create another.
+				return payment.Outcome{}, payment.Settling(intent.ID, string(intent.Status), intentMethod(intent))
+			}
 			return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s is still %s: %w",
 				p.clean(intent.ID), intent.Status, err), 0)
 		}
 		next, err := p.retrieve(ctx, intent.ID)
 		if err != nil {
+			if intent.Status == stripego.PaymentIntentStatusProcessing && ctx.Err() != nil {
+				// Seen accepted, and the call's time is up: read it
+				// again later.
+				return payment.Outcome{}, payment.Settling(intent.ID, string(intent.Status), intentMethod(intent))
+			}
 			return payment.Outcome{}, p.readError("payment intent", intent.ID, string(intent.Status), err)
 		}
 		intent = next
@@ -407,6 +422,19 @@ func (p *Provider) readError(object, id, status string, err error) error {
 // retrieve reads the intent with id: GET /v1/payment_intents/{id}.
 func (p *Provider) retrieve(ctx context.Context, id string) (*stripego.PaymentIntent, error) {
 	return p.client.V1PaymentIntents.Retrieve(ctx, id, nil)
+}
+
+// intentMethod is the payment method type the intent is paid with: its
+// expanded payment method's, or its only allowed type; "" when Stripe's
+// answer does not say.
+func intentMethod(intent *stripego.PaymentIntent) string {
+	if intent.PaymentMethod != nil && intent.PaymentMethod.Type != "" {
+		return string(intent.PaymentMethod.Type)
+	}
+	if len(intent.PaymentMethodTypes) == 1 {
+		return intent.PaymentMethodTypes[0]
+	}
+	return ""
 }
 
 // outcome is the payment outcome of a successful intent.

@@ -326,7 +326,7 @@ var pendingCreates = []pendingCreate{
 		}},
 }
 
-func TestChargeProcessingForeverIsTransient(t *testing.T) {
+func TestChargeProcessingForeverIsSettlingRefundPendingForeverIsTransient(t *testing.T) {
 	for _, c := range pendingCreates {
 		t.Run(c.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -346,6 +346,15 @@ func TestChargeProcessingForeverIsTransient(t *testing.T) {
 			g.Expect(err).To(HaveOccurred())
 			_, refusal := payment.IsRefusal(err)
 			g.Expect(refusal).To(BeFalse())
+			if c.name == "Charge" {
+				// Accepted by Stripe and not final: it settles later,
+				// read by its id (settling_test.go).
+				s, ok := payment.IsSettling(err)
+				g.Expect(ok).To(BeTrue(), "settling: %v", err)
+				g.Expect(s.ID).To(Equal(c.id))
+				g.Expect(f.count(http.MethodPost)).To(Equal(1))
+				return
+			}
 			var te *payment.TransientError
 			g.Expect(errors.As(err, &te)).To(BeTrue())
 			g.Expect(errors.Is(err, context.Canceled)).To(BeTrue())
