@@ -223,6 +223,17 @@ func (r *Reconciler) awaitSettlement(ctx context.Context, obj Object) (ctrl.Resu
 	}
 	settleReadsTotal.WithLabelValues(r.Kind.Name()).Inc()
 	o, err := r.readSettling(ctx, obj, target)
+	if errors.Is(err, ErrCannotFind) {
+		// A provider that cannot read payments by id (an HTTP service
+		// without a lookup endpoint) is asked with the same request under
+		// the same key, which it answers with the payment it holds: a
+		// send, so under a claim, as every send is.
+		reason, notBefore := r.nextClaim(obj)
+		if now.Before(notBefore) {
+			return ctrl.Result{RequeueAfter: notBefore.Sub(now)}, nil
+		}
+		return r.claimAndAct(ctx, obj, target, reason, payment.Verdict{Action: payment.ActionCharge})
+	}
 	if s, ok := payment.IsSettling(err); ok {
 		d := r.scheduleSettleRead(obj, events, now, false)
 		obj.GetPaymentStatus().ProviderResponse.Status = payment.Bound(s.Status, MaxShortLength)
@@ -247,10 +258,8 @@ func (r *Reconciler) awaitSettlement(ctx context.Context, obj Object) (ctrl.Resu
 	return r.recordOutcome(ctx, obj, o, false, err)
 }
 
-// readSettling reads the settling payment of obj once: Settle by its id,
-// or, for a provider that cannot read payments by id (an HTTP service
-// without a lookup endpoint), the same request under the same key, which
-// the service answers with the payment it holds and never makes again.
+// readSettling reads the settling payment of obj once, by its id; a
+// provider that cannot read payments answers ErrCannotFind.
 func (r *Reconciler) readSettling(ctx context.Context, obj Object, t *Target) (payment.Outcome, error) {
 	calls, err := r.connect(ctx, obj, t)
 	if err != nil {
@@ -259,11 +268,7 @@ func (r *Reconciler) readSettling(ctx context.Context, obj Object, t *Target) (p
 	callCtx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	st := obj.GetPaymentStatus()
-	o, err := calls.Settle(callCtx, st.IdempotencyKey, st.ProviderResponse.ID)
-	if errors.Is(err, ErrCannotFind) {
-		o, err = calls.Send(callCtx, st.IdempotencyKey)
-	}
-	return o, err
+	return calls.Settle(callCtx, st.IdempotencyKey, st.ProviderResponse.ID)
 }
 
 // noteSettling sets the settling object's conditions for the pass's write.

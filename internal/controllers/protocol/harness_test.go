@@ -176,6 +176,9 @@ const (
 	providerDeleting
 	// providerMissing does not exist.
 	providerMissing
+	// providerNoLookup is Ready and looks no key up before a first
+	// charge (spec.lookup.policy Never).
+	providerNoLookup
 )
 
 // ledgerState is the outcome ledger a row starts with.
@@ -304,6 +307,8 @@ func newProvider(s providerState) *paymentsv1alpha1.PaymentProvider {
 		pp.Status.Conditions[0].Message = `Secret "payments-token" not found`
 	case providerDeleting:
 		pp.DeletionTimestamp = ptr.To(metav1.NewTime(start.Add(-time.Second)))
+	case providerNoLookup:
+		pp.Spec.Lookup = &paymentsv1alpha1.ProviderLookup{Policy: paymentsv1alpha1.LookupNever}
 	}
 	return pp
 }
@@ -343,6 +348,8 @@ type setup struct {
 	adapter func(*fakeProvider) payment.Provider
 	answers []answer
 	settle  answer
+	// settles, when set, script the settles one by one instead.
+	settles []answer
 	guarded []string
 }
 
@@ -358,7 +365,7 @@ func newWorldOf(t *testing.T, tt row, kind func(client.Client, engine.OutcomeLed
 		objs = append(objs, pp)
 	}
 	return build(t, setup{kind: kind, key: jobKey, objects: objs, ledger: tt.ledger,
-		answers: tt.answers, settle: tt.settle, guarded: []string{"charge", "settle"},
+		answers: tt.answers, settle: tt.settle, settles: tt.settles, guarded: []string{"charge", "settle"},
 		adapter: func(p *fakeProvider) payment.Provider {
 			if tt.looker {
 				return lookingProvider{p}
@@ -384,7 +391,7 @@ func build(t *testing.T, s setup) *world {
 		key:      s.key,
 		guarded:  s.guarded,
 	}
-	w.provider = &fakeProvider{answers: s.answers, settle: s.settle, note: w.note}
+	w.provider = &fakeProvider{answers: s.answers, settle: s.settle, settles: s.settles, note: w.note}
 	// The manager's cache indexes (engine.FieldIndexes): the refund
 	// kind lists a payment's refunds by them, and the PaymentProvider
 	// watch's mapping lists its users.
@@ -702,6 +709,7 @@ type call struct {
 type fakeProvider struct {
 	answers []answer
 	settle  answer
+	settles []answer
 	note    func(string)
 
 	mu    sync.Mutex
@@ -783,6 +791,9 @@ func (p lookingProvider) Lookup(context.Context, []string) (map[string][]payment
 
 // Settle answers from the script.
 func (p lookingProvider) Settle(_ context.Context, key, _ string) (payment.Outcome, error) {
+	if len(p.settles) > 0 {
+		return p.play(call{what: "settle", key: key}, p.settles)
+	}
 	return p.play(call{what: "settle", key: key}, []answer{p.settle})
 }
 

@@ -46,6 +46,9 @@ type row struct {
 	looker  bool
 	answers []answer
 	settle  answer
+	// settles, when set, script the settles one by one (a settling
+	// payment read again and again).
+	settles []answer
 	// ledger turns the outcome ledger on; nil leaves it off.
 	ledger *ledgerState
 	steps  []step
@@ -680,6 +683,12 @@ func playSteps(t *testing.T, g Gomega, w *world, steps []step) {
 		if s.before != nil {
 			s.before(w)
 		}
+		guarded := w.guarded
+		if w.settling() {
+			// Reads of a payment the provider accepted and has not
+			// settled move no money: they need no claim.
+			guarded = slices.DeleteFunc(slices.Clone(guarded), func(c string) bool { return c == "settle" })
+		}
 		p := w.reconcile(t, s.faults)
 		at := fmt.Sprintf("step %d", i+1)
 		g.Expect(p.effects).To(list(s.effects), at+": effects")
@@ -690,7 +699,7 @@ func playSteps(t *testing.T, g Gomega, w *world, steps []step) {
 			g.Expect(p.err).NotTo(HaveOccurred(), at+": error")
 		}
 		g.Expect(p.result.RequeueAfter).To(within(s.requeue), at+": RequeueAfter")
-		g.Expect(chargesUnderClaim(p.effects, w.guarded)).To(Succeed(), at)
+		g.Expect(chargesUnderClaim(p.effects, guarded)).To(Succeed(), at)
 	}
 }
 
