@@ -62,6 +62,15 @@ func (k kind) findCharge(ctx context.Context, rf *paymentsv1alpha1.PaymentRefund
 			Message: fmt.Sprintf("PaymentJob %q failed: it moved no money, so nothing is refunded", ref.Name)}), nil
 	case paymentsv1alpha1.PhaseCompleted:
 	default:
+		if s := job.Status.Settlement; s != nil && s.SettledAt == nil && job.Status.ProviderResponse != nil {
+			// The provider refuses to refund a payment it has not
+			// settled (Stripe: a processing PaymentIntent); the refund
+			// waits, and the PaymentJob's watch brings it back.
+			return nil, nil, engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonAwaitingSettlement, Message: fmt.Sprintf(
+				"Waiting for PaymentJob %q to settle: the provider accepted payment %s on %s and has not settled it; "+
+					"a payment is refunded only once it has settled", ref.Name, job.Status.ProviderResponse.ID,
+				s.Since.UTC().Format("2006-01-02"))}, 0), nil
+		}
 		return nil, nil, engine.Wait(engine.Progress{Reason: paymentsv1alpha1.ReasonPaymentNotCompleted, Message: fmt.Sprintf(
 			"Waiting for PaymentJob %q to be Completed (it is %s)", ref.Name, phaseOrNew(job.Status.Phase))}, 0), nil
 	}

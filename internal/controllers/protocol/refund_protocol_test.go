@@ -224,6 +224,16 @@ var refundTable = []refundRow{
 	stoppedUnsent("job Processing: refund Pending PaymentNotCompleted, no call", jobIn(processing), "PaymentNotCompleted",
 		jittered(time.Second)),
 	{
+		name:   "job settling (a bank debit the provider has not settled): refund Pending AwaitingSettlement, no call; job settled: refunded",
+		refund: newRefund(), job: settlingJob(), answers: []answer{refunded},
+		steps: []step{{effects: []string{"status: Pending/AwaitingSettlement"}, requeue: jittered(time.Second),
+			events: []string{"AwaitingSettlement"}}, {
+			after: time.Second, before: jobCompleted, effects: lookAndRefund.then(completeAndFinish...),
+			events: []string{"Succeeded"},
+		}},
+		final: givenBack,
+	},
+	{
 		name:   "job Failed: refund Failed PaymentFailed, no call",
 		refund: newRefund(), job: jobIn(failed), answers: []answer{refunded},
 		steps: []step{{effects: []string{"status: Failed/PaymentFailed", "patch: +finished"},

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
@@ -164,4 +165,15 @@ func (w *world) settling() bool {
 	}
 	st := obj.GetPaymentStatus()
 	return st.Phase == paymentsv1alpha1.PhaseProcessing && st.Settlement != nil && st.Settlement.SettledAt == nil
+}
+
+// settlingJob is the world's PaymentJob accepted by the provider as a
+// SEPA debit and not settled yet.
+func settlingJob() *paymentsv1alpha1.PaymentJob {
+	return newJob(withFinalizer, func(j *paymentsv1alpha1.PaymentJob) {
+		j.Status.Phase = processing
+		j.Status.ProviderResponse = &paymentsv1alpha1.ProviderResponse{ID: chargeID, Status: "processing"}
+		j.Status.Settlement = &paymentsv1alpha1.Settlement{Method: "sepa_debit", Since: metav1.NewTime(start.Add(-day)),
+			Deadline: metav1.NewTime(start.Add(19 * day))}
+	})
 }
