@@ -165,6 +165,12 @@ type ReconciliationSummary struct {
 	// discrepancies counts every finding that is not matched: 0 when the
 	// books balance.
 	Discrepancies int64 `json:"discrepancies"`
+	// settling counts the provider's payments and refunds of the window
+	// that the operator waits for the provider to settle (bank debits,
+	// AwaitingSettlement): neither matched nor missing, and no finding;
+	// a later run compares them once they settled.
+	// +optional
+	Settling int64 `json:"settling,omitempty"`
 	// categories counts the findings by category (MissingAtProvider,
 	// UnknownToCluster, Duplicate, AmountMismatch, CurrencyMismatch,
 	// RefundedOutsideOperator, Disputed, CanceledOutsideOperator,

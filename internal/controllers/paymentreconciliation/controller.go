@@ -247,7 +247,8 @@ func (r *Reconciler) complete(ctx context.Context, pr *paymentsv1alpha1.PaymentR
 		}
 		return err
 	}
-	summary := &paymentsv1alpha1.ReconciliationSummary{Categories: map[string]int64{}, Charges: res.charges, Refunds: res.refunds}
+	summary := &paymentsv1alpha1.ReconciliationSummary{Categories: map[string]int64{}, Charges: res.charges, Refunds: res.refunds,
+		Settling: int64(len(res.settling))}
 	for _, cat := range books.Categories {
 		n := int64(res.counts[cat])
 		summary.Categories[string(cat)] = n

@@ -57,6 +57,9 @@ type clusterBooks struct {
 	// inFlight are the keys of jobs and refunds whose outcome is not known
 	// yet: what the provider holds under them is no finding.
 	inFlight map[string]bool
+	// settling are the keys among inFlight whose payment the provider
+	// accepted and has not settled (AwaitingSettlement).
+	settling map[string]bool
 }
 
 type kindKey struct {
@@ -103,7 +106,7 @@ func (s scope) namespace(key string) bool {
 // allowed to read, as the reconciliation-reader admission policy checked),
 // of every namespace otherwise.
 func gather(ctx context.Context, reader client.Reader, s scope) (*clusterBooks, error) {
-	b := &clusterBooks{byKey: map[kindKey]record{}, inFlight: map[string]bool{}}
+	b := &clusterBooks{byKey: map[kindKey]record{}, inFlight: map[string]bool{}, settling: map[string]bool{}}
 	add := func(r record) {
 		if s.window(r.at) {
 			b.inWindow = append(b.inWindow, r)
@@ -156,6 +159,9 @@ func (b *clusterBooks) finished(s scope, k books.Kind, obj client.Object, st pay
 	}
 	if st.Phase != paymentsv1alpha1.PhaseCompleted && st.Phase != paymentsv1alpha1.PhaseFailed {
 		b.inFlight[st.IdempotencyKey] = true
+		if st.Settlement != nil && st.Settlement.SettledAt == nil {
+			b.settling[st.IdempotencyKey] = true
+		}
 		return record{}, false
 	}
 	r := record{Record: books.Record{Kind: k, Key: st.IdempotencyKey, Object: obj.GetNamespace() + "/" + obj.GetName(),

@@ -39,6 +39,9 @@ type result struct {
 	counts map[books.Category]int
 	// charges and refunds count the findings of each kind.
 	charges, refunds int64
+	// settling are the ids of the provider's objects that the cluster
+	// waits for the provider to settle: not compared, not missing.
+	settling map[string]bool
 }
 
 // tally adds a run's findings up, slice by slice. It holds the findings it
@@ -61,7 +64,7 @@ type tally struct {
 }
 
 func newTally(all bool) *tally {
-	return &tally{result: result{counts: map[books.Category]int{}}, all: all, seed: maphash.MakeSeed(),
+	return &tally{result: result{counts: map[books.Category]int{}, settling: map[string]bool{}}, all: all, seed: maphash.MakeSeed(),
 		unmatched: map[uint64]bool{}, looked: map[string]bool{}}
 }
 
@@ -128,6 +131,9 @@ func (t *tally) ours(objects []books.Object, b *clusterBooks, s scope) []books.O
 	for _, o := range objects {
 		switch {
 		case b.inFlight[o.Key]:
+			if b.settling[o.Key] && o.Status == books.StatusPending {
+				t.settling[o.ID] = true
+			}
 		case o.Key == "" && o.Kind == books.Charge && len(s.namespaces) > 0:
 		case o.Key != "" && !s.namespace(o.Key):
 		case o.Key != "" && t.judged(o.Kind, o.Key):
