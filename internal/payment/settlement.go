@@ -54,3 +54,27 @@ func BankDebit(method string) bool {
 	_, ok := settlementTimes[method]
 	return ok
 }
+
+// Read intervals of a settling payment: a tenth of its age without
+// events, half of it when the provider sends events (which wake it when it
+// settles), between the bounds below.
+const (
+	settleReadMin       = 2 * time.Second
+	settleReadMinEvents = 30 * time.Second
+	settleReadMax       = 2 * time.Hour
+)
+
+// SettleReadInterval is how long the engine waits before it reads again a
+// payment that has been settling for age: age/10 (age/2 when the provider
+// sends signed events), at least 2 s (30 s) and at most 2 h. A SEPA debit
+// settling for 8 days is read about 180 times without events; 100,000
+// payments settling evenly over 8 days cost about 92,000 reads an hour
+// (make bench: settling_reads_per_hour_100k), a quarter of Stripe's live
+// rate limit.
+func SettleReadInterval(age time.Duration, events bool) time.Duration {
+	lo, d := settleReadMin, age/10
+	if events {
+		lo, d = settleReadMinEvents, age/2
+	}
+	return min(max(d, lo), settleReadMax)
+}

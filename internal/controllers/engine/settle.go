@@ -41,34 +41,10 @@ import (
 // attempt is not counted again, nothing is sent again under its key, and
 // no alert fires. The engine reads the payment by its id (Client.Settle),
 // without a claim (a read moves no money), at a rate that falls with the
-// payment's age (SettleReadInterval), sooner when a signed provider event
+// payment's age (payment.SettleReadInterval), sooner when a signed provider event
 // names it (Wake), and always through the provider's rate limit. It ends
 // Completed or Failed when the provider decides, and is Stalled
 // (SettlementOverdue) past its deadline, still read.
-
-// Read intervals of a settling payment: a tenth of its age without
-// events, half of it when the provider sends events (which wake it when it
-// settles), between the bounds below.
-const (
-	settleReadMin       = 2 * time.Second
-	settleReadMinEvents = 30 * time.Second
-	settleReadMax       = 2 * time.Hour
-)
-
-// SettleReadInterval is how long the engine waits before it reads again a
-// payment that has been settling for age: age/10 (age/2 when the provider
-// sends signed events), at least 2 s (30 s) and at most 2 h. A SEPA debit
-// settling for 8 days is read about 110 times without events; 100,000
-// payments settling evenly over 8 days cost about 92,000 reads an hour
-// (make bench: settling_reads_per_hour_100k), a quarter of Stripe's live
-// rate limit.
-func SettleReadInterval(age time.Duration, events bool) time.Duration {
-	lo, d := settleReadMin, age/10
-	if events {
-		lo, d = settleReadMinEvents, age/2
-	}
-	return min(max(d, lo), settleReadMax)
-}
 
 // settling reports whether obj waits for its provider to settle a payment
 // it accepted.
@@ -174,7 +150,7 @@ func markSettling(obj Object, pp *paymentsv1alpha1.PaymentProvider, s *payment.S
 // read every settling payment at once.
 func (r *Reconciler) scheduleSettleRead(obj Object, events bool, now time.Time, spread bool) time.Duration {
 	age := now.Sub(obj.GetPaymentStatus().Settlement.Since.Time)
-	d := SettleReadInterval(age, events)
+	d := payment.SettleReadInterval(age, events)
 	if spread {
 		d = time.Duration(rand.Int64N(int64(d)) + 1)
 	} else {
