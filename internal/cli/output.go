@@ -149,6 +149,7 @@ func printStory(out io.Writer, s *Story, now time.Time) error {
 		}
 		p("  Provider answer:\t%s", line)
 	}
+	printSettling(p, s, now)
 	if f := s.Failure; f != nil {
 		p("  Failure:\t%s: %s", f.Reason, f.Message)
 	}

@@ -63,8 +63,11 @@ type Story struct {
 	Response       *paymentsv1alpha1.ProviderResponse `json:"providerResponse,omitempty"`
 	Failure        *paymentsv1alpha1.Failure          `json:"failure,omitempty"`
 	Resolution     *paymentsv1alpha1.Resolution       `json:"resolution,omitempty"`
-	Conditions     []metav1.Condition                 `json:"conditions,omitempty"`
-	Refunds        []RefundLine                       `json:"refunds,omitempty"`
+	// Settling is a payment the provider accepted and has not settled (a
+	// bank debit), or settled after it waited.
+	Settling   *SettlingLine      `json:"settling,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Refunds    []RefundLine       `json:"refunds,omitempty"`
 	// Refunded is, for a Completed job or a refund, what was refunded of
 	// the charge and what is left; RefundedError says why it could not
 	// be told.
@@ -297,7 +300,7 @@ func paymentStory(k, ns, name string, st *paymentsv1alpha1.PaymentStatus) *Story
 		Kind: k, Namespace: ns, Name: name, Phase: phase, Why: why(st),
 		IdempotencyKey: st.IdempotencyKey, RequestHash: st.RequestHash, Attempts: st.Attempts,
 		Claim: st.Claim, Provider: st.Provider, Response: st.ProviderResponse, Failure: st.Failure,
-		Resolution: st.Resolution, Conditions: st.Conditions,
+		Resolution: st.Resolution, Conditions: st.Conditions, Settling: settlingOf(st, time.Now()),
 	}
 }
 

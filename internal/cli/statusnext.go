@@ -58,6 +58,7 @@ var runbooks = map[string]string{
 	paymentsv1alpha1.ReasonRefundsUnsupported:        "docs/operations.md#a-refund-is-pending-with-refundsunsupported",
 	paymentsv1alpha1.ReasonPaymentNotFound:           "docs/operations.md#a-refund-is-pending-with-paymentnotfound",
 	paymentsv1alpha1.ReasonRefundFailedAfterSuccess:  "docs/operations.md#a-refund-failed-after-it-succeeded",
+	paymentsv1alpha1.ReasonSettlementOverdue:         "docs/operations.md#a-payment-is-stalled-with-settlementoverdue",
 	paymentsv1alpha1.ReasonChargeUnverified:          refundWaiting,
 	paymentsv1alpha1.ReasonPaymentCreatedAfterRefund: refundWaiting,
 }
