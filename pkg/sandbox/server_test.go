@@ -192,7 +192,7 @@ func TestServerCreatesAndReplaysPaymentIntent(t *testing.T) {
 		"currency": "eur", "customer": "cus_123", "payment_method": "pm_card_visa",
 		"description": "order 42", "metadata": {"paymentjob": "default/order-42"},
 		"status": "succeeded", "created": %d, "livemode": false,
-		"confirmation_method": "automatic", "capture_method": "automatic",
+		"confirmation_method": "automatic", "capture_method": "automatic", "payment_method_types": ["card"],
 		"cancellation_reason": null, "last_payment_error": null,
 		"latest_charge": {"id": %q, "object": "charge", "amount": 1999, "amount_captured": 1999,
 			"amount_refunded": 0, "captured": true, "paid": true, "refunded": false, "currency": "eur",
