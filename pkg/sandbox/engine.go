@@ -79,7 +79,7 @@ type Engine struct {
 	// config of WithWebhooks, started once every option is applied.
 	hooks      *webhooks
 	startHooks *WebhookConfig
-	stats Stats
+	stats      Stats
 }
 
 // NewEngine returns an Engine without faults, rate limits or search lag,
@@ -110,8 +110,10 @@ func NewEngine(opts ...Option) *Engine {
 	}
 	e.writes, e.searches, e.reads = e.limits.limiters()
 	if e.startHooks != nil {
+		e.mu.Lock()
 		// Validated by WithWebhooks.
 		_ = e.setWebhooksLocked(*e.startHooks)
+		e.mu.Unlock()
 		e.startHooks = nil
 	}
 	return e

@@ -201,18 +201,21 @@ func (e *Engine) setWebhooksLocked(c WebhookConfig) error {
 	if seed == 0 {
 		seed = e.rnd.Uint64()
 	}
+	start := false
 	if e.hooks == nil {
 		if c.URL == "" {
 			return nil
 		}
-		e.hooks = newWebhooks()
-		go e.deliver(e.hooks)
+		e.hooks, start = newWebhooks(), true
 	}
 	h := e.hooks
 	h.cfg = c
 	h.rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	h.queue, h.held = nil, nil
 	h.stats = WebhookStats{}
+	if start {
+		go e.deliver(h)
+	}
 	h.signal()
 	return nil
 }
