@@ -117,8 +117,10 @@ type WebhookConfig struct {
 	Client *http.Client
 }
 
-// validate returns an error for a config that cannot send.
-func (c WebhookConfig) validate() error {
+// Validate returns an error for a config SetWebhooks refuses: a URL that
+// is not absolute http or https, a URL without a secret, an unknown format
+// or a fault out of range. A config without a URL is valid (off).
+func (c WebhookConfig) Validate() error {
 	if c.URL == "" {
 		return nil
 	}
@@ -165,7 +167,7 @@ type WebhookStats struct {
 // WithWebhooks turns webhooks on as SetWebhooks does; it panics on a config
 // SetWebhooks refuses, as a program's own constant would be wrong.
 func WithWebhooks(c WebhookConfig) Option {
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		panic(fmt.Sprintf("sandbox: %v", err))
 	}
 	return func(e *Engine) { e.startHooks = &c }
@@ -188,7 +190,7 @@ func (e *Engine) SetWebhooks(c WebhookConfig) error {
 
 // setWebhooksLocked is SetWebhooks under the lock (or in NewEngine).
 func (e *Engine) setWebhooksLocked(c WebhookConfig) error {
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return err
 	}
 	if c.Format == "" {
