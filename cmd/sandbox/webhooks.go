@@ -138,7 +138,8 @@ func (w *webhookFlags) options() []sandbox.Option {
 // logAttrs are what the log says of the flags: never the secret, and the
 // URL without any user information.
 func (w *webhookFlags) logAttrs() []any {
-	attrs := []any{slog.Duration("debitSettleAfter", w.debitDelay)}
+	attrs := make([]any, 0, 9)
+	attrs = append(attrs, slog.Duration("debitSettleAfter", w.debitDelay))
 	if w.hooks.URL == "" {
 		return attrs
 	}

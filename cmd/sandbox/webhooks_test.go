@@ -138,7 +138,7 @@ func TestRunSendsSignedWebhooksOfBankDebits(t *testing.T) {
 	types := func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		var types []string
+		types := make([]string, 0, len(bodies))
 		for _, b := range bodies {
 			var ev struct {
 				Type string `json:"type"`

@@ -173,12 +173,15 @@ func (e *Engine) settleDebitsLocked() int {
 	return n
 }
 
+// paramPaymentMethod is the param of payment method errors.
+const paramPaymentMethod = "payment_method"
+
 // debitFailure is the last payment error of a failed debit.
 func debitFailure(d testDebit) *StripeError {
 	return &StripeError{
 		Type:       ErrorTypeCard,
 		Code:       d.failureCode,
-		Param:      "payment_method",
+		Param:      paramPaymentMethod,
 		Message:    d.message,
 		HTTPStatus: http.StatusPaymentRequired,
 	}

@@ -46,8 +46,12 @@ func TestDebitSettlesOrFailsAfterTheDelayOnBothSurfaces(t *testing.T) {
 			wantStatus: sandbox.StatusSucceeded},
 		{name: "sepa insufficient funds", method: sandbox.PaymentMethodSEPADebitInsufficientFunds, methodType: "sepa_debit",
 			wantStatus: sandbox.StatusRequiresPaymentMethod, wantFailure: "insufficient_funds"},
+		{name: "sepa failed", method: sandbox.PaymentMethodSEPADebitFailed, methodType: "sepa_debit",
+			wantStatus: sandbox.StatusRequiresPaymentMethod, wantFailure: "generic_decline"},
 		{name: "ach settles", method: sandbox.PaymentMethodACHDebit, methodType: "us_bank_account",
 			wantStatus: sandbox.StatusSucceeded},
+		{name: "ach insufficient funds", method: sandbox.PaymentMethodACHDebitInsufficientFunds, methodType: "us_bank_account",
+			wantStatus: sandbox.StatusRequiresPaymentMethod, wantFailure: "insufficient_funds"},
 		{name: "ach account closed", method: sandbox.PaymentMethodACHDebitAccountClosed, methodType: "us_bank_account",
 			wantStatus: sandbox.StatusRequiresPaymentMethod, wantFailure: "account_closed"},
 	}
@@ -95,12 +99,11 @@ func TestDebitSettlesOrFailsAfterTheDelayOnBothSurfaces(t *testing.T) {
 			g.Eventually(lookup).WithTimeout(timeout).Should(
 				And(HaveKeyWithValue("status", wantContract), HaveKeyWithValue("method", tt.methodType)))
 			if tt.wantFailure == "" {
-				g.Expect(again.LastPaymentError).To(BeNil())
+				g.Expect(again.LastPaymentError).To(BeZero())
 				g.Expect(again.AmountReceived).To(BeEquivalentTo(1000))
 				return
 			}
-			g.Expect(again.LastPaymentError).NotTo(BeNil())
-			g.Expect(string(again.LastPaymentError.Code)).To(Equal(tt.wantFailure))
+			g.Expect(again.LastPaymentError).To(HaveField("Code", stripe.ErrorCode(tt.wantFailure)))
 			g.Expect(lookup()).To(HaveKeyWithValue("failureCode", tt.wantFailure))
 			st := e.Stats()
 			g.Expect(st.Debits).To(BeEquivalentTo(2))

@@ -87,8 +87,9 @@ func (r *receiver) requests() []received {
 
 // types returns the event types received, in order, verified or not.
 func (r *receiver) types() []string {
-	var types []string
-	for _, req := range r.requests() {
+	reqs := r.requests()
+	types := make([]string, 0, len(reqs))
+	for _, req := range reqs {
 		var ev struct {
 			Type string `json:"type"`
 		}
@@ -100,12 +101,11 @@ func (r *receiver) types() []string {
 
 // newWebhookEngine returns an Engine that sends webhooks to r, closed with
 // the test.
-func newWebhookEngine(t *testing.T, r *receiver, format sandbox.WebhookFormat, faults sandbox.WebhookFaults, opts ...sandbox.Option) *sandbox.Engine {
+func newWebhookEngine(t *testing.T, r *receiver, format sandbox.WebhookFormat, faults sandbox.WebhookFaults) *sandbox.Engine {
 	t.Helper()
-	opts = append([]sandbox.Option{sandbox.WithAccount("acct_hooks"), sandbox.WithDebitSettleDelay(settleDelay),
+	e := sandbox.NewEngine(sandbox.WithAccount("acct_hooks"), sandbox.WithDebitSettleDelay(settleDelay),
 		sandbox.WithWebhooks(sandbox.WebhookConfig{URL: r.srv.URL, Secret: webhookSecret, Format: format,
-			Faults: faults, Seed: 42})}, opts...)
-	e := sandbox.NewEngine(opts...)
+			Faults: faults, Seed: 42}))
 	t.Cleanup(e.Close)
 	return e
 }
@@ -150,10 +150,20 @@ func TestStripeWebhooksVerifyWithStripeGo(t *testing.T) {
 
 	// Nobody reads the Engine: the webhook goroutine settles the debit.
 	g.Eventually(r.types).WithTimeout(timeout).Should(Equal([]string{"payment_intent.processing", "payment_intent.succeeded"}))
-	_, _, err := e.CreateRefund("ns/refund", sandbox.RefundParams{PaymentIntent: in.ID, Amount: 400})
+	refund, _, err := e.CreateRefund("ns/refund", sandbox.RefundParams{PaymentIntent: in.ID, Amount: 400})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(r.types).WithTimeout(timeout).Should(HaveLen(4))
 	g.Expect(r.types()[2:]).To(Equal([]string{"refund.created", "charge.refunded"}))
+	_, err = e.FailRefund(refund.ID, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = e.OpenDispute(in.ID, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	card := debit(g, e, "ns/3ds", sandbox.PaymentMethodAuthenticationRequired)
+	_, _, err = e.CancelPaymentIntent("ns/cancel", card.ID, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(r.types).WithTimeout(timeout).Should(HaveLen(8))
+	g.Expect(r.types()[4:]).To(Equal([]string{"refund.updated", "charge.dispute.created",
+		"payment_intent.requires_action", "payment_intent.canceled"}))
 
 	for i, req := range r.requests() {
 		g.Expect(req.header.Get("Content-Type")).To(HavePrefix("application/json"))
@@ -185,9 +195,21 @@ func TestStripeWebhooksVerifyWithStripeGo(t *testing.T) {
 		}
 	}
 	st := e.WebhookStats()
-	g.Expect(st.Events).To(BeEquivalentTo(4))
-	g.Expect(st.Delivered).To(BeEquivalentTo(4))
+	g.Expect(st.Events).To(BeEquivalentTo(8))
+	g.Expect(st.Delivered).To(BeEquivalentTo(8))
 	g.Expect(st.Failed).To(BeZero())
+}
+
+func TestReorderedEventWithoutANextOneIsSentAfterASecond(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	r := startReceiver(t, nil)
+	e := newWebhookEngine(t, r, sandbox.WebhookFormatHTTP, sandbox.WebhookFaults{Reorder: 1})
+	start := time.Now()
+	debit(g, e, "ns/card", sandbox.PaymentMethodVisa)
+	g.Eventually(r.types).WithTimeout(timeout).Should(Equal([]string{"payment.succeeded"}))
+	g.Expect(r.requests()[0].at.Sub(start)).To(BeNumerically(">=", time.Second))
+	g.Expect(e.WebhookStats().Reordered).To(BeEquivalentTo(1))
 }
 
 func TestHTTPWebhooksCarryTheContractsEvents(t *testing.T) {
@@ -205,8 +227,13 @@ func TestHTTPWebhooksCarryTheContractsEvents(t *testing.T) {
 
 	g.Eventually(r.types).WithTimeout(timeout).Should(Equal([]string{"payment.processing", "payment.succeeded",
 		"refund.succeeded", "payment.refunded", "payment.disputed", "payment.failed"}))
-	var bodies []map[string]any
-	for _, req := range r.requests() {
+	_, err = e.FailRefund(refund.ID, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(r.types).WithTimeout(timeout).Should(HaveLen(7))
+	g.Expect(r.types()[6]).To(Equal("refund.failed"))
+	reqs := r.requests()
+	bodies := make([]map[string]any, 0, len(reqs))
+	for _, req := range reqs {
 		g.Expect(req.header.Get("Stripe-Signature")).To(BeEmpty())
 		g.Expect(verifyHTTP(req.header.Get("Paymentjob-Signature"), req.body, webhookSecret)).To(BeTrue(), string(req.body))
 		g.Expect(verifyHTTP(req.header.Get("Paymentjob-Signature"), req.body, "another secret")).To(BeFalse())
@@ -223,6 +250,7 @@ func TestHTTPWebhooksCarryTheContractsEvents(t *testing.T) {
 		{"id": card.ID, "idempotencyKey": "ns/card", "payment": card.ID},
 		{"id": dispute.ID, "idempotencyKey": "ns/card", "payment": card.ID},
 		{"id": in.ID, "idempotencyKey": "ns/debit"},
+		{"id": refund.ID, "idempotencyKey": "ns/refund", "payment": card.ID},
 	}))
 }
 
@@ -310,9 +338,8 @@ func TestWebhookFaultsAreReproducibleWithASeed(t *testing.T) {
 	run := func() (sandbox.WebhookStats, []string) {
 		r := startReceiver(t, nil)
 		e := newWebhookEngine(t, r, sandbox.WebhookFormatHTTP, sandbox.WebhookFaults{Drop: 0.2, Duplicate: 0.3})
-		var ids []string
 		for i := range 20 {
-			ids = append(ids, debit(g, e, "ns/card-"+strconv.Itoa(i), sandbox.PaymentMethodVisa).ID)
+			debit(g, e, "ns/card-"+strconv.Itoa(i), sandbox.PaymentMethodVisa)
 		}
 		var st sandbox.WebhookStats
 		g.Eventually(func() int64 {
