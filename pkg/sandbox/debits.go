@@ -17,8 +17,10 @@ limitations under the License.
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -148,11 +150,26 @@ func (e *Engine) settleDebitsLocked() int {
 		return 0
 	}
 	now := e.now()
-	n := 0
+	if now.Before(e.nextDebit) {
+		return 0
+	}
+	// Decided in the order they fell due, so that their events are too.
+	var due []string
+	e.nextDebit = time.Time{}
 	for id, at := range e.debits {
 		if now.Before(at) {
+			if e.nextDebit.IsZero() || at.Before(e.nextDebit) {
+				e.nextDebit = at
+			}
 			continue
 		}
+		due = append(due, id)
+	}
+	slices.SortFunc(due, func(a, b string) int {
+		return cmp.Or(e.debits[a].Compare(e.debits[b]), cmp.Compare(a, b))
+	})
+	n := 0
+	for _, id := range due {
 		delete(e.debits, id)
 		in, ok := e.intents[id]
 		if !ok || in.Status != StatusProcessing {
@@ -195,7 +212,11 @@ func (e *Engine) acceptDebitLocked(in *Intent, d testDebit) {
 	if e.debits == nil {
 		e.debits = map[string]time.Time{}
 	}
-	e.debits[in.ID] = in.Created.Add(e.debitDelay)
+	at := in.Created.Add(e.debitDelay)
+	e.debits[in.ID] = at
+	if len(e.debits) == 1 || at.Before(e.nextDebit) {
+		e.nextDebit = at
+	}
 	e.storeIntentLocked(*in)
 	e.stats.Debits++
 }

@@ -105,9 +105,9 @@ func TestDebitSettlesOrFailsAfterTheDelayOnBothSurfaces(t *testing.T) {
 			}
 			g.Expect(again.LastPaymentError).To(HaveField("Code", stripe.ErrorCode(tt.wantFailure)))
 			g.Expect(lookup()).To(HaveKeyWithValue("failureCode", tt.wantFailure))
-			st := e.Stats()
-			g.Expect(st.Debits).To(BeEquivalentTo(2))
-			g.Expect(st.DebitsFailed).To(BeEquivalentTo(2))
+			stats := contractBody(g, send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/stats", authorization: noAuth}))
+			g.Expect(stats).To(And(HaveKeyWithValue("debits", BeEquivalentTo(2)), HaveKeyWithValue("debitsFailed", BeEquivalentTo(2)),
+				HaveKeyWithValue("debitsSettled", BeEquivalentTo(0)), HaveKeyWithValue("charges", BeEquivalentTo(2))))
 		})
 	}
 }

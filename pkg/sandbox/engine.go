@@ -75,6 +75,9 @@ type Engine struct {
 	// each is decided; debitDelay is how long a new one waits.
 	debits     map[string]time.Time
 	debitDelay time.Duration
+	// nextDebit is when the first of debits falls due: before it, a read
+	// decides nothing.
+	nextDebit time.Time
 	// hooks sends the webhooks, nil until SetWebhooks; startHooks is the
 	// config of WithWebhooks, started once every option is applied.
 	hooks      *webhooks

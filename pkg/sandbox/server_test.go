@@ -717,7 +717,7 @@ func TestServerServesStatsAndFaults(t *testing.T) {
 		"inFlightConflicts": 0, "declines": 1, "requiresAction": 0, "cancels": 0, "keyReusedErrors": 0,
 		"invalidRequests": 0, "faults": 0, "rateLimited": 0, "searches": 0, "retrieves": 0, "reads": 0, "lists": 0, "keysForgotten": 0,
 		"chargesByKey": {"k1": 1}, "refundRequests": 0, "refunds": 0, "refundsFailed": 0, "refundRefusals": 0,
-		"refundsByKey": {}}`))
+		"refundsByKey": {}, "debits": 0, "debitsSettled": 0, "debitsFailed": 0}`))
 
 	faults := sendControl(g, srv, http.MethodGet, "/_sandbox/faults", "")
 	g.Expect(faults.status).To(Equal(http.StatusOK))

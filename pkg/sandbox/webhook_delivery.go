@@ -18,6 +18,7 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -288,9 +289,17 @@ func (e *Engine) settleRefundsLocked() {
 		return
 	}
 	now := e.now()
+	var due []string
 	for id, at := range e.settles {
 		if !now.Before(at) {
-			e.settleLocked(e.refunds[id])
+			due = append(due, id)
 		}
+	}
+	// In the order they fell due, so that their events are too.
+	slices.SortFunc(due, func(a, b string) int {
+		return cmp.Or(e.settles[a].Compare(e.settles[b]), cmp.Compare(a, b))
+	})
+	for _, id := range due {
+		e.settleLocked(e.refunds[id])
 	}
 }
