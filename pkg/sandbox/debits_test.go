@@ -84,6 +84,10 @@ func TestDebitSettlesOrFailsAfterTheDelayOnBothSurfaces(t *testing.T) {
 				return contractBody(g, res)["charges"].([]any)[0].(map[string]any)
 			}
 			g.Expect(lookup()).To(HaveKeyWithValue("status", "processing"))
+			list := send(g, srv, apiRequest{method: http.MethodGet, authorization: noAuth, path: "/http/list?kind=charges"})
+			g.Expect(list.status).To(Equal(http.StatusOK), string(list.body))
+			g.Expect(contractBody(g, list)["data"]).To(ContainElement(And(HaveKeyWithValue("id", charge["id"]),
+				HaveKeyWithValue("status", "processing"), HaveKeyWithValue("method", tt.methodType))))
 			again, err := sc.V1PaymentIntents.Retrieve(ctx, pi.ID, nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(again.Status).To(Equal(stripe.PaymentIntentStatusProcessing))
