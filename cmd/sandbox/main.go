@@ -56,6 +56,17 @@ limitations under the License.
 // behind a client's back (see sandbox.NewServer); --read-rate limits the
 // reads.
 //
+// Bank debits (pm_success_de, pm_insufficientFunds_de, pm_usBankAccount_success,
+// pm_usBankAccount_accountClosed, ...) are accepted processing and decided
+// --debit-settle-after later (PUT /_sandbox/debits on a running sandbox).
+// --webhook-url sends a signed event for every change, in Stripe's format or
+// the HTTP contract's (--webhook-format), with the secret of
+// --webhook-secret-file or $SANDBOX_WEBHOOK_SECRET (never a flag's value,
+// never logged) and faults: --webhook-duplicate, --webhook-reorder,
+// --webhook-drop and --webhook-bad-signature (probabilities, 0.2 or 20%),
+// --webhook-delay, all drawn from --webhook-seed. GET /_sandbox/webhooks
+// answers the counters; PUT changes the config.
+//
 // It prints "sandbox listening on http://ADDR" on stdout once it listens,
 // logs one line per request on stderr, and stops gracefully on SIGINT or
 // SIGTERM. Invalid flags exit with status 2.
@@ -130,6 +141,8 @@ type config struct {
 	amountTooLargeCode bool
 	limits             sandbox.RateLimits
 	requireAction      []string
+	// webhooks are the flags of bank debits and webhooks.
+	webhooks webhookFlags
 }
 
 // parseFlags parses the command line; it returns a nil config, and prints
@@ -183,6 +196,7 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 			}
 			return nil
 		})
+	addWebhookFlags(fs, &c.webhooks)
 	live := fs.Bool("live-rate-limits", false,
 		"Stripe's live-mode rate limits: 100 writes, 20 searches and 100 reads per second. "+
 			"An explicit --write-rate, --search-rate or --read-rate wins over its part of the preset.")
@@ -207,6 +221,9 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	}
 	if c.refundDelay < 0 {
 		return nil, usageError{fmt.Errorf("--refund-settle-delay must not be negative, got %s", c.refundDelay)}
+	}
+	if err := c.webhooks.finish(os.Getenv); err != nil {
+		return nil, usageError{err}
 	}
 	for _, p := range []struct {
 		flag  string
@@ -291,12 +308,18 @@ func checkLoopback(addr string) error {
 // run serves the sandbox until ctx is done, then shuts the server down
 // gracefully. It writes the listening line to stdout and logs to stderr.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
+	return runLogging(ctx, args, stdout, os.Stderr)
+}
+
+// runLogging is run with the logs written to stderr.
+func runLogging(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stdout)
 	if err != nil || cfg == nil {
 		return err
 	}
 	opts := []sandbox.Option{sandbox.WithIdempotency(cfg.idempotency), sandbox.WithSearchLag(cfg.searchLag),
 		sandbox.WithRefundSettleDelay(cfg.refundDelay)}
+	opts = append(opts, cfg.webhooks.options()...)
 	if !cfg.amountTooLargeCode {
 		opts = append(opts, sandbox.WithoutAmountTooLargeCode())
 	}
@@ -304,6 +327,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		opts = append(opts, sandbox.WithAccount(cfg.account))
 	}
 	engine := sandbox.NewEngine(opts...)
+	// Stops the webhook goroutine.
+	defer engine.Close()
 	if err := engine.SetFaults(cfg.faults); err != nil {
 		return usageError{err}
 	}
@@ -325,7 +350,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			"pass --allow-non-loopback to expose it anyway", tcp)}
 	}
 
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	srv := &http.Server{
 		Handler:           sandbox.NewServer(engine, sandbox.ServerOptions{Logger: logger}),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -340,6 +365,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		"account", engine.Account(), "idempotency", cfg.idempotency, "searchLag", cfg.searchLag,
 		"writeRate", cfg.limits.Writes, "searchRate", cfg.limits.Searches, "readRate", cfg.limits.Reads, "requireAction", cfg.requireAction,
 		"refundSettleDelay", cfg.refundDelay, "refundAmountTooLargeCode", cfg.amountTooLargeCode)
+	logger.Info("Serving bank debits and webhooks", cfg.webhooks.logAttrs()...)
 	if _, err := fmt.Fprintf(stdout, "sandbox listening on http://%s\n", ln.Addr()); err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("cannot announce the address: %w", err)

@@ -154,7 +154,8 @@ func TestRunPrintsUsageOnHelp(t *testing.T) {
 	g.Expect(stdout.String()).To(And(ContainSubstring("-addr"), ContainSubstring("-allow-non-loopback"),
 		ContainSubstring("-rate-limit"), ContainSubstring("-account-id"), ContainSubstring("-idempotency"),
 		ContainSubstring("-search-lag"), ContainSubstring("-write-rate"), ContainSubstring("-search-rate"),
-		ContainSubstring("-live-rate-limits"), ContainSubstring("-refund-settle-delay")))
+		ContainSubstring("-live-rate-limits"), ContainSubstring("-refund-settle-delay"),
+		ContainSubstring("-debit-settle-after"), ContainSubstring("-webhook-url"), ContainSubstring("-webhook-secret-file")))
 }
 
 func TestExitCodeOfOtherErrorsIsOne(t *testing.T) {

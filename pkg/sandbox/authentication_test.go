@@ -307,7 +307,7 @@ func TestServerAuthenticationAndCancel(t *testing.T) {
 		"inFlightConflicts": 0, "declines": 1, "requiresAction": 2, "cancels": 1, "keyReusedErrors": 0,
 		"invalidRequests": 2, "faults": 0, "rateLimited": 0, "searches": 0, "retrieves": 0, "reads": 0, "lists": 0, "keysForgotten": 0,
 		"chargesByKey": {}, "refundRequests": 0, "refunds": 0, "refundsFailed": 0, "refundRefusals": 0,
-		"refundsByKey": {}}`))
+		"refundsByKey": {}, "debits": 0, "debitsSettled": 0, "debitsFailed": 0}`))
 }
 
 func TestProviderCancelsWhatWaitsForTheCustomer(t *testing.T) {

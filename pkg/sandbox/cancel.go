@@ -67,7 +67,7 @@ var cancelable = []string{
 // FaultBeforeCommit and FaultAfterCommit (the intent is canceled, and the
 // answer lost). Errors are always *StripeError.
 func (e *Engine) CancelPaymentIntent(key, id, reason string) (Intent, bool, error) {
-	e.mu.Lock()
+	e.lockSettled()
 	defer e.mu.Unlock()
 	if !e.allow(e.writes) {
 		return Intent{}, false, rateLimitError(RateLimitRetryAfter, false)

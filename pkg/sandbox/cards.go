@@ -120,5 +120,8 @@ func (e *Engine) cardLocked(paymentMethod string) (testCard, bool) {
 		return card, true
 	}
 	card, ok := testCards[paymentMethod]
+	if !ok {
+		_, ok = testDebits[paymentMethod]
+	}
 	return card, ok
 }

@@ -74,6 +74,12 @@ type contractCharge struct {
 	Currency string `json:"currency"`
 	Created  int64  `json:"created"`
 	Replayed bool   `json:"replayed"`
+	// Method is the payment method type, such as sepa_debit: a processing
+	// charge of a bank debit stays processing for days.
+	Method string `json:"method"`
+	// FailureCode is why a charge failed after it was accepted, such as
+	// insufficient_funds; empty otherwise.
+	FailureCode string `json:"failureCode,omitempty"`
 }
 
 // contractFound is a charge of the lookup body.
@@ -85,6 +91,8 @@ type contractFound struct {
 	Currency       string `json:"currency"`
 	Created        int64  `json:"created"`
 	Fingerprint    string `json:"fingerprint"`
+	Method         string `json:"method"`
+	FailureCode    string `json:"failureCode,omitempty"`
 }
 
 // contractLookup is the body of GET /http/charges/lookup.
@@ -161,6 +169,7 @@ func (s *server) createCharge(w http.ResponseWriter, r *http.Request) {
 		Currency: in.Currency,
 		Created:  in.Created.Unix(),
 		Replayed: replayed,
+		Method:   methodTypeOf(in),
 	})
 }
 

@@ -56,6 +56,8 @@ type contractListed struct {
 	Charge string `json:"charge,omitempty"`
 	// Dispute is the dispute of a charge, if any.
 	Dispute string `json:"dispute,omitempty"`
+	// Method is a charge's payment method type, such as sepa_debit.
+	Method string `json:"method,omitempty"`
 }
 
 // contractList is the body of GET /http/list.
@@ -94,6 +96,7 @@ func (s *server) listContract(w http.ResponseWriter, r *http.Request) {
 				Currency:       in.Currency,
 				Created:        in.Created.Unix(),
 				Dispute:        s.engine.disputeOf(in.ID),
+				Method:         methodTypeOf(in),
 			})
 			lastKey = keyOf(in.Created, in.ID)
 		}

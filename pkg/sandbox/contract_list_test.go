@@ -123,8 +123,8 @@ func TestContractListsKeysRefundsAndDisputes(t *testing.T) {
 	res = listContract(g, srv, url.Values{"kind": {"charges"}})
 	g.Expect(res.status).To(Equal(http.StatusOK))
 	g.Expect(res.body).To(MatchJSON(fmt.Sprintf(`{"account": "acct_list", "data": [
-		{"id": %q, "status": "succeeded", "amount": 700, "currency": "eur", "created": %d, "dispute": %q},
-		{"id": %q, "idempotencyKey": "ns/charge", "status": "succeeded", "amount": 5000, "currency": "eur", "created": %d}
+		{"id": %q, "status": "succeeded", "amount": 700, "currency": "eur", "created": %d, "dispute": %q, "method": "card"},
+		{"id": %q, "idempotencyKey": "ns/charge", "status": "succeeded", "amount": 5000, "currency": "eur", "created": %d, "method": "card"}
 	]}`, behind, listStart.Add(time.Second).Unix(), dispute.ID, ours, listStart.Unix())))
 
 	all, _ := listContractAll(g, srv, url.Values{"kind": {"refunds"}, "limit": {"1"}})

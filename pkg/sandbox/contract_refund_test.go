@@ -126,7 +126,7 @@ func TestContractRefundRefusals(t *testing.T) {
 	e := sandbox.NewEngine()
 	srv := startSandbox(t, e, sandbox.ServerOptions{})
 	charge := contractCharged(g, srv, 1000)
-	waiting := e.PutIntent(sandbox.Intent{Amount: 1000, Currency: "eur", Status: sandbox.StatusProcessing})
+	waiting := e.PutIntent(sandbox.Intent{Amount: 1000, Currency: "eur", Status: sandbox.StatusRequiresPaymentMethod})
 
 	tests := []struct {
 		name       string
@@ -226,7 +226,7 @@ func TestContractLookupAnswersTheRefundsOfACharge(t *testing.T) {
 	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
 	g.Expect(res.body).To(MatchJSON(fmt.Sprintf(`{"account": "acct_refunds",
 		"charges": [{"idempotencyKey": "ns/charge", "id": %q, "status": "succeeded", "amount": 1000,
-			"currency": "eur", "created": %d, "fingerprint": %q}],
+			"currency": "eur", "created": %d, "fingerprint": %q, "method": "card"}],
 		"refunds": [
 			{"idempotencyKey": "", "id": %q, "status": "succeeded", "amount": 200, "currency": "eur",
 			 "created": %d, "fingerprint": "", "charge": %q},

@@ -157,10 +157,15 @@ func readContractRefund(r *http.Request) (contractRefundRequest, error) {
 }
 
 // writeContractRefundError writes a refund refusal as a 402 with its
-// reason, and any other Engine error as for a charge.
+// reason (a 409 ChargePending for a payment still processing), and any
+// other Engine error as for a charge.
 func writeContractRefundError(w http.ResponseWriter, se *StripeError) {
 	if se.refusal == "" {
 		writeContractError(w, se)
+		return
+	}
+	if se.refusal == ReasonChargePending {
+		writeJSON(w, http.StatusConflict, contractError{Reason: se.refusal, Message: se.Message})
 		return
 	}
 	writeJSON(w, http.StatusPaymentRequired, contractError{Reason: se.refusal, Message: se.Message})
@@ -171,7 +176,7 @@ func writeContractRefundError(w http.ResponseWriter, se *StripeError) {
 // counts as one search (Stats.Searches, RateLimits.Searches) and has no
 // search lag.
 func (e *Engine) lookupCharge(id string) (in Intent, refunds []Refund, found bool, err error) {
-	e.mu.Lock()
+	e.lockSettled()
 	e.stats.Searches++
 	if e.lookupOff {
 		e.mu.Unlock()
@@ -200,7 +205,18 @@ func foundCharge(in Intent) contractFound {
 		Currency:       in.Currency,
 		Created:        in.Created.Unix(),
 		Fingerprint:    in.Metadata[payment.MetadataKeyFingerprint],
+		Method:         methodTypeOf(in),
+		FailureCode:    failureCodeOf(in),
 	}
+}
+
+// failureCodeOf is the code of in's last payment error for a failed
+// intent, empty otherwise.
+func failureCodeOf(in Intent) string {
+	if in.Status != StatusRequiresPaymentMethod || in.LastPaymentError == nil {
+		return ""
+	}
+	return cmp.Or(in.LastPaymentError.DeclineCode, in.LastPaymentError.Code)
 }
 
 // foundRefund is a refund of the lookup body; one made without the

@@ -119,7 +119,7 @@ func TestContractChargesAndReplays(t *testing.T) {
 	id, _ := charge["id"].(string)
 	g.Expect(id).To(HavePrefix("pi_"))
 	g.Expect(first.body).To(MatchJSON(fmt.Sprintf(`{"id": %q, "status": "succeeded", "amount": 1999,
-		"currency": "eur", "created": %d, "replayed": false}`, id, clock.Now().Unix())))
+		"currency": "eur", "created": %d, "replayed": false, "method": "card"}`, id, clock.Now().Unix())))
 
 	// Any bearer token is accepted.
 	replay := send(g, srv, apiRequest{method: http.MethodPost, path: "/http/charges", body: body,
@@ -306,16 +306,16 @@ func TestContractLookup(t *testing.T) {
 	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
 	g.Expect(res.body).To(MatchJSON(fmt.Sprintf(`{"account": "acct_contract", "charges": [
 		{"idempotencyKey": "ns/b", "id": %q, "status": "pending", "amount": 700, "currency": "usd",
-		 "created": %d, "fingerprint": ""}], "refunds": []}`, old.ID, old.Created.Unix())))
+		 "created": %d, "fingerprint": "", "method": "card"}], "refunds": []}`, old.ID, old.Created.Unix())))
 
 	clock.Add(time.Minute)
 	res = lookup("ns/a", "ns/b")
 	g.Expect(res.status).To(Equal(http.StatusOK), string(res.body))
 	g.Expect(res.body).To(MatchJSON(fmt.Sprintf(`{"account": "acct_contract", "charges": [
 		{"idempotencyKey": "ns/a", "id": %q, "status": "succeeded", "amount": 1999, "currency": "eur",
-		 "created": %d, "fingerprint": %q},
+		 "created": %d, "fingerprint": %q, "method": "card"},
 		{"idempotencyKey": "ns/b", "id": %q, "status": "pending", "amount": 700, "currency": "usd",
-		 "created": %d, "fingerprint": ""}], "refunds": []}`,
+		 "created": %d, "fingerprint": "", "method": "card"}], "refunds": []}`,
 		id, clock.Now().Add(-time.Minute).Unix(), contractFingerprint, old.ID, old.Created.Unix())))
 
 	// Statuses in the contract's words.

@@ -108,6 +108,9 @@ func (s *server) getStats(w http.ResponseWriter, _ *http.Request) {
 		RefundsFailed:     st.RefundsFailed,
 		RefundRefusals:    st.RefundRefusals,
 		RefundsByKey:      st.RefundsByKey,
+		Debits:            st.Debits,
+		DebitsSettled:     st.DebitsSettled,
+		DebitsFailed:      st.DebitsFailed,
 	})
 }
 
@@ -158,6 +161,9 @@ type statsBody struct {
 	RefundsFailed     int64          `json:"refundsFailed"`
 	RefundRefusals    int64          `json:"refundRefusals"`
 	RefundsByKey      map[string]int `json:"refundsByKey"`
+	Debits            int64          `json:"debits"`
+	DebitsSettled     int64          `json:"debitsSettled"`
+	DebitsFailed      int64          `json:"debitsFailed"`
 }
 
 // faultsBody is Faults in JSON, with durations as Go duration strings.

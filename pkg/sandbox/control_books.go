@@ -43,7 +43,7 @@ type Books struct {
 // between the reads of the intents, the refunds and the counters. It
 // counts no list.
 func (e *Engine) Books() Books {
-	e.mu.Lock()
+	e.lockSettled()
 	defer e.mu.Unlock()
 	b := Books{Account: e.account, Stats: e.stats,
 		Intents: make([]Intent, 0, len(e.intents)), Refunds: make([]Refund, 0, len(e.refundOrder))}

@@ -213,7 +213,7 @@ func writeNoSuchIntent(w http.ResponseWriter, id string) {
 // intentOf returns the intent with id, and false when there is none,
 // without counting a retrieve.
 func (e *Engine) intentOf(id string) (Intent, bool) {
-	e.mu.Lock()
+	e.lockSettled()
 	defer e.mu.Unlock()
 	in, ok := e.intents[id]
 	return in.clone(), ok

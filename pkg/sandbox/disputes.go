@@ -141,6 +141,7 @@ func (e *Engine) OpenDispute(intentID, reason string) (Dispute, error) {
 	e.disputes[d.ID] = d
 	e.disputesOf[in.ID] = append(e.disputesOf[in.ID], d.ID)
 	e.disputeIndex.insert(keyOf(d.Created, d.ID))
+	e.disputeEventLocked(d)
 	return d, nil
 }
 

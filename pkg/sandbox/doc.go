@@ -54,6 +54,27 @@ limitations under the License.
 // ListRefunds and Refunded are the oracle that proves a caller never
 // refunds twice; Stats.RefundsByKey counts the refunds made under each key.
 //
+// Bank debits are modelled as at Stripe: the test payment methods
+// PaymentMethodSEPADebit, PaymentMethodSEPADebitFailed,
+// PaymentMethodSEPADebitInsufficientFunds, PaymentMethodACHDebit,
+// PaymentMethodACHDebitAccountClosed and
+// PaymentMethodACHDebitInsufficientFunds (Stripe's test-mode tokens) leave
+// their intent processing, with its PaymentMethodType, for the debit
+// settle delay (SetDebitSettleDelay, PUT /_sandbox/debits); then it
+// succeeds, or is requires_payment_method with a last payment error whose
+// code says why (insufficient_funds, account_closed). Both HTTP surfaces
+// show it processing until then. A refund of a processing intent is
+// refused, and not saved under its key, until it succeeded.
+//
+// Signed webhooks (SetWebhooks, WithWebhooks, PUT /_sandbox/webhooks) send
+// an event for every change the Engine makes to a URL, in Stripe's format
+// (Stripe-Signature, verified by stripe-go's webhook package) or the HTTP
+// contract's (Paymentjob-Signature), both signed with Sign. A goroutine
+// sends them from a queue, retries those not answered with a 2xx, decides
+// the debits as they fall due, and injects the faults of WebhookFaults
+// (duplicate, reorder, drop, bad signature, delay) from a seeded random
+// source; WebhookStats counts them. Close stops it.
+//
 // Reconciliation reads the provider's books as Stripe's lists do:
 // ListIntents, ListRefundsPage and ListDisputes (GET /v1/payment_intents,
 // /v1/refunds, /v1/disputes, and the HTTP contract's GET /http/list) answer

@@ -71,7 +71,18 @@ type Engine struct {
 	disputes     map[string]Dispute
 	disputesOf   map[string][]string
 	disputeIndex createdIndex
-	stats        Stats
+	// debits are the bank debits still processing, by intent ID, with when
+	// each is decided; debitDelay is how long a new one waits.
+	debits     map[string]time.Time
+	debitDelay time.Duration
+	// nextDebit is when the first of debits falls due: before it, a read
+	// decides nothing.
+	nextDebit time.Time
+	// hooks sends the webhooks, nil until SetWebhooks; startHooks is the
+	// config of WithWebhooks, started once every option is applied.
+	hooks      *webhooks
+	startHooks *WebhookConfig
+	stats      Stats
 }
 
 // NewEngine returns an Engine without faults, rate limits or search lag,
@@ -90,6 +101,8 @@ func NewEngine(opts ...Option) *Engine {
 		settles:     map[string]time.Time{},
 		disputes:    map[string]Dispute{},
 		disputesOf:  map[string][]string{},
+		debits:      map[string]time.Time{},
+		debitDelay:  DefaultDebitSettleDelay,
 		stats:       Stats{ChargesByKey: map[string]int{}, RefundsByKey: map[string]int{}},
 	}
 	for _, opt := range opts {
@@ -99,6 +112,13 @@ func NewEngine(opts ...Option) *Engine {
 		e.account = "acct_" + e.randomText(16)
 	}
 	e.writes, e.searches, e.reads = e.limits.limiters()
+	if e.startHooks != nil {
+		e.mu.Lock()
+		// Validated by WithWebhooks.
+		_ = e.setWebhooksLocked(*e.startHooks)
+		e.mu.Unlock()
+		e.startHooks = nil
+	}
 	return e
 }
 
@@ -204,6 +224,16 @@ type Stats struct {
 	// RefundsByKey counts the refunds created, by idempotency key. With
 	// idempotency off, a key may count more than one.
 	RefundsByKey map[string]int
+	// Debits counts the bank debits accepted (left processing); each also
+	// counts in Charges and ChargesByKey when it is accepted, since it was
+	// sent to the bank, whether it later settles or fails.
+	Debits int64
+	// DebitsSettled counts the bank debits that succeeded after their
+	// delay.
+	DebitsSettled int64
+	// DebitsFailed counts the bank debits that failed after their delay;
+	// they moved no money.
+	DebitsFailed int64
 }
 
 // Stats returns a copy of the counters.

@@ -46,7 +46,8 @@ func (e *Engine) PutIntent(in Intent) Intent {
 	if in.Status == "" {
 		in.Status = StatusSucceeded
 	}
-	e.storeIntentLocked(in)
+	// History: no webhook event.
+	e.putIntentLocked(in)
 	return in.clone()
 }
 

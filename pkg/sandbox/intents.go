@@ -67,6 +67,9 @@ type Intent struct {
 	Customer string
 	// PaymentMethod is the payment method charged.
 	PaymentMethod string
+	// PaymentMethodType is the payment method's type, such as
+	// MethodTypeSEPADebit; empty is MethodTypeCard.
+	PaymentMethodType string
 	// Description is the description sent, if any.
 	Description string
 	// Metadata is the metadata sent, if any.
@@ -141,7 +144,7 @@ func TaggedRequest(key string, p PaymentIntentParams) PaymentIntentParams {
 // GetPaymentIntent returns the intent with the ID, and false when there is
 // none. Every call counts in Stats.Retrieves.
 func (e *Engine) GetPaymentIntent(id string) (Intent, bool) {
-	e.mu.Lock()
+	e.lockSettled()
 	defer e.mu.Unlock()
 	e.stats.Retrieves++
 	in, ok := e.intents[id]
@@ -154,7 +157,7 @@ func (e *Engine) GetPaymentIntent(id string) (Intent, bool) {
 // is a test's view of the Engine: it counts nothing and ignores the search
 // lag and the rate limits.
 func (e *Engine) LookupByKey(key string) (Intent, bool) {
-	e.mu.Lock()
+	e.lockSettled()
 	var found []Intent
 	for _, in := range e.intents {
 		if in.IdempotencyKey == key && in.Status == StatusSucceeded {

@@ -70,7 +70,7 @@ type ListQuery struct {
 // naming the parameter: a limit out of range, both cursors, or a cursor
 // that is not a PaymentIntent. Every call counts in Stats.Lists.
 func (e *Engine) ListIntents(q ListQuery) ([]Intent, bool, error) {
-	e.mu.Lock()
+	e.lockSettled()
 	defer e.mu.Unlock()
 	e.stats.Lists++
 	keys, more, err := listPage(&e.intentIndex, q, objectPaymentIntent, func(id string) (indexKey, bool) {
@@ -123,9 +123,20 @@ func (e *Engine) subIndex(ids []string, created func(id string) time.Time) *crea
 	return &x
 }
 
-// storeIntentLocked stores in, and keeps the intent index right when it
-// replaces an intent created at another time. The caller holds the lock.
+// storeIntentLocked stores in as putIntentLocked does and, when it is new
+// or its status changed, queues the webhook event of its status. The
+// caller holds the lock.
 func (e *Engine) storeIntentLocked(in Intent) {
+	old, ok := e.intents[in.ID]
+	e.putIntentLocked(in)
+	if !ok || old.Status != in.Status {
+		e.intentEventLocked(in)
+	}
+}
+
+// putIntentLocked stores in, and keeps the intent index right when it
+// replaces an intent created at another time. The caller holds the lock.
+func (e *Engine) putIntentLocked(in Intent) {
 	k := keyOf(in.Created, in.ID)
 	if old, ok := e.intents[in.ID]; ok {
 		if oldKey := keyOf(old.Created, old.ID); oldKey != k {

@@ -210,7 +210,10 @@ func (e *Engine) AmountTooLargeCode() bool {
 // amount_too_large on param amount (without the code after
 // SetAmountTooLargeCode(false)), and a PaymentIntent that did not succeed a 400
 // invalid_request_error with param payment_intent; these refusals are saved
-// under the key and replayed. An unknown PaymentIntent is a 404
+// under the key and replayed. A PaymentIntent still processing (a bank
+// debit) is refused the same way, with a message that says its charge is
+// pending, but the refusal is not saved: the same key refunds once the
+// payment succeeded. An unknown PaymentIntent is a 404
 // resource_missing, and malformed parameters a 400; neither is saved. A new
 // refund succeeds at once, or is pending while SetRefundSettleDelay says
 // so. Errors are always *StripeError.
@@ -233,7 +236,7 @@ func (e *Engine) createRefund(key string, p RefundParams, fp string) (Refund, bo
 // commitRefund decides a refund whose key is in flight, as commit does for
 // a charge.
 func (e *Engine) commitRefund(key string, p RefundParams, t *ticket) (a answer, lost bool) {
-	e.mu.Lock()
+	e.lockSettled()
 	defer e.mu.Unlock()
 	if t.failBeforeCommit {
 		e.release(key, t)
@@ -245,6 +248,13 @@ func (e *Engine) commitRefund(key string, p RefundParams, t *ticket) (a answer, 
 		e.release(key, t)
 		e.stats.InvalidRequests++
 		return answer{err: err}, false
+	}
+	if in.Status == StatusProcessing {
+		// Not saved under the key: the same refund is sent again once
+		// the payment succeeded.
+		e.release(key, t)
+		e.stats.RefundRefusals++
+		return answer{err: notSettledError(in)}, false
 	}
 
 	lost = e.take(e.failNext, FaultAfterCommit) || e.chance(e.faults.ErrorAfterCommit)
@@ -279,6 +289,7 @@ func (e *Engine) commitRefund(key string, p RefundParams, t *ticket) (a answer, 
 	e.refundIndex.insert(keyOf(r.Created, r.ID))
 	e.refundOrder = append(e.refundOrder, r.ID)
 	e.refundsOf[r.PaymentIntent] = append(e.refundsOf[r.PaymentIntent], r.ID)
+	e.refundEventLocked(r, true)
 	saved := r.clone()
 	s.savedRefund = &saved
 	e.stats.Refunds++

@@ -95,6 +95,7 @@ func (e *Engine) FailRefund(id, failureReason string) (Refund, error) {
 	delete(e.settles, id)
 	e.refunds[id] = r
 	e.stats.RefundsFailed++
+	e.refundEventLocked(r, false)
 	return r.clone(), nil
 }
 
@@ -108,5 +109,6 @@ func (e *Engine) settleLocked(r Refund) Refund {
 	r.Status = RefundStatusSucceeded
 	e.refunds[r.ID] = r
 	delete(e.settles, r.ID)
+	e.refundEventLocked(r, false)
 	return r
 }

@@ -96,7 +96,7 @@ func (e *Engine) refuseLookup() error {
 // Errors are *StripeError: 404 while lookups are off (SetLookupEnabled), 400
 // for a query outside the subset, 429 beyond the rate limit.
 func (e *Engine) SearchPaymentIntents(query string) ([]Intent, error) {
-	e.mu.Lock()
+	e.lockSettled()
 	e.stats.Searches++
 	if e.lookupOff {
 		e.mu.Unlock()

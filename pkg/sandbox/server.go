@@ -89,6 +89,13 @@ type ServerOptions struct {
 //	POST /_sandbox/intents/{id}/status    {"status": S} (Engine.SetIntentStatus), without auth
 //	POST /_sandbox/intents/{id}/dispute   open a dispute, {"reason": R} optional (Engine.OpenDispute), without auth
 //	POST /_sandbox/disputes/{id}/status   {"status": S} (Engine.SetDisputeStatus), without auth
+//	GET  /_sandbox/debits                 the bank debits' settle delay, {"settleDelay": "5s"}, without auth
+//	PUT  /_sandbox/debits                 {"settleDelay": "200ms"} (Engine.SetDebitSettleDelay), without auth
+//	GET  /_sandbox/webhooks               the webhook config without its secret ({"url", "format", "hasSecret",
+//	                                      "seed", "faults"}) and its counters ("stats": WebhookStats), without auth
+//	PUT  /_sandbox/webhooks               {"url", "secret", "format": "stripe"|"http", "seed", "faults": {"duplicate",
+//	                                      "reorder", "drop", "badSignature", "delay": "1s"}}; a field left out keeps
+//	                                      its value, "url": "" turns webhooks off (Engine.SetWebhooks), without auth
 //
 // Every /v1 route requires a test API key (TestKeyPrefix), as a Bearer token
 // or as the user name of HTTP Basic auth; its errors have Stripe's shape:
@@ -126,6 +133,8 @@ func NewServer(e *Engine, opts ServerOptions) http.Handler {
 	mux.Handle("/_sandbox/intents/{id}/status", methods{http.MethodPost: s.setIntentStatus})
 	mux.Handle("/_sandbox/intents/{id}/dispute", methods{http.MethodPost: s.openDispute})
 	mux.Handle("/_sandbox/disputes/{id}/status", methods{http.MethodPost: s.setDisputeStatus})
+	mux.Handle("/_sandbox/debits", methods{http.MethodGet: s.getDebitControl, http.MethodPut: s.putDebitControl})
+	mux.Handle("/_sandbox/webhooks", methods{http.MethodGet: s.getWebhooks, http.MethodPut: s.putWebhooks})
 	mux.HandleFunc("/", notFound)
 
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -192,7 +192,7 @@ func TestServerCreatesAndReplaysPaymentIntent(t *testing.T) {
 		"currency": "eur", "customer": "cus_123", "payment_method": "pm_card_visa",
 		"description": "order 42", "metadata": {"paymentjob": "default/order-42"},
 		"status": "succeeded", "created": %d, "livemode": false,
-		"confirmation_method": "automatic", "capture_method": "automatic",
+		"confirmation_method": "automatic", "capture_method": "automatic", "payment_method_types": ["card"],
 		"cancellation_reason": null, "last_payment_error": null,
 		"latest_charge": {"id": %q, "object": "charge", "amount": 1999, "amount_captured": 1999,
 			"amount_refunded": 0, "captured": true, "paid": true, "refunded": false, "currency": "eur",
@@ -717,7 +717,7 @@ func TestServerServesStatsAndFaults(t *testing.T) {
 		"inFlightConflicts": 0, "declines": 1, "requiresAction": 0, "cancels": 0, "keyReusedErrors": 0,
 		"invalidRequests": 0, "faults": 0, "rateLimited": 0, "searches": 0, "retrieves": 0, "reads": 0, "lists": 0, "keysForgotten": 0,
 		"chargesByKey": {"k1": 1}, "refundRequests": 0, "refunds": 0, "refundsFailed": 0, "refundRefusals": 0,
-		"refundsByKey": {}}`))
+		"refundsByKey": {}, "debits": 0, "debitsSettled": 0, "debitsFailed": 0}`))
 
 	faults := sendControl(g, srv, http.MethodGet, "/_sandbox/faults", "")
 	g.Expect(faults.status).To(Equal(http.StatusOK))

@@ -77,6 +77,7 @@ type paymentIntentBody struct {
 	CaptureMethod      string            `json:"capture_method"`
 	CancellationReason *string           `json:"cancellation_reason"`
 	LastPaymentError   *apiErrorBody     `json:"last_payment_error"`
+	PaymentMethodTypes []string          `json:"payment_method_types"`
 	// LatestCharge is the charge's ID (a string) of a succeeded intent,
 	// nil otherwise, or the charge itself when expanded (chargeBody).
 	LatestCharge any `json:"latest_charge"`
@@ -123,6 +124,7 @@ func intentBody(in Intent) paymentIntentBody {
 		CancellationReason: nullable(in.CancellationReason),
 		LastPaymentError:   lastError,
 		LatestCharge:       latestCharge,
+		PaymentMethodTypes: []string{methodTypeOf(in)},
 	}
 }
 

@@ -40,6 +40,8 @@ var switchBodies = map[string]any{
 	"/_sandbox/intents/{id}/status":  statusBody{},
 	"/_sandbox/intents/{id}/dispute": disputeRequestBody{},
 	"/_sandbox/disputes/{id}/status": statusBody{},
+	"/_sandbox/debits":               debitsBody{},
+	"/_sandbox/webhooks":             webhooksPut{},
 }
 
 // docs/testing.md, "The running sandbox's switches", names every /_sandbox

@@ -23,4 +23,11 @@ limitations under the License.
 // pkg/sandbox: its methods take the operator's internal payment types,
 // which no other module can name. Code outside this module reaches an
 // Engine through its methods or over HTTP (sandbox.NewServer).
+//
+// A bank debit (sandbox.PaymentMethodSEPADebit, ...) is answered by Charge
+// and Settle with payment.Settling as soon as its intent is read
+// processing, never polled; Settle answers its outcome once it settled, or
+// a Declined refusal with its failure code (insufficient_funds,
+// account_closed) as the reason. A refund of a payment still processing is
+// a transient error: nothing was refunded.
 package sandboxprovider

@@ -17,6 +17,7 @@ limitations under the License.
 package sandboxprovider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,6 +125,9 @@ func (p *Provider) Charge(ctx context.Context, key string, req payment.ChargeReq
 		if waitsForCustomer(r.intent.Status) {
 			return p.abandon(r.intent)
 		}
+		if r.intent.Status == sandbox.StatusProcessing {
+			return payment.Outcome{}, settling(r.intent)
+		}
 		return outcome(r.intent, r.replayed), nil
 	case <-ctx.Done():
 		return payment.Outcome{}, payment.Transient(fmt.Errorf("charge response not received: %w", ctx.Err()), 0)
@@ -171,9 +175,13 @@ func (p *Provider) Lookup(ctx context.Context, keys []string) (map[string][]paym
 // Settle reads the intent with id, every settle interval, until its status
 // is final or ctx is done: a succeeded (or requires_capture) intent is
 // returned as an outcome, one that ended without moving money is a
-// payment.Declined refusal, one that waits for a customer is canceled as
-// Charge does, and an unknown id, an intent carrying another key or a
-// context done are transient. Each read counts in Stats.Retrieves.
+// payment.Declined refusal (a bank debit that failed with its failure
+// code, such as insufficient_funds, as the reason), one that waits for a
+// customer is canceled as Charge does, and an unknown id, an intent
+// carrying another key or a context done are transient. A processing
+// intent (a bank debit not settled yet) returns payment.Settling after one
+// read: it is read again by a later Settle, never polled here. Each read
+// counts in Stats.Retrieves.
 func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome, error) {
 	p.settles.Add(1)
 	var tick *time.Timer
@@ -191,10 +199,17 @@ func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome,
 		if waitsForCustomer(in.Status) {
 			return p.abandon(in)
 		}
+		if in.Status == sandbox.StatusProcessing {
+			return payment.Outcome{}, settling(in)
+		}
 		switch chargeState(in.Status) {
 		case payment.StateSucceeded:
 			return outcome(in, false), nil
 		case payment.StateNotCharged:
+			if le := in.LastPaymentError; le != nil && payment.BankDebit(in.PaymentMethodType) {
+				return payment.Outcome{}, payment.Declined(cmp.Or(le.DeclineCode, le.Code),
+					fmt.Sprintf("%s payment intent %s failed (%s): %s", in.PaymentMethodType, id, le.Code, le.Message))
+			}
 			return payment.Outcome{}, payment.Declined(payment.ReasonCardDeclined,
 				fmt.Sprintf("payment intent %s ended with status %s", id, in.Status))
 		}
@@ -211,6 +226,12 @@ func (p *Provider) Settle(ctx context.Context, key, id string) (payment.Outcome,
 				fmt.Errorf("charge %s not final (%s): %w", id, in.Status, ctx.Err()), 0)
 		}
 	}
+}
+
+// settling is the payment.SettlingError of a processing intent: accepted,
+// not settled yet.
+func settling(in sandbox.Intent) error {
+	return payment.Settling(in.ID, in.Status, in.PaymentMethodType)
 }
 
 // waitsForCustomer reports whether an intent in status waits for a customer

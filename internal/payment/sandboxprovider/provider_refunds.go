@@ -155,6 +155,10 @@ func refundState(status string) payment.ChargeState {
 	}
 }
 
+// chargePendingRetryAfter is when to send again a refund of a payment that
+// has not settled yet.
+const chargePendingRetryAfter = 5 * time.Second
+
 // mapRefundError maps the Engine's refusals of a refund to the payment
 // package's refund reasons; the rest as mapError does.
 func mapRefundError(err error) error {
@@ -166,6 +170,10 @@ func mapRefundError(err error) error {
 		return payment.Declined(reason, se.Message)
 	}
 	switch {
+	case se.Refusal() == sandbox.ReasonChargePending:
+		// The payment is a bank debit not settled yet: nothing was
+		// refunded, and the same refund goes through once it settled.
+		return payment.Transient(fmt.Errorf("cannot refund yet: %w", se), chargePendingRetryAfter)
 	case se.Refusal() == payment.ReasonRefundExceedsCharge:
 		// With or without its code (SetAmountTooLargeCode).
 		return refusal(payment.ReasonRefundExceedsCharge)

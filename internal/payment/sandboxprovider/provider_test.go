@@ -508,11 +508,10 @@ func TestProviderSettle(t *testing.T) {
 		wantStatus    string
 		wantClass     error
 		wantTransient string
+		wantSettling  bool
 	}{
 		{name: "succeeded", status: sandbox.StatusSucceeded, wantStatus: sandbox.StatusSucceeded},
 		{name: "requires capture", status: sandbox.StatusRequiresCapture, wantStatus: sandbox.StatusRequiresCapture},
-		{name: "processing, then succeeded", status: sandbox.StatusProcessing, then: sandbox.StatusSucceeded,
-			wantStatus: sandbox.StatusSucceeded},
 		{name: "requires action, canceled by Settle", status: sandbox.StatusRequiresAction, wantClass: payment.ErrDeclined},
 		{name: "requires confirmation, canceled by Settle", status: sandbox.StatusRequiresConfirmation,
 			wantClass: payment.ErrDeclined},
@@ -520,8 +519,7 @@ func TestProviderSettle(t *testing.T) {
 			wantStatus: sandbox.StatusSucceeded},
 		{name: "requires payment method", status: sandbox.StatusRequiresPaymentMethod, wantClass: payment.ErrDeclined},
 		{name: "canceled", status: sandbox.StatusCanceled, wantClass: payment.ErrDeclined},
-		{name: "processing until the deadline", status: sandbox.StatusProcessing,
-			wantTransient: context.DeadlineExceeded.Error()},
+		{name: "processing: settling after one read", status: sandbox.StatusProcessing, wantSettling: true},
 		{name: "unknown id", status: sandbox.StatusSucceeded, id: "pi_unknown", wantTransient: "no such payment intent"},
 		{name: "another key", status: sandbox.StatusSucceeded, key: "other", wantTransient: "another idempotency key"},
 	}
@@ -565,6 +563,11 @@ func TestProviderSettle(t *testing.T) {
 				g.Expect(r.err).To(MatchError(tt.wantClass))
 				_, refused := payment.IsRefusal(r.err)
 				g.Expect(refused).To(BeTrue())
+			case tt.wantSettling:
+				s, ok := payment.IsSettling(r.err)
+				g.Expect(ok).To(BeTrue(), "want settling, got %v", r.err)
+				g.Expect(*s).To(Equal(payment.SettlingError{ID: in.ID, Status: sandbox.StatusProcessing}))
+				g.Expect(e.Stats().Retrieves).To(BeEquivalentTo(1), "no polling")
 			case tt.wantTransient != "":
 				g.Expect(r.err).To(BeAssignableToTypeOf(&payment.TransientError{}))
 				g.Expect(r.err).To(MatchError(ContainSubstring(tt.wantTransient)))

@@ -206,6 +206,26 @@ func (s *Sandbox) SetLookup(ctx context.Context, on bool) error {
 	return nil
 }
 
+// SetDebitSettleDelay sets how long new bank debits stay processing before
+// they succeed or fail.
+func (s *Sandbox) SetDebitSettleDelay(ctx context.Context, d time.Duration) error {
+	if err := s.do(ctx, http.MethodPut, "/_sandbox/debits", map[string]string{"settleDelay": d.String()}, nil); err != nil {
+		return fmt.Errorf("cannot set the sandbox's debit settle delay: %w", err)
+	}
+	return nil
+}
+
+// WebhookStats returns the counters of the webhooks the sandbox sent.
+func (s *Sandbox) WebhookStats(ctx context.Context) (sandbox.WebhookStats, error) {
+	var body struct {
+		Stats sandbox.WebhookStats `json:"stats"`
+	}
+	if err := s.do(ctx, http.MethodGet, "/_sandbox/webhooks", nil, &body); err != nil {
+		return sandbox.WebhookStats{}, fmt.Errorf("cannot read the sandbox's webhook counters: %w", err)
+	}
+	return body.Stats, nil
+}
+
 // do sends body, when set, as JSON and decodes a 200 answer into into, when
 // set. Any other status is an error with the start of the answer.
 func (s *Sandbox) do(ctx context.Context, method, path string, body, into any) error {

@@ -52,6 +52,10 @@ type Options struct {
 	LogPath string
 	// Flags follow --addr=127.0.0.1:0: fault switches, --live-rate-limits.
 	Flags []string
+	// Env is added to the process's environment, such as
+	// SANDBOX_WEBHOOK_SECRET=... for --webhook-url: a secret never goes in
+	// Flags, which anyone on the machine can read.
+	Env []string
 	// Register, when set, is called with the process as soon as it runs,
 	// before its address is known, so that the caller can stop it whatever
 	// happens next (a test's Cleanup, a process registry).
@@ -85,7 +89,7 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 		timeout = DefaultRequestTimeout
 	}
 	listening := childproc.NewLineSignal(listeningPrefix)
-	p, err := childproc.Start("sandbox", o.Bin, o.LogPath, nil, listening, append([]string{"--addr=127.0.0.1:0"}, o.Flags...)...)
+	p, err := childproc.Start("sandbox", o.Bin, o.LogPath, o.Env, listening, append([]string{"--addr=127.0.0.1:0"}, o.Flags...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ package sandboxproc_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -79,6 +80,24 @@ func TestClientReadsAndSwitchesTheSandbox(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("404")), "search is off")
 	g.Expect(sb.SetLookup(ctx, true)).To(Succeed())
 	g.Expect(e.LookupEnabled()).To(BeTrue())
+}
+
+func TestClientSetsDebitsAndReadsWebhookCounters(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e, sb := serve(t)
+	g.Expect(sb.SetDebitSettleDelay(ctx, 250*time.Millisecond)).To(Succeed())
+	g.Expect(e.DebitSettleDelay()).To(Equal(250 * time.Millisecond))
+
+	receiver := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(receiver.Close)
+	t.Cleanup(e.Close)
+	g.Expect(e.SetWebhooks(sandbox.WebhookConfig{URL: receiver.URL, Secret: "whsec_x", Faults: sandbox.WebhookFaults{Drop: 1}})).To(Succeed())
+	_, _, err := e.CreatePaymentIntent("k", sandbox.PaymentIntentParams{Amount: 100, Currency: "eur",
+		PaymentMethod: sandbox.PaymentMethodVisa})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() (sandbox.WebhookStats, error) { return sb.WebhookStats(ctx) }).WithTimeout(5 * time.Second).
+		Should(Equal(sandbox.WebhookStats{Events: 1, Dropped: 1}))
 }
 
 func TestClientReportsTheSandboxRefusal(t *testing.T) {
