@@ -66,10 +66,12 @@ func TestParseEvent(t *testing.T) {
 		want:    payment.Event{ID: "evt_5", Type: "customer.created", Created: created},
 		wantErr: payment.ErrEventIgnored,
 	}, {
-		name:   "rotation: the second of two v1 signatures matches",
-		body:   succeeded,
-		header: func(b []byte) string { return httpprovider.Sign("old-secret", now, b) + ",v1=" + strings.SplitN(sign(b), "v1=", 2)[1] },
-		want:   payment.Event{ID: "evt_1", Type: "payment.succeeded", Subject: payment.SubjectPayment, ObjectID: "pay_1", Key: "ns/job", Created: created},
+		name: "rotation: the second of two v1 signatures matches",
+		body: succeeded,
+		header: func(b []byte) string {
+			return httpprovider.Sign("old-secret", now, b) + ",v1=" + strings.SplitN(sign(b), "v1=", 2)[1]
+		},
+		want: payment.Event{ID: "evt_1", Type: "payment.succeeded", Subject: payment.SubjectPayment, ObjectID: "pay_1", Key: "ns/job", Created: created},
 	}, {
 		name:    "bad signature",
 		body:    succeeded,
@@ -83,14 +85,18 @@ func TestParseEvent(t *testing.T) {
 		},
 		wantErr: payment.ErrEventBadSignature,
 	}, {
-		name:    "stale",
-		body:    succeeded,
-		header:  func(b []byte) string { return httpprovider.Sign(secret, now.Add(-payment.EventTolerance-time.Second), b) },
+		name: "stale",
+		body: succeeded,
+		header: func(b []byte) string {
+			return httpprovider.Sign(secret, now.Add(-payment.EventTolerance-time.Second), b)
+		},
 		wantErr: payment.ErrEventStale,
 	}, {
-		name:    "future",
-		body:    succeeded,
-		header:  func(b []byte) string { return httpprovider.Sign(secret, now.Add(payment.EventTolerance+time.Second), b) },
+		name: "future",
+		body: succeeded,
+		header: func(b []byte) string {
+			return httpprovider.Sign(secret, now.Add(payment.EventTolerance+time.Second), b)
+		},
 		wantErr: payment.ErrEventStale,
 	}, {
 		name:   "inside the tolerance",
