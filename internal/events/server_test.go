@@ -19,6 +19,8 @@ package events
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -265,4 +267,32 @@ func TestStartServesUntilStopped(t *testing.T) {
 	g.Eventually(done).WithTimeout(ShutdownTimeout + time.Second).Should(Receive(BeNil()))
 	_, err = http.Post("http://"+srv.Address()+PathPrefix+testNamespace+"/stripe", "application/json", bytes.NewReader(body))
 	g.Expect(err).To(HaveOccurred(), "the server stopped")
+}
+
+// TestSlowSenderIsCutOff: a sender that does not finish its headers within
+// ReadHeaderTimeout is disconnected, so slow senders cannot hold the
+// server's connections.
+func TestSlowSenderIsCutOff(t *testing.T) {
+	g := NewWithT(t)
+	h := newHarness(t, testObjects(), nil)
+	srv := &Server{Addr: "127.0.0.1:0", Reader: h.srv.Reader, Waker: h.waker}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	g.Eventually(srv.Address).WithTimeout(5 * time.Second).ShouldNot(BeEmpty())
+
+	conn, err := net.Dial("tcp", srv.Address())
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = conn.Close() }()
+	_, err = conn.Write([]byte("POST /events/shop/stripe HTTP/1.1\r\nHost: x\r\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	started := time.Now()
+	g.Expect(conn.SetReadDeadline(started.Add(ReadHeaderTimeout + 5*time.Second))).To(Succeed())
+	_, err = io.ReadAll(conn)
+	g.Expect(err).NotTo(HaveOccurred(), "the server closed the connection before the test's deadline")
+	g.Expect(time.Since(started)).To(BeNumerically(">=", ReadHeaderTimeout-time.Second))
 }
