@@ -281,7 +281,9 @@ func TestSlowSenderIsCutOff(t *testing.T) {
 	go func() { done <- srv.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	})
 	g.Eventually(srv.Address).WithTimeout(5 * time.Second).ShouldNot(BeEmpty())
 
