@@ -185,10 +185,16 @@ func (s *Server) secret(ctx context.Context, pp *paymentsv1alpha1.PaymentProvide
 	return string(secret.Data[ref.Key]), nil
 }
 
-// answer counts and logs an accepted event and answers 200.
+// answer counts and logs an accepted event and answers 200; duplicates
+// and ignored types are logged at V(1).
 func (s *Server) answer(w http.ResponseWriter, name types.NamespacedName, ev payment.Event, result string, woken int) {
 	eventsReceivedTotal.WithLabelValues(result).Inc()
-	s.Log.Info("Handled provider event", "paymentProvider", klog.KRef(name.Namespace, name.Name),
+	log := s.Log
+	if result == ResultDuplicate || result == ResultIgnored {
+		// A replayed or uninteresting event costs no more than a refusal.
+		log = log.V(1)
+	}
+	log.Info("Handled provider event", "paymentProvider", klog.KRef(name.Namespace, name.Name),
 		"event", ev.ID, "type", ev.Type, "result", result, "woken", woken, "age", ageOf(ev, s.Clock.Now()))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)

@@ -103,8 +103,9 @@ type Server struct {
 	// Clock is the time signatures are checked against; nil is the real
 	// clock.
 	Clock clock.WithDelayedExecution
-	// Log receives one line per handled event (id, type, provider, result)
-	// and, at V(1), one per refusal; never a body, header or secret.
+	// Log receives one line per handled event (id, type, provider, result;
+	// duplicates and ignored types at V(1)) and, at V(1), one per refusal;
+	// never a body, header or secret.
 	Log logr.Logger
 	// RefusalsPerSecond and RefusalBurst size each provider's token bucket
 	// of refused requests; zero is DefaultRefusalsPerSecond and
