@@ -95,7 +95,7 @@ func TestManagerAcceptsTheChartsArguments(t *testing.T) {
 }
 
 // onLoopback points the metrics and health probe listeners of args at the
-// given loopback addresses.
+// given loopback addresses, and an events listener at a free loopback port.
 func onLoopback(args []string, metrics, probe string) []string {
 	out := make([]string, 0, len(args))
 	for _, a := range args {
@@ -104,6 +104,8 @@ func onLoopback(args []string, metrics, probe string) []string {
 			a = "--metrics-bind-address=" + metrics
 		case strings.HasPrefix(a, "--health-probe-bind-address="):
 			a = "--health-probe-bind-address=" + probe
+		case strings.HasPrefix(a, "--events-bind-address=") && a != "--events-bind-address=0":
+			a = "--events-bind-address=127.0.0.1:0"
 		}
 		out = append(out, a)
 	}

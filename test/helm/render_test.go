@@ -90,12 +90,13 @@ func TestRenderDefaults(t *testing.T) {
 		"--refund-recheck-interval=1h",
 		"--refund-watch-period=720h",
 		"--zap-log-level=info",
+		"--events-bind-address=0",
 	}))
 	g.Expect(find(objs, "CustomResourceDefinition")).To(HaveLen(6))
 	g.Expect(find(objs, "ValidatingAdmissionPolicy")).To(HaveLen(2), "finished-label and reconciliation-reader")
 	g.Expect(find(objs, "MutatingAdmissionPolicy")).To(HaveLen(3))
 	// Optional objects are off by default.
-	for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap", "NetworkPolicy", "PodDisruptionBudget"} {
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap", "NetworkPolicy", "PodDisruptionBudget", "Ingress"} {
 		g.Expect(find(objs, kind)).To(BeEmpty(), kind)
 	}
 	// NOTES.txt tells the next step: the labelled Secret, then a PaymentProvider.
@@ -136,6 +137,7 @@ func TestRenderEveryValue(t *testing.T) {
 		"--refund-recheck-interval=30m",
 		"--refund-watch-period=240h",
 		"--zap-log-level=debug",
+		"--events-bind-address=:9445",
 		"--zap-encoder=console",
 	))
 	pod, _, _ := unstructured.NestedMap(deploy.Object, "spec", "template", "spec")
@@ -202,6 +204,34 @@ func TestRenderEveryValue(t *testing.T) {
 	egress, _, _ := unstructured.NestedSlice(policies["allow-provider-egress"].Object, "spec", "egress")
 	g.Expect(egress).To(HaveLen(4), "DNS, API server, providers and the extra rule")
 	g.Expect(egress[1]).To(HaveKeyWithValue("to", ConsistOf(HaveKeyWithValue("ipBlock", HaveKeyWithValue("cidr", "172.18.0.2/32")))))
+
+	// The events endpoint: its Service, the Ingress of its path alone, and
+	// ingress to its port from events.from.
+	var events *unstructured.Unstructured
+	for _, s := range find(objs, "Service") {
+		if s.GetName() == "payments-operator-events" {
+			events = s
+		}
+	}
+	g.Expect(events).NotTo(BeNil(), "the events Service")
+	g.Expect(field(events, "spec", "ports")).To(ConsistOf(And(HaveKeyWithValue("port", BeEquivalentTo(9445)), HaveKeyWithValue("targetPort", BeEquivalentTo(9445)))))
+	g.Expect(field(events, "spec", "selector")).To(Equal(field(deploy, "spec", "selector", "matchLabels")))
+	ingress := only(t, objs, "Ingress")
+	g.Expect(ingress.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/cluster-issuer", "letsencrypt"))
+	g.Expect(field(ingress, "spec", "ingressClassName")).To(Equal("nginx"))
+	g.Expect(field(ingress, "spec", "tls")).To(ConsistOf(And(HaveKeyWithValue("secretName", "payments-events-tls"),
+		HaveKeyWithValue("hosts", ConsistOf("payments-events.example.com")))))
+	rules := field(ingress, "spec", "rules").([]any)
+	g.Expect(rules).To(HaveLen(1))
+	g.Expect(rules[0]).To(HaveKeyWithValue("host", "payments-events.example.com"))
+	paths, _, _ := unstructured.NestedSlice(rules[0].(map[string]any), "http", "paths")
+	g.Expect(paths).To(ConsistOf(And(HaveKeyWithValue("path", "/events/"), HaveKeyWithValue("pathType", "Prefix"),
+		HaveKeyWithValue("backend", HaveKeyWithValue("service", And(HaveKeyWithValue("name", "payments-operator-events"),
+			HaveKeyWithValue("port", HaveKeyWithValue("number", BeEquivalentTo(9445)))))))), "only the events path")
+	g.Expect(policies).To(HaveKey("allow-events-traffic"))
+	g.Expect(field(policies["allow-events-traffic"], "spec", "ingress")).To(ConsistOf(And(
+		HaveKeyWithValue("ports", ConsistOf(HaveKeyWithValue("port", BeEquivalentTo(9445)))),
+		HaveKeyWithValue("from", ConsistOf(HaveKeyWithValue("namespaceSelector", Not(BeNil())))))))
 }
 
 // A wrong value is refused at install with the value's path, by
@@ -282,6 +312,14 @@ func TestChartRefusesWrongValues(t *testing.T) {
 			[]string{"operator.ledger.postgres.caFile (/etc/ca/ca.crt) is under none of manager.extraVolumeMounts"}},
 		{"TTL without the ledger", map[string]any{"operator": map[string]any{"ledger": map[string]any{"enabled": false, "retention": "24h"}, "ttlSecondsAfterFinished": 60}},
 			[]string{"operator.ttlSecondsAfterFinished needs operator.ledger.enabled"}},
+		{"events Ingress without events", map[string]any{"events": map[string]any{"ingress": map[string]any{"enabled": true, "host": "e.example.com"}}},
+			[]string{"events.ingress.enabled needs events.enabled"}},
+		{"events Ingress without a host", map[string]any{"events": map[string]any{"enabled": true, "ingress": map[string]any{"enabled": true}}},
+			[]string{"events.ingress.enabled needs events.ingress.host"}},
+		{"events on the metrics port", map[string]any{"events": map[string]any{"enabled": true, "port": 8443}},
+			[]string{"events.port (8443) must differ"}},
+		{"events port out of range", map[string]any{"events": map[string]any{"enabled": true, "port": 70000}},
+			[]string{"/events/port"}},
 		{"replicas without leader election", map[string]any{"manager": map[string]any{"leaderElection": map[string]any{"enabled": false}}},
 			[]string{"manager.replicas is 2", "manager.leaderElection.enabled"}},
 	}
@@ -381,6 +419,21 @@ func TestRenderBranches(t *testing.T) {
 			func(g Gomega, objs []*unstructured.Unstructured) {
 				g.Expect(containerArgs(t, only(t, objs, "Deployment"))).To(ContainElement("--leader-elect=false"))
 				g.Expect(find(objs, "PodDisruptionBudget")).To(BeEmpty(), "a budget for one replica would block every drain")
+			}},
+		{"events without an Ingress", map[string]any{"events": map[string]any{"enabled": true}, "networkPolicy": map[string]any{"enabled": true}},
+			func(g Gomega, objs []*unstructured.Unstructured) {
+				g.Expect(containerArgs(t, only(t, objs, "Deployment"))).To(ContainElement("--events-bind-address=:9444"))
+				g.Expect(find(objs, "Service")).To(ContainElement(WithTransform(
+					func(o *unstructured.Unstructured) string { return o.GetName() }, HaveSuffix("-events"))))
+				g.Expect(find(objs, "Ingress")).To(BeEmpty())
+				for _, p := range find(objs, "NetworkPolicy") {
+					if strings.HasSuffix(p.GetName(), "allow-events-traffic") {
+						g.Expect(field(p, "spec", "ingress")).To(ConsistOf(And(HaveKeyWithValue("ports", ConsistOf(HaveKeyWithValue("port", BeEquivalentTo(9444)))),
+							Not(HaveKey("from")))), "every source, on the events port only")
+						return
+					}
+				}
+				g.Expect(false).To(BeTrue(), "no allow-events-traffic NetworkPolicy")
 			}},
 		{"no manager", map[string]any{"manager": map[string]any{"enabled": false}},
 			func(g Gomega, objs []*unstructured.Unstructured) {

@@ -44,7 +44,7 @@ start (a crash loop): said at install instead, naming the values.
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- range $flag := list "leader-elect" "max-concurrent-reconciles" "kube-api-qps" "kube-api-burst" "claim-lease-duration" "provider-timeout" "provider-key-retention" "ledger" "ledger-retention" "etcd-quota-bytes" "ledger-backend" "ledger-postgres-dsn-file" "ledger-postgres-ca-file" "ledger-postgres-max-conns" "ledger-cluster-name" "ledger-postgres-skip-migration-check" "ledger-postgres-durability" "ttl-seconds-after-finished" "insecure-provider-hosts" "audit-interval" "refund-recheck-interval" "refund-watch-period" "zap-log-level" -}}
+{{- range $flag := list "leader-elect" "max-concurrent-reconciles" "kube-api-qps" "kube-api-burst" "claim-lease-duration" "provider-timeout" "provider-key-retention" "ledger" "ledger-retention" "etcd-quota-bytes" "ledger-backend" "ledger-postgres-dsn-file" "ledger-postgres-ca-file" "ledger-postgres-max-conns" "ledger-cluster-name" "ledger-postgres-skip-migration-check" "ledger-postgres-durability" "ttl-seconds-after-finished" "insecure-provider-hosts" "audit-interval" "refund-recheck-interval" "refund-watch-period" "zap-log-level" "events-bind-address" -}}
 {{- $found := false -}}
 {{- range $.Values.manager.args -}}
 {{- if hasPrefix (printf "--%s=" $flag) . -}}{{- $found = true -}}{{- end -}}
@@ -52,6 +52,15 @@ start (a crash loop): said at install instead, naming the values.
 {{- if not $found -}}
 {{- fail (printf "manager.args lacks --%s=...: a list of your own replaces the chart's, so keep its lines (values.yaml) and add your flags after them" $flag) -}}
 {{- end -}}
+{{- end -}}
+{{- if and .Values.events.ingress.enabled (not .Values.events.enabled) -}}
+{{- fail "events.ingress.enabled needs events.enabled: the Ingress would route to no Service" -}}
+{{- end -}}
+{{- if and .Values.events.enabled .Values.events.ingress.enabled (not .Values.events.ingress.host) -}}
+{{- fail "events.ingress.enabled needs events.ingress.host: the public host name the provider posts events to" -}}
+{{- end -}}
+{{- if and .Values.events.enabled (or (eq (int .Values.events.port) (int .Values.metrics.port)) (eq (int .Values.events.port) (int .Values.manager.healthProbe.port))) -}}
+{{- fail (printf "events.port (%d) must differ from metrics.port and manager.healthProbe.port" (int .Values.events.port)) -}}
 {{- end -}}
 {{- if and .Values.prometheus.enabled (not .Values.metrics.enabled) -}}
 {{- fail "prometheus.enabled needs metrics.enabled: the ServiceMonitor would select no Service" -}}
