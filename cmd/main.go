@@ -82,6 +82,7 @@ func main() {
 		refundRecheck        time.Duration
 		refundWatch          time.Duration
 		settleMargin         time.Duration
+		eventsAddr           string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -139,6 +140,9 @@ func main() {
 			"Failed (RefundFailedAfterSuccess).")
 	flag.DurationVar(&refundWatch, "refund-watch-period", paymentrefund.DefaultRefundWatchPeriod,
 		"How long after it completed a PaymentRefund is read again at its provider.")
+	flag.StringVar(&eventsAddr, "events-bind-address", "0",
+		"The address the signed provider events endpoint (POST /events/<namespace>/<provider>) binds to, such as :9444; "+
+			"\"0\" turns it off. Only PaymentProviders with spec.events accept events; see docs/security.md.")
 	flag.DurationVar(&settleMargin, "reconciliation-settle-margin", operator.DefaultReconciliationSettleMargin,
 		"How long after the end of its window a PaymentReconciliation runs (a window without spec.to ends this long "+
 			"before the run): the payments of the last minutes may not have their outcome recorded yet.")
@@ -226,6 +230,7 @@ func main() {
 		RefundRecheckInterval:      refundRecheck,
 		RefundWatchPeriod:          refundWatch,
 		ReconciliationSettleMargin: &settleMargin,
+		EventsBindAddress:          eventsAddr,
 	}
 	if keyRetention == 0 {
 		operatorOpts.KeyRetention = -1

@@ -39,6 +39,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
+	"github.com/idempotency-dev/paymentjob-operator/internal/events"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
@@ -71,7 +72,7 @@ var histogramSuffixes = []string{"_bucket", "_sum", "_count"}
 // docs/observability.md may use.
 func operatorCollectors() []prometheus.Collector {
 	return slices.Concat(engine.Collectors(), paymentjob.Collectors(), paymentrefund.Collectors(), providercache.Collectors(),
-		audit.Collectors(), ttl.Collectors(), ledger.Collectors(), paymentreconciliation.Collectors())
+		audit.Collectors(), ttl.Collectors(), ledger.Collectors(), paymentreconciliation.Collectors(), events.Collectors())
 }
 
 // operatorMetrics returns the names of the metrics the operator registers

@@ -25,6 +25,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -37,7 +38,9 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/rewind"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
+	"github.com/idempotency-dev/paymentjob-operator/internal/events"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
+	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
@@ -132,6 +135,11 @@ type Options struct {
 	// ReconciliationSettleMargin: see DefaultReconciliationSettleMargin;
 	// nil is the default, zero waits for nothing (tests, demos).
 	ReconciliationSettleMargin *time.Duration
+	// EventsBindAddress serves the signed provider events endpoint (POST
+	// /events/<namespace>/<provider>) on every replica; "" and "0" turn it
+	// off. An event only wakes the payments it names: they read their
+	// provider before they write anything.
+	EventsBindAddress string
 	// Namespaces restrict the collector of finished jobs and the audit of
 	// finished labels, as CacheOptions restricts the cache; nil is every
 	// namespace.
@@ -199,6 +207,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("cannot set up the PaymentProvider controller: %w", err)
 	}
 
+	var wakers []events.Waker
 	auditor := &audit.Auditor{
 		Reader:     mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("paymentjob-audit"),
@@ -230,6 +239,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("cannot set up the %s controller: %w", kind.kind.Name(), err)
 		}
+		wakers = append(wakers, r)
 		if kind.kind.Name() == refunds.Name() {
 			watch := &paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: opts.RefundRecheckInterval,
 				Period: opts.RefundWatchPeriod, Namespaces: opts.Namespaces}
@@ -251,6 +261,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Namespaces:   opts.Namespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the PaymentReconciliation controller: %w", err)
+	}
+	if events.Enabled(opts.EventsBindAddress) {
+		if err := mgr.Add(&events.Server{Addr: opts.EventsBindAddress, Reader: mgr.GetClient(), Waker: eachWaker(wakers),
+			Identities: events.CachedIdentities{Cache: adapters}, Log: mgr.GetLogger().WithName("events")}); err != nil {
+			return fmt.Errorf("cannot add the events endpoint: %w", err)
+		}
 	}
 	if err := auditor.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the audit: %w", err)
@@ -368,4 +384,16 @@ func HolderIdentity() (string, error) {
 		return "", fmt.Errorf("cannot generate a process id: %w", err)
 	}
 	return name + "/" + hex.EncodeToString(id), nil
+}
+
+// eachWaker wakes, for one event, the objects of every kind it names: a
+// charge's event may name a refund's payment, and the other way round.
+type eachWaker []events.Waker
+
+func (w eachWaker) Wake(ctx context.Context, provider types.NamespacedName, ev payment.Event) int {
+	n := 0
+	for _, k := range w {
+		n += k.Wake(ctx, provider, ev)
+	}
+	return n
 }
