@@ -30,12 +30,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -57,6 +59,7 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentreconciliation"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/paymentrefund"
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
+	"github.com/idempotency-dev/paymentjob-operator/internal/events"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
@@ -254,6 +257,9 @@ type managerConfig struct {
 	egress paymentprovider.EndpointPolicy
 	// transport wraps the manager's connection to the API server.
 	transport func(http.RoundTripper) http.RoundTripper
+	// events serves the signed events endpoint on a loopback port
+	// (testManager.eventsURL).
+	events bool
 }
 
 // ttlZero asks for a TTL of zero seconds in managerConfig.ttl.
@@ -269,6 +275,8 @@ type testManager struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	stopOnce sync.Once
+	// events is the events endpoint, with managerConfig.events.
+	events *events.Server
 }
 
 // crash stops the manager without waiting: what a SIGKILL does to a process
@@ -364,6 +372,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	}
 	// The manager runs both kinds on the engine, as pkg/operator does.
 	refunds := paymentrefund.Kind(paymentrefund.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: outcomes})
+	var wakers wakeBoth
 	for _, kind := range []engine.AnyKind{paymentjob.Kind(), refunds} {
 		r := &engine.Reconciler{
 			Kind: kind,
@@ -385,6 +394,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 			MaxConcurrentReconciles: cfg.concurrency,
 		}
 		g.Expect(r.SetupWithManager(mgr)).To(Succeed())
+		wakers = append(wakers, r)
 		if kind.Name() == refunds.Name() && cfg.refundRecheck > 0 {
 			g.Expect(mgr.Add(&paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: cfg.refundRecheck,
 				Namespaces: cfg.namespaces})).To(Succeed())
@@ -406,8 +416,16 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		SliceObjects: 3,
 	}).SetupWithManager(mgr)).To(Succeed())
 
+	var eventsServer *events.Server
+	if cfg.events {
+		eventsServer = &events.Server{Addr: "127.0.0.1:0", Reader: mgr.GetClient(), Waker: wakers,
+			Identities: events.CachedIdentities{Cache: adapters}, Log: testr.New(t).WithName("events")}
+		g.Expect(mgr.Add(eventsServer)).To(Succeed())
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &testManager{holder: holder, ledger: l, counter: counter, cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{})}
+	m := &testManager{holder: holder, ledger: l, counter: counter, cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{}),
+		events: eventsServer}
 	go func() {
 		defer close(m.done)
 		if err := mgr.Start(ctx); err != nil {
@@ -521,3 +539,25 @@ func (b *lockedBuffer) String() string {
 
 // errCrashed is what a fake provider answers after it crashed its manager.
 var errCrashed = errors.New("the manager crashed during the call")
+
+// wakeBoth wakes, for one event, the objects of both kinds it names, as
+// pkg/operator's waker does.
+type wakeBoth []*engine.Reconciler
+
+func (w wakeBoth) Wake(ctx context.Context, provider types.NamespacedName, ev payment.Event) int {
+	n := 0
+	for _, r := range w {
+		n += r.Wake(ctx, provider, ev)
+	}
+	return n
+}
+
+// eventsURL is the URL of the manager's events endpoint for the provider
+// name of namespace ns, once it listens.
+func (m *testManager) eventsURL(t *testing.T, ns, name string) string {
+	t.Helper()
+	var addr string
+	NewWithT(t).Eventually(m.events.Address, timeout).ShouldNot(BeEmpty(), "the events endpoint listens")
+	addr = m.events.Address()
+	return "http://" + addr + events.PathPrefix + ns + "/" + name
+}
