@@ -337,6 +337,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"PaymentJobAdmissionPoliciesMissing",
 		"PaymentJobFinishedLabelWithoutOutcome",
 		"PaymentJobStuckBehindDeletedProvider", "PaymentRefundFailedAfterSuccess",
+		"PaymentSettlementOverdue",
 		"PaymentReconciliationDiscrepancies",
 		"PaymentJobLedgerUnavailable",
 		"PaymentJobLedgerConflict",

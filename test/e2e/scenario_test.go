@@ -91,6 +91,9 @@ type plannedJob struct {
 	declined                  bool
 	// suspended creates the job with spec.suspend: true.
 	suspended bool
+	// method, when set, is the payment method instead of a card (a
+	// sandbox bank debit), in euros.
+	method string
 }
 
 // key is the idempotency key the operator sends for the job:
@@ -103,6 +106,10 @@ func (j plannedJob) object(scenario string) *paymentsv1alpha1.PaymentJob {
 	if j.declined {
 		pm = declinedCard
 	}
+	currency := "usd"
+	if j.method != "" {
+		pm, currency = j.method, "eur"
+	}
 	var suspend *bool
 	if j.suspended {
 		suspend = &j.suspended
@@ -113,7 +120,7 @@ func (j plannedJob) object(scenario string) *paymentsv1alpha1.PaymentJob {
 			Suspend:       suspend,
 			ProviderRef:   paymentsv1alpha1.ProviderReference{Name: j.provider},
 			Amount:        j.amount,
-			Currency:      "usd",
+			Currency:      currency,
 			PaymentMethod: pm,
 			Description:   "e2e " + scenario,
 			Metadata:      map[string]string{"scenario": scenario},

@@ -84,8 +84,8 @@ var settlingTable = []row{
 		final: paid,
 	},
 	{
-		name:   "debit fails after days: Failed with the bank's reason, finished",
-		job:    newJob(),
+		name:     "debit fails after days: Failed with the bank's reason, finished",
+		job:      newJob(),
 		provider: providerNoLookup, looker: true, answers: []answer{settlingDebit}, settles: []answer{settlingDebit, debitFailed},
 		steps: []step{acceptedFirst,
 			settlingRead(3*time.Second, jittered(2*time.Second)),

@@ -160,9 +160,9 @@ type answerCase struct {
 	header map[string]string
 	body   string
 
-	wantOutcome    *payment.Outcome      // success
+	wantOutcome    *payment.Outcome       // success
 	wantSettling   *payment.SettlingError // accepted, settles later
-	wantClass      error            // errors.Is; nil for a bare transient
+	wantClass      error                  // errors.Is; nil for a bare transient
 	wantRefusal    bool
 	wantReason     string
 	wantRetryAfter time.Duration
