@@ -30,7 +30,9 @@ limitations under the License.
 //	                                                Idempotent-Replayed: true header or "replayed": true)
 //	2xx, status failed, declined, canceled,         payment.Declined, with the status in the message
 //	     cancelled or rejected
-//	2xx, status processing or pending               payment.Transient: retried with the same key;
+//	2xx, status processing, with an id              payment.Settling (id, the body's method): accepted,
+//	                                                settles later; read by id, never sent again
+//	2xx, status pending                             payment.Transient: retried with the same key;
 //	                                                the service must replay the final outcome
 //	202 Accepted without a status                   payment.Transient, as for pending
 //	2xx, any other status                           payment.Transient
@@ -99,8 +101,8 @@ limitations under the License.
 // above, but for these rows:
 //
 //	answer                                          result
-//	2xx, status processing or pending, 202 without  payment.Transient wrapping payment.ErrInFlight
-//	     a status
+//	2xx, status processing                          payment.Settling, as for a charge
+//	2xx, status pending, 202 without a status       payment.Transient wrapping payment.ErrInFlight
 //	2xx, status failed, declined, canceled,         payment.Declined, reason from the body (default RefundFailed)
 //	     cancelled or rejected
 //	400 Bad Request                                 payment.Invalid, reason from the body when it is a valid

@@ -37,8 +37,10 @@ limitations under the License.
 // Stripe's saved response (Idempotent-Replayed: true) instead of charging
 // again. stripe-go's own retries are turned off: the operator decides when
 // to retry, always with the same key. An intent that is still processing is
-// then polled with GET /v1/payment_intents/{id}, never with another create,
-// until it is final or the context is done.
+// accepted and not settled: a bank debit's at once, any other's once GET
+// /v1/payment_intents/{id} (never another create) has polled it until the
+// context is done, it is a payment.Settling, which the operator reads again
+// later by its id.
 //
 // An intent that waits for a customer (requires_action, or
 // requires_confirmation) would keep the job uncertain forever: Charge and
@@ -142,8 +144,9 @@ limitations under the License.
 //
 //	answer                                          result
 //	status succeeded or requires_capture            payment.Outcome (Replayed from Idempotent-Replayed: true)
-//	status processing                               polled until final; payment.Transient naming the
-//	                                                intent and its last status when the context ends
+//	status processing                               a bank debit: payment.Settling at once; any other:
+//	                                                polled until final, payment.Settling when the
+//	                                                context ends
 //	status requires_action                          canceled, then payment.Declined, reason
 //	                                                authentication_required (or the status it is then)
 //	status requires_confirmation                    canceled, then payment.Declined, reason PaymentCanceled
