@@ -266,6 +266,9 @@ type providerSetup struct {
 	// lookup is spec.lookup.policy; empty leaves the API's default
 	// (BeforeFirstCharge).
 	lookup paymentsv1alpha1.LookupPolicy
+	// eventsSecret, when set, is the Secret of spec.events (key
+	// endpointSecret), created by the phase.
+	eventsSecret string
 }
 
 // setupNamespace creates a namespace and, unless p is nil, the Secret and
@@ -306,6 +309,9 @@ func (p *providerSetup) spec() paymentsv1alpha1.PaymentProviderSpec {
 	if p.requestsPerSecond > 0 {
 		rps := p.requestsPerSecond
 		spec.RequestsPerSecond = &rps
+	}
+	if p.eventsSecret != "" {
+		spec.Events = &paymentsv1alpha1.ProviderEvents{SecretRef: paymentsv1alpha1.SecretKeyReference{Name: p.eventsSecret, Key: "endpointSecret"}}
 	}
 	if p.lookup != "" {
 		spec.Lookup = &paymentsv1alpha1.ProviderLookup{Policy: p.lookup}

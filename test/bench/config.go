@@ -87,9 +87,12 @@ type config struct {
 	// minReconChargeRatio of the throughput beside it over without. 0
 	// does not enforce them.
 	maxReconRatio, maxReconHeapRatio, minReconChargeRatio float64
-	// only runs the manager's start and one phase: "recon", "refunds", or
-	// "" for all.
+	// only runs the manager's start and one phase: "recon", "refunds",
+	// "debits", or "" for all.
 	only string
+	// debits is the bank debits of phase 10, each way (without events,
+	// with).
+	debits int
 }
 
 // pgSideJobs are the jobs of each side of phase 8.
@@ -104,6 +107,7 @@ func (c config) pgSideJobs() int {
 const (
 	onlyRecon   = "recon"
 	onlyRefunds = "refunds"
+	onlyDebits  = "debits"
 )
 
 // parseFlags reads the command line; flag.ErrHelp when it asked for help.
@@ -169,8 +173,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"The target of the throughput of jobs charged beside the reconciliation over without it, at Stripe's live-mode limits; "+
 			"0 does not enforce it. CI's short run passes 0, as for -min-ratio.")
 	fs.StringVar(&c.only, "only", "",
-		"Run only the manager's start on an empty cluster and one phase: recon (phase 9), or refunds (the jobs and refunds of phases 3 "+
-			"and 5, at 0 ms and at -latency, without the baseline, the sweep or the memory figures); empty runs every phase.")
+		"Run only the manager's start on an empty cluster and one phase: recon (phase 9), refunds (the jobs and refunds of phases 3 "+
+			"and 5, at 0 ms and at -latency, without the baseline, the sweep or the memory figures), or debits (phase 10); "+
+			"empty runs every phase.")
+	fs.IntVar(&c.debits, "debits", 100, "Bank debits of phase 10, settled without events and again with signed events.")
 	fs.BoolVar(&c.keep, "keep", false, "Keep the logs of a successful run too (they are kept after a failure).")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -225,8 +231,8 @@ func (c config) checkRecon() error {
 	case !(c.maxReconRatio >= 0) || !(c.maxReconHeapRatio >= 0) || !(c.minReconChargeRatio >= 0):
 		// Written so that NaN is refused too.
 		return errors.New("-max-recon-ratio, -max-recon-heap-ratio and -min-recon-charge-ratio must be 0 (not enforced) or more")
-	case c.only != "" && c.only != onlyRecon && c.only != onlyRefunds:
-		return fmt.Errorf("-only %q: the phases that run alone are recon and refunds", c.only)
+	case c.only != "" && c.only != onlyRecon && c.only != onlyRefunds && c.only != onlyDebits:
+		return fmt.Errorf("-only %q: the phases that run alone are recon, refunds and debits", c.only)
 	}
 	return nil
 }

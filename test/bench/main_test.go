@@ -98,7 +98,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "refunds alone", args: []string{"-only", "refunds", "-pg=false"}, check: func(g Gomega, c config) {
 			g.Expect(c.only).To(Equal("refunds"))
 		}},
-		{name: "an unknown phase alone", args: []string{"-only", "sweep"}, wantErr: "recon and refunds"},
+		{name: "an unknown phase alone", args: []string{"-only", "sweep"}, wantErr: "recon, refunds and debits"},
 		{name: "zero qps", args: []string{"-qps", "0"}, wantErr: "positive"},
 		{name: "no assets", args: []string{"-assets", ""}, wantErr: "KUBEBUILDER_ASSETS"},
 		{name: "stray argument", args: []string{"now"}, wantErr: "unexpected arguments"},

@@ -41,7 +41,7 @@ const (
 )
 
 // phaseCount is the number of phases, for the progress lines.
-const phaseCount = 9
+const phaseCount = 10
 
 // liveRuns are the windows of the lookup phase, at Stripe's live-mode
 // limits, in order: without lookups, with, with, without. Each has half of
@@ -83,6 +83,12 @@ func (b *bench) phases(ctx context.Context) error {
 		}
 		return b.refundsAlone(ctx)
 	}
+	if cfg.only == onlyDebits {
+		if _, err := b.emptyStart(ctx); err != nil {
+			return err
+		}
+		return b.debitsPhase(ctx)
+	}
 	baselineA, err := b.firstBaselineHalf(ctx)
 	if err != nil {
 		return err
@@ -121,7 +127,13 @@ func (b *bench) phases(ctx context.Context) error {
 	if err := b.pgPhaseIfRun(ctx); err != nil {
 		return err
 	}
-	return b.runReconPhase(ctx)
+	if err := b.runReconPhase(ctx); err != nil {
+		return err
+	}
+	if _, err := b.startManager(ctx, userManager, cfg.workers); err != nil {
+		return err
+	}
+	return b.debitsPhase(ctx)
 }
 
 // runReconPhase runs phase 9 and reports its wall time, seeding included.
