@@ -59,11 +59,11 @@ func (s *scenario) createEventsSecret() {
 	})).To(Succeed())
 }
 
-// intentEvent is a Stripe event of type about the intent id made under
+// intentEvent is a Stripe payment_intent.succeeded event about the intent id made under
 // key, at t, signed with secret.
-func intentEvent(g Gomega, eventID, typ, id, key string, live bool, t time.Time, secret string) (body []byte, signature string) {
+func intentEvent(g Gomega, eventID, id, key string, live bool, t time.Time, secret string) (body []byte, signature string) {
 	body, err := json.Marshal(map[string]any{
-		"id": eventID, "object": "event", "type": typ, "created": t.Unix(), "livemode": live, "api_version": sandbox.StripeAPIVersion,
+		"id": eventID, "object": "event", "type": "payment_intent.succeeded", "created": t.Unix(), "livemode": live, "api_version": sandbox.StripeAPIVersion,
 		"data": map[string]any{"object": map[string]any{"id": id, "object": "payment_intent", "status": "succeeded",
 			"livemode": live, "metadata": map[string]string{payment.MetadataKeyIdempotencyKey: key}}},
 	})
@@ -98,7 +98,7 @@ func TestAnEventWakesASettlingJob(t *testing.T) {
 	s.Expect(s.engine.SetWebhooks(sandbox.WebhookConfig{URL: url, Secret: eventsSecret, Format: sandbox.WebhookFormatStripe})).To(Succeed())
 
 	s.create("debit", debit(sandbox.PaymentMethodSEPADebit))
-	s.waitForReady("debit", paymentsv1alpha1.ReasonAwaitingSettlement)
+	s.waitForSettling("debit")
 	readsBefore := s.sandbox.Settles()
 
 	// A day passes at the sandbox: it settles the debit and sends
@@ -127,7 +127,7 @@ func TestForgedReplayedStaleAndForeignEventsChangeNothing(t *testing.T) {
 	s.createEventsSecret()
 	url := s.manager.eventsURL(t, s.ns, providerName)
 	s.create("debit", debit(sandbox.PaymentMethodSEPADebit))
-	job := s.waitForReady("debit", paymentsv1alpha1.ReasonAwaitingSettlement)
+	job := s.waitForSettling("debit")
 	id, key := job.Status.ProviderResponse.ID, job.Status.IdempotencyKey
 	reads := s.sandbox.Settles()
 	now := time.Now()
@@ -138,17 +138,17 @@ func TestForgedReplayedStaleAndForeignEventsChangeNothing(t *testing.T) {
 		send   func(g Gomega) (body []byte, signature string)
 	}{
 		{"unsigned", http.StatusUnauthorized, func(g Gomega) ([]byte, string) {
-			body, _ := intentEvent(g, "evt_unsigned", "payment_intent.succeeded", id, key, false, now, eventsSecret)
+			body, _ := intentEvent(g, "evt_unsigned", id, key, false, now, eventsSecret)
 			return body, ""
 		}},
 		{"forged: signed with another secret", http.StatusUnauthorized, func(g Gomega) ([]byte, string) {
-			return intentEvent(g, "evt_forged", "payment_intent.succeeded", id, key, false, now, "whsec_not_the_secret")
+			return intentEvent(g, "evt_forged", id, key, false, now, "whsec_not_the_secret")
 		}},
 		{"stale: signed 10 minutes ago (a replay of a captured request)", http.StatusBadRequest, func(g Gomega) ([]byte, string) {
-			return intentEvent(g, "evt_stale", "payment_intent.succeeded", id, key, false, now.Add(-10*time.Minute), eventsSecret)
+			return intentEvent(g, "evt_stale", id, key, false, now.Add(-10*time.Minute), eventsSecret)
 		}},
 		{"foreign: a live-mode event for a test key", http.StatusForbidden, func(g Gomega) ([]byte, string) {
-			return intentEvent(g, "evt_live", "payment_intent.succeeded", id, key, true, now, eventsSecret)
+			return intentEvent(g, "evt_live", id, key, true, now, eventsSecret)
 		}},
 	} {
 		body, signature := tt.send(s)
@@ -162,7 +162,7 @@ func TestForgedReplayedStaleAndForeignEventsChangeNothing(t *testing.T) {
 	// Signed with the secret, but the debit has not settled: the job reads
 	// the sandbox and stays where it is. The same event again is a
 	// duplicate and wakes nothing.
-	body, signature := intentEvent(s, "evt_lie", "payment_intent.succeeded", id, key, false, now, eventsSecret)
+	body, signature := intentEvent(s, "evt_lie", id, key, false, now, eventsSecret)
 	s.Expect(post(s, url, body, signature)).To(Equal(http.StatusOK))
 	s.Eventually(s.sandbox.Settles).WithTimeout(5 * time.Second).Should(Equal(reads + 1))
 	s.Expect(post(s, url, body, signature)).To(Equal(http.StatusOK), "a duplicate is acknowledged")

@@ -85,7 +85,7 @@ func TestADebitThatSettlesAfterTheCallsDeadlineIsNeverSentTwiceNorStalled(t *tes
 	stop := s.stalledReasons("debit")
 	s.create("debit", debit(sandbox.PaymentMethodSEPADebit))
 
-	waiting := s.waitForReady("debit", paymentsv1alpha1.ReasonAwaitingSettlement)
+	waiting := s.waitForSettling("debit")
 	s.Expect(waiting.Status.Phase).To(Equal(paymentsv1alpha1.PhaseProcessing))
 	s.Expect(waiting.Status.Settlement).NotTo(BeNil())
 	s.Expect(waiting.Status.Settlement.Method).To(Equal("sepa_debit"))
@@ -111,7 +111,7 @@ func TestADebitThatFailsAfterDaysIsFailedWithTheProvidersReason(t *testing.T) {
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	s := newScenario(t, withEngine(sandbox.WithClock(clock), sandbox.WithDebitSettleDelay(5*24*time.Hour)))
 	s.create("debit", debit(sandbox.PaymentMethodSEPADebitInsufficientFunds))
-	s.waitForReady("debit", paymentsv1alpha1.ReasonAwaitingSettlement)
+	s.waitForSettling("debit")
 
 	offset.Store(int64(5*24*time.Hour + time.Minute))
 
@@ -129,7 +129,7 @@ func TestADebitThatFailsAfterDaysIsFailedWithTheProvidersReason(t *testing.T) {
 func TestARefundWaitsForTheDebitToSettle(t *testing.T) {
 	s := newScenario(t, withEngine(sandbox.WithDebitSettleDelay(3*time.Second)))
 	s.create("invoice", debit(sandbox.PaymentMethodSEPADebit))
-	s.waitForReady("invoice", paymentsv1alpha1.ReasonAwaitingSettlement)
+	s.waitForSettling("invoice")
 	s.createRefund("invoice-back", "invoice", 500)
 
 	waiting := s.waitForRefund("invoice-back", paymentsv1alpha1.PhasePending, paymentsv1alpha1.ReasonAwaitingSettlement)
@@ -142,13 +142,13 @@ func TestARefundWaitsForTheDebitToSettle(t *testing.T) {
 	s.expectRefundedAt(rf, "invoice", 500)
 }
 
-// waitForReady waits until the job's Ready condition has reason, and
+// waitForSettling waits until the job waits AwaitingSettlement, and
 // returns it.
-func (s *scenario) waitForReady(name, reason string) *paymentsv1alpha1.PaymentJob {
+func (s *scenario) waitForSettling(name string) *paymentsv1alpha1.PaymentJob {
 	s.t.Helper()
-	return waitForJob(s.t, s.ns, name, "Ready reason "+reason, func(g Gomega, job *paymentsv1alpha1.PaymentJob) {
+	return waitForJob(s.t, s.ns, name, "AwaitingSettlement", func(g Gomega, job *paymentsv1alpha1.PaymentJob) {
 		c := condition(job, paymentsv1alpha1.ConditionReady)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(reason), c.Message)
+		g.Expect(c.Reason).To(Equal(paymentsv1alpha1.ReasonAwaitingSettlement), c.Message)
 	})
 }

@@ -372,7 +372,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	}
 	// The manager runs both kinds on the engine, as pkg/operator does.
 	refunds := paymentrefund.Kind(paymentrefund.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: outcomes})
-	var wakers wakeBoth
+	wakers := make(wakeBoth, 0, 2)
 	for _, kind := range []engine.AnyKind{paymentjob.Kind(), refunds} {
 		r := &engine.Reconciler{
 			Kind: kind,

@@ -59,9 +59,9 @@ func BankDebit(method string) bool {
 // events, half of it when the provider sends events (which wake it when it
 // settles), between the bounds below.
 const (
-	settleReadMin       = 2 * time.Second
-	settleReadMinEvents = 30 * time.Second
-	settleReadMax       = 2 * time.Hour
+	settleReadFloor       = 2 * time.Second
+	settleReadFloorEvents = 30 * time.Second
+	settleReadCeiling     = 2 * time.Hour
 )
 
 // SettleReadInterval is how long the engine waits before it reads again a
@@ -72,9 +72,9 @@ const (
 // (make bench: settling_reads_per_hour_100k), a quarter of Stripe's live
 // rate limit.
 func SettleReadInterval(age time.Duration, events bool) time.Duration {
-	lo, d := settleReadMin, age/10
+	lo, d := settleReadFloor, age/10
 	if events {
-		lo, d = settleReadMinEvents, age/2
+		lo, d = settleReadFloorEvents, age/2
 	}
-	return min(max(d, lo), settleReadMax)
+	return min(max(d, lo), settleReadCeiling)
 }

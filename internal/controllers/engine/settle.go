@@ -194,8 +194,8 @@ func (r *Reconciler) awaitSettlement(ctx context.Context, obj Object) (ctrl.Resu
 			return ctrl.Result{RequeueAfter: due.Sub(now)}, r.noteSettling(ctx, obj, now)
 		}
 	}
-	if wait, err := r.waitForReadToken(target, now); wait > 0 || err != nil {
-		return ctrl.Result{RequeueAfter: wait}, err
+	if wait := r.waitForReadToken(target, now); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	settleReadsTotal.WithLabelValues(r.Kind.Name()).Inc()
 	o, err := r.readSettling(ctx, obj, target)
@@ -267,16 +267,16 @@ func (r *Reconciler) noteSettling(ctx context.Context, obj Object, now time.Time
 // a settling payment, or says how long to wait for one: reads share the
 // limit with charges, so a flood of settling payments or of events never
 // pushes the operator past it.
-func (r *Reconciler) waitForReadToken(t *Target, now time.Time) (time.Duration, error) {
+func (r *Reconciler) waitForReadToken(t *Target, now time.Time) time.Duration {
 	if t.Limiter == nil {
-		return 0, nil
+		return 0
 	}
 	reservation := t.Limiter.ReserveN(now, 1)
 	delay := reservation.DelayFrom(now)
 	if delay <= 0 {
-		return 0, nil
+		return 0
 	}
 	reservation.CancelAt(now)
 	rateLimitedTotal.WithLabelValues(r.Kind.Name()).Inc()
-	return Jitter(delay), nil
+	return Jitter(delay)
 }

@@ -316,13 +316,8 @@ func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, r
 			intent = next
 			continue
 		case stripego.PaymentIntentStatusProcessing:
-			if intent.ID == "" {
-				return payment.Outcome{}, payment.Transient(fmt.Errorf("the payment intent from Stripe in status %s has no id", intent.Status), 0)
-			}
-			if method := intentMethod(intent); payment.BankDebit(method) {
-				// A bank debit settles in days: accepted, not an
-				// uncertainty, and not worth polling within a call.
-				return payment.Outcome{}, payment.Settling(intent.ID, string(intent.Status), method)
+			if err := processing(intent); err != nil {
+				return payment.Outcome{}, err
 			}
 		default:
 			return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s has the unexpected status %q",
@@ -330,20 +325,13 @@ func (p *Provider) settle(ctx context.Context, intent *stripego.PaymentIntent, r
 		}
 
 		if err := p.pause(ctx, &wait); err != nil {
-			if intent.Status == stripego.PaymentIntentStatusProcessing {
-				// Stripe holds it, accepted and not final: read it
-				// later by its id, never create another.
-				return payment.Outcome{}, payment.Settling(intent.ID, string(intent.Status), intentMethod(intent))
-			}
-			return payment.Outcome{}, payment.Transient(fmt.Errorf("payment intent %s is still %s: %w",
-				p.clean(intent.ID), intent.Status, err), 0)
+			return payment.Outcome{}, p.stillWaiting(intent, err)
 		}
 		next, err := p.retrieve(ctx, intent.ID)
 		if err != nil {
-			if intent.Status == stripego.PaymentIntentStatusProcessing && ctx.Err() != nil {
-				// Seen accepted, and the call's time is up: read it
-				// again later.
-				return payment.Outcome{}, payment.Settling(intent.ID, string(intent.Status), intentMethod(intent))
+			if ctx.Err() != nil {
+				// The call's time is up during the read.
+				return payment.Outcome{}, p.stillWaiting(intent, err)
 			}
 			return payment.Outcome{}, p.readError("payment intent", intent.ID, string(intent.Status), err)
 		}
@@ -422,6 +410,30 @@ func (p *Provider) readError(object, id, status string, err error) error {
 // retrieve reads the intent with id: GET /v1/payment_intents/{id}.
 func (p *Provider) retrieve(ctx context.Context, id string) (*stripego.PaymentIntent, error) {
 	return p.client.V1PaymentIntents.Retrieve(ctx, id, nil)
+}
+
+// processing is the answer for an intent in processing that is not
+// polled: a bank debit, which settles in days (accepted, not an
+// uncertainty, and not worth polling within a call), or an intent without
+// an id; nil for any other, which is polled.
+func processing(intent *stripego.PaymentIntent) error {
+	if intent.ID == "" {
+		return payment.Transient(fmt.Errorf("the payment intent from Stripe in status %s has no id", intent.Status), 0)
+	}
+	if method := intentMethod(intent); payment.BankDebit(method) {
+		return payment.Settling(intent.ID, string(intent.Status), method)
+	}
+	return nil
+}
+
+// stillWaiting is the answer for an intent the call's time ran out on
+// (cause): one in processing is accepted and not final, read again later
+// by its id, never created again; any other is uncertain.
+func (p *Provider) stillWaiting(intent *stripego.PaymentIntent, cause error) error {
+	if intent.Status == stripego.PaymentIntentStatusProcessing {
+		return payment.Settling(intent.ID, string(intent.Status), intentMethod(intent))
+	}
+	return payment.Transient(fmt.Errorf("payment intent %s is still %s: %w", p.clean(intent.ID), intent.Status, cause), 0)
 }
 
 // intentMethod is the payment method type the intent is paid with: its
