@@ -66,6 +66,7 @@ func waitForSamples(ctx context.Context, c client.Client, kubectl func(...string
 	step("Waiting for the samples (up to %s)", timeout)
 	deadline := time.After(timeout)
 	resumed := false
+	debit := &debitWatch{kubectl: kubectl}
 	last := ""
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -100,6 +101,10 @@ func waitForSamples(ctx context.Context, c client.Client, kubectl func(...string
 			}
 		}
 
+		if err := debit.observe(byKey[debitNamespace+"/"+debitJob]); err != nil {
+			return err
+		}
+
 		var parts []string
 		done := 0
 		count := func(s expectation, phase paymentsv1alpha1.PaymentJobPhase, why, suffix string) {
@@ -115,7 +120,8 @@ func waitForSamples(ctx context.Context, c client.Client, kubectl func(...string
 			parts = append(parts, fmt.Sprintf("%s/%s%s=%s", strings.TrimPrefix(s.namespace, "payments-"), s.name, suffix, phase))
 		}
 		for _, s := range samples {
-			count(s, byKey[s.namespace+"/"+s.name].Status.Phase, "", "")
+			job := byKey[s.namespace+"/"+s.name]
+			count(s, job.Status.Phase, readyReason(job.Status.Conditions), "")
 		}
 		for _, s := range refundSamples {
 			rf := refundByKey[s.namespace+"/"+s.name]
@@ -127,7 +133,7 @@ func waitForSamples(ctx context.Context, c client.Client, kubectl func(...string
 			last = line
 		}
 		if done == total {
-			return nil
+			return debit.done()
 		}
 
 		select {
@@ -199,7 +205,7 @@ func printStats(ctx context.Context) error {
 			return fmt.Errorf("key %s was charged %d times", k, stats.ChargesByKey[k])
 		}
 	}
-	if want := 5; len(keys) != want {
+	if want := charged(); len(keys) != want {
 		return fmt.Errorf("the sandbox charged %d keys, want %d", len(keys), want)
 	}
 
@@ -220,6 +226,17 @@ func printStats(ctx context.Context) error {
 		return fmt.Errorf("the sandbox made %d refunds under %d keys, want %d", stats.Refunds, len(keys), wantRefunds)
 	}
 	return nil
+}
+
+// charged is how many samples the sandbox charges: the Completed ones.
+func charged() int {
+	n := 0
+	for _, s := range samples {
+		if s.phase == paymentsv1alpha1.PhaseCompleted {
+			n++
+		}
+	}
+	return n
 }
 
 // checkRefunds reads, at the sandbox's Stripe API, the refunds of the

@@ -54,6 +54,9 @@ type localEnv struct {
 	pg        *pgserver.Server
 	pgProgram *pgserver.Program
 	dsnFile   string
+	// eventsAddr is where the manager serves the signed provider events
+	// the sandbox sends; metricsAddr its metrics, both on loopback.
+	eventsAddr, metricsAddr string
 }
 
 // start starts the control plane, installs the CRDs, the admission
@@ -89,18 +92,44 @@ func (e *localEnv) start(ctx context.Context) error {
 		return err
 	}
 
+	if err := e.startSandbox(ctx); err != nil {
+		return err
+	}
+	if e.ledger == ledgerPostgres {
+		return e.startPostgres()
+	}
+	return nil
+}
+
+// startSandbox starts bin/sandbox: bank debits settle after
+// debitSettleAfter, and every change is sent as a Stripe event, signed
+// with the secret of the samples' events Secret (in the sandbox's
+// environment, never its command line), to the events endpoint of the
+// manager startManager starts.
+func (e *localEnv) startSandbox(ctx context.Context) error {
+	secretName, secret, err := webhookSecret(e.root)
+	if err != nil {
+		return err
+	}
+	if e.eventsAddr, err = freeLoopbackAddr(); err != nil {
+		return err
+	}
+	if e.metricsAddr, err = freeLoopbackAddr(); err != nil {
+		return err
+	}
 	sandboxLog := filepath.Join(e.work, "sandbox.log")
-	if e.sandbox, err = startProcess("sandbox", filepath.Join(e.root, "bin", "sandbox"), sandboxLog, nil,
-		"--addr", sandboxAddr); err != nil {
+	hooks := fmt.Sprintf("http://%s/events/%s/%s", e.eventsAddr, debitNamespace, eventsProvider)
+	if e.sandbox, err = startProcess("sandbox", filepath.Join(e.root, "bin", "sandbox"), sandboxLog,
+		[]string{sandboxSecretEnv + "=" + secret},
+		"--addr", sandboxAddr, "--debit-settle-after", debitSettleAfter.String(),
+		"--webhook-url", hooks, "--webhook-format", "stripe"); err != nil {
 		return err
 	}
 	if err := waitForSandbox(ctx, e.sandbox); err != nil {
 		return err
 	}
-	step("Sandbox listening on http://%s (log: %s)", sandboxAddr, rel(e.root, sandboxLog))
-	if e.ledger == ledgerPostgres {
-		return e.startPostgres()
-	}
+	step("Sandbox listening on http://%s (log: %s); bank debits settle after %s, and its events, signed with the "+
+		"whsec_ secret of Secret %s/%s, go to %s", sandboxAddr, rel(e.root, sandboxLog), debitSettleAfter, debitNamespace, secretName, hooks)
 	return nil
 }
 

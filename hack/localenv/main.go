@@ -21,8 +21,17 @@ limitations under the License.
 // PostgreSQL server (Debian's postgresql-15) for the manager's outcome
 // ledger. Arguments after -- are passed to the manager.
 //
+// The sandbox settles bank debits after 5 seconds and sends signed Stripe
+// events to the manager's events endpoint (--events-bind-address, a free
+// loopback port), with the whsec_ secret of the samples' events Secret in
+// its environment; the manager serves its metrics over plain http on
+// another.
+//
 // With --demo it applies config/samples, waits until every sample (the
-// PaymentJobs and the PaymentRefund) reaches its expected phase, prints the
+// PaymentJobs and the PaymentRefund) reaches its expected phase, showing
+// the SEPA debit sample with `kubectl payments status` while it waits
+// (AwaitingSettlement), then how it settled: its events, the sandbox's
+// webhooks and the manager's event metrics (a wake counted). It prints the
 // results and the sandbox's charges and refunds, reconciles the sandbox
 // account (balanced), charges a sample again at the sandbox behind the
 // operator's back and reconciles again (one Duplicate), shows a payment's
@@ -83,6 +92,7 @@ var samples = []expectation{
 	{"payments-demo", "invoice-2026-0042", paymentsv1alpha1.PhaseCompleted, "explicit idempotency key"},
 	{"payments-demo", "declined-card", paymentsv1alpha1.PhaseFailed, "card declined: nothing charged"},
 	{"payments-demo", "held-until-approved", paymentsv1alpha1.PhaseCompleted, "suspended, then resumed by the demo"},
+	{debitNamespace, debitJob, paymentsv1alpha1.PhaseCompleted, "SEPA debit: settles later, woken by a signed event"},
 	{"payments-demo", "order-1001", paymentsv1alpha1.PhaseCompleted, "same key as in payments-demo-b"},
 	{"payments-demo-b", "order-1001", paymentsv1alpha1.PhaseCompleted, "same key as in payments-demo: a second payment"},
 }
@@ -198,6 +208,9 @@ func (e *localEnv) runDemo(ctx context.Context, started time.Time) error {
 		step("kubectl get %s -A", kind)
 		fmt.Print(indent(out))
 	}
+	if err := e.showDebit(ctx, e.client); err != nil {
+		return err
+	}
 	if err := printStats(ctx); err != nil {
 		return err
 	}
@@ -211,7 +224,7 @@ func (e *localEnv) runDemo(ctx context.Context, started time.Time) error {
 		return err
 	}
 	fmt.Println()
-	step("Demo passed: every sample reached its expected phase, the books balanced, the charge made behind the operator's back was found, and kubectl payments told a payment's story. Stopping everything.")
+	step("Demo passed: every sample reached its expected phase, a signed event woke the settled bank debit, the books balanced, the charge made behind the operator's back was found, and kubectl payments told a payment's story. Stopping everything.")
 	return nil
 }
 

@@ -31,7 +31,10 @@ import (
 // then the user's (after -- ; make run-local MANAGER_ARGS=...), which win
 // over the defaults since a flag given twice takes its last value.
 func (e *localEnv) managerFlags() []string {
-	args := []string{"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
+	args := []string{"--leader-elect=false", "--health-probe-bind-address=127.0.0.1:0",
+		// The signed events the sandbox sends, and the metrics that count
+		// them, over plain http on loopback.
+		"--events-bind-address=" + e.eventsAddr, "--metrics-bind-address=" + e.metricsAddr, "--metrics-secure=false",
 		// The sandbox listens on loopback over plain http.
 		"--insecure-provider-hosts=127.0.0.1",
 		// A reconciliation runs as soon as its window ends: nothing here
