@@ -81,6 +81,7 @@ func printSettling(p func(string, ...any), s *Story, now time.Time) {
 		deadline = "overdue since " + ago(l.Deadline, now) + ": check it at the provider"
 	}
 	p("  Settling:\t%s %s, accepted %s (such payments take %s), %s", method, l.ID, ago(l.Since, now), l.Takes, deadline)
-	p("  Waiting for:\tthe provider to settle it; the operator reads it every %s at this age, and at once when a signed provider event names it",
-		duration.HumanDuration(operatorpayment.SettleReadInterval(age, false)))
+	p("  Waiting for:\tthe provider to settle it; the operator reads it every %s at this age (%s if its PaymentProvider has spec.events), "+
+		"and at once when a signed provider event names it",
+		duration.HumanDuration(operatorpayment.SettleReadInterval(age, false)), duration.HumanDuration(operatorpayment.SettleReadInterval(age, true)))
 }

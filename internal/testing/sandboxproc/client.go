@@ -215,11 +215,11 @@ func (s *Sandbox) SetDebitSettleDelay(ctx context.Context, d time.Duration) erro
 	return nil
 }
 
-// SetWebhooks has the sandbox send its events to url, signed with secret,
+// SetWebhooks has the sandbox send its events to the URL to, signed with secret,
 // in format, with faults drawn from seed (the control endpoint PUT
 // /_sandbox/webhooks); the secret goes in the request body, over loopback.
-func (s *Sandbox) SetWebhooks(ctx context.Context, url, secret string, format sandbox.WebhookFormat, faults sandbox.WebhookFaults, seed uint64) error {
-	body := map[string]any{"url": url, "secret": secret, "format": format, "seed": seed, "faults": map[string]any{
+func (s *Sandbox) SetWebhooks(ctx context.Context, to, secret string, format sandbox.WebhookFormat, faults sandbox.WebhookFaults, seed uint64) error {
+	body := map[string]any{"url": to, "secret": secret, "format": format, "seed": seed, "faults": map[string]any{
 		"duplicate": faults.Duplicate, "reorder": faults.Reorder, "drop": faults.Drop,
 		"badSignature": faults.BadSignature, "delay": faults.Delay.String()}}
 	if err := s.do(ctx, http.MethodPut, "/_sandbox/webhooks", body, nil); err != nil {
