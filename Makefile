@@ -307,8 +307,8 @@ helm-chart: manifests generate kustomize kubebuilder ## Regenerate dist/chart fr
 	@# The templates the plugin generates from the input are removed first, so
 	@# that an object removed from config/ leaves the chart too. Chart.yaml,
 	@# values.yaml, values.schema.json, NOTES.txt, _helpers.tpl, _operator.tpl,
-	@# validate.yaml and the templates under availability/, monitoring/,
-	@# network-policy/ and prometheus/ are written by hand.
+	@# validate.yaml and the templates under availability/, events/,
+	@# monitoring/, network-policy/ and prometheus/ are written by hand.
 	rm -rf $(addprefix $(HELM_CHART_DIR)/templates/,crd rbac manager metrics extras)
 	@# The plugin also appends helm-deploy targets that install an unpinned Helm
 	@# with curl; the ones above use bin/helm, so the Makefile is put back.
