@@ -174,3 +174,31 @@ func TestForgedReplayedStaleAndForeignEventsChangeNothing(t *testing.T) {
 	}).WithTimeout(2 * time.Second).Should(Succeed())
 	s.Expect(s.engine.Stats().ChargesByKey[key]).To(BeEquivalentTo(1))
 }
+
+// A refund fails at the sandbox after it succeeded: the sandbox's signed
+// refund.updated event has the refund read at once and set Failed
+// (RefundFailedAfterSuccess), long before the refund watch's next round
+// (an hour).
+func TestAnEventReportsARefundThatFailedAfterSuccessAtOnce(t *testing.T) {
+	s := newScenario(t, withManager(managerConfig{refundRecheck: time.Hour}), withEvents)
+	defer s.engine.Close()
+	s.createEventsSecret()
+	s.run("invoice", paymentsv1alpha1.PhaseCompleted)
+	s.createRefund("back", "invoice", 800)
+	done := s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
+	url := s.manager.eventsURL(t, s.ns, providerName)
+	s.Expect(s.engine.SetWebhooks(sandbox.WebhookConfig{URL: url, Secret: eventsSecret, Format: sandbox.WebhookFormatStripe})).To(Succeed())
+
+	_, err := s.engine.FailRefund(done.Status.ProviderResponse.ID, sandbox.RefundFailureLostOrStolenCard)
+	s.Expect(err).NotTo(HaveOccurred())
+
+	var failed *paymentsv1alpha1.PaymentRefund
+	s.Eventually(func(g Gomega) {
+		failed = s.getRefund(g, "back")
+		g.Expect(failed.Status.Phase).To(Equal(paymentsv1alpha1.PhaseFailed))
+	}).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+	s.Expect(failed.Status.Failure.Reason).To(Equal(paymentsv1alpha1.ReasonRefundFailedAfterSuccess))
+	s.Eventually(func(g Gomega) []string { return eventReasons(g, s.ns, "back") }, timeout).
+		Should(ContainElement(paymentsv1alpha1.ReasonRefundFailedAfterSuccess))
+	s.Expect(s.engine.WebhookStats().Delivered).To(BeNumerically(">", 0))
+}

@@ -372,7 +372,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	}
 	// The manager runs both kinds on the engine, as pkg/operator does.
 	refunds := paymentrefund.Kind(paymentrefund.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: outcomes})
-	wakers := make(wakeBoth, 0, 2)
+	wakers := make(wakeBoth, 0, 3)
 	for _, kind := range []engine.AnyKind{paymentjob.Kind(), refunds} {
 		r := &engine.Reconciler{
 			Kind: kind,
@@ -396,8 +396,10 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		g.Expect(r.SetupWithManager(mgr)).To(Succeed())
 		wakers = append(wakers, r)
 		if kind.Name() == refunds.Name() && cfg.refundRecheck > 0 {
-			g.Expect(mgr.Add(&paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: cfg.refundRecheck,
-				Namespaces: cfg.namespaces})).To(Succeed())
+			watch := &paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: cfg.refundRecheck,
+				Namespaces: cfg.namespaces}
+			g.Expect(mgr.Add(watch)).To(Succeed())
+			wakers = append(wakers, watch)
 		}
 	}
 
@@ -540,9 +542,9 @@ func (b *lockedBuffer) String() string {
 // errCrashed is what a fake provider answers after it crashed its manager.
 var errCrashed = errors.New("the manager crashed during the call")
 
-// wakeBoth wakes, for one event, the objects of both kinds it names, as
-// pkg/operator's waker does.
-type wakeBoth []*engine.Reconciler
+// wakeBoth wakes, for one event, the objects of both kinds it names and
+// the refund watch, as pkg/operator's waker does.
+type wakeBoth []events.Waker
 
 func (w wakeBoth) Wake(ctx context.Context, provider types.NamespacedName, ev payment.Event) int {
 	n := 0

@@ -246,6 +246,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			if err := mgr.Add(watch); err != nil {
 				return fmt.Errorf("cannot add the refund watch: %w", err)
 			}
+			// A refund event reads the refunds it names at once.
+			wakers = append(wakers, watch)
 		}
 	}
 	if err := (&paymentreconciliation.Reconciler{

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,10 @@ type RefundWatch struct {
 	Period time.Duration
 	// Namespaces restrict the watch, as the cache; nil is every namespace.
 	Namespaces []string
+
+	// wakeSlots bound the checks events start (Wake).
+	wakeOnce  sync.Once
+	wakeSlots chan struct{}
 }
 
 // NeedLeaderElection is true: only the leader writes what it finds.
