@@ -412,43 +412,6 @@ func (p *Provider) retrieve(ctx context.Context, id string) (*stripego.PaymentIn
 	return p.client.V1PaymentIntents.Retrieve(ctx, id, nil)
 }
 
-// processing is the answer for an intent in processing that is not
-// polled: a bank debit, which settles in days (accepted, not an
-// uncertainty, and not worth polling within a call), or an intent without
-// an id; nil for any other, which is polled.
-func processing(intent *stripego.PaymentIntent) error {
-	if intent.ID == "" {
-		return payment.Transient(fmt.Errorf("the payment intent from Stripe in status %s has no id", intent.Status), 0)
-	}
-	if method := intentMethod(intent); payment.BankDebit(method) {
-		return payment.Settling(intent.ID, string(intent.Status), method)
-	}
-	return nil
-}
-
-// stillWaiting is the answer for an intent the call's time ran out on
-// (cause): one in processing is accepted and not final, read again later
-// by its id, never created again; any other is uncertain.
-func (p *Provider) stillWaiting(intent *stripego.PaymentIntent, cause error) error {
-	if intent.Status == stripego.PaymentIntentStatusProcessing {
-		return payment.Settling(intent.ID, string(intent.Status), intentMethod(intent))
-	}
-	return payment.Transient(fmt.Errorf("payment intent %s is still %s: %w", p.clean(intent.ID), intent.Status, cause), 0)
-}
-
-// intentMethod is the payment method type the intent is paid with: its
-// expanded payment method's, or its only allowed type; "" when Stripe's
-// answer does not say.
-func intentMethod(intent *stripego.PaymentIntent) string {
-	if intent.PaymentMethod != nil && intent.PaymentMethod.Type != "" {
-		return string(intent.PaymentMethod.Type)
-	}
-	if len(intent.PaymentMethodTypes) == 1 {
-		return intent.PaymentMethodTypes[0]
-	}
-	return ""
-}
-
 // outcome is the payment outcome of a successful intent.
 func outcome(intent *stripego.PaymentIntent, replayed bool) payment.Outcome {
 	amount := intent.Amount
