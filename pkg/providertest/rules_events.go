@@ -62,8 +62,8 @@ type Events struct {
 }
 
 // eventsSkip is the message of the events rule's skip.
-const eventsSkip = "Options.Events (--events-secret) is not set: the service was not asked to send signed events; " +
-	"the rule was not run"
+const eventsSkip = "Options.Events is not set: the service was not asked to send signed events, " +
+	"so the rule was not run (the providertest command does not run it: a Go test sets Options.Events)"
 
 // received is one request the kit's receiver was sent.
 type received struct {
@@ -215,7 +215,7 @@ func checkEachEvent(got []received, want map[string]string, secret string) strin
 		_ = json.Unmarshal(g.body, &b) // ParseEvent read it
 		same := b.Type
 		if b.Data != nil {
-			same += " " + b.Data.ID + " " + b.Data.Payment
+			same = strings.TrimSpace(fmt.Sprintf("%s %s %s", b.Type, b.Data.ID, b.Data.Payment))
 			if key, ours := want[b.Data.ID]; ours && strings.HasPrefix(b.Type, "payment.") &&
 				b.Data.IdempotencyKey != "" && b.Data.IdempotencyKey != key {
 				return fmt.Sprintf("%s names payment %q with data.idempotencyKey %q, not the key %q it was charged under",

@@ -99,13 +99,13 @@ func checkPending(ctx context.Context, s *session) (Status, string) {
 		switch {
 		case !fails && !final.charged():
 			return Fail, fmt.Sprintf("payment %q (payment method %q, key %q) ended with %s, not succeeded",
-				r.id, r.req.PaymentMethod, r.key, final)
+				r.id, r.req.PaymentMethod, r.key, describe(final))
 		case fails && final.charged():
 			return Fail, fmt.Sprintf("payment %q (Pending.FailingPaymentMethod %q, key %q) ended succeeded (%s), not failed",
-				r.id, r.req.PaymentMethod, r.key, final)
+				r.id, r.req.PaymentMethod, r.key, describe(final))
 		case fails && !hasReason(final.err):
 			return Fail, fmt.Sprintf("payment %q (key %q) failed without a reason (%s): "+
-				`a failed debit is status "failed" with the bank's reason, such as "reason": "InsufficientFunds"`, r.id, r.key, final)
+				`a failed debit is status "failed" with the bank's reason, such as "reason": "InsufficientFunds"`, r.id, r.key, describe(final))
 		case fails:
 			refusal, _ := payment.IsRefusal(final.err)
 			notes = append(notes, fmt.Sprintf("%q failed with reason %q", r.id, refusal.Reason))
@@ -134,13 +134,13 @@ func (s *session) processing(ctx context.Context, key string, req payment.Charge
 	if !ok {
 		return "", fmt.Sprintf("the first request under key %q with Pending payment method %q was answered %s, "+
 			`not a 2xx with status "processing" and an id: a payment accepted and settled later must say so`,
-			key, req.PaymentMethod, first)
+			key, req.PaymentMethod, describe(first))
 	}
 	id = settling.ID
 	retry := s.charge(ctx, key, req, nil)
 	if again, ok := payment.IsSettling(retry.err); !ok || again.ID != id {
 		return "", fmt.Sprintf("the same request sent again under key %q, while payment %q was processing, was answered %s: "+
-			"it must be answered processing with the same id, never as a second payment", key, id, retry)
+			"it must be answered processing with the same id, never as a second payment", key, id, describe(retry))
 	}
 	if s.looker == nil {
 		return id, ""
@@ -184,13 +184,13 @@ func (s *session) settled(ctx context.Context, key string, req payment.ChargeReq
 		_, processing := payment.IsSettling(final.err)
 		switch {
 		case final.charged() && final.outcome.ID != id:
-			return final, fmt.Sprintf("after payment %q settled, %s under key %q found %s instead", id, read, key, final)
+			return final, fmt.Sprintf("after payment %q settled, %s under key %q found %s instead", id, read, key, describe(final))
 		case !processing && !final.uncertain():
 			return final, ""
 		case time.Now().After(deadline):
 			return final, fmt.Sprintf("payment %q under key %q was still %s by %s after %s: it did not settle "+
 				"(does Pending.Settle decide it?); once decided, %s must say succeeded, or failed with a reason",
-				id, key, final, read, within, read)
+				id, key, describe(final), read, within, read)
 		}
 		select {
 		case <-ctx.Done():
@@ -210,9 +210,21 @@ func secondPayment(key, id string, a answer) string {
 	}
 	if a.charged() && a.outcome.ID != id {
 		return fmt.Sprintf("the same request sent again under key %q was answered %s: "+
-			"a second payment instead of payment %q", key, a, id)
+			"a second payment instead of payment %q", key, describe(a), id)
 	}
 	return ""
+}
+
+// describe says what the service answered, as answer.String does, and
+// names a processing payment as such: the operator waits for it.
+func describe(a answer) string {
+	if settling, ok := payment.IsSettling(a.err); ok {
+		if a.status == 0 {
+			return fmt.Sprintf("processing payment %q", settling.ID)
+		}
+		return fmt.Sprintf("%d with processing payment %q", a.status, settling.ID)
+	}
+	return a.String()
 }
 
 // describeFound lists charges found by the lookup, for a message.
