@@ -140,15 +140,12 @@ func SendEvent(ctx context.Context, url, secret, eventType string, job *payments
 		return fmt.Errorf("paymentjobtest: cannot send an event about job %s: it names no payment yet "+
 			"(read it back once it is AwaitingSettlement or Completed)", types.NamespacedName{Namespace: job.Namespace, Name: job.Name})
 	}
-	body, err := json.Marshal(map[string]any{
-		"id": "evt_" + rand.Text(), "object": "event", "type": eventType, "created": time.Now().Unix(),
-		"livemode": false, "api_version": sandbox.StripeAPIVersion, "pending_webhooks": 1,
-		"data": map[string]any{"object": map[string]any{
-			"id": job.Status.ProviderResponse.ID, "object": "payment_intent",
-			"amount": job.Spec.Amount, "currency": job.Spec.Currency,
-			"metadata": map[string]string{payment.MetadataKeyIdempotencyKey: job.Namespace + "/" + cmp.Or(job.Spec.IdempotencyKey, job.Name)},
-		}},
-	})
+	ev := stripeEvent{ID: "evt_" + rand.Text(), Object: "event", Type: eventType, Created: time.Now().Unix(),
+		APIVersion: sandbox.StripeAPIVersion, PendingWebhooks: 1}
+	ev.Data.Object = stripeIntent{ID: job.Status.ProviderResponse.ID, Object: "payment_intent",
+		Amount: job.Spec.Amount, Currency: job.Spec.Currency,
+		Metadata: map[string]string{payment.MetadataKeyIdempotencyKey: job.Namespace + "/" + cmp.Or(job.Spec.IdempotencyKey, job.Name)}}
+	body, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("paymentjobtest: cannot write the event: %w", err)
 	}
@@ -168,4 +165,28 @@ func SendEvent(ctx context.Context, url, secret, eventType string, job *payments
 		return fmt.Errorf("paymentjobtest: the events endpoint answered %s: %s", res.Status, strings.TrimSpace(string(said)))
 	}
 	return nil
+}
+
+// stripeEvent is an Event as Stripe sends it to a webhook endpoint.
+type stripeEvent struct {
+	ID              string `json:"id"`
+	Object          string `json:"object"`
+	Type            string `json:"type"`
+	Created         int64  `json:"created"`
+	Livemode        bool   `json:"livemode"`
+	APIVersion      string `json:"api_version"`
+	PendingWebhooks int    `json:"pending_webhooks"`
+	Data            struct {
+		Object stripeIntent `json:"object"`
+	} `json:"data"`
+}
+
+// stripeIntent is the PaymentIntent of an event, with the fields the
+// operator reads from it.
+type stripeIntent struct {
+	ID       string            `json:"id"`
+	Object   string            `json:"object"`
+	Amount   int64             `json:"amount"`
+	Currency string            `json:"currency"`
+	Metadata map[string]string `json:"metadata"`
 }
