@@ -20,8 +20,6 @@ import (
 	"context"
 	"net/http/httptest"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,27 +54,6 @@ var listRules = allRules[len(allRules)-5 : len(allRules)-2]
 
 // eventsSecret is the secret the services of the tests sign events with.
 const eventsSecret = "whsec_providertest"
-
-// skewedClock is the wall clock moved forward by Settle, for a sandbox
-// whose processing debits a test decides now.
-type skewedClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-// Now is the wall clock plus the offset.
-func (c *skewedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-// Add moves the clock forward by d.
-func (c *skewedClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.offset += d
-}
 
 // sandboxOptions serves a new sandbox Engine's HTTP contract on a loopback
 // server closed with the test, and returns Options that use its fault
@@ -471,53 +448,4 @@ func TestRefundRulesWithoutALookup(t *testing.T) {
 // are broken by sw.
 func refundBroken(sw refRefundSwitches) func(t *testing.T) providertest.Options {
 	return func(t *testing.T) providertest.Options { return refOptions(t, &refService{refunds: sw}) }
-}
-
-// settleBroken returns the Options of a reference service whose debits
-// or events are broken by sw.
-func settleBroken(sw refSettleSwitches) func(t *testing.T) providertest.Options {
-	return func(t *testing.T) providertest.Options { return refOptions(t, &refService{settling: sw}) }
-}
-
-func TestCheckNeverReportsTheToken(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-
-	results := check(t, refOptions(t, &refService{echoAuth: true}))
-
-	g.Expect(providertest.Failed(results)).To(BeTrue())
-	for _, r := range results {
-		g.Expect(r.Message).NotTo(ContainSubstring(refToken))
-	}
-}
-
-func TestCheckRefusesInvalidOptions(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		opts    providertest.Options
-		wantErr string
-	}{
-		{name: "no url", opts: providertest.Options{}, wantErr: "charge url"},
-		{name: "not http", opts: providertest.Options{URL: "ftp://127.0.0.1/charges"}, wantErr: "scheme must be http or https"},
-		{name: "negative timeout", opts: providertest.Options{URL: "http://127.0.0.1/charges", Timeout: -time.Second},
-			wantErr: "negative"},
-		{name: "key prefix too long", opts: providertest.Options{URL: "http://127.0.0.1/charges",
-			KeyPrefix: strings.Repeat("k", 250)}, wantErr: "key prefix"},
-		{name: "key prefix with a space", opts: providertest.Options{URL: "http://127.0.0.1/charges",
-			KeyPrefix: "my run/"}, wantErr: "key prefix"},
-		{name: "pending without a payment method", opts: providertest.Options{URL: "http://127.0.0.1/charges",
-			Pending: &providertest.Pending{}}, wantErr: "Pending.PaymentMethod"},
-		{name: "events without a secret", opts: providertest.Options{URL: "http://127.0.0.1/charges",
-			Events: &providertest.Events{SendTo: func(string) error { return nil }}}, wantErr: "Events.Secret"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := NewWithT(t)
-			results, err := providertest.Check(context.Background(), tt.opts)
-			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			g.Expect(results).To(BeNil())
-		})
-	}
 }

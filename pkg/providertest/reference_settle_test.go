@@ -21,9 +21,12 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/httpprovider"
+	"github.com/idempotency-dev/paymentjob-operator/pkg/providertest"
 )
 
 // The reference service's bank debits and events, written from
@@ -144,4 +147,31 @@ func (s *refService) emit(c refCharge) {
 	if res, err := http.DefaultClient.Do(req); err == nil {
 		_ = res.Body.Close()
 	}
+}
+
+// skewedClock is the wall clock moved forward by Settle, for a sandbox
+// whose processing debits a test decides now.
+type skewedClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now is the wall clock plus the offset.
+func (c *skewedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Add moves the clock forward by d.
+func (c *skewedClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// settleBroken returns the Options of a reference service whose debits
+// or events are broken by sw.
+func settleBroken(sw refSettleSwitches) func(t *testing.T) providertest.Options {
+	return func(t *testing.T) providertest.Options { return refOptions(t, &refService{settling: sw}) }
 }
