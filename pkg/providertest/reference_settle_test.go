@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
+
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/httpprovider"
 	"github.com/idempotency-dev/paymentjob-operator/pkg/providertest"
 )
@@ -56,6 +58,8 @@ type refSettleSwitches struct {
 	staleBy time.Duration
 	// reuseEventID sends every event under the same id.
 	reuseEventID bool
+	// noReason fails a debit without a reason.
+	noReason bool
 }
 
 // refEvents is where the reference service sends its events, and with
@@ -89,6 +93,9 @@ func (s *refService) settle() {
 		c.Status = "succeeded"
 		if c.paymentMethod == refDebitFails {
 			c.Status, c.Reason = "failed", "InsufficientFunds"
+			if s.settling.noReason {
+				c.Reason = ""
+			}
 		}
 		changed = append(changed, *c)
 	}
@@ -174,4 +181,23 @@ func (c *skewedClock) Add(d time.Duration) {
 // or events are broken by sw.
 func settleBroken(sw refSettleSwitches) func(t *testing.T) providertest.Options {
 	return func(t *testing.T) providertest.Options { return refOptions(t, &refService{settling: sw}) }
+}
+
+// TestPendingFailureWithoutAReasonIsNoted: a debit that fails without the
+// bank's reason still passes (the operator sets the job Failed, never
+// charged), and the message says what the operator reports instead.
+func TestPendingFailureWithoutAReasonIsNoted(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	opts := refOptions(t, &refService{settling: refSettleSwitches{noReason: true}})
+
+	var pending providertest.Result
+	for _, r := range check(t, opts) {
+		if r.Rule == providertest.RulePending {
+			pending = r
+		}
+	}
+
+	g.Expect(pending.Status).To(Equal(providertest.Pass), pending.String())
+	g.Expect(pending.Message).To(ContainSubstring(`the service gave no reason, so the operator reports "CardDeclined"`))
 }

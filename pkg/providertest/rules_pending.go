@@ -18,6 +18,7 @@ package providertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -103,12 +104,12 @@ func checkPending(ctx context.Context, s *session) (Status, string) {
 		case fails && final.charged():
 			return Fail, fmt.Sprintf("payment %q (Pending.FailingPaymentMethod %q, key %q) ended succeeded (%s), not failed",
 				r.id, r.req.PaymentMethod, r.key, describe(final))
-		case fails && !hasReason(final.err):
-			return Fail, fmt.Sprintf("payment %q (key %q) failed without a reason (%s): "+
-				`a failed debit is status "failed" with the bank's reason, such as "reason": "InsufficientFunds"`, r.id, r.key, describe(final))
-		case fails:
+		case fails && serviceReason(final.body, r.id) == "":
 			refusal, _ := payment.IsRefusal(final.err)
-			notes = append(notes, fmt.Sprintf("%q failed with reason %q", r.id, refusal.Reason))
+			notes = append(notes, fmt.Sprintf("%q failed, but the service gave no reason, so the operator reports %q: "+
+				`give the bank's, such as "reason": "InsufficientFunds"`, r.id, refusal.Reason))
+		case fails:
+			notes = append(notes, fmt.Sprintf("%q failed with reason %q", r.id, serviceReason(final.body, r.id)))
 		default:
 			notes = append(notes, fmt.Sprintf("%q succeeded", r.id))
 		}
@@ -239,9 +240,27 @@ func describeFound(found []payment.Found) string {
 	return strings.Join(parts, ", ")
 }
 
-// hasReason reports whether err is a refusal with a reason the service
-// gave, beyond the generic one the operator falls back to.
-func hasReason(err error) bool {
-	r, ok := payment.IsRefusal(err)
-	return ok && r.Reason != ""
+// serviceReason is the reason the service gave for payment id in body, a
+// charge answer or a lookup answer; "" when it gave none.
+func serviceReason(body []byte, id string) string {
+	var b struct {
+		ID      string `json:"id"`
+		Reason  string `json:"reason"`
+		Charges []struct {
+			ID     string `json:"id"`
+			Reason string `json:"reason"`
+		} `json:"charges"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return ""
+	}
+	for _, c := range b.Charges {
+		if c.ID == id {
+			return c.Reason
+		}
+	}
+	if b.ID == id || b.ID == "" {
+		return b.Reason
+	}
+	return ""
 }
