@@ -26,7 +26,9 @@ limitations under the License.
 // PROVIDERTEST_TOKEN environment variable; it is never printed. Point it at a
 // test account: every rule charges Options.Amount, the refund rules, run
 // with --refund-url, give (part of) their own charges back, and the list
-// rules, run with --list-url, list them.
+// rules, run with --list-url, list them. The pending rule runs with
+// --pending-payment-method, a payment method the service settles later; the
+// events rule runs only from a Go test (providertest.Options.Events).
 package main
 
 import (
@@ -94,6 +96,7 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (pr
 	var opts providertest.Options
 	var tokenFile string
 	var inFlight providertest.InFlight
+	var pending providertest.Pending
 	fs := flag.NewFlagSet("providertest", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&opts.URL, "url", "", "The charge endpoint of the payment service (spec.http.url). Required.")
@@ -120,6 +123,13 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (pr
 			"without it the in-flight rule is skipped.")
 	fs.DurationVar(&inFlight.After, "in-flight-after", providertest.DefaultInFlightAfter,
 		"How long after the first request with the slow payment method the second is sent.")
+	fs.StringVar(&pending.PaymentMethod, "pending-payment-method", "",
+		"A payment method the service answers processing and settles later (a bank debit); "+
+			"without it the pending rule is skipped.")
+	fs.StringVar(&pending.FailingPaymentMethod, "pending-failing-payment-method", "",
+		"A payment method the service answers processing and fails later, checked by the pending rule.")
+	fs.DurationVar(&pending.Within, "pending-within", providertest.DefaultPendingWithin,
+		"How long the pending rule waits for a processing payment to settle.")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -136,11 +146,16 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (pr
 		return opts, errors.New("--url is required")
 	case opts.Amount <= 0:
 		return opts, fmt.Errorf("--amount must be greater than zero, got %d", opts.Amount)
-	case opts.Timeout <= 0 || inFlight.After <= 0:
-		return opts, errors.New("--timeout and --in-flight-after must be greater than zero")
+	case opts.Timeout <= 0 || inFlight.After <= 0 || pending.Within <= 0:
+		return opts, errors.New("--timeout, --in-flight-after and --pending-within must be greater than zero")
+	case pending.PaymentMethod == "" && pending.FailingPaymentMethod != "":
+		return opts, errors.New("--pending-failing-payment-method needs --pending-payment-method")
 	}
 	if inFlight.PaymentMethod != "" {
 		opts.InFlight = &inFlight
+	}
+	if pending.PaymentMethod != "" {
+		opts.Pending = &pending
 	}
 	opts.Token = getenv(tokenEnv)
 	if tokenFile != "" {

@@ -77,22 +77,27 @@ func TestRunPassesTheSandbox(t *testing.T) {
 	// the in-flight rule's first request running.
 	e, urls := startSandbox(t)
 	g.Expect(e.SetFaults(sandbox.Faults{LatencyMin: 300 * time.Millisecond, LatencyMax: 300 * time.Millisecond})).To(Succeed())
+	// Its bank debits settle two seconds after they are accepted.
+	e.SetDebitSettleDelay(2 * time.Second)
 
 	code, stdout, stderr := runCommand(t, []string{"--url", urls.charges, "--lookup-url", urls.lookup,
 		"--refund-url", urls.refunds, "--list-url", urls.list, "--timeout", "5s",
-		"--slow-payment-method", sandbox.PaymentMethodVisa, "--in-flight-after", "50ms"}, nil)
+		"--slow-payment-method", sandbox.PaymentMethodVisa, "--in-flight-after", "50ms",
+		"--pending-payment-method", sandbox.PaymentMethodSEPADebit,
+		"--pending-failing-payment-method", sandbox.PaymentMethodSEPADebitInsufficientFunds}, nil)
 
 	g.Expect(code).To(Equal(0))
 	g.Expect(stderr).To(BeEmpty())
 	g.Expect(stdout).To(HavePrefix("RULE "))
-	g.Expect(stdout).To(ContainSubstring("18 passed, 0 failed, 1 skipped"))
+	g.Expect(stdout).To(ContainSubstring("19 passed, 0 failed, 2 skipped"))
 	for _, rule := range append([]string{providertest.RuleReplay, providertest.RuleLostResponse, providertest.RuleKeyReuse,
 		providertest.RuleInFlight, providertest.RuleDecline, providertest.RuleLookup, providertest.RuleErrorBody,
 		providertest.RuleKeyRequired, providertest.RuleListWindow, providertest.RuleListWindowEnd,
-		providertest.RuleListBadParameter}, refundRules...) {
+		providertest.RuleListBadParameter, providertest.RulePending}, refundRules...) {
 		g.Expect(stdout).To(MatchRegexp(`(?m)^%s +PASS +\S`, rule))
 	}
 	g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +\S`, providertest.RuleCredentials))
+	g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +.*the providertest command does not run it`, providertest.RuleEvents))
 }
 
 // TestRunSkipsTheRefundRulesWithoutARefundURL: a service checked without
@@ -108,7 +113,8 @@ func TestRunSkipsTheRefundRulesWithoutARefundURL(t *testing.T) {
 	for _, rule := range refundRules {
 		g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +.*--refund-url\) is not set`, rule))
 	}
-	g.Expect(stdout).To(ContainSubstring("9 passed, 0 failed, 10 skipped"))
+	g.Expect(stdout).To(MatchRegexp(`(?m)^%s +SKIP +.*--pending-payment-method\) is not set`, providertest.RulePending))
+	g.Expect(stdout).To(ContainSubstring("9 passed, 0 failed, 12 skipped"))
 }
 
 func TestRunFailsABrokenService(t *testing.T) {
@@ -177,6 +183,8 @@ func TestRunRefusesInvalidCommandLines(t *testing.T) {
 		{name: "negative amount", args: []string{"--url", "http://127.0.0.1/c", "--amount", "-5"}, wantErr: "--amount"},
 		{name: "missing token file", args: []string{"--url", "http://127.0.0.1/c", "--token-file", "/nonexistent/token"},
 			wantErr: "cannot read --token-file"},
+		{name: "a failing debit without a settling one", args: []string{"--url", "http://127.0.0.1/c",
+			"--pending-failing-payment-method", "pm_failed_de"}, wantErr: "needs --pending-payment-method"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,6 +53,15 @@ limitations under the License.
 // Refunds: CreateRefund creates a PaymentRefund of a job (the whole charge,
 // or RefundOptions.Amount), WaitForRefundPhase and WaitForRefund wait for
 // its status, and Env.Refunds and Env.Refunded read what the sandbox gave
-// back of the job's charge. docs/testing.md shows a complete test and how to get the control
+// back of the job's charge.
+//
+// Bank debits: a job paid with PaymentMethodDebitSettles (or
+// PaymentMethodDebitFails) waits Processing with Ready=False reason
+// AwaitingSettlement (WaitForReason), charged once, until the sandbox
+// decides it: after 5 seconds, after Faults.PendingDebits, or at once with
+// SettleDebits. The operator serves its signed events endpoint on
+// 127.0.0.1 (EventsURL); EnableEvents gives a provider its endpoint secret
+// and SendEvent sends a signed Stripe event that wakes a settling job.
+// docs/testing.md shows a complete test and how to get the control
 // plane's binaries.
 package paymentjobtest

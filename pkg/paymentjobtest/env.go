@@ -61,7 +61,8 @@ type Options struct {
 	// again at the sandbox every second (so that a refund failed there
 	// after it succeeded, Faults.FailRefund, shows). InsecureProviderHosts
 	// always includes 127.0.0.1, where the sandbox listens; Namespaces is
-	// always the Options' own.
+	// always the Options' own. EventsBindAddress "" serves the events
+	// endpoint on a free 127.0.0.1 port (Env.EventsURL); "0" turns it off.
 	Operator operator.Options
 	// Logger receives the operator's logs; the zero value discards them.
 	Logger logr.Logger
@@ -70,22 +71,27 @@ type Options struct {
 // Env is a running test environment: the API server, the operator's
 // reconcilers in this process, and the payment sandbox on 127.0.0.1.
 type Env struct {
-	config  *rest.Config
-	client  client.Client
-	scheme  *runtime.Scheme
-	engine  *sandbox.Engine
-	server  *httptest.Server
-	testEnv *envtest.Environment
-	cancel  context.CancelFunc
-	done    chan error
-	exited  atomic.Bool
+	config *rest.Config
+	client client.Client
+	scheme *runtime.Scheme
+	engine *sandbox.Engine
+	clock  *clock
+	server *httptest.Server
+	// eventsAddr is where the operator's events endpoint listens, "" when
+	// it is off.
+	eventsAddr string
+	testEnv    *envtest.Environment
+	cancel     context.CancelFunc
+	done       chan error
+	exited     atomic.Bool
 }
 
 // Start installs the CRDs, starts the sandbox and the operator, and
 // returns when the operator runs. Stop ends them. In a TestMain, call
 // Start once and Stop before os.Exit; in a test, StartT does both.
 func Start(opts Options) (*Env, error) {
-	e := &Env{engine: sandbox.NewEngine(), done: make(chan error, 1)}
+	e := &Env{clock: &clock{}, done: make(chan error, 1)}
+	e.engine = sandbox.NewEngine(sandbox.WithClock(e.clock.now))
 	e.scheme = runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(e.scheme); err != nil {
 		return nil, err
@@ -180,6 +186,14 @@ func (e *Env) start(opts Options) error {
 	o.InsecureProviderHosts = slices.Concat(o.InsecureProviderHosts, []string{"127.0.0.1"})
 	// The cache, the collector and the audit all watch the same namespaces.
 	o.Namespaces = opts.Namespaces
+	if o.EventsBindAddress == "" {
+		if o.EventsBindAddress, err = freeLoopbackAddress(); err != nil {
+			return err
+		}
+	}
+	if o.EventsBindAddress != "0" {
+		e.eventsAddr = o.EventsBindAddress
+	}
 	if err := operator.Setup(mgr, o); err != nil {
 		return fmt.Errorf("paymentjobtest: %w", err)
 	}
@@ -195,6 +209,9 @@ func (e *Env) start(opts Options) error {
 	if !mgr.GetCache().WaitForCacheSync(synced) {
 		// Stop returns the manager's own error, if it ended with one.
 		return errors.New("paymentjobtest: the operator's cache did not sync within a minute")
+	}
+	if e.eventsAddr != "" {
+		return e.waitForEventsEndpoint(synced)
 	}
 	return nil
 }

@@ -217,3 +217,152 @@ func ExampleFaults_FailRefund() {
 	fmt.Println(rf.Status.Phase, rf.Status.Failure.Reason, "refunded:", env.Refunded("example-failed-refund/invoice-46"))
 	// Output: Failed RefundFailedAfterSuccess refunded: 0
 }
+
+// A SEPA debit waits AwaitingSettlement, charged once, until the sandbox
+// settles it; here the test settles it at once instead of waiting.
+func ExampleEnv_SettleDebits() {
+	ctx := context.Background()
+	c := env.Client()
+	_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "example-debit"}})
+	if err := env.CreateProvider(ctx, "example-debit", "stripe"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Pending until settled below; Reset brings back the 5 seconds.
+	_ = env.Faults().PendingDebits(time.Hour)
+	defer func() { _ = env.Faults().Reset() }()
+	_ = c.Create(ctx, &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "invoice-47", Namespace: "example-debit"},
+		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
+			Amount: 2000, Currency: "eur", PaymentMethod: paymentjobtest.PaymentMethodDebitSettles},
+	})
+	job, err := env.WaitForReason(ctx, "example-debit", "invoice-47", paymentsv1alpha1.ReasonAwaitingSettlement, time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(job.Status.Phase, job.Status.Settlement.Method, "charges:", env.Charges("example-debit/invoice-47"))
+	fmt.Println("settled:", env.SettleDebits())
+	job, err = env.WaitForPhase(ctx, "example-debit", "invoice-47", paymentsv1alpha1.PhaseCompleted, time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(job.Status.Phase, "charges:", env.Charges("example-debit/invoice-47"))
+	// Output:
+	// Processing sepa_debit charges: 1
+	// settled: 1
+	// Completed charges: 1
+}
+
+// A debit the bank returns: the job fails with the bank's reason, after
+// the sandbox's 5 seconds.
+func ExampleEnv_WaitForReason() {
+	ctx := context.Background()
+	c := env.Client()
+	_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "example-returned"}})
+	if err := env.CreateProvider(ctx, "example-returned", "stripe"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = c.Create(ctx, &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "invoice-48", Namespace: "example-returned"},
+		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
+			Amount: 2000, Currency: "eur", PaymentMethod: paymentjobtest.PaymentMethodDebitFails},
+	})
+	if _, err := env.WaitForReason(ctx, "example-returned", "invoice-48", paymentsv1alpha1.ReasonAwaitingSettlement, time.Minute); err != nil {
+		fmt.Println(err)
+		return
+	}
+	job, err := env.WaitForPhase(ctx, "example-returned", "invoice-48", paymentsv1alpha1.PhaseFailed, time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(job.Status.Phase, job.Status.Failure.Reason)
+	// Output: Failed insufficient_funds
+}
+
+// The debit settle delay is a switch like the others.
+func ExampleFaults_PendingDebits() {
+	fmt.Println(env.Faults().PendingDebits(time.Minute))
+	fmt.Println(env.Faults().PendingDebits(-time.Second))
+	fmt.Println(env.Faults().Reset())
+	// Output:
+	// <nil>
+	// paymentjobtest: cannot keep debits pending for -1s
+	// <nil>
+}
+
+// A signed event wakes a settling job at once, where without it the job
+// waits for its next read of the provider (every 30 s at first for a
+// provider with events).
+func ExampleSendEvent() {
+	ctx := context.Background()
+	c := env.Client()
+	_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "example-event"}})
+	if err := env.CreateProvider(ctx, "example-event", "stripe"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := env.EnableEvents(ctx, "example-event", "stripe", "whsec_example"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = env.Faults().PendingDebits(time.Hour)
+	defer func() { _ = env.Faults().Reset() }()
+	_ = c.Create(ctx, &paymentsv1alpha1.PaymentJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "invoice-49", Namespace: "example-event"},
+		Spec: paymentsv1alpha1.PaymentJobSpec{ProviderRef: paymentsv1alpha1.ProviderReference{Name: "stripe"},
+			Amount: 2000, Currency: "eur", PaymentMethod: paymentjobtest.PaymentMethodDebitSettles},
+	})
+	job, err := env.WaitForReason(ctx, "example-event", "invoice-49", paymentsv1alpha1.ReasonAwaitingSettlement, time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	env.SettleDebits()
+	url := env.EventsURL("example-event", "stripe")
+	fmt.Println(paymentjobtest.SendEvent(ctx, url, "whsec_forged", "payment_intent.succeeded", job) != nil)
+	fmt.Println(paymentjobtest.SendEvent(ctx, url, "whsec_example", "payment_intent.succeeded", job))
+	job, err = env.WaitForPhase(ctx, "example-event", "invoice-49", paymentsv1alpha1.PhaseCompleted, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(job.Status.Phase, "charges:", env.Charges("example-event/invoice-49"))
+	// Output:
+	// true
+	// <nil>
+	// Completed charges: 1
+}
+
+// Where a provider sends its events: the operator in the Env serves them
+// on 127.0.0.1.
+func ExampleEnv_EventsURL() {
+	url := env.EventsURL("billing", "stripe")
+	fmt.Println(strings.HasPrefix(url, "http://127.0.0.1:"), strings.TrimLeft(url[strings.LastIndex(url, ":"):], ":0123456789"))
+	// Output: true /events/billing/stripe
+}
+
+// A provider that accepts signed events: its endpoint secret is kept in a
+// labelled Secret that spec.events names.
+func ExampleEnv_EnableEvents() {
+	ctx := context.Background()
+	_ = env.Client().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "example-enable"}})
+	if err := env.CreateProvider(ctx, "example-enable", "stripe"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := env.EnableEvents(ctx, "example-enable", "stripe", "whsec_example"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	pp, err := env.WaitForProviderReady(ctx, "example-enable", "stripe", time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(pp.Spec.Events.SecretRef.Name, pp.Spec.Events.SecretRef.Key)
+	// Output: stripe-events secret
+}

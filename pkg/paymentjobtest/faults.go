@@ -26,7 +26,7 @@ import (
 )
 
 // Faults switches the sandbox's faults.
-func (e *Env) Faults() Faults { return Faults{engine: e.engine} }
+func (e *Env) Faults() Faults { return Faults{engine: e.engine, clock: e.clock} }
 
 // Faults are the sandbox's fault switches, for the providers of
 // CreateProvider and CreateHTTPProvider alike. Each takes effect for the
@@ -40,7 +40,10 @@ func (e *Env) Faults() Faults { return Faults{engine: e.engine} }
 // FailRefund acts at once on one refund instead of switching, and returns
 // an error all the same. ForgetKeys, which acts at once too, returns how
 // many keys it forgot and cannot fail.
-type Faults struct{ engine *sandbox.Engine }
+type Faults struct {
+	engine *sandbox.Engine
+	clock  *clock
+}
 
 // Decline makes the sandbox decline paymentMethod from now on: the jobs
 // that use it fail with CardDeclined and are not charged. An empty payment
@@ -130,12 +133,14 @@ func (f Faults) FailRefund(id string) error {
 func (f Faults) ForgetKeys() int { return f.engine.ForgetKeys() }
 
 // Reset turns every fault off: latency, the pending LoseResponses and
-// RateLimit counts, the payment methods Decline added, and PendingRefunds.
+// RateLimit counts, the payment methods Decline added, and PendingRefunds;
+// PendingDebits goes back to 5 seconds.
 // Refunds FailRefund failed stay failed. Faults belong to
 // the Env, not to a test: tests that switch them do not run in parallel.
 func (f Faults) Reset() error {
 	f.engine.ClearDeclines()
 	f.engine.SetRefundSettleDelay(0)
+	f.engine.SetDebitSettleDelay(sandbox.DefaultDebitSettleDelay)
 	for _, kind := range []sandbox.FaultKind{sandbox.FaultBeforeCommit, sandbox.FaultAfterCommit, sandbox.FaultRateLimit} {
 		f.engine.FailNext(kind, 0)
 		f.engine.FailNextAny(kind, 0)

@@ -30,7 +30,9 @@ import (
 // address. A test of a real service calls providertest.Run(t, opts) instead,
 // which runs each rule as a subtest.
 func Example() {
-	engine := sandbox.NewEngine()
+	// The sandbox's bank debits stay processing for two seconds.
+	engine := sandbox.NewEngine(sandbox.WithDebitSettleDelay(2 * time.Second))
+	defer engine.Close()
 	srv := httptest.NewServer(sandbox.NewServer(engine, sandbox.ServerOptions{}))
 	defer srv.Close()
 
@@ -49,6 +51,15 @@ func Example() {
 			return g.Entered(), g.Release
 		}},
 		LoseResponse: func() { engine.FailNext(sandbox.FaultAfterCommit, 1) },
+		// A SEPA debit is answered processing and settles (or fails) later.
+		Pending: &providertest.Pending{
+			PaymentMethod:        sandbox.PaymentMethodSEPADebit,
+			FailingPaymentMethod: sandbox.PaymentMethodSEPADebitInsufficientFunds,
+		},
+		// The sandbox sends its signed events where the rule asks.
+		Events: &providertest.Events{Secret: "whsec_example", SendTo: func(url string) error {
+			return engine.SetWebhooks(sandbox.WebhookConfig{URL: url, Secret: "whsec_example", Format: sandbox.WebhookFormatHTTP})
+		}},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -78,5 +89,7 @@ func Example() {
 	// PASS list-window-exactly-once
 	// PASS list-window-ends-before
 	// PASS list-bad-parameter-refused
+	// PASS pending-settles-once
+	// PASS events-signed
 	// failed: false
 }

@@ -110,6 +110,12 @@ type Options struct {
 	// answer does (the sandbox: engine.FailNext(sandbox.FaultAfterCommit,
 	// 1)). The lost-response rule then also retries after that answer.
 	LoseResponse func()
+	// Pending says how to make the service accept a charge as processing
+	// (a bank debit) and settle it later; nil skips the pending rule.
+	Pending *Pending
+	// Events says how to make the service send its signed events to the
+	// kit; nil skips the events rule.
+	Events *Events
 }
 
 // InFlight says how to keep the first charge of the in-flight rule running
@@ -213,6 +219,15 @@ const (
 	// RuleListBadParameter: a list with a parameter the contract does not
 	// allow is refused, never answered as a window.
 	RuleListBadParameter = "list-bad-parameter-refused"
+	// RulePending: a charge answered processing is answered the same, with
+	// the same id, on a retry and by the lookup, and once it settles says
+	// succeeded (or failed with a reason); never a second payment. Run only
+	// with Options.Pending.
+	RulePending = "pending-settles-once"
+	// RuleEvents: every event the service sends carries a valid
+	// Paymentjob-Signature within five minutes, its own id and the
+	// documented fields. Run only with Options.Events.
+	RuleEvents = "events-signed"
 )
 
 // rule is one requirement and the function that checks it.
@@ -242,6 +257,8 @@ var rules = []rule{
 	{RuleListWindow, checkListWindow},
 	{RuleListWindowEnd, checkListWindowEnd},
 	{RuleListBadParameter, checkListBadParameter},
+	{RulePending, checkPending},
+	{RuleEvents, checkEvents},
 }
 
 // Run runs every rule against the service as a subtest of t named after
@@ -329,6 +346,12 @@ func (opts Options) withDefaults() (Options, error) {
 			f.After = DefaultInFlightAfter
 		}
 		opts.InFlight = &f
+	}
+	if opts.Pending != nil && opts.Pending.PaymentMethod == "" {
+		return opts, fmt.Errorf("cannot check pending payments without Pending.PaymentMethod")
+	}
+	if opts.Events != nil && (opts.Events.Secret == "" || opts.Events.SendTo == nil) {
+		return opts, fmt.Errorf("cannot check events without Events.Secret and Events.SendTo")
 	}
 	return opts, nil
 }

@@ -20,7 +20,6 @@ import (
 	"context"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,20 +43,26 @@ var allRules = []string{
 	providertest.RuleRefundReplay, providertest.RuleRefundLostResponse, providertest.RuleRefundExceedsCharge,
 	providertest.RuleRefundUnknownCharge, providertest.RuleRefundLookup,
 	providertest.RuleListWindow, providertest.RuleListWindowEnd, providertest.RuleListBadParameter,
+	providertest.RulePending, providertest.RuleEvents,
 }
 
 // refundRules are the names of the refund rules.
-var refundRules = allRules[len(allRules)-8 : len(allRules)-3]
+var refundRules = allRules[len(allRules)-10 : len(allRules)-5]
 
 // listRules are the names of the list rules.
-var listRules = allRules[len(allRules)-3:]
+var listRules = allRules[len(allRules)-5 : len(allRules)-2]
+
+// eventsSecret is the secret the services of the tests sign events with.
+const eventsSecret = "whsec_providertest"
 
 // sandboxOptions serves a new sandbox Engine's HTTP contract on a loopback
 // server closed with the test, and returns Options that use its fault
 // switches for the in-flight and lost-response rules.
 func sandboxOptions(t *testing.T, opts ...sandbox.Option) (providertest.Options, *sandbox.Engine) {
 	t.Helper()
-	e := sandbox.NewEngine(opts...)
+	clock := &skewedClock{}
+	e := sandbox.NewEngine(append([]sandbox.Option{sandbox.WithClock(clock.Now)}, opts...)...)
+	t.Cleanup(e.Close)
 	srv := httptest.NewServer(sandbox.NewServer(e, sandbox.ServerOptions{}))
 	t.Cleanup(srv.Close)
 	return providertest.Options{
@@ -71,6 +76,18 @@ func sandboxOptions(t *testing.T, opts ...sandbox.Option) (providertest.Options,
 			return g.Entered(), g.Release
 		}},
 		LoseResponse: func() { e.FailNext(sandbox.FaultAfterCommit, 1) },
+		Pending: &providertest.Pending{
+			PaymentMethod:        sandbox.PaymentMethodSEPADebit,
+			FailingPaymentMethod: sandbox.PaymentMethodSEPADebitInsufficientFunds,
+			// Past the debit settle delay by the sandbox's clock.
+			Settle: func() { clock.Add(time.Hour); e.SettleDebits() },
+		},
+		Events: &providertest.Events{Secret: eventsSecret, SendTo: func(url string) error {
+			if url == "" {
+				return e.SetWebhooks(sandbox.WebhookConfig{})
+			}
+			return e.SetWebhooks(sandbox.WebhookConfig{URL: url, Secret: eventsSecret, Format: sandbox.WebhookFormatHTTP})
+		}},
 	}, e
 }
 
@@ -88,6 +105,9 @@ func refOptions(t *testing.T, s *refService) providertest.Options {
 		Timeout:      timeout,
 		InFlight:     &providertest.InFlight{Hold: s.holdNext},
 		LoseResponse: s.loseNextAnswer,
+		Pending:      &providertest.Pending{PaymentMethod: refDebit, FailingPaymentMethod: refDebitFails, Settle: s.settle},
+		Events: &providertest.Events{Secret: eventsSecret,
+			SendTo: func(url string) error { return s.sendEventsTo(url, eventsSecret) }},
 	}
 }
 
@@ -299,6 +319,30 @@ func TestBrokenServicesFail(t *testing.T) {
 			wantFailed: []string{providertest.RuleListBadParameter},
 			wantSaid:   []string{"kind=everything was answered 200", "refuse a parameter it does not understand"},
 		},
+		{
+			name:       "a retry of a processing payment made a second payment",
+			opts:       settleBroken(refSettleSwitches{newOnProcessingRetry: true}),
+			wantFailed: []string{providertest.RulePending},
+			wantSaid:   []string{"while payment \"ch_", "must be answered processing with the same id, never as a second payment"},
+		},
+		{
+			name:       "events signed with another secret",
+			opts:       settleBroken(refSettleSwitches{wrongSecret: true}),
+			wantFailed: []string{providertest.RuleEvents},
+			wantSaid:   []string{"signature does not match", "sign each event with the shared secret"},
+		},
+		{
+			name:       "events signed ten minutes before they are sent",
+			opts:       settleBroken(refSettleSwitches{staleBy: 10 * time.Minute}),
+			wantFailed: []string{providertest.RuleEvents},
+			wantSaid:   []string{"outside the tolerance", "within 5 minutes of the receiver's clock"},
+		},
+		{
+			name:       "one event id for every event",
+			opts:       settleBroken(refSettleSwitches{reuseEventID: true}),
+			wantFailed: []string{providertest.RuleEvents},
+			wantSaid:   []string{`reuses event id "evt_1" of another event`, "each event has its own id"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -335,6 +379,7 @@ func TestBrokenServicesFail(t *testing.T) {
 			for _, r := range results {
 				if r.Status == providertest.Fail {
 					g.Expect(r.Message).NotTo(MatchRegexp(`spec\.|PaymentProvider|PaymentJob`), r.String())
+					g.Expect(r.Message).NotTo(ContainSubstring(eventsSecret), r.String())
 				}
 			}
 		})
@@ -346,6 +391,7 @@ func TestCheckSkipsWhatItCannotCheck(t *testing.T) {
 	g := NewWithT(t)
 	opts, _ := sandboxOptions(t)
 	opts.LookupURL, opts.RefundURL, opts.ListURL, opts.InFlight, opts.LoseResponse = "", "", "", nil, nil
+	opts.Pending, opts.Events = nil, nil
 
 	results := check(t, opts)
 
@@ -368,6 +414,11 @@ func TestCheckSkipsWhatItCannotCheck(t *testing.T) {
 		g.Expect(byRule[name].Status).To(Equal(providertest.Skip), "never counted as passed: %s", byRule[name])
 		g.Expect(byRule[name].Message).To(ContainSubstring("Options.ListURL (--list-url) is not set"))
 	}
+	// A service without debits or events is told so, and never passes them.
+	g.Expect(byRule[providertest.RulePending].Status).To(Equal(providertest.Skip))
+	g.Expect(byRule[providertest.RulePending].Message).To(ContainSubstring("Options.Pending (--pending-payment-method) is not set"))
+	g.Expect(byRule[providertest.RuleEvents].Status).To(Equal(providertest.Skip))
+	g.Expect(byRule[providertest.RuleEvents].Message).To(ContainSubstring("Options.Events is not set"))
 	g.Expect(providertest.Failed(results)).To(BeFalse())
 }
 
@@ -397,43 +448,4 @@ func TestRefundRulesWithoutALookup(t *testing.T) {
 // are broken by sw.
 func refundBroken(sw refRefundSwitches) func(t *testing.T) providertest.Options {
 	return func(t *testing.T) providertest.Options { return refOptions(t, &refService{refunds: sw}) }
-}
-
-func TestCheckNeverReportsTheToken(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-
-	results := check(t, refOptions(t, &refService{echoAuth: true}))
-
-	g.Expect(providertest.Failed(results)).To(BeTrue())
-	for _, r := range results {
-		g.Expect(r.Message).NotTo(ContainSubstring(refToken))
-	}
-}
-
-func TestCheckRefusesInvalidOptions(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		opts    providertest.Options
-		wantErr string
-	}{
-		{name: "no url", opts: providertest.Options{}, wantErr: "charge url"},
-		{name: "not http", opts: providertest.Options{URL: "ftp://127.0.0.1/charges"}, wantErr: "scheme must be http or https"},
-		{name: "negative timeout", opts: providertest.Options{URL: "http://127.0.0.1/charges", Timeout: -time.Second},
-			wantErr: "negative"},
-		{name: "key prefix too long", opts: providertest.Options{URL: "http://127.0.0.1/charges",
-			KeyPrefix: strings.Repeat("k", 250)}, wantErr: "key prefix"},
-		{name: "key prefix with a space", opts: providertest.Options{URL: "http://127.0.0.1/charges",
-			KeyPrefix: "my run/"}, wantErr: "key prefix"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := NewWithT(t)
-			results, err := providertest.Check(context.Background(), tt.opts)
-			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			g.Expect(results).To(BeNil())
-		})
-	}
 }

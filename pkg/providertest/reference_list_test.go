@@ -110,10 +110,10 @@ func (s *refService) list(w http.ResponseWriter, r *http.Request) {
 	refJSON(w, http.StatusOK, map[string]any{"account": "acct_ref", "data": append([]refListed{}, page...), "next": next})
 }
 
-// groupOf returns the refund rules or the list rules when rule is one of
-// them, nil otherwise.
+// groupOf returns the refund rules, the list rules, or the pending or the
+// events rule alone, when rule is one of them; nil otherwise.
 func groupOf(rule string) []string {
-	for _, group := range [][]string{refundRules, listRules} {
+	for _, group := range [][]string{refundRules, listRules, {providertest.RulePending}, {providertest.RuleEvents}} {
 		if slices.Contains(group, rule) {
 			return group
 		}

@@ -17,7 +17,6 @@ limitations under the License.
 package providertest_test
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -58,6 +57,8 @@ type refService struct {
 	refunds refRefundSwitches
 	// lists are the list switches (reference_list_test.go).
 	lists refListSwitches
+	// settling are the debit and event switches (reference_settle_test.go).
+	settling refSettleSwitches
 
 	mu       sync.Mutex
 	saved    map[string]refSaved
@@ -69,6 +70,8 @@ type refService struct {
 	// saved under refund keys.
 	refunded     []refRefund
 	savedRefunds map[string]refSavedRefund
+	// events is where events are sent.
+	events refEvents
 }
 
 // refSaved is the saved answer to a key: a charge, or a decline.
@@ -87,6 +90,10 @@ type refCharge struct {
 	Currency    string `json:"currency"`
 	Fingerprint string `json:"fingerprint"`
 	Created     int64  `json:"created"`
+	// Method is the payment method type of a debit, Reason why it failed.
+	Method        string `json:"method,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	paymentMethod string
 }
 
 // refHold holds the next request with a new key in flight.
@@ -178,6 +185,9 @@ func (s *refService) charge(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	saved, known := s.saved[key]
+	if known && saved.charge != nil && s.settling.newOnProcessingRetry && s.current(saved.charge.ID).Status == "processing" {
+		known = false
+	}
 	switch {
 	case s.inFlight[key] && !s.chargeInFlight:
 		s.mu.Unlock()
@@ -210,12 +220,17 @@ func (s *refService) charge(w http.ResponseWriter, r *http.Request) {
 	if body.PaymentMethod == "pm_card_chargeDeclined" {
 		saved.reason = "CardDeclined"
 	} else {
-		saved.charge = &refCharge{Key: key, ID: fmt.Sprintf("ch_%d", len(s.charges)+1), Status: cmp.Or(s.status, "succeeded"),
-			Amount: body.Amount, Currency: body.Currency, Fingerprint: body.Fingerprint, Created: time.Now().Unix()}
+		status, method := s.newStatus(body.PaymentMethod)
+		saved.charge = &refCharge{Key: key, ID: fmt.Sprintf("ch_%d", len(s.charges)+1), Status: status,
+			Amount: body.Amount, Currency: body.Currency, Fingerprint: body.Fingerprint, Created: time.Now().Unix(),
+			Method: method, paymentMethod: body.PaymentMethod}
 		s.charges = append(s.charges, *saved.charge)
 	}
 	s.saved[key] = saved
 	s.mu.Unlock()
+	if saved.charge != nil {
+		s.emit(*saved.charge)
+	}
 	if lose {
 		refError(w, http.StatusInternalServerError, "ServerError", "the answer was lost")
 		return
@@ -233,9 +248,11 @@ func (s *refService) answer(w http.ResponseWriter, saved refSaved, replayed bool
 	if replayed {
 		status = http.StatusOK
 	}
-	c := saved.charge
+	s.mu.Lock()
+	c := *s.current(saved.charge.ID)
+	s.mu.Unlock()
 	refJSON(w, status, map[string]any{"id": c.ID, "status": c.Status, "amount": c.Amount,
-		"currency": c.Currency, "replayed": replayed})
+		"currency": c.Currency, "replayed": replayed, "method": c.Method, "reason": c.Reason})
 }
 
 // lookup answers the charges under the key parameters, or with the id of

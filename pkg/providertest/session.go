@@ -128,6 +128,9 @@ func (s *session) run(ctx context.Context, r rule) Result {
 	if tok := strings.TrimSpace(s.opts.Token); tok != "" {
 		message = strings.ReplaceAll(message, tok, "[token]")
 	}
+	if ev := s.opts.Events; ev != nil && strings.TrimSpace(ev.Secret) != "" {
+		message = strings.ReplaceAll(message, strings.TrimSpace(ev.Secret), "[secret]")
+	}
 	return Result{Rule: r.name, Status: status, Message: message}
 }
 
