@@ -78,8 +78,8 @@ type contractCharge struct {
 	// charge of a bank debit stays processing for days.
 	Method string `json:"method"`
 	// FailureCode is why a charge failed after it was accepted, such as
-	// insufficient_funds; empty otherwise.
-	FailureCode string `json:"failureCode,omitempty"`
+	// insufficient_funds, in the contract's reason field; empty otherwise.
+	FailureCode string `json:"reason,omitempty"`
 }
 
 // contractFound is a charge of the lookup body.
@@ -92,7 +92,8 @@ type contractFound struct {
 	Created        int64  `json:"created"`
 	Fingerprint    string `json:"fingerprint"`
 	Method         string `json:"method"`
-	FailureCode    string `json:"failureCode,omitempty"`
+	// FailureCode is the contract's reason of a failed charge.
+	FailureCode string `json:"reason,omitempty"`
 }
 
 // contractLookup is the body of GET /http/charges/lookup.

@@ -108,7 +108,7 @@ func TestDebitSettlesOrFailsAfterTheDelayOnBothSurfaces(t *testing.T) {
 				return
 			}
 			g.Expect(again.LastPaymentError).To(HaveField("Code", stripe.ErrorCode(tt.wantFailure)))
-			g.Expect(lookup()).To(HaveKeyWithValue("failureCode", tt.wantFailure))
+			g.Expect(lookup()).To(HaveKeyWithValue("reason", tt.wantFailure))
 			stats := contractBody(g, send(g, srv, apiRequest{method: http.MethodGet, path: "/_sandbox/stats", authorization: noAuth}))
 			g.Expect(stats).To(And(HaveKeyWithValue("debits", BeEquivalentTo(2)), HaveKeyWithValue("debitsFailed", BeEquivalentTo(2)),
 				HaveKeyWithValue("debitsSettled", BeEquivalentTo(0)), HaveKeyWithValue("charges", BeEquivalentTo(2))))
