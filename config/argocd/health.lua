@@ -93,6 +93,9 @@ if isTrue(stalled) then
     if field(stalled, "reason") == "RequestChanged" then
       hs.message = moved .. "; its request changed, so it is not sent again. " ..
         "Needs attention (" .. detail .. ")"
+    elseif field(stalled, "reason") == "SettlementOverdue" then
+      hs.message = "The provider accepted it and has not settled it by its deadline; " ..
+        "it is still read, never sent again. Needs attention (" .. detail .. ")"
     else
       hs.message = moved .. "; the outcome is uncertain and it is still being " ..
         "retried with the same idempotency key. Needs attention (" .. detail .. ")"

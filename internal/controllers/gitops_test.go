@@ -455,6 +455,22 @@ func TestArgoCDHealthEdgeCases(t *testing.T) {
 			wantMessage: And(ContainSubstring("may have been charged"), ContainSubstring("not sent again"), Not(ContainSubstring("Failed"))),
 		},
 		{
+			name: "Processing, a bank debit settling",
+			obj: `{status: {phase: Processing, conditions: [
+				{type: Ready, status: "False", reason: AwaitingSettlement, message: Waiting for the provider to settle sepa_debit pi_1},
+				{type: Reconciling, status: "True", reason: AwaitingSettlement}, {type: Stalled, status: "False"}]}}`,
+			wantStatus:  "Progressing",
+			wantMessage: Equal("Waiting for the provider to settle sepa_debit pi_1"),
+		},
+		{
+			name: "Processing, a bank debit past its settlement deadline",
+			obj: `{status: {phase: Processing, conditions: [
+				{type: Stalled, status: "True", reason: SettlementOverdue, message: not settled by its deadline}]}}`,
+			wantStatus: "Degraded",
+			wantMessage: And(ContainSubstring("accepted it and has not settled it"), ContainSubstring("never sent again"),
+				Not(ContainSubstring("may have been charged")), Not(ContainSubstring("retried"))),
+		},
+		{
 			name: "Pending, suspended",
 			obj: `{status: {phase: Pending, conditions: [
 				{type: Ready, status: "False", reason: Suspended, message: spec.suspend is true}]}}`,
