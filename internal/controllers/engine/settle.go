@@ -220,14 +220,15 @@ func (r *Reconciler) awaitSettlement(ctx context.Context, obj Object) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: d}, r.noteSettling(ctx, obj, now)
 	}
-	if err != nil {
-		if _, refused := payment.IsRefusal(err); !refused {
-			// The read failed; the payment is where it was. Nothing was
-			// sent, so nothing is counted: read again later.
-			log.FromContext(ctx).Info("Cannot read a settling payment, will read again", "id", obj.GetPaymentStatus().ProviderResponse.ID, "error", err.Error())
-			return ctrl.Result{RequeueAfter: r.scheduleSettleRead(obj, events, now, false)}, r.noteSettling(ctx, obj, now)
-		}
+	if refusal, refused := payment.IsRefusal(err); err != nil && (!refused || !errors.Is(refusal, payment.ErrDeclined)) {
+		// The read failed, or was refused as a read (not the bank's
+		// answer): the payment is where it was, accepted. Nothing was
+		// sent, so nothing is counted, and it is never Failed on a
+		// read's error: read again later.
+		log.FromContext(ctx).Info("Cannot read a settling payment, will read again", "id", obj.GetPaymentStatus().ProviderResponse.ID, "error", err.Error())
+		return ctrl.Result{RequeueAfter: r.scheduleSettleRead(obj, events, now, false)}, r.noteSettling(ctx, obj, now)
 	}
+	// Decided: settled, or refused by the bank.
 	settled := metav1.NewTime(now)
 	obj.GetPaymentStatus().Settlement.SettledAt = &settled
 	r.settleReads.forget(client.ObjectKeyFromObject(obj))

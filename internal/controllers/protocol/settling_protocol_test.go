@@ -115,6 +115,15 @@ var settlingTable = []row{
 		final: paid,
 	},
 	{
+		name: "a read of a settling payment refused as invalid: never Failed (the payment was accepted), read again",
+		job:  newJob(), provider: providerNoLookup, looker: true, answers: []answer{settlingDebit}, settles: []answer{invalid, settledDebit},
+		steps: []step{acceptedFirst,
+			settlingRead(3*time.Second, jittered(2*time.Second)),
+			{after: 3 * time.Second, effects: []string{"settle", "status: Completed/Succeeded", finish}, events: []string{"Succeeded"}},
+		},
+		final: paid,
+	},
+	{
 		name: "settling answered to a retry after an uncertain attempt: AwaitingSettlement, the uncertainty ends",
 		job:  newJob(), provider: providerNoLookup, looker: true, answers: []answer{transient, settlingUnknown}, settles: []answer{settledDebit},
 		steps: []step{transientFirst,
