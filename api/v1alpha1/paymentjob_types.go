@@ -76,6 +76,12 @@ const (
 	// ConditionStalled is True when progress needs attention: a terminal
 	// failure, or a charge whose retries are exhausted.
 	ConditionStalled = "Stalled"
+	// ConditionMovedOutsideOperator is True on a Completed PaymentJob
+	// whose provider reports money moved outside the operator since (a
+	// refund made in the dashboard), read at the provider when a signed
+	// provider event named the payment; a PaymentReconciliation reports
+	// it too. kstatus does not read it: the job's outcome stands.
+	ConditionMovedOutsideOperator = "MovedOutsideOperator"
 )
 
 // ProviderReference names a PaymentProvider in the namespace of the PaymentJob.

@@ -147,6 +147,11 @@ const (
 	// remove the finalizer by hand (docs/operations.md,
 	// PaymentJobLedgerConflict).
 	ReasonLedgerConflict Reason = "LedgerConflict"
+	// ReasonRefundedOutsideOperator (condition MovedOutsideOperator,
+	// event) says the provider reports a refund of the job's charge made
+	// without one of the operator's keys (in the dashboard): read at the
+	// provider after a signed event named the payment.
+	ReasonRefundedOutsideOperator Reason = "RefundedOutsideOperator"
 	// ReasonSettlementOverdue says the provider accepted the payment and
 	// has not settled it within the settlement deadline (the payment
 	// method's documented time, or the PaymentProvider's

@@ -186,6 +186,10 @@ func TestAnEventReportsARefundThatFailedAfterSuccessAtOnce(t *testing.T) {
 	s.run("invoice", paymentsv1alpha1.PhaseCompleted)
 	s.createRefund("back", "invoice", 800)
 	done := s.waitForRefund("back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
+	// Finished (its outcome in the ledger): a refund fails after success
+	// days later, not in the moment between its outcome and its finish.
+	s.Eventually(func(g Gomega) map[string]string { return s.getRefund(g, "back").Labels }, timeout).
+		Should(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
 	url := s.manager.eventsURL(t, s.ns, providerName)
 	s.Expect(s.engine.SetWebhooks(sandbox.WebhookConfig{URL: url, Secret: eventsSecret, Format: sandbox.WebhookFormatStripe})).To(Succeed())
 
@@ -201,4 +205,38 @@ func TestAnEventReportsARefundThatFailedAfterSuccessAtOnce(t *testing.T) {
 	s.Eventually(func(g Gomega) []string { return eventReasons(g, s.ns, "back") }, timeout).
 		Should(ContainElement(paymentsv1alpha1.ReasonRefundFailedAfterSuccess))
 	s.Expect(s.engine.WebhookStats().Delivered).To(BeNumerically(">", 0))
+}
+
+// A refund made in the sandbox's dashboard (no key of the operator's): its
+// signed event has the job's charge read at once, and the Completed job
+// gets the condition MovedOutsideOperator and a Warning event
+// RefundedOutsideOperator, as the next reconciliation would report it. Its
+// outcome stands. A refund made by the operator raises nothing.
+func TestAnEventReportsARefundMadeOutsideTheOperator(t *testing.T) {
+	s := newScenario(t, withManager(managerConfig{refundRecheck: time.Hour}), withEvents)
+	defer s.engine.Close()
+	s.createEventsSecret()
+	s.run("invoice", paymentsv1alpha1.PhaseCompleted)
+	s.run("ours", paymentsv1alpha1.PhaseCompleted)
+	url := s.manager.eventsURL(t, s.ns, providerName)
+	s.Expect(s.engine.SetWebhooks(sandbox.WebhookConfig{URL: url, Secret: eventsSecret, Format: sandbox.WebhookFormatStripe})).To(Succeed())
+
+	s.createRefund("ours-back", "ours", 300)
+	s.waitForRefund("ours-back", paymentsv1alpha1.PhaseCompleted, "Succeeded")
+	charge := s.job("invoice").Status.ProviderResponse.ID
+	_, _, err := s.engine.CreateRefund("dashboard/refund-1", sandbox.RefundParams{PaymentIntent: charge, Amount: 700})
+	s.Expect(err).NotTo(HaveOccurred())
+
+	s.Eventually(func(g Gomega) {
+		c := condition(s.get(g, "invoice"), paymentsv1alpha1.ConditionMovedOutsideOperator)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(paymentsv1alpha1.ReasonRefundedOutsideOperator))
+		g.Expect(c.Message).To(ContainSubstring("700"))
+	}).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+	s.Eventually(func(g Gomega) []string { return eventReasons(g, s.ns, "invoice") }, timeout).
+		Should(ContainElement(paymentsv1alpha1.ReasonRefundedOutsideOperator))
+	job := s.job("invoice")
+	s.Expect(job.Status.Phase).To(Equal(paymentsv1alpha1.PhaseCompleted), "the outcome stands")
+	s.Expect(condition(job, paymentsv1alpha1.ConditionReady).Status).To(BeEquivalentTo("True"))
+	s.Expect(condition(s.job("ours"), paymentsv1alpha1.ConditionMovedOutsideOperator)).To(BeNil(), "the operator's own refund raises nothing")
 }

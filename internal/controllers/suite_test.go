@@ -373,6 +373,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	// The manager runs both kinds on the engine, as pkg/operator does.
 	refunds := paymentrefund.Kind(paymentrefund.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: outcomes})
 	wakers := make(wakeBoth, 0, 3)
+	var jobsReconciler *engine.Reconciler
 	for _, kind := range []engine.AnyKind{paymentjob.Kind(), refunds} {
 		r := &engine.Reconciler{
 			Kind: kind,
@@ -395,8 +396,11 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 		}
 		g.Expect(r.SetupWithManager(mgr)).To(Succeed())
 		wakers = append(wakers, r)
+		if kind.Name() != refunds.Name() {
+			jobsReconciler = r
+		}
 		if kind.Name() == refunds.Name() && cfg.refundRecheck > 0 {
-			watch := &paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: cfg.refundRecheck,
+			watch := &paymentrefund.RefundWatch{Refunds: r, Jobs: jobsReconciler, Reader: mgr.GetAPIReader(), Interval: cfg.refundRecheck,
 				Namespaces: cfg.namespaces}
 			g.Expect(mgr.Add(watch)).To(Succeed())
 			wakers = append(wakers, watch)

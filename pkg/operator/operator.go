@@ -207,7 +207,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("cannot set up the PaymentProvider controller: %w", err)
 	}
 
-	var wakers []events.Waker
+	var (
+		wakers []events.Waker
+		// jobsReconciler reads a payment a refund event names.
+		jobsReconciler *engine.Reconciler
+	)
 	auditor := &audit.Auditor{
 		Reader:     mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("paymentjob-audit"),
@@ -240,9 +244,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("cannot set up the %s controller: %w", kind.kind.Name(), err)
 		}
 		wakers = append(wakers, r)
+		if kind.kind.Name() == jobs.Name() {
+			jobsReconciler = r
+		}
 		if kind.kind.Name() == refunds.Name() {
-			watch := &paymentrefund.RefundWatch{Refunds: r, Reader: mgr.GetAPIReader(), Interval: opts.RefundRecheckInterval,
-				Period: opts.RefundWatchPeriod, Namespaces: opts.Namespaces}
+			watch := &paymentrefund.RefundWatch{Refunds: r, Jobs: jobsReconciler, Reader: mgr.GetAPIReader(),
+				Interval: opts.RefundRecheckInterval, Period: opts.RefundWatchPeriod, Namespaces: opts.Namespaces}
 			if err := mgr.Add(watch); err != nil {
 				return fmt.Errorf("cannot add the refund watch: %w", err)
 			}

@@ -144,3 +144,16 @@ func (t *Target) LookupBatched(req Request) Result {
 	}
 	return Proceed(found.Found...)
 }
+
+// waitUnsent keeps an object that was never claimed waiting (or stalled)
+// for the reason of p, and looks again after requeue (or its pending
+// recheck).
+func (r *Reconciler) waitUnsent(ctx context.Context, obj Object, p Progress, requeue time.Duration) (ctrl.Result, error) {
+	if p.Stalled {
+		return ctrl.Result{RequeueAfter: requeue}, r.stall(ctx, obj, p)
+	}
+	if requeue <= 0 {
+		requeue = r.pendingRecheck(obj, p.Reason, 0)
+	}
+	return ctrl.Result{RequeueAfter: requeue}, r.setPending(ctx, obj, p)
+}

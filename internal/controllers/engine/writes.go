@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -166,6 +167,25 @@ func (r *Reconciler) FailAfterSuccess(ctx context.Context, obj Object, f payment
 	return nil
 }
 
+// ReportMovedOutside sets MovedOutsideOperator (True, reason, message) on
+// obj, finished, and emits a Warning event of reason: the provider reports
+// money moved outside the operator since. Its outcome stands; the same
+// report is not made twice.
+func (r *Reconciler) ReportMovedOutside(ctx context.Context, obj Object, reason, message string) error {
+	if c := meta.FindStatusCondition(obj.GetPaymentStatus().Conditions, paymentsv1alpha1.ConditionMovedOutsideOperator); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == reason && c.Message == message {
+		return nil
+	}
+	meta.SetStatusCondition(&obj.GetPaymentStatus().Conditions, metav1.Condition{Type: paymentsv1alpha1.ConditionMovedOutsideOperator,
+		Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: obj.GetGeneration()})
+	if err := r.Client.Status().Update(ctx, obj); err != nil {
+		return fmt.Errorf("cannot report money moved outside the operator on %s %s: %w", r.Kind.Name(), obj.GetName(), err)
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, r.Kind.Words().Action, "%s", message)
+	log.FromContext(ctx).Info("The provider reports money moved outside the operator", "kind", r.Kind.Name(), "reason", reason)
+	return nil
+}
+
 // refuseUnsent fails an object that was never claimed because its kind
 // refuses the request before any provider call (a refund beyond what is
 // left of its charge). Nothing was sent, so nothing is recorded in the
@@ -193,19 +213,6 @@ func (r *Reconciler) refuseUnsent(ctx context.Context, obj Object, t *Target, c 
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, r.Kind.Words().Action, "Not sent to the provider: %s", msg)
 	log.FromContext(ctx).Info("Refused before any provider call", "reason", reason)
 	return r.finish(ctx, obj)
-}
-
-// waitUnsent keeps an object that was never claimed waiting (or stalled)
-// for the reason of p, and looks again after requeue (or its pending
-// recheck).
-func (r *Reconciler) waitUnsent(ctx context.Context, obj Object, p Progress, requeue time.Duration) (ctrl.Result, error) {
-	if p.Stalled {
-		return ctrl.Result{RequeueAfter: requeue}, r.stall(ctx, obj, p)
-	}
-	if requeue <= 0 {
-		requeue = r.pendingRecheck(obj, p.Reason, 0)
-	}
-	return ctrl.Result{RequeueAfter: requeue}, r.setPending(ctx, obj, p)
 }
 
 // writeOutcome writes a final outcome to the object's status. A conflict means

@@ -65,6 +65,10 @@ type RefundWatch struct {
 	Period time.Duration
 	// Namespaces restrict the watch, as the cache; nil is every namespace.
 	Namespaces []string
+	// Jobs is the PaymentJob reconciler: with it, a refund event about a
+	// Completed job's charge reads the charge's refunds and reports a
+	// refund made outside the operator. Optional.
+	Jobs *engine.Reconciler
 
 	// wakeSlots bound the checks events start (Wake).
 	wakeOnce  sync.Once

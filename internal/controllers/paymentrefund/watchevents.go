@@ -39,7 +39,9 @@ const maxWakeChecks = 4
 // Wake reads again, at once, the Completed refunds of provider's namespace
 // that a verified refund event names (the key they sent, the provider's
 // refund id, or the charge they refund), and sets Failed those the
-// provider failed since: what the next round would find, right away. The
+// provider failed since: what the next round would find, right away; and,
+// with Jobs, the refunds of the Completed PaymentJob whose charge it names,
+// reporting one refunded outside the operator (watchoutside.go). The
 // event is only a hint: each refund is read at its provider before
 // anything is written. It runs in the background, a few checks at a time,
 // and returns how many refunds it checks.
@@ -53,7 +55,13 @@ func (w *RefundWatch) Wake(ctx context.Context, provider types.NamespacedName, e
 		log.FromContext(ctx).Error(err, "Cannot list the refunds an event names", "event", ev.ID)
 		return 0
 	}
-	if len(refunds) == 0 {
+	var jobs []paymentsv1alpha1.PaymentJob
+	if w.Jobs != nil && ev.PaymentID != "" {
+		if jobs, err = w.paidJobs(ctx, provider, ev.PaymentID); err != nil {
+			log.FromContext(ctx).Error(err, "Cannot list the payments an event names", "event", ev.ID)
+		}
+	}
+	if len(refunds) == 0 && len(jobs) == 0 {
 		return 0
 	}
 	select {
@@ -73,17 +81,25 @@ func (w *RefundWatch) Wake(ctx context.Context, provider types.NamespacedName, e
 				logger.Error(err, "Cannot read a refund an event names", "event", ev.ID, "refund", refunds[i].Name)
 			}
 		}
+		for i := range jobs {
+			if err := w.checkOutside(cctx, &jobs[i], ev.ID); err != nil {
+				logger.Error(err, "Cannot read the refunds of a payment an event names", "event", ev.ID, "job", jobs[i].Name)
+			}
+		}
 	}()
-	return len(refunds)
+	return len(refunds) + len(jobs)
 }
 
-// named lists the Completed refunds of provider that ev names: finished
-// ones are out of the cache, so from the API server.
+// named lists the Completed refunds of provider that ev names, from the
+// API server: finished ones are out of the cache.
 func (w *RefundWatch) named(ctx context.Context, provider types.NamespacedName, ev payment.Event) ([]paymentsv1alpha1.PaymentRefund, error) {
 	var out []paymentsv1alpha1.PaymentRefund
 	cont := ""
 	for {
 		var list paymentsv1alpha1.PaymentRefundList
+		// The finished ones only, as a round reads them: one not finished
+		// yet still has its outcome to record in the ledger, which a
+		// Failed written now would contradict.
 		if err := w.Reader.List(ctx, &list, client.InNamespace(provider.Namespace), client.HasLabels{paymentsv1alpha1.LabelFinished},
 			client.Limit(engine.FinishedListPage), client.Continue(cont)); err != nil {
 			return nil, err
