@@ -19,10 +19,7 @@ package cli
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/duration"
-
 	paymentsv1alpha1 "github.com/idempotency-dev/paymentjob-operator/api/v1alpha1"
-	operatorpayment "github.com/idempotency-dev/paymentjob-operator/internal/payment"
 )
 
 // SettlingLine is a payment the provider accepted and has not settled (a
@@ -35,8 +32,6 @@ type SettlingLine struct {
 	// (SettlementOverdue) if it has not settled.
 	Since    time.Time `json:"since"`
 	Deadline time.Time `json:"deadline"`
-	// Takes is how long such payments take, as their scheme says.
-	Takes string `json:"takes"`
 	// Overdue says the deadline passed.
 	Overdue bool `json:"overdue,omitempty"`
 	// SettledAt is when the operator saw the provider's final answer.
@@ -50,8 +45,7 @@ func settlingOf(st *paymentsv1alpha1.PaymentStatus, now time.Time) *SettlingLine
 	if s == nil {
 		return nil
 	}
-	l := &SettlingLine{Method: s.Method, Since: s.Since.Time, Deadline: s.Deadline.Time,
-		Takes: operatorpayment.SettlementTimeOf(s.Method).Typical}
+	l := &SettlingLine{Method: s.Method, Since: s.Since.Time, Deadline: s.Deadline.Time}
 	if st.ProviderResponse != nil {
 		l.ID = st.ProviderResponse.ID
 	}
@@ -75,13 +69,12 @@ func printSettling(p func(string, ...any), s *Story, now time.Time) {
 		p("  Settlement:\t%s %s, accepted %s, settled %s", method, l.ID, ago(l.Since, now), ago(*l.SettledAt, now))
 		return
 	}
-	age := now.Sub(l.Since)
 	deadline := "deadline " + ago(l.Deadline, now)
 	if l.Overdue {
 		deadline = "overdue since " + ago(l.Deadline, now) + ": check it at the provider"
 	}
-	p("  Settling:\t%s %s, accepted %s (such payments take %s), %s", method, l.ID, ago(l.Since, now), l.Takes, deadline)
-	p("  Waiting for:\tthe provider to settle it; the operator reads it every %s at this age (%s if its PaymentProvider has spec.events), "+
-		"and at once when a signed provider event names it",
-		duration.HumanDuration(operatorpayment.SettleReadInterval(age, false)), duration.HumanDuration(operatorpayment.SettleReadInterval(age, true)))
+	p("  Settling:\t%s %s, accepted %s, %s", method, l.ID, ago(l.Since, now), deadline)
+	p("  Waiting for:\tthe provider to settle it (Why says how long such payments take); the operator reads it at a rate that " +
+		"falls with its age (every tenth of its age, from 2s to 2h; half of it, from 30s, when its PaymentProvider has spec.events), " +
+		"and at once when a signed provider event names it")
 }

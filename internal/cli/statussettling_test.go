@@ -45,8 +45,9 @@ func TestStatusShowsASettlingPaymentWithItsAgeAndWhatTheOperatorWaitsFor(t *test
 	var out strings.Builder
 	g.Expect(printStory(&out, s, now)).To(Succeed())
 
-	g.Expect(flat(out.String())).To(ContainSubstring("Settling: sepa_debit pi_debit, accepted 3h ago (such payments take up to 14 business days (7 to 8 on average)), deadline in 19d"))
-	g.Expect(flat(out.String())).To(ContainSubstring("Waiting for: the provider to settle it; the operator reads it every 18m at this age (90m if its PaymentProvider has spec.events), and at once when a signed provider event names it"))
+	g.Expect(flat(out.String())).To(ContainSubstring("Settling: sepa_debit pi_debit, accepted 3h ago, deadline in 19d"))
+	g.Expect(flat(out.String())).To(ContainSubstring("Waiting for: the provider to settle it (Why says how long such payments take); " +
+		"the operator reads it at a rate that falls with its age"))
 	g.Expect(s.Next).To(BeEmpty(), "nothing for a person to do")
 
 	// Past its deadline: overdue, and the runbook.

@@ -94,7 +94,7 @@ func TestAnEventWakesASettlingJob(t *testing.T) {
 	s := newScenario(t, withEvents, withEngine(sandbox.WithClock(clock), sandbox.WithDebitSettleDelay(24*time.Hour)))
 	defer s.engine.Close()
 	s.createEventsSecret()
-	url := s.manager.eventsURL(t, s.ns, providerName)
+	url := s.manager.eventsURL(t, s.ns)
 	s.Expect(s.engine.SetWebhooks(sandbox.WebhookConfig{URL: url, Secret: eventsSecret, Format: sandbox.WebhookFormatStripe})).To(Succeed())
 
 	s.create("debit", debit(sandbox.PaymentMethodSEPADebit))
@@ -125,7 +125,7 @@ func TestAnEventWakesASettlingJob(t *testing.T) {
 func TestForgedReplayedStaleAndForeignEventsChangeNothing(t *testing.T) {
 	s := newScenario(t, withEvents, withEngine(sandbox.WithDebitSettleDelay(time.Hour)))
 	s.createEventsSecret()
-	url := s.manager.eventsURL(t, s.ns, providerName)
+	url := s.manager.eventsURL(t, s.ns)
 	s.create("debit", debit(sandbox.PaymentMethodSEPADebit))
 	job := s.waitForSettling("debit")
 	id, key := job.Status.ProviderResponse.ID, job.Status.IdempotencyKey
@@ -190,7 +190,7 @@ func TestAnEventReportsARefundThatFailedAfterSuccessAtOnce(t *testing.T) {
 	// days later, not in the moment between its outcome and its finish.
 	s.Eventually(func(g Gomega) map[string]string { return s.getRefund(g, "back").Labels }, timeout).
 		Should(HaveKeyWithValue(paymentsv1alpha1.LabelFinished, "true"))
-	url := s.manager.eventsURL(t, s.ns, providerName)
+	url := s.manager.eventsURL(t, s.ns)
 	s.Expect(s.engine.SetWebhooks(sandbox.WebhookConfig{URL: url, Secret: eventsSecret, Format: sandbox.WebhookFormatStripe})).To(Succeed())
 
 	_, err := s.engine.FailRefund(done.Status.ProviderResponse.ID, sandbox.RefundFailureLostOrStolenCard)
@@ -218,7 +218,7 @@ func TestAnEventReportsARefundMadeOutsideTheOperator(t *testing.T) {
 	s.createEventsSecret()
 	s.run("invoice", paymentsv1alpha1.PhaseCompleted)
 	s.run("ours", paymentsv1alpha1.PhaseCompleted)
-	url := s.manager.eventsURL(t, s.ns, providerName)
+	url := s.manager.eventsURL(t, s.ns)
 	s.Expect(s.engine.SetWebhooks(sandbox.WebhookConfig{URL: url, Secret: eventsSecret, Format: sandbox.WebhookFormatStripe})).To(Succeed())
 
 	s.createRefund("ours-back", "ours", 300)

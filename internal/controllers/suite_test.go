@@ -558,12 +558,12 @@ func (w wakeBoth) Wake(ctx context.Context, provider types.NamespacedName, ev pa
 	return n
 }
 
-// eventsURL is the URL of the manager's events endpoint for the provider
-// name of namespace ns, once it listens.
-func (m *testManager) eventsURL(t *testing.T, ns, name string) string {
+// eventsURL is the URL of the manager's events endpoint for the
+// scenario's provider of namespace ns, once it listens.
+func (m *testManager) eventsURL(t *testing.T, ns string) string {
 	t.Helper()
 	var addr string
 	NewWithT(t).Eventually(m.events.Address, timeout).ShouldNot(BeEmpty(), "the events endpoint listens")
 	addr = m.events.Address()
-	return "http://" + addr + events.PathPrefix + ns + "/" + name
+	return "http://" + addr + events.PathPrefix + ns + "/" + providerName
 }

@@ -271,11 +271,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the PaymentReconciliation controller: %w", err)
 	}
-	if events.Enabled(opts.EventsBindAddress) {
-		if err := mgr.Add(&events.Server{Addr: opts.EventsBindAddress, Reader: mgr.GetClient(), Waker: eachWaker(wakers),
-			Identities: events.CachedIdentities{Cache: adapters}, Log: mgr.GetLogger().WithName("events")}); err != nil {
-			return fmt.Errorf("cannot add the events endpoint: %w", err)
-		}
+	if err := addEvents(mgr, opts, adapters, wakers); err != nil {
+		return err
 	}
 	if err := auditor.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cannot set up the audit: %w", err)
@@ -393,6 +390,19 @@ func HolderIdentity() (string, error) {
 		return "", fmt.Errorf("cannot generate a process id: %w", err)
 	}
 	return name + "/" + hex.EncodeToString(id), nil
+}
+
+// addEvents adds the signed events endpoint, when opts asks for it, waking
+// wakers.
+func addEvents(mgr ctrl.Manager, opts Options, adapters *providercache.ProviderCache, wakers []events.Waker) error {
+	if !events.Enabled(opts.EventsBindAddress) {
+		return nil
+	}
+	if err := mgr.Add(&events.Server{Addr: opts.EventsBindAddress, Reader: mgr.GetClient(), Waker: eachWaker(wakers),
+		Identities: events.CachedIdentities{Cache: adapters}, Log: mgr.GetLogger().WithName("events")}); err != nil {
+		return fmt.Errorf("cannot add the events endpoint: %w", err)
+	}
+	return nil
 }
 
 // eachWaker wakes, for one event, the objects of every kind it names: a
