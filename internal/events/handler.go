@@ -20,6 +20,7 @@ package events
 // accepted with 200 and handled once.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -179,10 +180,12 @@ func (s *Server) secret(ctx context.Context, pp *paymentsv1alpha1.PaymentProvide
 		return "", fmt.Errorf("the events Secret %q does not exist or lacks the label %s=true", ref.Name, paymentsv1alpha1.LabelCredentials)
 	case err != nil:
 		return "", fmt.Errorf("cannot get the events Secret %q: %w", ref.Name, err)
-	case len(secret.Data[ref.Key]) == 0:
+	case len(bytes.TrimSpace(secret.Data[ref.Key])) == 0:
 		return "", fmt.Errorf("the events Secret %q has no value at key %q", ref.Name, ref.Key)
 	}
-	return string(secret.Data[ref.Key]), nil
+	// A Secret made from a file (kubectl create secret --from-file) ends
+	// in a newline that the provider never signed with.
+	return string(bytes.TrimSpace(secret.Data[ref.Key])), nil
 }
 
 // answer counts and logs an accepted event and answers 200; duplicates

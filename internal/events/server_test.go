@@ -27,6 +27,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -297,4 +298,21 @@ func TestSlowSenderIsCutOff(t *testing.T) {
 	_, err = io.ReadAll(conn)
 	g.Expect(err).NotTo(HaveOccurred(), "the server closed the connection before the test's deadline")
 	g.Expect(time.Since(started)).To(BeNumerically(">=", ReadHeaderTimeout-time.Second))
+}
+
+// A Secret made from a file holds the endpoint secret with a newline: the
+// provider signed without it, and the event is accepted.
+func TestASecretFromAFileVerifies(t *testing.T) {
+	g := NewWithT(t)
+	objects := testObjects()
+	for _, o := range objects {
+		if s, ok := o.(*corev1.Secret); ok && s.Name == "events" {
+			s.Data["stripe"] = []byte(stripeSecret + "\n")
+		}
+	}
+	h := newHarness(t, objects, nil)
+	body := stripeBody("evt_file", "payment_intent.succeeded", false)
+
+	g.Expect(h.post(t, "stripe", body, stripeHeader(stripeSecret, testNow, body))).To(Equal(http.StatusOK))
+	g.Expect(h.waker.woken()).To(HaveLen(1))
 }
