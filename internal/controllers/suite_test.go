@@ -37,7 +37,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -372,7 +371,7 @@ func startManager(t *testing.T, cfg managerConfig) *testManager {
 	}
 	// The manager runs both kinds on the engine, as pkg/operator does.
 	refunds := paymentrefund.Kind(paymentrefund.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: outcomes})
-	wakers := make(wakeBoth, 0, 3)
+	wakers := make(events.Wakers, 0, 3)
 	var jobsReconciler *engine.Reconciler
 	for _, kind := range []engine.AnyKind{paymentjob.Kind(), refunds} {
 		r := &engine.Reconciler{
@@ -545,18 +544,6 @@ func (b *lockedBuffer) String() string {
 
 // errCrashed is what a fake provider answers after it crashed its manager.
 var errCrashed = errors.New("the manager crashed during the call")
-
-// wakeBoth wakes, for one event, the objects of both kinds it names and
-// the refund watch, as pkg/operator's waker does.
-type wakeBoth []events.Waker
-
-func (w wakeBoth) Wake(ctx context.Context, provider types.NamespacedName, ev payment.Event) int {
-	n := 0
-	for _, r := range w {
-		n += r.Wake(ctx, provider, ev)
-	}
-	return n
-}
 
 // eventsURL is the URL of the manager's events endpoint for the
 // scenario's provider of namespace ns, once it listens.

@@ -81,6 +81,19 @@ type Waker interface {
 	Wake(ctx context.Context, provider types.NamespacedName, ev payment.Event) int
 }
 
+// Wakers wake, for one event, what each of them wakes (the reconcilers of
+// every kind, the refund watch), and return how many objects in all.
+type Wakers []Waker
+
+// Wake calls Wake of each.
+func (w Wakers) Wake(ctx context.Context, provider types.NamespacedName, ev payment.Event) int {
+	n := 0
+	for _, k := range w {
+		n += k.Wake(ctx, provider, ev)
+	}
+	return n
+}
+
 // Enabled reports whether addr asks for the events server: "" and "0"
 // (the default of --events-bind-address) turn it off.
 func Enabled(addr string) bool { return addr != "" && addr != "0" }

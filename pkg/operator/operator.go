@@ -25,7 +25,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -40,7 +39,6 @@ import (
 	"github.com/idempotency-dev/paymentjob-operator/internal/controllers/ttl"
 	"github.com/idempotency-dev/paymentjob-operator/internal/events"
 	"github.com/idempotency-dev/paymentjob-operator/internal/ledger"
-	"github.com/idempotency-dev/paymentjob-operator/internal/payment"
 	"github.com/idempotency-dev/paymentjob-operator/internal/payment/egress"
 	"github.com/idempotency-dev/paymentjob-operator/internal/providercache"
 )
@@ -208,7 +206,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 
 	var (
-		wakers []events.Waker
+		wakers events.Wakers
 		// jobsReconciler reads a payment a refund event names.
 		jobsReconciler *engine.Reconciler
 	)
@@ -394,25 +392,13 @@ func HolderIdentity() (string, error) {
 
 // addEvents adds the signed events endpoint, when opts asks for it, waking
 // wakers.
-func addEvents(mgr ctrl.Manager, opts Options, adapters *providercache.ProviderCache, wakers []events.Waker) error {
+func addEvents(mgr ctrl.Manager, opts Options, adapters *providercache.ProviderCache, wakers events.Wakers) error {
 	if !events.Enabled(opts.EventsBindAddress) {
 		return nil
 	}
-	if err := mgr.Add(&events.Server{Addr: opts.EventsBindAddress, Reader: mgr.GetClient(), Waker: eachWaker(wakers),
+	if err := mgr.Add(&events.Server{Addr: opts.EventsBindAddress, Reader: mgr.GetClient(), Waker: wakers,
 		Identities: events.CachedIdentities{Cache: adapters}, Log: mgr.GetLogger().WithName("events")}); err != nil {
 		return fmt.Errorf("cannot add the events endpoint: %w", err)
 	}
 	return nil
-}
-
-// eachWaker wakes, for one event, the objects of every kind it names: a
-// charge's event may name a refund's payment, and the other way round.
-type eachWaker []events.Waker
-
-func (w eachWaker) Wake(ctx context.Context, provider types.NamespacedName, ev payment.Event) int {
-	n := 0
-	for _, k := range w {
-		n += k.Wake(ctx, provider, ev)
-	}
-	return n
 }

@@ -267,22 +267,33 @@ func (r *Reconciler) nextClaim(obj Object) (reason string, notBefore time.Time) 
 	return paymentsv1alpha1.ReasonClaimTakenOver, notBefore
 }
 
+// takeToken takes a token of t's client-side rate limit at now, or, when
+// none is free, takes none and returns how long until one is (counted in
+// paymentjob_rate_limited_total): charges and settle reads share it.
+func (r *Reconciler) takeToken(t *Target, now time.Time) time.Duration {
+	if t.Limiter == nil {
+		return 0
+	}
+	reservation := t.Limiter.ReserveN(now, 1)
+	delay := reservation.DelayFrom(now)
+	if delay <= 0 {
+		return 0
+	}
+	reservation.CancelAt(now)
+	rateLimitedTotal.WithLabelValues(r.Kind.Name()).Inc()
+	return delay
+}
+
 // waitForToken takes a token of the provider's client-side rate limit for
 // a charge, or says how long to wait for one. A long wait is said in the
 // object's status, once.
 func (r *Reconciler) waitForToken(ctx context.Context, obj Object, t *Target) (time.Duration, error) {
-	if t.Limiter == nil {
-		return 0, nil
-	}
 	now := r.Clock.Now()
-	reservation := t.Limiter.ReserveN(now, 1)
-	delay := reservation.DelayFrom(now)
+	delay := r.takeToken(t, now)
 	if delay <= 0 {
 		r.rateWaits.forget(client.ObjectKeyFromObject(obj))
 		return 0, nil
 	}
-	reservation.CancelAt(now)
-	rateLimitedTotal.WithLabelValues(r.Kind.Name()).Inc()
 	since, ok := r.rateWaits.get(obj)
 	if !ok {
 		since = now

@@ -194,8 +194,10 @@ func (r *Reconciler) awaitSettlement(ctx context.Context, obj Object) (ctrl.Resu
 			return ctrl.Result{RequeueAfter: due.Sub(now)}, r.noteSettling(ctx, obj, now)
 		}
 	}
-	if wait := r.waitForReadToken(target, now); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
+	if wait := r.takeToken(target, now); wait > 0 {
+		// Reads share the provider's rate limit with the charges, so a
+		// flood of settling payments or of events never goes past it.
+		return ctrl.Result{RequeueAfter: Jitter(wait)}, nil
 	}
 	settleReadsTotal.WithLabelValues(r.Kind.Name()).Inc()
 	o, err := r.readSettling(ctx, obj, target)
@@ -262,22 +264,4 @@ func (r *Reconciler) noteSettling(ctx context.Context, obj Object, now time.Time
 		}
 	}
 	return r.noteStatus(ctx, obj, p, then)
-}
-
-// waitForReadToken takes a token of the provider's rate limit for a read of
-// a settling payment, or says how long to wait for one: reads share the
-// limit with charges, so a flood of settling payments or of events never
-// pushes the operator past it.
-func (r *Reconciler) waitForReadToken(t *Target, now time.Time) time.Duration {
-	if t.Limiter == nil {
-		return 0
-	}
-	reservation := t.Limiter.ReserveN(now, 1)
-	delay := reservation.DelayFrom(now)
-	if delay <= 0 {
-		return 0
-	}
-	reservation.CancelAt(now)
-	rateLimitedTotal.WithLabelValues(r.Kind.Name()).Inc()
-	return Jitter(delay)
 }
